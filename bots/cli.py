@@ -1,0 +1,481 @@
+"""``memorybot``: the command line. Each command builds the core once, does one job, closes.
+
+Exit status: 0 done; 1 the command failed (bad input, a failed check); 2 memorybot cannot
+start (invalid settings, unreachable Redis, the embedded store locked by another process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from bots.commands import Actor, execute, parse_command
+from config.settings import Settings, SettingsError, load_settings
+from memory_core import calendar
+from memory_core.bootstrap import Core, build_core
+from memory_core.clock import Clock, ManualClock, SystemClock
+from memory_core.errors import (
+    ConfigError,
+    InputError,
+    MemorybotError,
+    PermissionDenied,
+    StoreError,
+    StoreUnavailable,
+)
+from memory_core.language import resolve
+from memory_core.models import IncomingMessage
+from memory_core.scopes import parse_scope
+
+app = typer.Typer(
+    name="memorybot",
+    help="A Discord and Slack bot that remembers, per channel.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
+
+ScopeOpt = Annotated[
+    str, typer.Option("--scope", "-s", help="A scope (discord:G:C, slack:T:C) or a console name.")
+]
+
+
+class State:
+    config: Path | None = None
+    verbose: bool = False
+
+
+STATE = State()
+
+
+@app.callback()
+def main_options(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Settings file (TOML).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+) -> None:
+    STATE.config = config
+    STATE.verbose = verbose
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    err.print(f"error: {message}", markup=False)
+    return typer.Exit(code)
+
+
+def settings() -> Settings:
+    try:
+        return load_settings(STATE.config)
+    except SettingsError as exc:
+        raise fail(str(exc), 2) from exc
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; translate memorybot's errors into messages and exit codes."""
+    try:
+        return asyncio.run(coro)
+    except (StoreUnavailable, ConfigError) as exc:
+        raise fail(str(exc), 2) from exc
+    except StoreError as exc:
+        raise fail(str(exc), 2) from exc
+    except (InputError, PermissionDenied) as exc:
+        raise fail(str(exc), 1) from exc
+    except MemorybotError as exc:
+        raise fail(str(exc), 1) from exc
+
+
+@asynccontextmanager
+async def core_for(
+    s: Settings, *, clock: Clock | None = None, background: bool = True
+) -> AsyncIterator[Core]:
+    core = await build_core(s, clock=clock, background=background)
+    try:
+        yield core
+    finally:
+        await core.close()
+
+
+# -- console ---------------------------------------------------------------------------
+@app.command()
+def console(
+    scope: ScopeOpt = "default",
+    user: Annotated[str, typer.Option("--user", "-u", help="Your name in the chat.")] = "you",
+) -> None:
+    """Chat in the terminal (/memory commands work). Piped stdin: one answer per line."""
+    from bots.console import run_console
+
+    s = settings()
+    target = _scope(scope)
+
+    async def go() -> int:
+        async with core_for(s) as core:
+            return await run_console(core, scope=target, user=user)
+
+    raise typer.Exit(run(go()))
+
+
+def _scope(text: str) -> str:
+    try:
+        return parse_scope(text)
+    except InputError as exc:
+        raise fail(str(exc), 1) from exc
+
+
+# -- replay ----------------------------------------------------------------------------
+@app.command()
+def replay(
+    file: Annotated[Path, typer.Argument(help="JSON lines: {ts, user, text, role?, scope?}")],
+    scope: ScopeOpt = "replay",
+    no_reply: Annotated[
+        bool, typer.Option("--no-reply", help="Store only; do not ask the LLM to answer.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Abort on any bad line, before storing anything.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Import a transcript; its timestamps drive the clock, so days and weeks roll over."""
+    from memory_core.replay import read_lines, validate_all
+    from memory_core.replay import replay as do_replay
+
+    s = settings()
+    target = _scope(scope)
+    if not file.is_file():
+        raise fail(f"{file} does not exist", 1)
+    if strict:
+        good, bad = validate_all(file)
+        if bad:
+            for problem in bad:
+                err.print(f"{file}:{problem}", markup=False)
+            raise fail(f"{len(bad)} bad line(s); nothing was stored (--strict)", 1)
+        lines: Any = good
+        total = len(good)
+    else:
+        lines = read_lines(file)
+        total = sum(1 for raw in file.open(encoding="utf-8") if raw.strip())
+
+    async def go() -> dict[str, Any]:
+        clock = ManualClock()
+        async with core_for(s, clock=clock, background=False) as core:
+            start_calls = core.llm.stats.calls()
+            with _progress(quiet=as_json) as progress:
+                task = progress.add_task("replaying", total=total)
+                report = await do_replay(
+                    core.pipeline,
+                    clock,
+                    lines,
+                    default_scope=target,
+                    reply=not no_reply,
+                    on_line=lambda r: progress.update(task, completed=r.lines),
+                )
+            days = sum(r.days_closed for r in core.pipeline.reports)
+            stats = core.llm.stats
+            return {
+                "lines": report.lines,
+                "stored": report.stored,
+                "replies": report.replies,
+                "apologies": report.apologies,
+                "skipped": [{"line": e.line_no, "reason": e.reason} for e in report.skipped],
+                "out_of_order": report.out_of_order,
+                "scopes": sorted(report.scopes),
+                "days_rolled_over": days,
+                "compactions": sum(r.compactions for r in core.pipeline.reports),
+                "llm_calls": {
+                    "total": stats.calls() - start_calls,
+                    "reply": stats.of("reply").calls,
+                    "compact": stats.of("compact").calls,
+                    "refresh": stats.of("refresh").calls,
+                },
+                "offline": core.llm.offline,
+            }
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result, ensure_ascii=False), markup=False)
+        return
+    out.print(
+        f"Replayed {result['lines']} lines into {', '.join(result['scopes']) or target}: "
+        f"{result['stored']} stored, {result['replies']} replies, "
+        f"{result['days_rolled_over']} days rolled over, "
+        f"{result['llm_calls']['total']} LLM calls "
+        f"(compaction {result['llm_calls']['compact']}, tiers {result['llm_calls']['refresh']}, "
+        f"replies {result['llm_calls']['reply']}).",
+        markup=False,
+    )
+    for item in result["skipped"]:
+        err.print(f"skipped {file}:{item['line']}: {item['reason']}", markup=False)
+
+
+def _progress(*, quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+        transient=True,
+    )
+
+
+# -- ask -------------------------------------------------------------------------------
+@app.command()
+def ask(
+    text: Annotated[str, typer.Argument(help="The message to send.")],
+    scope: ScopeOpt = "default",
+    user: Annotated[str, typer.Option("--user", "-u")] = "you",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the prompt only: no LLM, nothing stored.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Send one message (or, with --dry-run, show the exact prompt a reply would use)."""
+    s = settings()
+    target = _scope(scope)
+    msg = IncomingMessage(scope=target, text=text, author=user, author_id=user, direct=True)
+
+    async def go() -> dict[str, Any]:
+        async with core_for(s, background=False) as core:
+            if dry_run:
+                prompt = await core.pipeline.build_prompt(msg)
+                return {
+                    "scope": target,
+                    "messages": prompt.messages,
+                    "tokens": prompt.tokens,
+                    "budget": prompt.budget,
+                    "sections": prompt.sections,
+                    "window_messages": prompt.window_messages,
+                    "language": prompt.language,
+                }
+            reply = await core.pipeline.handle(msg)
+            assert reply is not None  # direct messages are always answered
+            return {
+                "scope": target,
+                "reply": reply.text,
+                "kind": reply.kind,
+                "tokens": reply.prompt_tokens,
+            }
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result, ensure_ascii=False), markup=False)
+    elif dry_run:
+        for message in result["messages"]:
+            out.print(f"--- {message['role']}", markup=False)
+            out.print(message["content"], markup=False)
+        out.print(f"--- {result['tokens']} tokens (budget {result['budget']})", markup=False)
+    else:
+        out.print(result["reply"], markup=False)
+
+
+# -- memory ----------------------------------------------------------------------------
+@app.command(
+    context_settings={"allow_extra_args": False},
+    help="Admin operations: show [overview|tiers|facts|stats], forget all confirm | "
+    "me | fact ID | TEXT, remember TEXT, export [--out F], import FILE [--replace], "
+    "pause, resume, config KEY VALUE.",
+)
+def memory(
+    words: Annotated[list[str], typer.Argument(help="The /memory command words.")],
+    scope: ScopeOpt = "default",
+    user: Annotated[str, typer.Option("--user", "-u", help="Who 'forget me' means.")] = "you",
+    out_file: Annotated[Path | None, typer.Option("--out", "-o", help="export: file")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="import: replace memory")] = False,
+) -> None:
+    s = settings()
+    target = _scope(scope)
+    if words[0] == "import":
+        if len(words) != 2:
+            raise fail("usage: memorybot memory import FILE --scope S [--replace]", 1)
+        source = Path(words[1])
+        try:
+            data = json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise fail(f"cannot read {source}: {exc}", 1) from exc
+
+        async def do_import() -> int:
+            async with core_for(s) as core:
+                return await core.admin.import_(target, data, replace=replace)
+
+        count = run(do_import())
+        out.print(f"Imported {count} messages into {target}.", markup=False)
+        return
+    try:
+        command = parse_command(" ".join(words))
+    except InputError as exc:
+        raise fail(str(exc), 1) from exc
+
+    async def go() -> Any:
+        async with core_for(s) as core:
+            return await execute(
+                core.admin,
+                scope=target,
+                command=command,
+                actor=Actor(user_id=user, name=user, is_admin=True),
+                language=resolve(s.memory.language, []),
+            )
+
+    result = run(go())
+    if result.file is not None:
+        blob = result.file[1]
+        if out_file is not None:
+            out_file.write_bytes(blob)
+            err.print(f"{result.title} -> {out_file}", markup=False)
+        else:
+            sys.stdout.write(blob.decode() + "\n")
+        return
+    out.print(result.text(), markup=False)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+# -- rollover --------------------------------------------------------------------------
+@app.command()
+def rollover(
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", help="Only this scope (default: all).")
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="Act as if it were this time (ISO-8601).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run due rollovers, tier refreshes and compactions now (or as of --at)."""
+    s = settings()
+    clock: Clock = SystemClock()
+    if at is not None:
+        try:
+            when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise fail(f"--at {at!r} is not an ISO-8601 time", 1) from exc
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=calendar.zone(s.memory.timezone))
+        clock = ManualClock(when)
+    targets = [_scope(scope)] if scope else None
+
+    async def go() -> dict[str, Any]:
+        async with core_for(s, clock=clock, background=False) as core:
+            names = targets or [name for name, _ in await core.repo.scopes(limit=10**9)]
+            totals = {
+                "scopes": len(names),
+                "due": 0,
+                "days_closed": 0,
+                "weeks": 0,
+                "refreshes": 0,
+                "compactions": 0,
+                "skipped": 0,
+                "failed": 0,
+            }
+            with _progress(quiet=as_json) as progress:
+                task = progress.add_task("rollover", total=len(names))
+                for name in names:
+                    state = await core.repo.state(name)
+                    if core.maintainer.due(state, clock.now()):
+                        totals["due"] += 1
+                        report = await core.pipeline.maintain(name)
+                        totals["days_closed"] += report.days_closed
+                        totals["weeks"] += report.weeks
+                        totals["refreshes"] += report.refreshes
+                        totals["compactions"] += report.compactions
+                        totals["skipped"] += int(report.skipped)
+                        totals["failed"] += int(report.failures > 0)
+                    progress.advance(task)
+            return totals
+
+    totals = run(go())
+    if as_json:
+        out.print(json.dumps(totals), markup=False)
+    else:
+        out.print(
+            f"{totals['scopes']} scopes, {totals['due']} due: {totals['days_closed']} days "
+            f"closed, {totals['weeks']} weeks, {totals['refreshes']} tier refreshes, "
+            f"{totals['compactions']} compactions, {totals['failed']} failed "
+            "(retried later).",
+            markup=False,
+        )
+
+
+# -- doctor ----------------------------------------------------------------------------
+@app.command()
+def doctor() -> None:
+    """Check settings, the store, the LLM, token counting and platform tokens."""
+    from bots.doctor import run_checks
+
+    s = settings()
+    rows = asyncio.run(run_checks(s))
+    table = Table("check", "status", "detail", show_lines=False)
+    for name, status, detail in rows:
+        colour = {"ok": "green", "warn": "yellow", "fail": "red"}[status]
+        table.add_row(name, f"[{colour}]{status}[/{colour}]", detail.replace("[", "\\["))
+    out.print(table)
+    if any(status == "fail" for _, status, _ in rows):
+        raise typer.Exit(1)
+
+
+# -- bench -----------------------------------------------------------------------------
+@bench_app.command("ingest")
+def bench_ingest(
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1,
+    messages: Annotated[int, typer.Option("--messages", min=1)] = 2000,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Pipeline time per message without the LLM, next to a Redis PING."""
+    from memory_core.bench import bench_ingest as do_bench
+
+    s = settings()
+
+    async def go() -> dict[str, Any]:
+        with _progress(quiet=as_json) as progress:
+            task = progress.add_task("ingest", total=messages)
+            return await do_bench(
+                s,
+                scopes=scopes,
+                messages=messages,
+                progress=lambda n: progress.update(task, completed=n),
+            )
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result), markup=False)
+        return
+    out.print(
+        f"{result['messages']} messages over {result['scopes']} scopes on {result['store']}:\n"
+        f"  ingest p50 {result['p50_ms']:.3f} ms, p99 {result['p99_ms']:.3f} ms, "
+        f"{result['msgs_per_s']:.0f} msgs/s\n"
+        f"  prompt assembly p50 {result['assemble_p50_ms']:.3f} ms, "
+        f"p99 {result['assemble_p99_ms']:.3f} ms\n"
+        f"  Redis PING {result['redis_ping_ms']:.3f} ms (ingest p50 = "
+        f"{result['p50_over_ping']}x PING)",
+        markup=False,
+    )
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

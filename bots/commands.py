@@ -1,0 +1,260 @@
+"""The /memory commands, one implementation for every front door.
+
+``parse_command`` turns text ("/memory forget fact f3") into a :class:`Command`; Discord
+builds the same objects from its slash-command options. ``execute`` checks permission and
+runs the core admin operation, returning a :class:`CommandResult` made of titled sections
+that each platform renders its own way (plain text, Discord embeds, Slack blocks).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from config.prompts import PromptSet, load_prompts
+from memory_core.admin import LANGUAGE_SETTINGS, MODES, MemoryAdmin, ScopeView
+from memory_core.assembly import order_facts, render_fact
+from memory_core.errors import PermissionDenied, UsageError
+
+Action = Literal[
+    "show",
+    "forget_all",
+    "forget_me",
+    "forget_text",
+    "forget_fact",
+    "remember",
+    "export",
+    "pause",
+    "resume",
+    "config",
+    "help",
+]
+SHOW_SECTIONS = ("overview", "tiers", "facts", "stats")
+CONFIG_KEYS = ("mode", "timezone", "language")
+# Admin-only where the command changes a memory the whole channel shares.
+ADMIN_ACTIONS = frozenset(
+    {"forget_all", "forget_text", "forget_fact", "remember", "export", "pause", "resume", "config"}
+)
+CONFIRM_WORDS = ("confirm", "yes", "はい")
+
+USAGE = """/memory show [overview|tiers|facts|stats]
+/memory forget all | me | fact <id> | <text>
+/memory remember <text>
+/memory export
+/memory pause | resume
+/memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>"""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    action: Action
+    arg: str = ""  # show: the section; forget: text or fact id; remember: text
+    key: str = ""  # config: mode | timezone | language
+    confirmed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    user_id: str
+    name: str
+    is_admin: bool
+
+
+@dataclass
+class CommandResult:
+    title: str
+    sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, body)
+    file: tuple[str, bytes] | None = None  # (filename, content): export
+    needs_confirm: bool = False  # forget all, asked without confirmation
+    ok: bool = True
+
+    def text(self) -> str:
+        parts = [f"**{self.title}**"] if self.title else []
+        for heading, body in self.sections:
+            parts.append(f"{heading}\n{body}" if heading else body)
+        return "\n\n".join(parts)
+
+
+def _usage(problem: str) -> UsageError:
+    return UsageError(f"{problem}\n\nUsage:\n{USAGE}")
+
+
+def parse_command(text: str) -> Command:
+    """Parse the words after ``/memory`` (the leading "/memory" or "memory" is optional)."""
+    words = text.strip().split()
+    if words and words[0].lower() in ("/memory", "memory"):
+        words = words[1:]
+    if not words:
+        return Command("help")
+    verb, rest = words[0].lower(), words[1:]
+    rest_text = " ".join(rest)
+    if verb in ("help", "-h", "--help"):
+        return Command("help")
+    if verb == "show":
+        section = rest[0].lower() if rest else "overview"
+        if section not in SHOW_SECTIONS or len(rest) > 1:
+            raise _usage(f"unknown section {rest_text!r} for /memory show")
+        return Command("show", arg=section)
+    if verb == "forget":
+        if not rest:
+            raise _usage("forget what? all, me, fact <id>, or some text")
+        what = rest[0].lower()
+        if what == "all" and len(rest) <= 2:
+            confirmed = len(rest) == 2 and rest[1].lower() in CONFIRM_WORDS
+            if len(rest) == 2 and not confirmed:
+                raise _usage("/memory forget all takes only the word 'confirm' after it")
+            return Command("forget_all", confirmed=confirmed)
+        if what == "me" and len(rest) == 1:
+            return Command("forget_me")
+        if what == "fact":
+            if len(rest) != 2:
+                raise _usage("/memory forget fact needs one fact id (see /memory show facts)")
+            return Command("forget_fact", arg=rest[1])
+        return Command("forget_text", arg=rest_text)
+    if verb == "remember":
+        if not rest:
+            raise _usage("remember what? e.g. /memory remember standup is at 10:00")
+        return Command("remember", arg=rest_text)
+    if verb in ("export", "pause", "resume"):
+        if rest:
+            raise _usage(f"/memory {verb} takes no arguments")
+        return Command(verb)  # type: ignore[arg-type]
+    if verb == "config":
+        if len(rest) != 2 or rest[0].lower() not in CONFIG_KEYS:
+            raise _usage("config needs a setting and a value, e.g. /memory config mode all")
+        key, value = rest[0].lower(), rest[1]
+        if key == "mode" and value.lower() not in MODES:
+            raise _usage(f"mode must be one of {', '.join(MODES)}")
+        if key == "language" and value.lower() not in LANGUAGE_SETTINGS:
+            raise _usage(f"language must be one of {', '.join(LANGUAGE_SETTINGS)}")
+        return Command("config", key=key, arg=value if key == "timezone" else value.lower())
+    raise _usage(f"unknown /memory command {verb!r}")
+
+
+def _action_name(command: Command) -> str:
+    return command.action.replace("_", " ")
+
+
+async def execute(
+    admin: MemoryAdmin, *, scope: str, command: Command, actor: Actor, language: str = "en"
+) -> CommandResult:
+    """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError."""
+    p = load_prompts(language)
+    if command.action in ADMIN_ACTIONS and not actor.is_admin:
+        raise PermissionDenied(p.say("not_admin", action=_action_name(command)))
+    match command.action:
+        case "help":
+            return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
+        case "show":
+            view = await admin.show(scope)
+            return render_show(view, command.arg or "overview", p)
+        case "forget_all":
+            if not command.confirmed:
+                return CommandResult(
+                    title=p.say("confirm_forget_all", scope=scope), needs_confirm=True
+                )
+            await admin.forget_all(scope)
+            return CommandResult(title=p.say("forgot_all", scope=scope))
+        case "forget_me":
+            report = await admin.forget_user(scope, user_id=actor.user_id, names=[actor.name])
+            return CommandResult(
+                title=p.say(
+                    "forgot_me",
+                    name=actor.name,
+                    scope=scope,
+                    messages=report.messages,
+                    facts=report.facts,
+                    tiers=len(report.tiers) + report.days + report.weeks,
+                )
+            )
+        case "forget_text":
+            report = await admin.forget_text(scope, command.arg)
+            return CommandResult(
+                title=p.say(
+                    "forgot_text",
+                    text=command.arg[:80],
+                    messages=report.messages,
+                    facts=report.facts,
+                    tiers=len(report.tiers) + report.days + report.weeks,
+                )
+            )
+        case "forget_fact":
+            if await admin.forget_fact(scope, command.arg):
+                return CommandResult(title=p.say("forgot_fact", id=command.arg))
+            return CommandResult(title=p.say("no_such_fact", id=command.arg), ok=False)
+        case "remember":
+            fact = await admin.remember(scope, command.arg, by=actor.name)
+            return CommandResult(title=p.say("remembered", id=fact.id, text=fact.text))
+        case "export":
+            data = await admin.export(scope)
+            blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
+            name = "memory-" + scope.replace(":", "_") + ".json"
+            return CommandResult(
+                title=p.say("exported", scope=scope, count=len(data["log"])), file=(name, blob)
+            )
+        case "pause":
+            await admin.set_paused(scope, True)
+            return CommandResult(title=p.say("paused_now", scope=scope))
+        case "resume":
+            await admin.set_paused(scope, False)
+            return CommandResult(title=p.say("resumed", scope=scope))
+        case "config":
+            changes = await admin.configure(scope, **{command.key: command.arg})
+            text = ", ".join(f"{k}={v or 'auto'}" for k, v in changes.items())
+            return CommandResult(title=p.say("configured", scope=scope, changes=text))
+    raise _usage(f"unknown /memory command {command.action!r}")
+
+
+def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
+    """The sections of ``/memory show``, as (heading, body) pairs."""
+    state = view.state
+    h = p.headings
+    result = CommandResult(title=p.say("title_show", scope=view.scope))
+    info = [p.say("messages", count=view.messages)]
+    info.append(p.say("mode", mode=view.mode, tz=view.timezone, lang=view.language))
+    if state.paused:
+        info.append(p.say("paused"))
+    result.sections.append(("", "\n".join(info)))
+    if section in ("overview", "tiers"):
+        tiers: list[tuple[str, str]] = []
+        if section == "overview" and state.overview:
+            tiers.append((h["overview"], state.overview))
+        else:
+            tiers += [(h["long"], state.long), (h["mid"], state.mid)]
+            if section == "tiers":
+                tiers.append((h["overview"], state.overview))
+        if state.short:
+            tiers.append((p.say("heading_short_day", date=state.day), state.short))
+        result.sections += [(head, body) for head, body in tiers if body]
+        if section == "tiers":
+            if view.days:
+                days = "\n".join(f"[{d.day}] {d.summary}" for d in view.days)
+                result.sections.append((p.say("heading_days"), days))
+            if view.weeks:
+                weeks = "\n".join(f"[{w.week}] {w.summary}" for w in view.weeks)
+                result.sections.append((p.say("heading_weeks"), weeks))
+        if view.recent:
+            lines = [f"{e.author or e.role}: {e.text[:200]}" for e in view.recent[-5:]]
+            result.sections.append((p.say("heading_recent"), "\n".join(lines)))
+    if section in ("overview", "facts"):
+        if view.facts:
+            lines = [f"`{f.id}` {render_fact(f)[2:]}" for f in order_facts(view.facts)]
+            result.sections.append((h["facts"], "\n".join(lines)))
+        elif section == "facts":
+            result.sections.append((h["facts"], p.say("no_facts")))
+    if section == "stats":
+        stats = [
+            f"messages: {view.messages} (unsummarised: {state.unsum_count}, "
+            f"{state.unsum_tokens} tokens)",
+            f"day: {state.day or '-'}; days: {len(view.days)}; weeks: {len(view.weeks)}; "
+            f"facts: {len(view.facts)}",
+            f"last rollover: {state.last_rollover or '-'}; "
+            f"tiers refreshed: {state.tiers_at or '-'}",
+        ]
+        if state.failures:
+            stats.append(f"summary failures in a row: {state.failures}")
+        result.sections.append((p.say("heading_stats"), "\n".join(stats)))
+    if len(result.sections) == 1 and section != "stats":
+        result.sections.append(("", p.say("no_memory")))
+    return result

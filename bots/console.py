@@ -1,0 +1,88 @@
+"""The terminal front door: chat with memorybot, with /memory commands, no tokens needed.
+
+Interactive on a terminal; with piped stdin, one answer per input line (so transcripts and
+tests can drive it). The console user is the admin of their console scopes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from typing import TextIO
+
+from rich.console import Console
+
+from bots.commands import Actor, execute, parse_command
+from memory_core.bootstrap import Core
+from memory_core.errors import MemorybotError
+from memory_core.language import resolve
+from memory_core.models import IncomingMessage
+
+QUIT = ("/quit", "/exit", "/q")
+
+
+async def _lines(stream: TextIO, interactive: bool, prompt: str) -> AsyncIterator[str]:
+    while True:
+        if interactive:
+            try:
+                line = await asyncio.to_thread(input, prompt)
+            except EOFError:
+                return
+        else:
+            line = await asyncio.to_thread(stream.readline)
+            if not line:
+                return
+        yield line.rstrip("\n")
+
+
+async def run_console(
+    core: Core,
+    *,
+    scope: str,
+    user: str,
+    stdin: TextIO | None = None,
+    out: Console | None = None,
+    err: Console | None = None,
+) -> int:
+    stdin = stdin or sys.stdin
+    interactive = stdin.isatty()
+    out = out or Console(highlight=False, soft_wrap=True)
+    err = err or Console(stderr=True, highlight=False)
+    for line in core.describe():
+        err.print(line, markup=False)
+    err.print(
+        f"Scope: {scope} as {user}. Type /memory help for commands"
+        + (", /quit to leave." if interactive else "."),
+        markup=False,
+    )
+    actor = Actor(user_id=user, name=user, is_admin=True)
+    async for line in _lines(stdin, interactive, f"{user}> "):
+        text = line.strip()
+        if not text:
+            continue
+        if text.lower() in QUIT:
+            break
+        try:
+            if text.lower().startswith(("/memory", "/m ")):
+                command = parse_command(text if not text.startswith("/m ") else text[3:])
+                lang = resolve(core.settings.memory.language, [text])
+                result = await execute(
+                    core.admin, scope=scope, command=command, actor=actor, language=lang
+                )
+                out.print(result.text(), markup=False)
+                if result.file is not None:
+                    out.print(result.file[1].decode(), markup=False)
+                continue
+            reply = await core.pipeline.handle(
+                IncomingMessage(scope=scope, text=text, author=user, author_id=user, direct=True)
+            )
+        except MemorybotError as exc:  # bad input, refused, store hiccup: say so, keep going
+            err.print(f"! {exc}", markup=False)
+            continue
+        if reply is not None:
+            prefix = f"{core.settings.bot.name}> " if interactive else ""
+            out.print(prefix + reply.text, markup=False)
+    await core.pipeline.drain()
+    await core.store.save()
+    return 0

@@ -1,0 +1,318 @@
+"""Typed settings: environment, an optional ``memorybot.toml``, then defaults.
+
+Settings are built once, at start-up, by :func:`load_settings` and handed to whoever needs
+them; nothing reads ``os.environ`` deeper in the code, and importing this module connects
+to nothing.
+
+Precedence, highest first: explicit keyword arguments, ``MEMORYBOT_<SECTION>__<FIELD>``
+environment variables, the well-known variables (``REDIS_URL``, ``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``, ``DISCORD_TOKEN``, ``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``,
+``SLACK_SIGNING_SECRET``, ``DASHBOARD_TOKEN``), the TOML file, defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+ENV_PREFIX = "MEMORYBOT_"
+ENV_DELIMITER = "__"
+CONFIG_ENV = "MEMORYBOT_CONFIG"
+DEFAULT_CONFIG_FILE = "memorybot.toml"
+
+ReplyMode = Literal["mention", "all", "off"]
+Language = Literal["auto", "en", "ja"]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+# Well-known variables that people already have in their environment, mapped to the field
+# they set. Kept here, next to the models, so the error messages can name them.
+WELL_KNOWN_ENV: dict[str, tuple[str, str]] = {
+    "REDIS_URL": ("store", "redis_url"),
+    "OPENAI_API_KEY": ("llm", "api_key"),
+    "OPENAI_BASE_URL": ("llm", "base_url"),
+    "DISCORD_TOKEN": ("discord", "token"),
+    "SLACK_BOT_TOKEN": ("slack", "bot_token"),
+    "SLACK_APP_TOKEN": ("slack", "app_token"),
+    "SLACK_SIGNING_SECRET": ("slack", "signing_secret"),
+    "DASHBOARD_TOKEN": ("dashboard", "token"),
+}
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memorybot"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class StoreSettings(_Section):
+    """Where memory lives."""
+
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="redis://, rediss:// or unix:// URL. Unset: the embedded store in data_dir.",
+    )
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    key_prefix: str = Field(default="mb", pattern=r"^[A-Za-z0-9_-]{1,32}$")
+    cluster: bool = False
+    snapshot_interval_s: float = Field(default=30.0, gt=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+
+
+class LLMSettings(_Section):
+    """The OpenAI-compatible endpoint."""
+
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    chat_model: str = "gpt-4o-mini"
+    summary_model: str = "gpt-4o-mini"
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    json_mode: bool = Field(
+        default=True, description="Ask for response_format=json_object on summary calls."
+    )
+    reply_max_tokens: int = Field(default=800, ge=16)
+    temperature: float = Field(default=0.7, ge=0, le=2)
+
+    @property
+    def offline(self) -> bool:
+        return self.api_key is None and not self.base_url
+
+
+class MemorySettings(_Section):
+    """Tier sizes, thresholds and the prompt budget (tokens are cl100k tokens)."""
+
+    budget_tokens: int = Field(default=3000, ge=500, le=200_000)
+    window_tokens: int = Field(
+        default=1200, ge=50, description="At most this much of the budget for verbatim messages."
+    )
+    new_message_tokens: int = Field(
+        default=800, ge=50, description="The new message is cut to this many tokens in the prompt."
+    )
+    compact_trigger_tokens: int = Field(
+        default=1500, ge=100, description="Summarise into 'short' once this much is unsummarised."
+    )
+    compact_keep_tokens: int = Field(
+        default=400, ge=0, description="Newest unsummarised tokens left verbatim by a compaction."
+    )
+    compact_min_messages: int = Field(
+        default=20, ge=1, description="Never compact more often than once per this many messages."
+    )
+    compact_max_input_tokens: int = Field(default=6000, ge=500)
+    short_tokens: int = Field(default=400, ge=50)
+    mid_tokens: int = Field(default=400, ge=50)
+    week_tokens: int = Field(default=600, ge=50)
+    long_tokens: int = Field(default=600, ge=50)
+    overview_tokens: int = Field(default=600, ge=50)
+    days_max: int = Field(default=7, ge=1, le=31)
+    weeks_max: int = Field(default=52, ge=1, le=520)
+    facts_max: int = Field(default=200, ge=1)
+    facts_prompt_tokens: int = Field(default=400, ge=0)
+    max_message_chars: int = Field(default=8000, ge=100)
+    retention_days: int = Field(default=365, ge=1)
+    timezone: str = "UTC"
+    week_start: Weekday = "monday"
+    language: Language = "auto"
+    default_mode: ReplyMode = "mention"
+    summary_attempts: int = Field(
+        default=3, ge=1, description="LLM failures in a row before an extractive summary stands in."
+    )
+    retry_base_s: float = Field(default=30.0, ge=0)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown timezone {value!r} (use an IANA name such as Asia/Tokyo)"
+            ) from exc
+        return value
+
+
+class BotSettings(_Section):
+    name: str = "memorybot"
+
+
+class DiscordSettings(_Section):
+    token: SecretStr | None = None
+    admin_role_ids: list[int] = Field(default_factory=list)
+    admin_user_ids: list[int] = Field(default_factory=list)
+    allowed_guild_ids: list[int] = Field(default_factory=list)
+    allowed_channel_ids: list[int] = Field(default_factory=list)
+    sync_guild_ids: list[int] = Field(default_factory=list)
+    stream_replies: bool = False
+    api_base: str | None = None
+    gateway_url: str | None = None
+
+
+class SlackSettings(_Section):
+    bot_token: SecretStr | None = None
+    app_token: SecretStr | None = None
+    signing_secret: SecretStr | None = None
+    admin_user_ids: list[str] = Field(default_factory=list)
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=3000, ge=0, le=65535)
+    api_base_url: str = "https://slack.com/api/"
+    stream_replies: bool = False
+
+
+class DashboardSettings(_Section):
+    token: SecretStr | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+
+
+class Settings(BaseSettings):
+    """Every setting of memorybot. Build with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_DELIMITER,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    bot: BotSettings = Field(default_factory=BotSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _WellKnownEnvSource(settings_cls))
+
+
+class _WellKnownEnvSource(PydanticBaseSettingsSource):
+    """Maps REDIS_URL, OPENAI_API_KEY, ... onto their nested fields."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for env_name, (section, field) in WELL_KNOWN_ENV.items():
+            value = os.environ.get(env_name)
+            if value:
+                found.setdefault(section, {})[field] = value
+        return found
+
+
+def env_name_for(section: str, field: str) -> str:
+    """The environment variable that sets ``section.field``."""
+    for env_name, target in WELL_KNOWN_ENV.items():
+        if target == (section, field):
+            return env_name
+    return f"{ENV_PREFIX}{section.upper()}{ENV_DELIMITER}{field.upper()}"
+
+
+class SettingsError(ValueError):
+    """Raised by :func:`load_settings`; memory_core translates it to its ConfigError."""
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read the settings file: {exc.strerror}") from exc
+
+
+def _describe(error: Mapping[str, Any], from_file: Path | None) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    where = ".".join(loc) or "(settings)"
+    hint = ""
+    if len(loc) >= 2:
+        hint = f" (env {env_name_for(loc[0], loc[1])}"
+        hint += f" or [{loc[0]}] {loc[1]} in {from_file})" if from_file else ")"
+    msg = str(error.get("msg", "invalid"))
+    if error.get("type") == "extra_forbidden":
+        msg = "unknown setting"
+    return f"{where}{hint}: {msg}"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings once. ``config_file`` beats ``$MEMORYBOT_CONFIG`` beats ./memorybot.toml.
+
+    Raises :class:`SettingsError` with one line per invalid field, each naming the field,
+    its environment variable and the file.
+    """
+    path: Path | None = config_file
+    if path is None and os.environ.get(CONFIG_ENV):
+        path = Path(os.environ[CONFIG_ENV])
+    if path is not None and not path.is_file():
+        raise SettingsError(f"settings file {path} does not exist (from --config or {CONFIG_ENV})")
+    if path is None and Path(DEFAULT_CONFIG_FILE).is_file():
+        path = Path(DEFAULT_CONFIG_FILE)
+    file_values = _read_toml(path) if path is not None else {}
+
+    class _FromFile(Settings):
+        # The TOML layer sits below every environment source.
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (
+                init_settings,
+                env_settings,
+                _WellKnownEnvSource(settings_cls),
+                _DictSource(settings_cls, file_values),
+            )
+
+    try:
+        return _FromFile(**overrides)
+    except ValidationError as exc:
+        lines = [_describe(err, path) for err in exc.errors()]
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from exc
+
+
+class _DictSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], values: Mapping[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._values = dict(values)
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+__all__ = [
+    "Language",
+    "ReplyMode",
+    "Settings",
+    "SettingsError",
+    "env_name_for",
+    "load_settings",
+]

@@ -1,0 +1,358 @@
+"""Admin operations on a scope's memory: show, forget, remember, export, import, pause,
+config. The /memory commands of every platform, the CLI and the dashboard all call these;
+permission checks happen before, in the front doors, which know who is asking.
+
+Forget means gone: after ``forget_text`` the text is in none of the scope's keys (raw log,
+tiers, days, weeks, facts), and the scope's epoch moves so a summary being written from
+the old text at that moment is discarded instead of bringing it back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from config.settings import Settings
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.errors import InputError
+from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
+from memory_core.redact import contains, redact
+from memory_core.repo import MemoryRepo, ScopeDump
+from memory_core.scopes import parse_scope
+
+EXPORT_FORMAT = "memorybot-export"
+EXPORT_VERSION = 1
+MODES = ("mention", "all", "off")
+LANGUAGE_SETTINGS = ("auto", "en", "ja")
+TIER_FIELDS = ("short", "mid", "long", "overview")
+# State fields an export carries; counters and locks are rebuilt, not copied.
+EXPORTED_STATE = (
+    "day",
+    "short",
+    "short_upto",
+    "mid",
+    "long",
+    "overview",
+    "tiers_at",
+    "msg_count",
+    "last_ms",
+    "created_ms",
+    "paused",
+    "mode",
+    "tz",
+    "lang",
+    "parent",
+    "refresh_pending",
+    "week_pending",
+    "fact_seq",
+    "day_msgs",
+    "last_rollover",
+)
+
+
+@dataclass
+class ScopeView:
+    scope: str
+    state: ScopeState
+    days: list[DaySummary]
+    weeks: list[WeekSummary]
+    facts: list[Fact]
+    recent: list[LogEntry]  # newest last
+    messages: int
+    mode: str
+    timezone: str
+    language: str
+
+
+@dataclass
+class ForgetReport:
+    messages: int = 0
+    facts: int = 0
+    tiers: list[str] = field(default_factory=list)
+    days: int = 0
+    weeks: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class MemoryAdmin:
+    def __init__(self, *, repo: MemoryRepo, settings: Settings, clock: Clock) -> None:
+        self.repo = repo
+        self.settings = settings
+        self.clock = clock
+
+    def _now_iso(self) -> str:
+        return self.clock.now().isoformat(timespec="seconds")
+
+    # -- read --------------------------------------------------------------------------
+    async def show(self, scope: str, *, recent: int = 10) -> ScopeView:
+        scope = parse_scope(scope)
+        state = await self.repo.state(scope)
+        entries = await self.repo.recent(scope, recent) if recent else []
+        m = self.settings.memory
+        return ScopeView(
+            scope=scope,
+            state=state,
+            days=await self.repo.days(scope),
+            weeks=await self.repo.weeks(scope),
+            facts=await self.repo.facts(scope),
+            recent=list(reversed(entries)),
+            messages=await self.repo.log_length(scope),
+            mode=state.mode or m.default_mode,
+            timezone=state.tz or m.timezone,
+            language=state.lang or m.language,
+        )
+
+    # -- forget ------------------------------------------------------------------------
+    async def forget_all(self, scope: str) -> int:
+        """Delete every key of the scope. Returns how many keys were deleted."""
+        return await self.repo.forget_scope(parse_scope(scope))
+
+    async def forget_text(self, scope: str, text: str) -> ForgetReport:
+        scope = parse_scope(scope)
+        needle = text.strip()
+        if len(needle) < 2:
+            raise InputError("give the text to forget (at least 2 characters)")
+        return await self._forget(
+            scope,
+            needles=[needle],
+            drop_entry=lambda e: contains(e.text, needle),
+            drop_fact=lambda f: any(contains(t, needle) for t in (f.text, f.subject, *f.history)),
+        )
+
+    async def forget_user(
+        self, scope: str, *, user_id: str, names: Sequence[str] = ()
+    ) -> ForgetReport:
+        """Forget one person: their messages, facts about or by them, summary sentences
+        that name them."""
+        scope = parse_scope(scope)
+        if not user_id and not names:
+            raise InputError("forget me needs a user id or a name")
+        names = [n for n in names if len(n.strip()) >= 2]
+
+        def by_user(entry: LogEntry) -> bool:
+            if entry.role == "assistant":
+                return False
+            if user_id and entry.author_id:
+                return entry.author_id == user_id
+            return entry.author in names
+
+        def about_user(fact: Fact) -> bool:
+            people = {fact.subject, fact.by}
+            return bool(people & set(names)) or any(contains(fact.text, n) for n in names)
+
+        return await self._forget(scope, needles=names, drop_entry=by_user, drop_fact=about_user)
+
+    async def _forget(
+        self,
+        scope: str,
+        *,
+        needles: Sequence[str],
+        drop_entry: Any,
+        drop_fact: Any,
+    ) -> ForgetReport:
+        report = ForgetReport()
+        # Move the epoch first: any summary computed from the old text is now refused.
+        await self.repo.bump_epoch(scope)
+        entries = await self.repo.all_entries(scope)
+        doomed = [e.id for e in entries if drop_entry(e)]
+        report.messages = await self.repo.delete_entries(scope, doomed)
+        facts = await self.repo.facts(scope)
+        report.facts = await self.repo.delete_facts(scope, [f.id for f in facts if drop_fact(f)])
+        if needles:
+            state = await self.repo.state(scope)
+            changed: dict[str, str | int] = {}
+            for name in TIER_FIELDS:
+                before = str(getattr(state, name))
+                after = redact(before, needles)
+                if after != before:
+                    changed[name] = after
+                    report.tiers.append(name)
+            if changed:
+                await self.repo.set_fields(scope, changed)
+            days = await self.repo.days(scope)
+            new_days = [
+                DaySummary(d.day, redact(d.summary, needles), d.messages, d.degraded) for d in days
+            ]
+            report.days = sum(a.summary != b.summary for a, b in zip(days, new_days, strict=True))
+            if report.days:
+                await self.repo.replace_days(scope, new_days)
+            weeks = await self.repo.weeks(scope)
+            new_weeks = [
+                WeekSummary(w.week, redact(w.summary, needles), w.days, w.degraded) for w in weeks
+            ]
+            report.weeks = sum(
+                a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True)
+            )
+            if report.weeks:
+                await self.repo.replace_weeks(scope, new_weeks)
+        # Counters are triggers only; re-derive them after deleting unsummarised messages.
+        await self._resync_counters(scope)
+        return report
+
+    async def _resync_counters(self, scope: str) -> None:
+        state = await self.repo.state(scope)
+        if not state.day:
+            return
+        pending = await self.repo.entries_after(scope, state.short_upto)
+        await self.repo.set_fields(
+            scope,
+            {
+                "unsum_tokens": sum(e.tokens for e in pending),
+                "unsum_count": len(pending),
+                "msg_count": await self.repo.log_length(scope),
+            },
+        )
+
+    async def forget_fact(self, scope: str, fact_id: str) -> bool:
+        scope = parse_scope(scope)
+        fact_id = fact_id.strip()
+        if not fact_id:
+            raise InputError("give the id of the fact to forget (see /memory show facts)")
+        return bool(await self.repo.delete_facts(scope, [fact_id]))
+
+    # -- remember ----------------------------------------------------------------------
+    async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:
+        scope = parse_scope(scope)
+        text = " ".join(text.split())
+        if not text:
+            raise InputError("give the text to remember, e.g. /memory remember standup is at 10:00")
+        if len(text) > 500:
+            raise InputError(f"a note holds at most 500 characters (this one has {len(text)})")
+        fact = Fact(
+            id="",
+            kind="note",
+            text=text,
+            source="remember",
+            by=by,
+            ts=self._now_iso(),
+            pinned=True,
+        )
+        return await self.repo.put_fact(scope, fact)
+
+    async def edit_tier(self, scope: str, tier: str, text: str) -> None:
+        if tier not in TIER_FIELDS:
+            raise InputError(f"unknown tier {tier!r}: choose one of {', '.join(TIER_FIELDS)}")
+        await self.repo.set_fields(parse_scope(scope), {tier: text.strip()})
+
+    # -- pause / config ----------------------------------------------------------------
+    async def set_paused(self, scope: str, paused: bool) -> None:
+        await self.repo.set_fields(parse_scope(scope), {"paused": 1 if paused else 0})
+
+    async def configure(
+        self,
+        scope: str,
+        *,
+        mode: str | None = None,
+        timezone: str | None = None,
+        language: str | None = None,
+    ) -> dict[str, str]:
+        scope = parse_scope(scope)
+        changes: dict[str, str | int] = {}
+        if mode is not None:
+            if mode not in MODES:
+                raise InputError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
+            changes["mode"] = mode
+        if timezone is not None:
+            try:
+                ZoneInfo(timezone)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise InputError(
+                    f"unknown timezone {timezone!r}: use an IANA name such as Asia/Tokyo"
+                ) from exc
+            changes["tz"] = timezone
+        if language is not None:
+            if language not in LANGUAGE_SETTINGS:
+                raise InputError(
+                    f"language must be one of {', '.join(LANGUAGE_SETTINGS)} (got {language!r})"
+                )
+            changes["lang"] = "" if language == "auto" else language
+        if not changes:
+            raise InputError("nothing to change: give mode, timezone or language")
+        await self.repo.set_fields(scope, changes)
+        return {k: str(v) for k, v in changes.items()}
+
+    # -- export / import ---------------------------------------------------------------
+    async def export(self, scope: str) -> dict[str, Any]:
+        scope = parse_scope(scope)
+        dump = await self.repo.dump(scope)
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "scope": scope,
+            "exported_at": self._now_iso(),
+            "state": {k: v for k, v in dump.state.items() if k in EXPORTED_STATE},
+            "log": [
+                {
+                    "id": e.id,
+                    "ts": e.ts.isoformat(),
+                    "role": e.role,
+                    "author": e.author,
+                    "author_id": e.author_id,
+                    "text": e.text,
+                    "tokens": e.tokens,
+                    "platform_id": e.platform_id,
+                }
+                for e in dump.log
+            ],
+            "days": [asdict(d) for d in dump.days],
+            "weeks": [asdict(w) for w in dump.weeks],
+            "facts": [asdict(f) for f in dump.facts],
+            "done": dump.done,
+        }
+
+    async def import_(self, scope: str, data: Mapping[str, Any], *, replace: bool = False) -> int:
+        """Load an export into ``scope``. Refuses a non-empty scope unless ``replace``."""
+        scope = parse_scope(scope)
+        dump = parse_export(data)
+        if replace:
+            await self.repo.forget_scope(scope)
+        last_ms = int(dump.state.get("last_ms") or 0) or calendar.to_ms(self.clock.now())
+        await self.repo.restore(scope, dump, last_activity_ms=last_ms)
+        await self._resync_counters(scope)
+        return len(dump.log)
+
+
+def parse_export(data: Mapping[str, Any]) -> ScopeDump:
+    """Validate an export; every problem names where it is."""
+    if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
+        raise InputError(f'not a memorybot export: expected "format": "{EXPORT_FORMAT}"')
+    if data.get("version") != EXPORT_VERSION:
+        raise InputError(f"unsupported export version {data.get('version')!r} (this reads 1)")
+    try:
+        state = {str(k): str(v) for k, v in dict(data.get("state") or {}).items()}
+        log: list[LogEntry] = []
+        for i, raw in enumerate(data.get("log") or []):
+            entry_id = str(raw["id"])
+            if not entry_id or "-" not in entry_id:
+                raise InputError(
+                    f"log[{i}]: id {entry_id!r} is not a stream id like 1700000000000-0"
+                )
+            role = raw.get("role", "user")
+            log.append(
+                LogEntry(
+                    id=entry_id,
+                    ts=datetime.fromisoformat(str(raw["ts"])),
+                    role="assistant" if role == "assistant" else "user",
+                    author=str(raw.get("author", "")),
+                    author_id=str(raw.get("author_id", "")),
+                    text=str(raw["text"]),
+                    tokens=int(raw.get("tokens", 0)),
+                    platform_id=str(raw.get("platform_id", "")),
+                )
+            )
+        days = [DaySummary.from_json(json.dumps(d)) for d in data.get("days") or []]
+        weeks = [WeekSummary.from_json(json.dumps(w)) for w in data.get("weeks") or []]
+        facts = [Fact.from_json(json.dumps(f)) for f in data.get("facts") or []]
+        done = [str(x) for x in data.get("done") or []]
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"the export is malformed: {type(exc).__name__}: {exc}") from exc
+    return ScopeDump(state=state, log=log, days=days, weeks=weeks, facts=facts, done=done)

@@ -1,0 +1,228 @@
+"""Prompt assembly under one token budget.
+
+Order: persona -> how to use memory -> memory (today, overview or long/mid, the parent
+channel's, facts) -> the working window (newest verbatim messages, with speakers) -> the new
+message. Space is handed out by priority: the persona and the new message (cut to a cap),
+then memory (at most half of what is left), then the window. The total is measured with the
+same counter the budget is stated in, and trimmed until it fits: the prompt never exceeds the
+budget, whatever the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from config.prompts import PromptSet, load_prompts
+from config.settings import MemorySettings
+from memory_core.calendar import zone
+from memory_core.models import Fact, LogEntry, ScopeState
+from memory_core.summarize import fence
+from memory_core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+
+PLACES = {"discord": "Discord", "slack": "Slack", "console": "terminal"}
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    messages: list[dict[str, str]]
+    tokens: int
+    budget: int
+    sections: dict[str, int] = field(default_factory=dict)  # tokens by section, for reports
+    window_messages: int = 0
+    language: str = "en"
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyInput:
+    scope: str
+    state: ScopeState
+    facts: Sequence[Fact]
+    recent: Sequence[LogEntry]  # newest first; may include the new message (excluded by id)
+    new_author: str
+    new_text: str
+    now: datetime
+    tz: str
+    language: str
+    bot_name: str
+    parent_state: ScopeState | None = None
+    exclude_id: str = ""
+
+
+def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
+    local = entry_ts.astimezone(zone(tz))
+    if local.date().isoformat() == today:
+        return local.strftime("%H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
+    if entry.role == "assistant":
+        return {"role": "assistant", "content": entry.text}
+    return {
+        "role": "user",
+        "content": f"[{_stamp(entry.ts, tz, today)}] {entry.author or 'someone'}: {entry.text}",
+    }
+
+
+def render_fact(fact: Fact) -> str:
+    who = f"{fact.subject}: " if fact.subject else ""
+    when = f" ({fact.ts[:10]})" if fact.ts else ""
+    pin = "pinned " if fact.pinned else ""
+    return f"- [{pin}{fact.kind}] {who}{fact.text}{when}"
+
+
+def order_facts(facts: Sequence[Fact]) -> list[Fact]:
+    """Pinned notes first, then the newest (sorts are stable)."""
+    newest_first = sorted(facts, key=lambda f: f.ts, reverse=True)
+    return sorted(newest_first, key=lambda f: not f.pinned)
+
+
+class PromptAssembler:
+    def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
+        self.counter = counter
+        self.settings = settings
+
+    def _section(self, heading: str, body: str, limit: int) -> str:
+        if not body.strip() or limit <= 0:
+            return ""
+        text = f"## {heading}\n{fence(body.strip())}"
+        return self.counter.truncate(text, limit)
+
+    def assemble(self, data: AssemblyInput) -> Prompt:
+        s = self.settings
+        count = self.counter.count
+        budget = s.budget_tokens
+        prompts = load_prompts(data.language)
+        today = data.now.astimezone(zone(data.tz)).date().isoformat()
+        header = self._header(prompts, data, today)
+
+        # 1. Fixed cost: the system message (header only for now) and the new message.
+        fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
+        if fixed > budget // 2:  # a tiny budget: the header must give way too
+            header = self.counter.truncate(
+                header, budget // 2 - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
+            )
+            fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
+        stamp = data.now.astimezone(zone(data.tz)).strftime("%H:%M")
+        new_line = f"[{stamp}] {data.new_author or 'someone'}: {data.new_text}"
+        new_cap = max(1, min(s.new_message_tokens, budget - fixed - 1))
+        new_content = self.counter.truncate(new_line, new_cap)
+        remaining = budget - fixed - count(new_content)
+
+        # 2. Memory: at most half of what is left, by priority.
+        memory_parts, sections = self._memory(prompts, data, remaining // 2)
+        memory_block = ""
+        if memory_parts:
+            memory_block = "<memory>\n" + "\n\n".join(memory_parts) + "\n</memory>"
+        system = header + ("\n\n" + memory_block if memory_block else "")
+        remaining = (
+            budget - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD - count(system) - count(new_content)
+        )
+
+        # 3. The working window: newest first, whole messages, within its share.
+        window_budget = min(s.window_tokens, remaining)
+        window: list[dict[str, str]] = []
+        used = 0
+        for entry in data.recent:
+            if entry.id == data.exclude_id:
+                continue
+            line = render_window_line(entry, data.tz, today)
+            cost = MESSAGE_OVERHEAD + count(line["content"])
+            if used + cost > window_budget:
+                if not window and window_budget - used > MESSAGE_OVERHEAD + 8:
+                    # The newest message alone is too long: keep its beginning.
+                    line["content"] = self.counter.truncate(
+                        line["content"], window_budget - used - MESSAGE_OVERHEAD
+                    )
+                    window.append(line)
+                break
+            window.append(line)
+            used += cost
+        window.reverse()
+
+        messages = [{"role": "system", "content": system}, *window]
+        messages.append({"role": "user", "content": new_content})
+        total = self.counter.count_messages(messages)
+        # 4. Exact measurement, and trimming if the parts did not add up exactly.
+        while total > budget:
+            if len(messages) > 2:
+                messages.pop(1)  # the oldest window message
+            else:
+                system = self.counter.truncate(system, count(system) // 2)
+                messages[0]["content"] = system
+                if not system:
+                    messages[-1]["content"] = self.counter.truncate(
+                        messages[-1]["content"], budget - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
+                    )
+            total = self.counter.count_messages(messages)
+        sections["system"] = count(header)
+        sections["window"] = sum(MESSAGE_OVERHEAD + count(m["content"]) for m in messages[1:-1])
+        sections["new_message"] = count(messages[-1]["content"])
+        return Prompt(
+            messages=messages,
+            tokens=total,
+            budget=budget,
+            sections=sections,
+            window_messages=len(messages) - 2,
+            language=prompts.language,
+        )
+
+    def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
+        platform = data.scope.split(":", 1)[0]
+        place = PLACES.get(platform, platform)
+        persona = prompts.render(prompts.persona, bot_name=data.bot_name, place=place)
+        rules = prompts.render(prompts.memory_rules, today=today)
+        return f"{persona}\n\n{rules}"
+
+    def _memory(
+        self, prompts: PromptSet, data: AssemblyInput, limit: int
+    ) -> tuple[list[str], dict[str, int]]:
+        h = prompts.headings
+        state = data.state
+        candidates: list[tuple[str, str, str]] = []  # (section name, heading, body)
+        if state.short:
+            today = data.now.astimezone(zone(data.tz)).date().isoformat()
+            label = h["short"] if state.day == today else h["day"]
+            candidates.append(("short", prompts.render(label, date=state.day), state.short))
+        as_of = f" ({h['updated']} {state.tiers_at[:10]})" if state.tiers_at else ""
+        if state.overview:
+            candidates.append(("overview", h["overview"] + as_of, state.overview))
+        else:
+            if state.mid:
+                candidates.append(("mid", h["mid"] + as_of, state.mid))
+            if state.long:
+                candidates.append(("long", h["long"] + as_of, state.long))
+        parent = data.parent_state
+        if parent is not None:
+            body = parent.overview or "\n".join(x for x in (parent.long, parent.mid) if x)
+            if body:
+                candidates.append(("parent", h["parent"], body))
+        parts: list[str] = []
+        sections: dict[str, int] = {}
+        left = limit
+        for name, heading, body in candidates:
+            text = self._section(heading, body, left)
+            if not text:
+                continue
+            cost = self.counter.count(text) + 2
+            parts.append(text)
+            sections[name] = cost
+            left -= cost
+        facts_limit = min(self.settings.facts_prompt_tokens, left)
+        if data.facts and facts_limit > 0:
+            lines: list[str] = []
+            used = self.counter.count(h["facts"]) + 4
+            for fact in order_facts(data.facts):
+                line = fence(render_fact(fact))
+                cost = self.counter.count(line) + 1
+                if used + cost > facts_limit:
+                    break
+                lines.append(line)
+                used += cost
+            if lines:
+                text = f"## {h['facts']}\n" + "\n".join(lines)
+                parts.append(text)
+                sections["facts"] = self.counter.count(text)
+        return parts, sections

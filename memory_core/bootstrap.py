@@ -1,0 +1,95 @@
+"""Wiring: the one place where the store, the LLM, the clock and the pipeline are built and
+handed to whoever needs them. Front doors call :func:`build_core` once at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from config.settings import Settings
+from memory_core.admin import MemoryAdmin
+from memory_core.assembly import PromptAssembler
+from memory_core.clock import Clock, SystemClock
+from memory_core.llm import LLM, build_llm
+from memory_core.maintenance import Maintainer
+from memory_core.pipeline import MemoryPipeline
+from memory_core.repo import MemoryRepo
+from memory_core.store import Store, open_store
+from memory_core.summarize import Summarizer
+from memory_core.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Core:
+    settings: Settings
+    store: Store
+    repo: MemoryRepo
+    llm: LLM
+    clock: Clock
+    counter: TokenCounter
+    summarizer: Summarizer
+    maintainer: Maintainer
+    pipeline: MemoryPipeline
+    admin: MemoryAdmin
+
+    def describe(self) -> list[str]:
+        """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
+        llm = self.settings.llm
+        if self.llm.offline:
+            llm_line = (
+                "LLM: offline mode (no OPENAI_API_KEY or OPENAI_BASE_URL): extractive summaries, "
+                "replies show what is remembered"
+            )
+        else:
+            where = llm.base_url or "api.openai.com"
+            llm_line = f"LLM: {llm.chat_model} (summaries: {llm.summary_model}) at {where}"
+        return [f"Memory: {self.store.description}", llm_line]
+
+    async def close(self) -> None:
+        await self.pipeline.drain()
+        await self.llm.close()
+        await self.store.close()
+
+
+async def build_core(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    llm: LLM | None = None,
+    store: Store | None = None,
+    background: bool = True,
+    autosave: bool = True,
+) -> Core:
+    clock = clock or SystemClock()
+    store = store or await open_store(settings.store, autosave=autosave)
+    llm = llm or build_llm(settings.llm)
+    counter = TokenCounter()
+    repo = MemoryRepo(store.client, store.keys)
+    summarizer = Summarizer(llm, counter)
+    maintainer = Maintainer(repo=repo, summarizer=summarizer, settings=settings.memory, clock=clock)
+    pipeline = MemoryPipeline(
+        settings=settings,
+        repo=repo,
+        llm=llm,
+        maintainer=maintainer,
+        assembler=PromptAssembler(counter, settings.memory),
+        counter=counter,
+        clock=clock,
+        background=background,
+    )
+    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)
+    return Core(
+        settings=settings,
+        store=store,
+        repo=repo,
+        llm=llm,
+        clock=clock,
+        counter=counter,
+        summarizer=summarizer,
+        maintainer=maintainer,
+        pipeline=pipeline,
+        admin=admin,
+    )

@@ -1,0 +1,71 @@
+"""Pure time maths: local days, day bounds, weeks. No I/O, tested with tables of cases.
+
+Days are ISO dates (``2025-08-13``) in a scope's timezone. Bounds are computed with
+zoneinfo so a day is 23 or 25 hours long across a DST change.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+def to_ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def local_day(when: datetime, tz: str) -> str:
+    """The local calendar day of an instant."""
+    return when.astimezone(zone(tz)).date().isoformat()
+
+
+def local_day_ms(ms: int, tz: str) -> str:
+    return local_day(from_ms(ms), tz)
+
+
+def day_start(day: str, tz: str) -> datetime:
+    """The instant (UTC) when ``day`` begins in ``tz``."""
+    return datetime.combine(date.fromisoformat(day), time(0), tzinfo=zone(tz)).astimezone(UTC)
+
+
+def day_end_ms(day: str, tz: str) -> int:
+    """The first millisecond after ``day`` in ``tz`` (exclusive end)."""
+    next_day = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+    return to_ms(day_start(next_day, tz))
+
+
+def next_midnight(now: datetime, tz: str) -> datetime:
+    today = local_day(now, tz)
+    return from_ms(day_end_ms(today, tz))
+
+
+def week_of(day: str, week_start: str = "monday") -> str:
+    """The first day (ISO date) of the week holding ``day``; weeks begin on ``week_start``."""
+    d = date.fromisoformat(day)
+    offset = (d.weekday() - WEEKDAYS.index(week_start)) % 7
+    return (d - timedelta(days=offset)).isoformat()
+
+
+def in_week(day: str, week: str) -> bool:
+    start = date.fromisoformat(week)
+    return start <= date.fromisoformat(day) < start + timedelta(days=7)
+
+
+def days_between(first: str, last: str) -> list[str]:
+    """Every day from ``first`` up to, not including, ``last``."""
+    out: list[str] = []
+    d, end = date.fromisoformat(first), date.fromisoformat(last)
+    while d < end:
+        out.append(d.isoformat())
+        d += timedelta(days=1)
+    return out

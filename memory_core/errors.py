@@ -1,0 +1,97 @@
+"""memorybot's exception tree, in one place.
+
+Library errors (redis, openai, pydantic, json) are translated at the edge with
+``raise SomeMemorybotError(...) from exc`` so that callers catch one family and every
+message says what to fix: the environment variable, the setting, the line of the file.
+
+    MemorybotError
+    ├── ConfigError            invalid settings (names the field and its env var)
+    ├── StoreError             Redis / embedded store problems
+    │   └── StoreUnavailable   cannot reach REDIS_URL (CLI exits with status 2)
+    ├── LLMError               the language model failed
+    │   ├── LLMUnavailable     network error, timeout, 5xx, rate limit after retries
+    │   ├── LLMBadOutput       empty text or malformed JSON (the caller falls back)
+    │   └── LLMOffline         no key and no base URL: there is no model to call
+    ├── InputError             bad user input (the message says what to fix)
+    │   ├── EmptyMessage
+    │   ├── InvalidScope
+    │   ├── ReplayLineError    carries the line number
+    │   └── UsageError         an unknown or malformed /memory command
+    ├── PermissionDenied       an admin-only operation by a non-admin
+    └── Retry                  "try again later": raised by background work that knows when
+"""
+
+from __future__ import annotations
+
+
+class MemorybotError(Exception):
+    """Base class of every error memorybot raises on purpose."""
+
+
+class ConfigError(MemorybotError):
+    """Settings are invalid; the message names the field and how to set it."""
+
+
+class StoreError(MemorybotError):
+    """The store (Redis or the embedded store) failed."""
+
+
+class StoreUnavailable(StoreError):
+    """The configured Redis cannot be reached."""
+
+
+class LLMError(MemorybotError):
+    """The language model call failed."""
+
+
+class LLMUnavailable(LLMError):
+    """Network error, timeout, server error or rate limit that retries did not cure."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LLMBadOutput(LLMError):
+    """The model answered, but with empty text or malformed JSON."""
+
+
+class LLMOffline(LLMError):
+    """No model is configured (neither OPENAI_API_KEY nor OPENAI_BASE_URL)."""
+
+
+class InputError(MemorybotError):
+    """Bad input from a user or a file; the message says what to fix."""
+
+
+class EmptyMessage(InputError):
+    """A message with no text: there is nothing to remember."""
+
+
+class InvalidScope(InputError):
+    """A scope string that does not name a conversation place."""
+
+
+class ReplayLineError(InputError):
+    """A malformed line in a replay file."""
+
+    def __init__(self, line_no: int, reason: str) -> None:
+        super().__init__(f"line {line_no}: {reason}")
+        self.line_no = line_no
+        self.reason = reason
+
+
+class UsageError(InputError):
+    """An unknown or malformed ``/memory`` command; the message carries the usage help."""
+
+
+class PermissionDenied(MemorybotError):
+    """An admin-only operation was asked for by someone who is not an admin."""
+
+
+class Retry(MemorybotError):
+    """Background work that should run again later, after ``defer`` seconds."""
+
+    def __init__(self, message: str, *, defer: float) -> None:
+        super().__init__(message)
+        self.defer = defer

@@ -1,0 +1,49 @@
+"""Every Redis key name memorybot uses is built here, and nowhere else.
+
+All of one scope's keys share the hash tag ``{scope}``, so a Lua script or MULTI may touch
+them together and the same code runs on Redis Cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeKeys:
+    log: str  # Stream: every raw message
+    state: str  # Hash: tiers, pointers, settings, counters
+    days: str  # List of JSON day summaries, oldest first, at most days_max
+    weeks: str  # List of JSON week summaries, oldest first, at most weeks_max
+    facts: str  # Hash: fact id -> JSON fact
+    done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
+    lock: str  # String: the maintenance lock (SET NX PX)
+
+    def all(self) -> tuple[str, ...]:
+        return astuple(self)
+
+
+class KeySchema:
+    def __init__(self, prefix: str = "mb") -> None:
+        self.prefix = prefix
+        self.scopes_index = f"{prefix}:scopes"  # Sorted set: scope -> last activity (ms)
+
+    def scope(self, scope: str) -> ScopeKeys:
+        base = f"{self.prefix}:{{{scope}}}"
+        return ScopeKeys(
+            log=f"{base}:log",
+            state=f"{base}:state",
+            days=f"{base}:days",
+            weeks=f"{base}:weeks",
+            facts=f"{base}:facts",
+            done=f"{base}:done",
+            lock=f"{base}:lock",
+        )
+
+    def scope_pattern(self, scope: str) -> str:
+        """A SCAN pattern matching every key of one scope (used by checks, not the hot path)."""
+        escaped = scope.replace("[", "\\[").replace("]", "\\]").replace("*", "\\*")
+        return f"{self.prefix}:{{{escaped}}}:*"
+
+    def all_pattern(self) -> str:
+        return f"{self.prefix}:*"

@@ -1,0 +1,28 @@
+"""Which language a text is in, as far as the bot needs to know: Japanese or English."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_JA = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def detect(text: str) -> str:
+    """'ja' when kana/kanji make up a fair share of the letters, else 'en'."""
+    ja = len(_JA.findall(text))
+    latin = len(_LATIN.findall(text))
+    # Japanese packs more meaning per character, so a smaller share already means Japanese.
+    return "ja" if ja and ja * 3 >= latin else "en"
+
+
+def detect_many(texts: Iterable[str]) -> str:
+    return detect(" ".join(texts))
+
+
+def resolve(setting: str, texts: Iterable[str]) -> str:
+    """A scope's language setting ('auto', 'en', 'ja' or '') applied to some text."""
+    if setting in ("en", "ja"):
+        return setting
+    return detect_many(texts)

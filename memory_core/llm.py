@@ -1,0 +1,253 @@
+"""The language model: any OpenAI-compatible endpoint, or none (offline mode).
+
+One client for the process, with its own retries (so a 429's Retry-After is honoured and
+every attempt is counted), a concurrency limit, and counters by purpose for the
+dashboard, the benchmarks and the CLI reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import openai
+
+from config.settings import LLMSettings
+from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
+
+Purpose = Literal["reply", "compact", "refresh"]
+ChatMessage = Mapping[str, str]
+PURPOSE_HEADER = "X-Memorybot-Purpose"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+
+
+@dataclass(slots=True)
+class PurposeStats:
+    calls: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class LLMStats:
+    by_purpose: dict[str, PurposeStats] = field(default_factory=dict)
+
+    def of(self, purpose: str) -> PurposeStats:
+        return self.by_purpose.setdefault(purpose, PurposeStats())
+
+    def calls(self, *purposes: str) -> int:
+        chosen = purposes or tuple(self.by_purpose)
+        return sum(self.of(p).calls for p in chosen)
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        return {
+            p: {
+                "calls": s.calls,
+                "failures": s.failures,
+                "prompt_tokens": s.prompt_tokens,
+                "completion_tokens": s.completion_tokens,
+                "seconds": round(s.seconds, 3),
+            }
+            for p, s in sorted(self.by_purpose.items())
+        }
+
+
+class LLM(Protocol):
+    offline: bool
+    stats: LLMStats
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose,
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatResult: ...
+
+    async def close(self) -> None: ...
+
+
+class OfflineLLM:
+    """No model configured: every call says so, and callers use their offline paths."""
+
+    offline = True
+
+    def __init__(self) -> None:
+        self.stats = LLMStats()
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose,
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+
+    async def close(self) -> None:
+        return None
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = exc.response.headers
+    for name in ("retry-after-ms", "retry-after"):
+        raw = headers.get(name)
+        if raw:
+            try:
+                value = float(raw)
+            except ValueError:
+                continue
+            return value / 1000 if name.endswith("-ms") else value
+    return None
+
+
+class OpenAICompatLLM:
+    """AsyncOpenAI pointed at OpenAI, Azure, Ollama, vLLM, LM Studio, OpenRouter..."""
+
+    offline = False
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self._settings = settings
+        self._client = openai.AsyncOpenAI(
+            # Local servers (Ollama, vLLM) need no key, but the client insists on one.
+            api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",
+            base_url=settings.base_url or None,
+            timeout=settings.timeout_s,
+            max_retries=0,  # retries are ours: counted, and Retry-After honoured
+        )
+        self._gate = asyncio.Semaphore(settings.concurrency)
+        self.stats = LLMStats()
+
+    def _model(self, purpose: Purpose) -> str:
+        return self._settings.chat_model if purpose == "reply" else self._settings.summary_model
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose,
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        settings = self._settings
+        stats = self.stats.of(purpose)
+        attempts = settings.max_retries + 1
+        last_error: LLMUnavailable | None = None
+        for attempt in range(attempts):
+            if attempt:
+                delay = min(
+                    settings.backoff_max_s,
+                    settings.backoff_base_s * 2 ** (attempt - 1) * (1 + random.random() / 2),
+                )
+                if last_error is not None and last_error.retry_after is not None:
+                    delay = min(settings.backoff_max_s, max(delay, last_error.retry_after))
+                await asyncio.sleep(delay)
+            started = time.perf_counter()
+            stats.calls += 1
+            try:
+                result = await self._call_once(messages, purpose, json_output, max_tokens)
+            except LLMUnavailable as exc:
+                stats.failures += 1
+                stats.seconds += time.perf_counter() - started
+                last_error = exc
+                if exc.retry_after == -1:  # not retryable
+                    break
+                continue
+            except LLMBadOutput:
+                stats.failures += 1
+                stats.seconds += time.perf_counter() - started
+                raise
+            stats.seconds += time.perf_counter() - started
+            stats.prompt_tokens += result.prompt_tokens
+            stats.completion_tokens += result.completion_tokens
+            return result
+        assert last_error is not None
+        raise LLMUnavailable(str(last_error), retry_after=last_error.retry_after) from last_error
+
+    async def _call_once(
+        self,
+        messages: Sequence[ChatMessage],
+        purpose: Purpose,
+        json_output: bool,
+        max_tokens: int | None,
+    ) -> ChatResult:
+        model = self._model(purpose)
+        kwargs: dict[str, object] = {}
+        if json_output and self._settings.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if purpose == "reply":
+            kwargs["temperature"] = self._settings.temperature
+        async with self._gate:
+            try:
+                # The SDK's overloads want TypedDict messages; ours are plain mappings.
+                create: Any = self._client.chat.completions.create
+                response = await create(
+                    model=model,
+                    messages=[dict(m) for m in messages],
+                    extra_headers={PURPOSE_HEADER: purpose},
+                    **kwargs,
+                )
+            except openai.RateLimitError as exc:
+                raise LLMUnavailable(
+                    f"rate limited by the LLM ({model})", retry_after=_retry_after(exc)
+                ) from exc
+            except openai.APITimeoutError as exc:
+                raise LLMUnavailable(
+                    f"the LLM timed out after {self._settings.timeout_s}s"
+                ) from exc
+            except openai.APIConnectionError as exc:
+                raise LLMUnavailable(
+                    "cannot reach the LLM at "
+                    f"{self._settings.base_url or 'api.openai.com'} (check OPENAI_BASE_URL)"
+                ) from exc
+            except openai.AuthenticationError as exc:
+                raise LLMUnavailable(
+                    "the LLM refused the API key (check OPENAI_API_KEY)", retry_after=-1
+                ) from exc
+            except openai.APIStatusError as exc:
+                retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
+                raise LLMUnavailable(
+                    f"the LLM answered HTTP {exc.status_code} for model {model}",
+                    retry_after=None if retryable else -1,
+                ) from exc
+            except openai.OpenAIError as exc:
+                raise LLMUnavailable(f"LLM error: {type(exc).__name__}") from exc
+        choices = getattr(response, "choices", None) or []
+        text = ""
+        if choices and choices[0].message is not None:
+            text = (choices[0].message.content or "").strip()
+        if not text:
+            raise LLMBadOutput(f"the LLM ({model}) returned an empty answer")
+        usage = getattr(response, "usage", None)
+        return ChatResult(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            model=model,
+        )
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def build_llm(settings: LLMSettings) -> LLM:
+    if settings.offline:
+        return OfflineLLM()
+    return OpenAICompatLLM(settings)

@@ -1,0 +1,333 @@
+"""Keeping a scope's tiers up to date: compaction, day rollover, tier refresh, weeks.
+
+One entry point, :meth:`Maintainer.run`, used by the pipeline (in the background after a
+message), by ``memorybot rollover`` and by the scheduler. It takes a few small steps, each
+ending in one atomic compare-and-set in Redis, so it is idempotent: running it twice, from
+two processes at once, or again after a crash half-way, appends each day and week once.
+
+Step order per scope (the first that applies runs, then the state is read again):
+1. a week is waiting to be consolidated -> refresh tiers (the week needs it before more days close)
+2. the scope's day is over -> summarise what is left of it (in chunks), then close the day
+3. a day was closed -> refresh tiers: mid, overview (and week, long at a week boundary)
+4. today's unsummarised messages passed the threshold -> compact them into 'short'
+
+LLM failures are retried later (back-off kept in the scope's state, so it survives restarts
+and is shared by the fleet); after ``summary_attempts`` failures in a row the extractive
+summary stands in so memory keeps moving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from config.settings import MemorySettings
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.errors import LLMUnavailable
+from memory_core.facts import merge_ops
+from memory_core.language import resolve
+from memory_core.models import DaySummary, LogEntry, ScopeState, WeekSummary
+from memory_core.repo import MemoryRepo
+from memory_core.summarize import Summarizer
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_MS = 10 * 60 * 1000
+MAX_STEPS = 500  # a safety stop; a scope needs a handful of steps per missed day
+READ_LIMIT = 5000  # entries read per step; a backlog is eaten in several steps
+
+
+@dataclass
+class MaintenanceReport:
+    scope: str
+    compactions: int = 0
+    days_closed: int = 0
+    refreshes: int = 0
+    weeks: int = 0
+    failures: int = 0
+    skipped: bool = False  # another worker holds the scope
+    waiting_until: int = 0  # ms: an LLM failure asked us to wait
+    closed: list[str] = field(default_factory=list)
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds")
+
+
+class Maintainer:
+    def __init__(
+        self,
+        *,
+        repo: MemoryRepo,
+        summarizer: Summarizer,
+        settings: MemorySettings,
+        clock: Clock,
+    ) -> None:
+        self.repo = repo
+        self.summarizer = summarizer
+        self.settings = settings
+        self.clock = clock
+
+    # -- cheap checks ------------------------------------------------------------------
+    def tz(self, state: ScopeState) -> str:
+        return state.tz or self.settings.timezone
+
+    def compaction_due(self, unsum_tokens: int, unsum_count: int) -> bool:
+        s = self.settings
+        return unsum_tokens >= s.compact_trigger_tokens and unsum_count >= s.compact_min_messages
+
+    def due(self, state: ScopeState, now: datetime) -> bool:
+        if not state.day:
+            return False
+        if state.refresh_pending or calendar.local_day(now, self.tz(state)) > state.day:
+            return True
+        return self.compaction_due(state.unsum_tokens, state.unsum_count)
+
+    # -- the loop ----------------------------------------------------------------------
+    async def run(self, scope: str) -> MaintenanceReport:
+        report = MaintenanceReport(scope=scope)
+        token = await self.repo.try_lock(scope, LOCK_TTL_MS)
+        if token is None:
+            report.skipped = True
+            return report
+        try:
+            for _ in range(MAX_STEPS):
+                if not await self._step(scope, report):
+                    break
+            else:
+                log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
+        finally:
+            await self.repo.unlock(scope, token)
+        return report
+
+    async def _step(self, scope: str, report: MaintenanceReport) -> bool:
+        state = await self.repo.state(scope)
+        if not state.day:
+            return False
+        now = self.clock.now()
+        tz = self.tz(state)
+        if state.refresh_pending and state.week_pending:
+            return await self._refresh(scope, state, report)
+        if calendar.local_day(now, tz) > state.day:
+            return await self._finish_day(scope, state, report)
+        if state.refresh_pending:
+            return await self._refresh(scope, state, report)
+        if self.compaction_due(state.unsum_tokens, state.unsum_count):
+            return await self._compact(scope, state, report, final=False)
+        return False
+
+    def _waiting(self, state: ScopeState, report: MaintenanceReport) -> bool:
+        """True while an earlier LLM failure asks us to wait (unless we stand in now)."""
+        if state.failures >= self.settings.summary_attempts:
+            return False
+        if state.retry_at > calendar.to_ms(self.clock.now()):
+            report.waiting_until = state.retry_at
+            return True
+        return False
+
+    def _force_extractive(self, state: ScopeState) -> bool:
+        return state.failures >= self.settings.summary_attempts
+
+    async def _llm_failed(
+        self, scope: str, state: ScopeState, exc: LLMUnavailable, report: MaintenanceReport
+    ) -> bool:
+        delay = min(3600.0, self.settings.retry_base_s * 2**state.failures)
+        if exc.retry_after is not None and exc.retry_after > 0:
+            delay = max(delay, exc.retry_after)
+        retry_at = calendar.to_ms(self.clock.now()) + int(delay * 1000)
+        failures = await self.repo.note_failure(scope, retry_at_ms=retry_at)
+        report.failures += 1
+        report.waiting_until = retry_at
+        log.warning(
+            "summary of %s failed (%s); attempt %d of %d, retrying in %.0fs",
+            scope,
+            exc,
+            failures,
+            self.settings.summary_attempts,
+            delay,
+        )
+        # Once the attempts are used up the next step stands in with the extractive summary.
+        return failures >= self.settings.summary_attempts
+
+    # -- steps -------------------------------------------------------------------------
+    async def _compact(
+        self, scope: str, state: ScopeState, report: MaintenanceReport, *, final: bool
+    ) -> bool:
+        if self._waiting(state, report):
+            return False
+        s = self.settings
+        tz = self.tz(state)
+        end_ms = calendar.day_end_ms(state.day, tz)
+        entries = await self.repo.entries_after(
+            scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
+        )
+        candidates = entries if final else _drop_newest(entries, s.compact_keep_tokens)
+        chunk = _take_oldest(candidates, s.compact_max_input_tokens)
+        if not chunk:
+            return False
+        lang = resolve(state.lang or s.language, (e.text for e in chunk[-50:]))
+        try:
+            outcome = await self.summarizer.compact(
+                day=state.day,
+                previous=state.short,
+                entries=chunk,
+                tz=tz,
+                lang=lang,
+                max_tokens=s.short_tokens,
+                force_extractive=self._force_extractive(state),
+            )
+        except LLMUnavailable as exc:
+            return await self._llm_failed(scope, state, exc, report)
+        now_iso = _iso(self.clock.now())
+        ops: list[list[str]] = []
+        if outcome.facts:
+            ops = merge_ops(
+                await self.repo.facts(scope),
+                outcome.facts,
+                now_iso=now_iso,
+                message_ids=[chunk[0].id, chunk[-1].id],
+                facts_max=s.facts_max,
+            )
+        advanced = await self.repo.advance_short(
+            scope,
+            expected_upto=state.short_upto,
+            expected_day=state.day,
+            new_upto=chunk[-1].id,
+            short=outcome.summary,
+            tokens=sum(e.tokens for e in chunk),
+            count=len(chunk),
+            now_iso=now_iso,
+            epoch=state.epoch,
+            fact_ops=ops,
+        )
+        if advanced:
+            report.compactions += 1
+        # Not advanced: someone else moved the scope on; the next step re-reads it.
+        return True
+
+    async def _finish_day(self, scope: str, state: ScopeState, report: MaintenanceReport) -> bool:
+        tz = self.tz(state)
+        end_ms = calendar.day_end_ms(state.day, tz)
+        leftover = await self.repo.entries_after(scope, state.short_upto, before_ms=end_ms, limit=1)
+        if leftover:
+            # Summarise the rest of the day into 'short' first (possibly in several chunks);
+            # each chunk is its own atomic step, so a crash loses no progress.
+            return await self._compact(scope, state, report, final=True)
+        nxt = await self.repo.first_entry_from(scope, end_ms)
+        today = calendar.local_day(self.clock.now(), tz)
+        # The next day with messages (days in between were idle: nothing to summarise).
+        next_day = calendar.local_day_ms(nxt.ms, tz) if nxt else today
+        week = ""
+        week_start = self.settings.week_start
+        if calendar.week_of(state.day, week_start) != calendar.week_of(next_day, week_start):
+            week = calendar.week_of(state.day, week_start)
+        summary = None
+        if state.short.strip():
+            summary = DaySummary(
+                day=state.day,
+                summary=state.short,
+                messages=state.day_msgs,
+                degraded=False,
+            )
+        result = await self.repo.close_day(
+            scope,
+            day=state.day,
+            next_day=next_day,
+            summary=summary,
+            expected_upto=state.short_upto,
+            new_upto="",
+            tokens=0,
+            count=0,
+            days_max=self.settings.days_max,
+            week=week,
+            now_iso=_iso(self.clock.now()),
+            epoch=state.epoch,
+        )
+        if result == -1:
+            return await self._refresh(scope, await self.repo.state(scope), report)
+        if result == 1:
+            report.days_closed += 1
+            report.closed.append(state.day)
+            await self._trim(scope, state)
+            log.info("closed day %s of %s (next day %s)", state.day, scope, next_day)
+        return True
+
+    async def _refresh(self, scope: str, state: ScopeState, report: MaintenanceReport) -> bool:
+        if self._waiting(state, report):
+            return False
+        s = self.settings
+        days = await self.repo.days(scope)
+        week = state.week_pending
+        week_days = [d for d in days if calendar.in_week(d.day, week)] if week else []
+        lang = resolve(state.lang or s.language, (d.summary for d in days))
+        try:
+            outcome = await self.summarizer.refresh(
+                days=days,
+                long=state.long,
+                week=week,
+                week_days=week_days,
+                lang=lang,
+                mid_tokens=s.mid_tokens,
+                overview_tokens=s.overview_tokens,
+                week_tokens=s.week_tokens,
+                long_tokens=s.long_tokens,
+                force_extractive=self._force_extractive(state),
+            )
+        except LLMUnavailable as exc:
+            return await self._llm_failed(scope, state, exc, report)
+        week_summary = None
+        if week and week_days:
+            week_summary = WeekSummary(
+                week=week, summary=outcome.week, days=len(week_days), degraded=outcome.degraded
+            )
+        result = await self.repo.apply_refresh(
+            scope,
+            refresh_seq=state.refresh_seq,
+            mid=outcome.mid,
+            overview=outcome.overview,
+            week=week,
+            week_summary=week_summary,
+            long=outcome.long if week_summary else "",
+            weeks_max=s.weeks_max,
+            now_iso=_iso(self.clock.now()),
+            epoch=state.epoch,
+        )
+        if result == 1:
+            report.refreshes += 1
+            report.weeks += 1 if week_summary else 0
+        return True
+
+    async def _trim(self, scope: str, state: ScopeState) -> None:
+        """Retention: drop raw messages older than the setting, never unsummarised ones."""
+        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
+        if not state.short_upto:
+            return
+        summarised_ms = int(state.short_upto.split("-", 1)[0])
+        await self.repo.trim_log_before(scope, min(cutoff, summarised_ms))
+
+
+def _drop_newest(entries: Sequence[LogEntry], keep_tokens: int) -> list[LogEntry]:
+    """All but the newest entries worth ``keep_tokens``: those stay verbatim for now."""
+    kept = 0
+    cut = len(entries)
+    for i in range(len(entries) - 1, -1, -1):
+        kept += entries[i].tokens
+        if kept > keep_tokens:
+            break
+        cut = i
+    return list(entries[:cut])
+
+
+def _take_oldest(entries: Sequence[LogEntry], max_tokens: int) -> list[LogEntry]:
+    """The oldest entries within ``max_tokens`` (always at least one, however long)."""
+    chunk: list[LogEntry] = []
+    total = 0
+    for entry in entries:
+        if chunk and total + entry.tokens > max_tokens:
+            break
+        chunk.append(entry)
+        total += entry.tokens
+    return chunk

@@ -1,0 +1,216 @@
+"""The core's small value types. Platform payload shapes never reach this module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from memory_core.calendar import from_ms
+
+Role = Literal["user", "assistant"]
+FactKind = Literal["preference", "decision", "profile", "question", "note"]
+FACT_KINDS: tuple[str, ...] = ("preference", "decision", "profile", "question", "note")
+ReplyKind = Literal["llm", "offline", "apology"]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A message as a front door hands it to the core."""
+
+    scope: str
+    text: str
+    author: str
+    author_id: str = ""
+    ts: datetime | None = None  # None: the clock's now
+    role: Role = "user"
+    platform_id: str = ""  # the platform's message id, for deletes and provenance
+    parent_scope: str | None = None  # a thread's parent channel (read-only long-term tiers)
+    addressed: bool = False  # mentioned or replied to: the bot is asked
+    direct: bool = False  # a DM or the console: always answered, whatever the reply mode
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One raw message as stored in the scope's Stream."""
+
+    id: str
+    ts: datetime
+    role: Role
+    author: str
+    author_id: str
+    text: str
+    tokens: int
+    platform_id: str = ""
+
+    @property
+    def ms(self) -> int:
+        """The stream id's time part: monotonic per scope, what day maths uses."""
+        return int(self.id.split("-", 1)[0])
+
+    @classmethod
+    def from_stream(cls, entry_id: str, fields: Mapping[str, str]) -> LogEntry:
+        role = fields.get("r", "user")
+        return cls(
+            id=entry_id,
+            ts=from_ms(int(fields.get("ts") or entry_id.split("-", 1)[0])),
+            role="assistant" if role == "assistant" else "user",
+            author=fields.get("a", ""),
+            author_id=fields.get("u", ""),
+            text=fields.get("t", ""),
+            tokens=int(fields.get("k") or 0),
+            platform_id=fields.get("p", ""),
+        )
+
+
+@dataclass(slots=True)
+class ScopeState:
+    """The scope's state hash, decoded. Field names match the hash fields."""
+
+    day: str = ""  # the local day that 'short' covers
+    short: str = ""
+    short_upto: str = ""  # stream id up to which the log is summarised ("" = nothing yet)
+    mid: str = ""
+    long: str = ""
+    overview: str = ""
+    tiers_at: str = ""  # ISO time of the last tier refresh
+    unsum_tokens: int = 0
+    unsum_count: int = 0
+    msg_count: int = 0
+    last_ms: int = 0
+    created_ms: int = 0
+    paused: bool = False
+    mode: str = ""  # "" = the default reply mode
+    tz: str = ""  # "" = the default timezone
+    lang: str = ""  # "" = the default language
+    parent: str = ""
+    refresh_pending: bool = False
+    refresh_seq: int = 0
+    week_pending: str = ""
+    failures: int = 0
+    retry_at: int = 0  # ms; LLM summary work waits until then
+    last_rollover: str = ""
+    day_msgs: int = 0  # messages of 'day' summarised so far
+    epoch: int = 0  # moves on every forget: in-flight summaries of forgotten text are dropped
+    short_at: str = ""
+
+    @classmethod
+    def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:
+        state = cls()
+        for name, default in asdict(cls()).items():
+            value = raw.get(name)
+            if value is None:
+                continue
+            if isinstance(default, bool):
+                setattr(state, name, value == "1")
+            elif isinstance(default, int):
+                try:
+                    setattr(state, name, int(value))
+                except ValueError:
+                    setattr(state, name, default)
+            else:
+                setattr(state, name, value)
+        return state
+
+
+@dataclass(frozen=True, slots=True)
+class DaySummary:
+    day: str
+    summary: str
+    messages: int = 0
+    degraded: bool = False  # written by the extractive stand-in, not the LLM
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str) -> DaySummary:
+        data = json.loads(raw)
+        return cls(
+            day=str(data.get("day", "")),
+            summary=str(data.get("summary", "")),
+            messages=int(data.get("messages", 0)),
+            degraded=bool(data.get("degraded", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WeekSummary:
+    week: str  # the first day of the week
+    summary: str
+    days: int = 0
+    degraded: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str) -> WeekSummary:
+        data = json.loads(raw)
+        return cls(
+            week=str(data.get("week", "")),
+            summary=str(data.get("summary", "")),
+            days=int(data.get("days", 0)),
+            degraded=bool(data.get("degraded", False)),
+        )
+
+
+@dataclass(slots=True)
+class Fact:
+    """A preference, decision, profile fact, open question or pinned note, with provenance."""
+
+    id: str
+    kind: str
+    text: str
+    subject: str = ""  # who it is about ("" = the channel)
+    source: str = ""  # "remember" or "summary"
+    by: str = ""  # who pinned it, or who said it
+    ts: str = ""  # ISO time it was learned
+    message_ids: list[str] = field(default_factory=list)  # provenance in the raw log
+    pinned: bool = False
+    history: list[str] = field(default_factory=list)  # earlier texts, newest last
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str) -> Fact:
+        data: dict[str, Any] = json.loads(raw)
+        return cls(
+            id=str(data.get("id", "")),
+            kind=str(data.get("kind", "note")),
+            text=str(data.get("text", "")),
+            subject=str(data.get("subject", "") or ""),
+            source=str(data.get("source", "")),
+            by=str(data.get("by", "")),
+            ts=str(data.get("ts", "")),
+            message_ids=[str(x) for x in data.get("message_ids", [])],
+            pinned=bool(data.get("pinned", False)),
+            history=[str(x) for x in data.get("history", [])],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What storing one message told us, from the same round trip."""
+
+    stored: bool  # False when the scope is paused
+    id: str
+    state_day: str
+    tz: str
+    mode: str
+    lang: str
+    unsum_tokens: int
+    unsum_count: int
+    retry_at: int
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    kind: ReplyKind
+    prompt_tokens: int = 0
+    stored_id: str = ""

@@ -1,0 +1,262 @@
+"""The memory pipeline every message runs through.
+
+``handle`` = ``ingest`` (one Redis round trip, no LLM) + maybe ``reply`` (one prompt read,
+one LLM call, the answer stored). Summaries never run on this path: when a message makes
+maintenance due (a new local day, or enough unsummarised text), the scope is handed to a
+background worker, one at a time per scope in this process and one at a time per scope in
+the fleet (a Redis lock inside the maintainer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from config.prompts import load_prompts
+from config.settings import Settings
+from memory_core import calendar
+from memory_core.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
+from memory_core.clock import Clock
+from memory_core.errors import EmptyMessage, LLMBadOutput, LLMUnavailable
+from memory_core.language import resolve
+from memory_core.llm import LLM
+from memory_core.maintenance import Maintainer, MaintenanceReport
+from memory_core.models import IncomingMessage, IngestResult, Reply
+from memory_core.repo import MemoryRepo
+from memory_core.scopes import check_parent, parse_scope
+from memory_core.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+RECENT_FETCH = 100  # raw messages read for the working window
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated message, ready to store."""
+
+    scope: str
+    parent: str | None
+    text: str
+    truncated: bool
+    ts_ms: int
+    tokens: int
+
+
+class MemoryPipeline:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        repo: MemoryRepo,
+        llm: LLM,
+        maintainer: Maintainer,
+        assembler: PromptAssembler,
+        counter: TokenCounter,
+        clock: Clock,
+        background: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.repo = repo
+        self.llm = llm
+        self.maintainer = maintainer
+        self.assembler = assembler
+        self.counter = counter
+        self.clock = clock
+        self.background = background
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
+        self.reports: list[MaintenanceReport] = []
+        self.on_report: Callable[[MaintenanceReport], None] | None = None
+
+    # -- ingest ------------------------------------------------------------------------
+    def prepare(self, msg: IncomingMessage) -> Prepared:
+        scope = parse_scope(msg.scope)
+        parent = check_parent(scope, msg.parent_scope)
+        text = msg.text.strip()
+        if not text:
+            raise EmptyMessage("the message is empty: there is nothing to remember")
+        cap = self.settings.memory.max_message_chars
+        truncated = len(text) > cap
+        if truncated:
+            text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
+        ts = msg.ts or self.clock.now()
+        return Prepared(
+            scope=scope,
+            parent=parent,
+            text=text,
+            truncated=truncated,
+            ts_ms=calendar.to_ms(ts),
+            tokens=self.counter.count(text),
+        )
+
+    async def ingest(self, msg: IncomingMessage) -> IngestResult:
+        """Store one message (one round trip) and hand the scope to maintenance if due."""
+        p = self.prepare(msg)
+        result = await self.repo.ingest(
+            p.scope,
+            ts_ms=p.ts_ms,
+            role=msg.role,
+            author=msg.author,
+            author_id=msg.author_id,
+            text=p.text,
+            platform_id=msg.platform_id,
+            tokens=p.tokens,
+            day=calendar.local_day_ms(p.ts_ms, self.settings.memory.timezone),
+            parent=p.parent or "",
+        )
+        if p.truncated:
+            result = replace(result, truncated=True)
+        if result.stored and self._due_after_ingest(result, p.ts_ms):
+            await self.schedule(p.scope)
+        return result
+
+    def _due_after_ingest(self, result: IngestResult, ts_ms: int) -> bool:
+        tz = result.tz or self.settings.memory.timezone
+        if result.state_day and calendar.local_day_ms(ts_ms, tz) > result.state_day:
+            return True  # the first message of a new local day: lazy rollover
+        if result.retry_at > ts_ms:
+            return False
+        return self.maintainer.compaction_due(result.unsum_tokens, result.unsum_count)
+
+    # -- maintenance -------------------------------------------------------------------
+    async def schedule(self, scope: str) -> None:
+        """Run maintenance for ``scope``: in the background, or now (replay, tests)."""
+        if not self.background:
+            await self.maintain(scope)
+            return
+        if scope in self._running:
+            self._again.add(scope)
+            return
+        self._running[scope] = asyncio.create_task(self._background(scope))
+
+    async def _background(self, scope: str) -> None:
+        try:
+            while True:
+                self._again.discard(scope)
+                async with self._gate:
+                    await self.maintain(scope)
+                if scope not in self._again:
+                    break
+        except Exception:
+            log.exception("maintenance of %s failed", scope)
+        finally:
+            self._running.pop(scope, None)
+
+    async def maintain(self, scope: str) -> MaintenanceReport:
+        report = await self.maintainer.run(scope)
+        self.reports.append(report)
+        if len(self.reports) > 1000:
+            del self.reports[:500]
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    async def drain(self) -> None:
+        """Wait for background maintenance to finish (shutdown, end of a replay)."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    # -- reply -------------------------------------------------------------------------
+    def should_reply(self, msg: IncomingMessage, result: IngestResult) -> bool:
+        if msg.direct:
+            return True
+        mode = result.mode or self.settings.memory.default_mode
+        if mode == "off":
+            return False
+        return mode == "all" or msg.addressed
+
+    async def handle(self, msg: IncomingMessage) -> Reply | None:
+        """The whole path for a user message: store it, then answer if the bot should."""
+        result = await self.ingest(msg)
+        if not self.should_reply(msg, result):
+            return None
+        return await self.reply(msg, exclude_id=result.id)
+
+    async def build_prompt(
+        self, msg: IncomingMessage, *, exclude_id: str = "", text: str | None = None
+    ) -> Prompt:
+        """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored)."""
+        p = self.prepare(msg) if text is None else None
+        scope = p.scope if p else parse_scope(msg.scope)
+        parent = p.parent if p else check_parent(scope, msg.parent_scope)
+        snap = await self.repo.prompt_snapshot(scope, recent=RECENT_FETCH, parent=parent)
+        if parent is None and snap.state.parent:
+            parent = snap.state.parent
+            snap = await self.repo.prompt_snapshot(scope, recent=RECENT_FETCH, parent=parent)
+        tz = snap.state.tz or self.settings.memory.timezone
+        new_text = p.text if p else (text or "")
+        lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
+        return self.assembler.assemble(
+            AssemblyInput(
+                scope=scope,
+                state=snap.state,
+                facts=snap.facts,
+                recent=snap.recent,
+                new_author=msg.author,
+                new_text=new_text,
+                now=msg.ts or self.clock.now(),
+                tz=tz,
+                language=lang,
+                bot_name=self.settings.bot.name,
+                parent_state=snap.parent_state,
+                exclude_id=exclude_id,
+            )
+        )
+
+    async def reply(self, msg: IncomingMessage, *, exclude_id: str = "") -> Reply:
+        prompt = await self.build_prompt(msg, exclude_id=exclude_id)
+        prompts = load_prompts(prompt.language)
+        if self.llm.offline:
+            text = await self.offline_text(msg.scope, prompt.language)
+            return Reply(text=text, kind="offline", prompt_tokens=prompt.tokens)
+        try:
+            result = await self.llm.complete(
+                prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
+            )
+        except (LLMUnavailable, LLMBadOutput) as exc:
+            log.warning("reply in %s failed: %s", msg.scope, exc)
+            return Reply(text=prompts.apology, kind="apology", prompt_tokens=prompt.tokens)
+        stored = await self.ingest(
+            IncomingMessage(
+                scope=msg.scope,
+                text=result.text,
+                author=self.settings.bot.name,
+                author_id="bot",
+                role="assistant",
+                ts=self.clock.now() if msg.ts is None else msg.ts,
+                parent_scope=msg.parent_scope,
+            )
+        )
+        return Reply(text=result.text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
+
+    async def offline_text(self, scope: str, language: str) -> str:
+        """The offline reply: say no LLM is configured and show what is remembered."""
+        prompts = load_prompts(language)
+        scope = parse_scope(scope)
+        snap = await self.repo.prompt_snapshot(scope, recent=5, parent=None)
+        state = snap.state
+        h = prompts.headings
+        parts = [prompts.offline_reply]
+        for heading, body in (
+            (h["overview"], state.overview),
+            (prompts.render(h["day"], date=state.day), state.short),
+        ):
+            if body:
+                parts.append(f"{heading}:\n{self.counter.truncate(body, 200)}")
+        if snap.facts:
+            lines = [render_fact(f) for f in snap.facts[-5:]]
+            parts.append(f"{h['facts']}:\n" + "\n".join(lines))
+        if snap.recent:
+            tz = state.tz or self.settings.memory.timezone
+            lines = []
+            for entry in reversed(snap.recent):
+                when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
+                lines.append(f"[{when}] {entry.author}: {self.counter.truncate(entry.text, 40)}")
+            parts.append(f"({state.msg_count} messages)\n" + "\n".join(lines))
+        if len(parts) == 1:
+            parts.append(prompts.offline_nothing)
+        return "\n\n".join(parts)

@@ -1,0 +1,407 @@
+"""Typed access to one scope's memory in Redis. The only module that issues Redis commands
+for scope data; key names come from :mod:`memory_core.keys`, atomic writes from
+:mod:`memory_core.scripts`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError, RedisError
+
+from memory_core.errors import StoreError, StoreUnavailable
+from memory_core.keys import KeySchema, ScopeKeys
+from memory_core.models import DaySummary, Fact, IngestResult, LogEntry, ScopeState, WeekSummary
+from memory_core.scripts import SCRIPTS, SHAS, run_script
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSnapshot:
+    """Everything prompt assembly reads, fetched in one round trip."""
+
+    state: ScopeState
+    facts: list[Fact]
+    recent: list[LogEntry]  # newest first
+    parent_state: ScopeState | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeDump:
+    state: dict[str, str]
+    log: list[LogEntry]
+    days: list[DaySummary]
+    weeks: list[WeekSummary]
+    facts: list[Fact]
+    done: list[str]
+
+
+def _entries(raw: Iterable[tuple[str, Mapping[str, str]]]) -> list[LogEntry]:
+    return [LogEntry.from_stream(entry_id, fields) for entry_id, fields in raw]
+
+
+def _facts(raw: Mapping[str, str]) -> list[Fact]:
+    out: list[Fact] = []
+    for fact_id, blob in raw.items():
+        try:
+            fact = Fact.from_json(blob)
+        except (ValueError, TypeError):
+            continue  # a hand-edited, unreadable fact is shown nowhere rather than crashing
+        fact.id = fact_id
+        out.append(fact)
+    out.sort(key=lambda f: (int(f.id[1:]) if f.id[1:].isdigit() else 0, f.id))
+    return out
+
+
+class MemoryRepo:
+    def __init__(self, client: Redis, keys: KeySchema) -> None:
+        # redis-py's annotations do not model decode_responses=True (every reply typed as
+        # bytes | str), so the client is used untyped here and replies are decoded into the
+        # typed models at this boundary.
+        self.client: Any = client
+        self.keys = keys
+
+    def k(self, scope: str) -> ScopeKeys:
+        return self.keys.scope(scope)
+
+    # -- the hot path ------------------------------------------------------------------
+    async def ingest(
+        self,
+        scope: str,
+        *,
+        ts_ms: int,
+        role: str,
+        author: str,
+        author_id: str,
+        text: str,
+        platform_id: str,
+        tokens: int,
+        day: str,
+        parent: str,
+    ) -> IngestResult:
+        """Store one message and touch the scope index: one round trip."""
+        k = self.k(scope)
+        args = [ts_ms, role, author, author_id, text, platform_id, tokens, day, parent]
+        for attempt in (0, 1):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.evalsha(SHAS["ingest"], 2, k.log, k.state, *args)
+            pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
+            try:
+                result, _ = await pipe.execute()
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.client.script_load(SCRIPTS["ingest"])
+                continue
+            except (ConnectionError, OSError, RedisError) as exc:
+                raise StoreUnavailable(f"could not store the message: {exc}") from exc
+            break
+        entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result
+        return IngestResult(
+            stored=not int(paused),
+            id=str(entry_id),
+            state_day=str(day_now),
+            tz=str(tz),
+            mode=str(mode),
+            lang=str(lang),
+            unsum_tokens=int(ut),
+            unsum_count=int(un),
+            retry_at=int(retry_at),
+        )
+
+    async def prompt_snapshot(
+        self, scope: str, *, recent: int, parent: str | None
+    ) -> PromptSnapshot:
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.state)
+        pipe.hgetall(k.facts)
+        pipe.xrevrange(k.log, count=recent)
+        if parent:
+            pipe.hgetall(self.k(parent).state)
+        results = await pipe.execute()
+        return PromptSnapshot(
+            state=ScopeState.from_hash(results[0]),
+            facts=_facts(results[1]),
+            recent=_entries(results[2]),
+            parent_state=ScopeState.from_hash(results[3]) if parent else None,
+        )
+
+    # -- reads -------------------------------------------------------------------------
+    async def state(self, scope: str) -> ScopeState:
+        return ScopeState.from_hash(await self.client.hgetall(self.k(scope).state))
+
+    async def raw_state(self, scope: str) -> dict[str, str]:
+        return dict(await self.client.hgetall(self.k(scope).state))
+
+    async def entries_after(
+        self, scope: str, after_id: str, *, before_ms: int | None = None, limit: int | None = None
+    ) -> list[LogEntry]:
+        """Entries with id > after_id ("" = from the start) and time < before_ms."""
+        start = f"({after_id}" if after_id else "-"
+        end = f"{before_ms - 1}" if before_ms is not None else "+"
+        if before_ms is not None and before_ms <= 0:
+            return []
+        raw = await self.client.xrange(self.k(scope).log, min=start, max=end, count=limit)
+        return _entries(raw)
+
+    async def first_entry_from(self, scope: str, ms: int) -> LogEntry | None:
+        raw = await self.client.xrange(self.k(scope).log, min=str(ms), max="+", count=1)
+        entries = _entries(raw)
+        return entries[0] if entries else None
+
+    async def all_entries(self, scope: str) -> list[LogEntry]:
+        return _entries(await self.client.xrange(self.k(scope).log))
+
+    async def recent(self, scope: str, count: int) -> list[LogEntry]:
+        return _entries(await self.client.xrevrange(self.k(scope).log, count=count))
+
+    async def days(self, scope: str) -> list[DaySummary]:
+        return [
+            DaySummary.from_json(x) for x in await self.client.lrange(self.k(scope).days, 0, -1)
+        ]
+
+    async def weeks(self, scope: str) -> list[WeekSummary]:
+        raw = await self.client.lrange(self.k(scope).weeks, 0, -1)
+        return [WeekSummary.from_json(x) for x in raw]
+
+    async def facts(self, scope: str) -> list[Fact]:
+        return _facts(await self.client.hgetall(self.k(scope).facts))
+
+    async def log_length(self, scope: str) -> int:
+        return int(await self.client.xlen(self.k(scope).log))
+
+    async def dump(self, scope: str) -> ScopeDump:
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.state)
+        pipe.xrange(k.log)
+        pipe.lrange(k.days, 0, -1)
+        pipe.lrange(k.weeks, 0, -1)
+        pipe.hgetall(k.facts)
+        pipe.smembers(k.done)
+        state, log, days, weeks, facts, done = await pipe.execute()
+        return ScopeDump(
+            state=dict(state),
+            log=_entries(log),
+            days=[DaySummary.from_json(x) for x in days],
+            weeks=[WeekSummary.from_json(x) for x in weeks],
+            facts=_facts(facts),
+            done=sorted(done),
+        )
+
+    async def scopes(self, *, offset: int = 0, limit: int = 100) -> list[tuple[str, int]]:
+        raw = await self.client.zrevrange(
+            self.keys.scopes_index, offset, offset + limit - 1, withscores=True
+        )
+        return [(str(scope), int(score)) for scope, score in raw]
+
+    async def scope_count(self) -> int:
+        return int(await self.client.zcard(self.keys.scopes_index))
+
+    async def scope_exists(self, scope: str) -> bool:
+        return bool(await self.client.exists(*self.k(scope).all()))
+
+    # -- atomic transitions (Lua) -----------------------------------------------------
+    async def advance_short(
+        self,
+        scope: str,
+        *,
+        expected_upto: str,
+        expected_day: str,
+        new_upto: str,
+        short: str,
+        tokens: int,
+        count: int,
+        now_iso: str,
+        epoch: int,
+        fact_ops: Sequence[Sequence[str]] = (),
+    ) -> bool:
+        k = self.k(scope)
+        ops = json.dumps([list(op) for op in fact_ops], ensure_ascii=False) if fact_ops else ""
+        done = await run_script(
+            self.client,
+            "advance_short",
+            [k.state, k.facts],
+            [expected_upto, expected_day, new_upto, short, tokens, count, now_iso, ops, str(epoch)],
+        )
+        return bool(int(done))
+
+    async def close_day(
+        self,
+        scope: str,
+        *,
+        day: str,
+        next_day: str,
+        summary: DaySummary | None,
+        expected_upto: str,
+        new_upto: str,
+        tokens: int,
+        count: int,
+        days_max: int,
+        week: str,
+        now_iso: str,
+        epoch: int,
+    ) -> int:
+        """1: closed now; 0: already closed (or moved on); -1: a week refresh must run first."""
+        k = self.k(scope)
+        result = await run_script(
+            self.client,
+            "close_day",
+            [k.state, k.days, k.done],
+            [
+                day,
+                next_day,
+                summary.to_json() if summary else "",
+                new_upto,
+                tokens,
+                count,
+                days_max,
+                week,
+                now_iso,
+                expected_upto,
+                str(epoch),
+            ],
+        )
+        return int(result)
+
+    async def apply_refresh(
+        self,
+        scope: str,
+        *,
+        refresh_seq: int,
+        mid: str,
+        overview: str,
+        week: str,
+        week_summary: WeekSummary | None,
+        long: str,
+        weeks_max: int,
+        now_iso: str,
+        epoch: int,
+    ) -> int:
+        """1: applied; 0: nothing pending; -1: the days list changed meanwhile, recompute."""
+        k = self.k(scope)
+        result = await run_script(
+            self.client,
+            "apply_refresh",
+            [k.state, k.weeks, k.done],
+            [
+                str(refresh_seq),
+                mid,
+                overview,
+                week,
+                week_summary.to_json() if week_summary else "",
+                long,
+                weeks_max,
+                now_iso,
+                str(epoch),
+            ],
+        )
+        return int(result)
+
+    async def note_failure(self, scope: str, *, retry_at_ms: int) -> int:
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hincrby(k.state, "failures", 1)
+        pipe.hset(k.state, "retry_at", retry_at_ms)
+        failures, _ = await pipe.execute()
+        return int(failures)
+
+    # -- locks -------------------------------------------------------------------------
+    async def try_lock(self, scope: str, ttl_ms: int) -> str | None:
+        token = secrets.token_hex(8)
+        ok = await self.client.set(self.k(scope).lock, token, nx=True, px=ttl_ms)
+        return token if ok else None
+
+    async def unlock(self, scope: str, token: str) -> None:
+        await run_script(self.client, "release_lock", [self.k(scope).lock], [token])
+
+    # -- admin writes ------------------------------------------------------------------
+    async def set_fields(self, scope: str, values: Mapping[str, str | int]) -> None:
+        await self.client.hset(self.k(scope).state, mapping=dict(values))
+
+    async def bump_epoch(self, scope: str) -> int:
+        return int(await self.client.hincrby(self.k(scope).state, "epoch", 1))
+
+    async def put_fact(self, scope: str, fact: Fact) -> Fact:
+        """Store a new fact under a fresh id (ids come from the scope's own counter)."""
+        k = self.k(scope)
+        seq = await self.client.hincrby(k.state, "fact_seq", 1)
+        fact.id = f"f{seq}"
+        await self.client.hset(k.facts, fact.id, fact.to_json())
+        return fact
+
+    async def replace_fact(self, scope: str, fact: Fact) -> None:
+        await self.client.hset(self.k(scope).facts, fact.id, fact.to_json())
+
+    async def delete_facts(self, scope: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return int(await self.client.hdel(self.k(scope).facts, *ids))
+
+    async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return int(await self.client.xdel(self.k(scope).log, *ids))
+
+    async def trim_log_before(self, scope: str, min_ms: int) -> int:
+        if min_ms <= 0:
+            return 0
+        return int(await self.client.xtrim(self.k(scope).log, minid=str(min_ms), approximate=False))
+
+    async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
+        await self._replace_list(self.k(scope).days, [d.to_json() for d in days])
+
+    async def replace_weeks(self, scope: str, weeks: Sequence[WeekSummary]) -> None:
+        await self._replace_list(self.k(scope).weeks, [w.to_json() for w in weeks])
+
+    async def _replace_list(self, key: str, values: Sequence[str]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(key)
+        if values:
+            pipe.rpush(key, *values)
+        await pipe.execute()
+
+    async def forget_scope(self, scope: str) -> int:
+        """Delete every key of the scope and its index entry."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.delete(*self.k(scope).all())
+        pipe.zrem(self.keys.scopes_index, scope)
+        deleted, _ = await pipe.execute()
+        return int(deleted)
+
+    async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:
+        """Write a dump into an empty scope (import)."""
+        k = self.k(scope)
+        if await self.scope_exists(scope):
+            raise StoreError(
+                f"scope {scope} already has memory; forget it first or import elsewhere"
+            )
+        pipe = self.client.pipeline(transaction=True)
+        if dump.state:
+            pipe.hset(k.state, mapping=dump.state)
+        for entry in dump.log:
+            fields: dict[Any, Any] = {
+                "r": entry.role,
+                "a": entry.author,
+                "u": entry.author_id,
+                "t": entry.text,
+                "ts": str(int(entry.ts.timestamp() * 1000)),
+                "p": entry.platform_id,
+                "k": str(entry.tokens),
+            }
+            pipe.xadd(k.log, fields, id=entry.id)
+        if dump.days:
+            pipe.rpush(k.days, *[d.to_json() for d in dump.days])
+        if dump.weeks:
+            pipe.rpush(k.weeks, *[w.to_json() for w in dump.weeks])
+        for fact in dump.facts:
+            pipe.hset(k.facts, fact.id, fact.to_json())
+        if dump.done:
+            pipe.sadd(k.done, *dump.done)
+        pipe.zadd(self.keys.scopes_index, {scope: last_activity_ms})
+        await pipe.execute()

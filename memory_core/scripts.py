@@ -1,0 +1,171 @@
+"""Lua scripts: the writes that must not race, each one atomic on one scope's keys.
+
+Every script touches only keys passed in KEYS, all of one scope (one hash tag), so it runs
+unchanged on Redis Cluster. Compare-and-set guards make them safe to run twice, from two
+processes, or again after a crash half-way through the Python work around them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+# KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent.
+# Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
+# ids is safe even when platforms deliver out of order) and returns what the caller needs to
+# decide on maintenance, all in the same round trip.
+INGEST = """
+local st = KEYS[2]
+if redis.call('HGET', st, 'paused') == '1' then
+  return {'', 0, 0, '', '', '', '', 0, 1}
+end
+local ms = tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', st, 'last_ms') or '0')
+if ms < last then ms = last end
+local id = redis.call('XADD', KEYS[1], ms .. '-*', 'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4],
+  't', ARGV[5], 'ts', ARGV[1], 'p', ARGV[6], 'k', ARGV[7])
+redis.call('HSET', st, 'last_ms', ms)
+redis.call('HSETNX', st, 'day', ARGV[8])
+redis.call('HSETNX', st, 'created_ms', ARGV[1])
+if ARGV[9] ~= '' then redis.call('HSET', st, 'parent', ARGV[9]) end
+redis.call('HINCRBY', st, 'msg_count', 1)
+local ut = redis.call('HINCRBY', st, 'unsum_tokens', tonumber(ARGV[7]))
+local un = redis.call('HINCRBY', st, 'unsum_count', 1)
+local f = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
+return {id, ut, un, f[1] or '', f[2] or '', f[3] or '', f[4] or '', tonumber(f[5] or '0'), 0}
+"""
+
+# Shared by the scripts below: subtract summarised work from the counters, never below zero.
+_CONSUME = """
+local function consume(st, tokens, count)
+  -- (0 - x), not -x: Lua would turn -0 into the string "-0", which HINCRBY refuses.
+  local t = redis.call('HINCRBY', st, 'unsum_tokens', 0 - tonumber(tokens))
+  if t < 0 then redis.call('HSET', st, 'unsum_tokens', 0) end
+  local n = redis.call('HINCRBY', st, 'unsum_count', 0 - tonumber(count))
+  if n < 0 then redis.call('HSET', st, 'unsum_count', 0) end
+end
+local function write_facts(st, facts_key, ops_json)
+  if ops_json == '' then return end
+  for _, op in ipairs(cjson.decode(ops_json)) do
+    if op[1] == 'new' then
+      local id = 'f' .. redis.call('HINCRBY', st, 'fact_seq', 1)
+      local fact = cjson.decode(op[3])
+      fact['id'] = id
+      redis.call('HSET', facts_key, id, cjson.encode(fact))
+    elseif redis.call('HEXISTS', facts_key, op[2]) == 1 then
+      redis.call('HSET', facts_key, op[2], op[3])
+    end
+  end
+end
+"""
+
+# KEYS: state, facts. ARGV: expected short_upto, expected day, new short_upto, new short,
+# tokens consumed, messages consumed, now (ISO), fact ops (JSON list), expected epoch.
+# The epoch moves on every forget, so work computed from text that was forgotten meanwhile is
+# thrown away instead of writing it back.
+# Advances "summarised up to" only if nobody else did meanwhile.
+ADVANCE_SHORT = (
+    _CONSUME
+    + """
+local st = KEYS[1]
+if (redis.call('HGET', st, 'short_upto') or '') ~= ARGV[1] then return 0 end
+if (redis.call('HGET', st, 'day') or '') ~= ARGV[2] then return 0 end
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[9] then return 0 end
+redis.call('HSET', st, 'short_upto', ARGV[3], 'short', ARGV[4], 'short_at', ARGV[7],
+  'failures', 0, 'retry_at', 0)
+redis.call('HINCRBY', st, 'day_msgs', tonumber(ARGV[6]))
+consume(st, ARGV[5], ARGV[6])
+write_facts(st, KEYS[2], ARGV[8])
+return 1
+"""
+)
+
+# KEYS: state, days, done. ARGV: day, next day, day JSON ('' = idle day, nothing to append),
+# new short_upto ('' = unchanged), tokens consumed, messages consumed, days_max, week to
+# consolidate ('' = none), now (ISO), expected short_upto, expected epoch.
+# Appends one finished day exactly once: the marker and the day pointer both guard it.
+CLOSE_DAY = (
+    _CONSUME
+    + """
+local st, days, done = KEYS[1], KEYS[2], KEYS[3]
+local day = ARGV[1]
+if redis.call('SISMEMBER', done, 'day:' .. day) == 1 then return 0 end
+if (redis.call('HGET', st, 'day') or '') ~= day then return 0 end
+if (redis.call('HGET', st, 'short_upto') or '') ~= ARGV[10] then return 0 end
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[11] then return 0 end
+if ARGV[8] ~= '' and (redis.call('HGET', st, 'week_pending') or '') ~= '' then return -1 end
+if ARGV[3] ~= '' then
+  redis.call('RPUSH', days, ARGV[3])
+  redis.call('LTRIM', days, -tonumber(ARGV[7]), -1)
+end
+redis.call('SADD', done, 'day:' .. day)
+redis.call('HSET', st, 'day', ARGV[2], 'short', '', 'refresh_pending', 1, 'last_rollover', ARGV[9],
+  'failures', 0, 'retry_at', 0, 'day_msgs', 0)
+if ARGV[4] ~= '' then redis.call('HSET', st, 'short_upto', ARGV[4]) end
+redis.call('HINCRBY', st, 'refresh_seq', 1)
+if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
+consume(st, ARGV[5], ARGV[6])
+return 1
+"""
+)
+
+# KEYS: state, weeks, done. ARGV: expected refresh_seq, mid, overview, week ('' = none),
+# week JSON, long, weeks_max, now (ISO), expected epoch.
+# Applies a tier refresh computed from the days list as of refresh_seq; appends a week once.
+APPLY_REFRESH = """
+local st, weeks, done = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('HGET', st, 'refresh_pending') ~= '1' then return 0 end
+if (redis.call('HGET', st, 'refresh_seq') or '0') ~= ARGV[1] then return -1 end
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[9] then return -1 end
+local week = ARGV[4]
+if week ~= '' then
+  if redis.call('SISMEMBER', done, 'week:' .. week) == 0 then
+    if ARGV[5] ~= '' then
+      redis.call('RPUSH', weeks, ARGV[5])
+      redis.call('LTRIM', weeks, -tonumber(ARGV[7]), -1)
+    end
+    redis.call('SADD', done, 'week:' .. week)
+    if ARGV[6] ~= '' then redis.call('HSET', st, 'long', ARGV[6]) end
+  end
+  if redis.call('HGET', st, 'week_pending') == week then
+    redis.call('HSET', st, 'week_pending', '')
+  end
+end
+redis.call('HSET', st, 'mid', ARGV[2], 'overview', ARGV[3], 'tiers_at', ARGV[8],
+  'refresh_pending', 0, 'failures', 0, 'retry_at', 0)
+return 1
+"""
+
+# KEYS: lock. ARGV: token. Deletes the lock only if we still hold it.
+RELEASE_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+SCRIPTS: dict[str, str] = {
+    "ingest": INGEST,
+    "advance_short": ADVANCE_SHORT,
+    "close_day": CLOSE_DAY,
+    "apply_refresh": APPLY_REFRESH,
+    "release_lock": RELEASE_LOCK,
+}
+SHAS: dict[str, str] = {
+    name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()
+}
+
+
+async def load_scripts(client: Any) -> None:
+    for source in SCRIPTS.values():
+        await client.script_load(source)
+
+
+async def run_script(client: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    """EVALSHA, loading the script once if the server forgot it (restart, failover, FLUSH)."""
+    try:
+        return await client.evalsha(SHAS[name], len(keys), *keys, *args)
+    except NoScriptError:
+        await client.script_load(SCRIPTS[name])
+        return await client.evalsha(SHAS[name], len(keys), *keys, *args)

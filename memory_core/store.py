@@ -1,0 +1,80 @@
+"""Opening the store: a real Redis at REDIS_URL, or the embedded store in the data directory."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisError
+
+from config.settings import StoreSettings
+from memory_core.embedded import EmbeddedStore
+from memory_core.errors import StoreUnavailable
+from memory_core.keys import KeySchema
+from memory_core.scripts import load_scripts
+
+
+def mask_url(url: str) -> str:
+    """Hide the password in a Redis URL (redis://user:secret@host -> redis://user:***@host)."""
+    return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+@dataclass
+class Store:
+    client: Redis
+    keys: KeySchema
+    description: str  # safe to print: no secrets
+    embedded: EmbeddedStore | None = None
+
+    async def save(self) -> None:
+        """Persist now (embedded store only; a real Redis persists by its own settings)."""
+        if self.embedded is not None:
+            await self.embedded.save()
+
+    async def close(self) -> None:
+        if self.embedded is not None:
+            await self.embedded.close()
+        else:
+            await self.client.aclose()
+
+
+async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store:
+    keys = KeySchema(settings.key_prefix)
+    if settings.redis_url is None:
+        embedded = await EmbeddedStore.open(settings.data_dir)
+        if autosave:
+            embedded.start_autosave(settings.snapshot_interval_s)
+        await load_scripts(embedded.client)
+        return Store(
+            client=embedded.client,
+            keys=keys,
+            description=f"embedded store (snapshot {embedded.path}; set REDIS_URL for Redis)",
+            embedded=embedded,
+        )
+    url = settings.redis_url.get_secret_value()
+    masked = mask_url(url)
+    options: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_connect_timeout": settings.connect_timeout_s,
+        "socket_timeout": max(settings.connect_timeout_s, 10.0),
+    }
+    client: Any = None
+    try:
+        if settings.cluster:
+            client = RedisCluster.from_url(url, **options)
+        else:
+            client = Redis.from_url(url, health_check_interval=30, **options)
+        await client.ping()
+        await load_scripts(client)
+    except (RedisError, OSError, ValueError) as exc:
+        reason = (str(exc) or type(exc).__name__).rstrip(".")
+        if client is not None:
+            await client.aclose()
+        raise StoreUnavailable(
+            f"cannot reach Redis at {masked} (REDIS_URL): {mask_url(reason)}. "
+            "Start Redis, fix REDIS_URL, or unset it to use the embedded store."
+        ) from exc
+    return Store(client=client, keys=keys, description=f"Redis at {masked}")

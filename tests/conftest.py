@@ -1,0 +1,174 @@
+"""Shared fixtures: a private real Redis, the fake OpenAI server, settings and cores.
+
+Tests never touch the Redis on 6379 (it may hold someone's data): the session starts its own
+``redis-server`` on a free port, with persistence off, and flushes it between tests. Set
+MEMORYBOT_TEST_REDIS_URL to use another server you own instead (it gets flushed!).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from config.settings import WELL_KNOWN_ENV, Settings
+from memory_core.bootstrap import Core, build_core
+from memory_core.clock import ManualClock
+from tests.fakes.openai_server import FakeOpenAI
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server process owned by the tests."""
+
+    def __init__(self, port: int | None = None, *, extra: tuple[str, ...] = ()) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed: apt-get install redis-server")
+        self.port = port or _free_port()
+        self.dir = tempfile.mkdtemp(prefix="mb-redis-")
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server on port {self.port} did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    override = os.environ.get("MEMORYBOT_TEST_REDIS_URL")
+    if override:
+        yield override
+        return
+    server = RedisServer()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def clean_redis(redis_url: str) -> Iterator[str]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield redis_url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No developer setting leaks in: no real keys, no real Redis, no config file."""
+    for name in list(os.environ):
+        if name.startswith("MEMORYBOT_") and name != "MEMORYBOT_TEST_REDIS_URL":
+            monkeypatch.delenv(name, raising=False)
+    for name in WELL_KNOWN_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as fake:
+        yield fake
+
+
+def make_settings(
+    *,
+    redis_url: str | None = None,
+    llm_url: str | None = None,
+    data_dir: Path | None = None,
+    memory: dict[str, Any] | None = None,
+    llm: dict[str, Any] | None = None,
+    **sections: Any,
+) -> Settings:
+    store: dict[str, Any] = {}
+    if redis_url:
+        store["redis_url"] = redis_url
+    if data_dir:
+        store["data_dir"] = data_dir
+    llm_section: dict[str, Any] = {"max_retries": 0, "backoff_base_s": 0.0, "timeout_s": 5.0}
+    if llm_url:
+        llm_section["base_url"] = llm_url
+    llm_section.update(llm or {})
+    return Settings(store=store, llm=llm_section, memory=memory or {}, **sections)
+
+
+START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
+
+CoreFactory = Callable[..., Awaitable[Core]]
+
+
+@pytest.fixture
+async def make_core(clean_redis: str, fake_llm: FakeOpenAI) -> AsyncIterator[CoreFactory]:
+    """Build cores on the private Redis and the fake LLM; closed at the end of the test."""
+    cores: list[Core] = []
+
+    async def factory(
+        *,
+        offline: bool = False,
+        clock: ManualClock | None = None,
+        background: bool = False,
+        **overrides: Any,
+    ) -> Core:
+        settings = make_settings(
+            redis_url=clean_redis, llm_url=None if offline else fake_llm.base_url, **overrides
+        )
+        core = await build_core(settings, clock=clock or ManualClock(START), background=background)
+        cores.append(core)
+        return core
+
+    yield factory
+    for core in cores:
+        await core.close()
+    await asyncio.sleep(0)

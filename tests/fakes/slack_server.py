@@ -1,0 +1,1522 @@
+"""A local fake of Slack for end-to-end tests: Web API, Socket Mode and response_url.
+
+The real ``slack_bolt.async_app.AsyncApp`` and ``slack_sdk`` clients talk to this server over
+HTTP/WebSocket on 127.0.0.1, so the e2e tests exercise the real request encoding, retry
+handlers, Socket Mode client and Bolt middleware without reaching the internet.
+
+Pointing Bolt at it::
+
+    fake = FakeSlack(bot_token="xoxb-test", app_token="xapp-test")
+    await fake.start()
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    app = AsyncApp(client=client, signing_secret="secret")  # HTTP mode
+    # Socket Mode: the handler calls apps.connections.open through app.client, i.e. the fake.
+    handler = AsyncSocketModeHandler(app, fake.app_token)
+    await handler.connect_async()
+
+What the fake understands of each request mirrors how slack_sdk 3.x encodes it: the token in an
+``Authorization: Bearer`` header, arguments as query string (``params=``), JSON body (``json=``,
+used for anything carrying blocks) or form body (``data=``); all three are merged.
+"""
+
+# The waiters deliberately take ``timeout=`` so tests read ``wait_for_calls(..., timeout=5)``;
+# they are implemented with asyncio.timeout, which is what ASYNC109 asks for.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import secrets
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import WSCloseCode, WSMsgType, web
+from slack_sdk.signature import SignatureVerifier
+
+__all__ = [
+    "ApiCall",
+    "FakeChannel",
+    "FakeSlack",
+    "FakeUser",
+    "FileUpload",
+    "HttpLogEntry",
+    "MethodHandler",
+    "RecordedMessage",
+    "ResponseUrlPost",
+    "SignedDelivery",
+    "SocketAck",
+    "SocketEnvelope",
+    "event_body",
+    "interactive_form_body",
+    "send_signed",
+    "serve_web_app",
+    "signed_headers",
+    "slash_command_form_body",
+]
+
+T = TypeVar("T")
+
+EnvelopeType = Literal["events_api", "slash_commands", "interactive"]
+
+#: A custom Web API method: receives (params, token) and returns the JSON body to send.
+MethodHandler = Callable[[dict[str, Any], str | None], dict[str, Any]]
+
+# Methods that only accept an app-level (xapp-) token; every other method wants a bot token.
+_APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+
+# Arguments that slack_sdk may send JSON-encoded inside a form/query string.
+_JSON_ARGUMENTS = ("blocks", "attachments", "files", "view", "metadata")
+
+# Slack accepts up to five posts to one response_url.
+_RESPONSE_URL_MAX_USES = 5
+
+_DEFAULT_TIMEOUT = 5.0
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    """One Web API request as the fake saw it (also failed, rate-limited and unknown ones)."""
+
+    method: str
+    params: dict[str, Any]
+    token: str | None
+    http_method: str
+    status: int
+    response: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        """True when the fake answered HTTP 200 with ``"ok": true``."""
+        return self.status == 200 and bool(self.response.get("ok"))
+
+    @property
+    def error(self) -> str | None:
+        """The Slack error code of a failed call (``invalid_auth``, ``ratelimited``...)."""
+        value = self.response.get("error")
+        return str(value) if value is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedMessage:
+    """A message the app successfully posted, updated or sent ephemerally."""
+
+    method: str
+    channel: str
+    ts: str
+    text: str | None
+    blocks: list[dict[str, Any]] | None
+    thread_ts: str | None
+    #: The recipient of an ephemeral message; ``None`` for normal messages.
+    user: str | None
+    params: dict[str, Any]
+
+
+@dataclass(slots=True)
+class FileUpload:
+    """A file going through the files_upload_v2 flow (mutable: it fills in as steps arrive)."""
+
+    file_id: str
+    filename: str
+    declared_length: int
+    title: str | None = None
+    content: bytes | None = None
+    completed: bool = False
+    channel_id: str | None = None
+    channels: list[str] = field(default_factory=list)
+    initial_comment: str | None = None
+    thread_ts: str | None = None
+    #: The token that asked for the upload URL (the user/bot the file belongs to).
+    token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseUrlPost:
+    """One POST the app made to a response_url the fake handed out."""
+
+    response_id: str
+    body: dict[str, Any]
+
+    @property
+    def text(self) -> str | None:
+        value = self.body.get("text")
+        return str(value) if value is not None else None
+
+    @property
+    def blocks(self) -> list[dict[str, Any]] | None:
+        value = self.body.get("blocks")
+        return value if isinstance(value, list) else None
+
+    @property
+    def response_type(self) -> str | None:
+        """``"ephemeral"``, ``"in_channel"`` or ``None`` (Slack then treats it as ephemeral)."""
+        value = self.body.get("response_type")
+        return str(value) if value is not None else None
+
+    @property
+    def replace_original(self) -> bool | None:
+        value = self.body.get("replace_original")
+        return bool(value) if value is not None else None
+
+    @property
+    def delete_original(self) -> bool | None:
+        value = self.body.get("delete_original")
+        return bool(value) if value is not None else None
+
+    @property
+    def thread_ts(self) -> str | None:
+        value = self.body.get("thread_ts")
+        return str(value) if value is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class SocketEnvelope:
+    """An envelope the fake pushed over Socket Mode."""
+
+    envelope_id: str
+    type: str
+    payload: dict[str, Any]
+    accepts_response_payload: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SocketAck:
+    """The app's acknowledgement of an envelope: ``{"envelope_id": ..., "payload": ...}``."""
+
+    envelope_id: str
+    payload: dict[str, Any] | None
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLogEntry:
+    """Every HTTP request the fake served, for debugging failed tests."""
+
+    verb: str
+    path: str
+    status: int
+
+
+@dataclass(slots=True)
+class FakeUser:
+    """A workspace member as ``users.info`` reports it."""
+
+    id: str
+    name: str
+    real_name: str
+    display_name: str
+    team_id: str
+    is_admin: bool = False
+    is_owner: bool = False
+    is_bot: bool = False
+    deleted: bool = False
+    tz: str = "UTC"
+
+    def to_api(self) -> dict[str, Any]:
+        """The ``user`` object of ``users.info``."""
+        return {
+            "id": self.id,
+            "team_id": self.team_id,
+            "name": self.name,
+            "deleted": self.deleted,
+            "real_name": self.real_name,
+            "tz": self.tz,
+            "tz_label": self.tz,
+            "tz_offset": 0,
+            "profile": {
+                "real_name": self.real_name,
+                "real_name_normalized": self.real_name,
+                "display_name": self.display_name,
+                "display_name_normalized": self.display_name,
+                "team": self.team_id,
+            },
+            "is_admin": self.is_admin,
+            "is_owner": self.is_owner,
+            "is_primary_owner": self.is_owner,
+            "is_restricted": False,
+            "is_ultra_restricted": False,
+            "is_bot": self.is_bot,
+            "is_app_user": False,
+            "updated": 1_700_000_000,
+        }
+
+
+@dataclass(slots=True)
+class FakeChannel:
+    """A conversation as ``conversations.info`` reports it."""
+
+    id: str
+    name: str
+    is_im: bool = False
+    is_mpim: bool = False
+    is_private: bool = False
+    #: The other member of a DM.
+    user: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        """The ``channel`` object of ``conversations.info``."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "created": 1_700_000_000,
+            "is_archived": False,
+            "is_im": self.is_im,
+            "is_mpim": self.is_mpim,
+            "is_private": self.is_private or self.is_im or self.is_mpim,
+        }
+        if self.is_im:
+            data["user"] = self.user
+            data["is_open"] = True
+        else:
+            data.update(
+                {
+                    "name": self.name,
+                    "name_normalized": self.name,
+                    "is_channel": not self.is_private and not self.is_mpim,
+                    "is_group": self.is_private,
+                    "is_general": False,
+                    "is_member": True,
+                }
+            )
+        return data
+
+
+@dataclass(slots=True)
+class _SocketConnection:
+    number: int
+    ws: web.WebSocketResponse
+    closed: bool = False
+
+
+@dataclass(slots=True)
+class _ResponseUrl:
+    uses_left: int = _RESPONSE_URL_MAX_USES
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP-mode helpers (no server needed)
+# --------------------------------------------------------------------------------------------
+
+
+def signed_headers(
+    signing_secret: str,
+    body: str | bytes,
+    timestamp: int | str | None = None,
+    *,
+    content_type: str | None = None,
+) -> dict[str, str]:
+    """Headers Slack would send with ``body`` in HTTP mode, signed with ``signing_secret``.
+
+    Pass an old ``timestamp`` (e.g. ``int(time.time()) - 600``) to build a stale request, or a
+    different secret to build a wrong signature. ``content_type`` defaults to JSON for bodies
+    starting with ``{`` and to form encoding otherwise (slash commands, interactivity).
+    """
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    signature = SignatureVerifier(signing_secret).generate_signature(timestamp=ts, body=body)
+    if signature is None:  # generate_signature only returns None for a missing timestamp/body
+        raise ValueError("could not sign the request body")
+    if content_type is None:
+        head = body[:1] if isinstance(body, str) else body[:1].decode("latin-1")
+        content_type = "application/json" if head == "{" else "application/x-www-form-urlencoded"
+    return {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": signature,
+    }
+
+
+def event_body(payload: Mapping[str, Any]) -> str:
+    """The HTTP body of an Events API request (JSON)."""
+    return json.dumps(payload)
+
+
+def slash_command_form_body(payload: Mapping[str, str]) -> str:
+    """The HTTP body of a slash command request (form fields)."""
+    return urlencode(dict(payload))
+
+
+def interactive_form_body(payload: Mapping[str, Any]) -> str:
+    """The HTTP body of an interactivity request: one form field ``payload`` holding JSON."""
+    return urlencode({"payload": json.dumps(payload)})
+
+
+@dataclass(frozen=True, slots=True)
+class SignedDelivery:
+    """What the app answered to a signed HTTP-mode request."""
+
+    status: int
+    text: str
+    headers: dict[str, str]
+
+
+async def send_signed(
+    url: str,
+    *,
+    signing_secret: str,
+    body: str,
+    timestamp: int | str | None = None,
+    timeout: float = _DEFAULT_TIMEOUT,
+) -> SignedDelivery:
+    """POST ``body`` to an HTTP-mode app the way Slack does, signed with ``signing_secret``."""
+    headers = signed_headers(signing_secret, body, timestamp)
+    client_timeout = aiohttp.ClientTimeout(total=timeout)
+    async with (
+        aiohttp.ClientSession(timeout=client_timeout) as session,
+        session.post(url, data=body.encode("utf-8"), headers=headers) as response,
+    ):
+        return SignedDelivery(
+            status=response.status, text=await response.text(), headers=dict(response.headers)
+        )
+
+
+@asynccontextmanager
+async def serve_web_app(app: web.Application) -> AsyncIterator[str]:
+    """Serve an aiohttp application (e.g. Bolt's ``app.web_app()``) on 127.0.0.1:<free port>.
+
+    Yields the base URL ``http://127.0.0.1:PORT``; the server is torn down on exit.
+    """
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
+# --------------------------------------------------------------------------------------------
+# The fake
+# --------------------------------------------------------------------------------------------
+
+
+class FakeSlack:
+    """A fake Slack workspace served on 127.0.0.1 (ephemeral port).
+
+    Use ``async with FakeSlack(...) as fake:`` or ``await fake.start()`` / ``await fake.stop()``.
+    It must run on the event loop of the test that uses it. Stop Socket Mode clients *before*
+    the fake: a client whose socket is closed by the server reconnects, and would then retry
+    against a server that is gone.
+    """
+
+    def __init__(
+        self,
+        *,
+        bot_token: str = "xoxb-fake-bot-token",
+        app_token: str = "xapp-1-fake-app-token",
+        team_id: str = "T0FAKE",
+        team_name: str = "Fake Team",
+        team_domain: str = "fake-team",
+        bot_user_id: str = "UBOT",
+        bot_id: str = "BBOT",
+        bot_name: str = "memorybot",
+        api_app_id: str = "AFAKEAPP",
+        enterprise_id: str | None = None,
+    ) -> None:
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.team_id = team_id
+        self.team_name = team_name
+        self.team_domain = team_domain
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+        self.api_app_id = api_app_id
+        self.enterprise_id = enterprise_id
+        #: A legacy verification token; Bolt ignores it when a signing secret is set.
+        self.verification_token = "fake-verification-token"
+
+        self.calls: list[ApiCall] = []
+        self.socket_envelopes: list[SocketEnvelope] = []
+        self.socket_acks: list[SocketAck] = []
+        self.http_log: list[HttpLogEntry] = []
+        self._uploads: dict[str, FileUpload] = {}
+        self._responses: list[ResponseUrlPost] = []
+        self._messages: dict[tuple[str, str], dict[str, Any]] = {}
+
+        self.users: dict[str, FakeUser] = {}
+        self.channels: dict[str, FakeChannel] = {}
+        self._invalid_tokens: set[str] = set()
+        self._rate_limits: dict[str, deque[int]] = {}
+        self._failures: dict[str, deque[str]] = {}
+        self._custom_methods: dict[str, MethodHandler] = {}
+        self._response_urls: dict[str, _ResponseUrl] = {}
+        self._tickets: set[str] = set()
+        self._sockets: list[_SocketConnection] = []
+        self._socket_numbers = itertools.count(1)
+        self.socket_connections_opened = 0
+        self._last_ts = 0.0
+
+        self._runner: web.AppRunner | None = None
+        self._base_url: str | None = None
+        self._changed: asyncio.Event | None = None
+
+        self.add_user(bot_user_id, bot_name, is_bot=True)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1 on a free port and start serving."""
+        if self._runner is not None:
+            raise RuntimeError("FakeSlack is already running")
+        self._changed = asyncio.Event()
+        app = web.Application(middlewares=[self._log_middleware])
+        app.add_routes(
+            [
+                web.route("*", "/api/{method}", self._handle_api),
+                web.post("/upload/v1/{file_id}", self._handle_upload),
+                web.post("/response/{response_id}", self._handle_response_url),
+                web.get("/socket-mode/link/", self._handle_socket),
+            ]
+        )
+        # A short shutdown timeout: the only long-lived connections are WebSockets, which
+        # stop() closes explicitly.
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        self._runner = runner
+        self._base_url = f"http://{host}:{port}"
+
+    async def stop(self) -> None:
+        """Close the Socket Mode connections and stop the server."""
+        for connection in list(self._sockets):
+            with suppress(Exception):
+                await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (only while running)."""
+        if self._base_url is None:
+            raise RuntimeError("FakeSlack is not running; call start() first")
+        return self._base_url
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL to give ``AsyncWebClient(base_url=...)``."""
+        return f"{self.base_url}/api/"
+
+    # ---------------------------------------------------------------- workspace setup
+
+    def add_user(
+        self,
+        user_id: str,
+        name: str,
+        *,
+        real_name: str | None = None,
+        display_name: str | None = None,
+        is_admin: bool = False,
+        is_owner: bool = False,
+        is_bot: bool = False,
+        deleted: bool = False,
+        team_id: str | None = None,
+        tz: str = "UTC",
+    ) -> FakeUser:
+        """Add (or replace) a member that ``users.info`` knows."""
+        user = FakeUser(
+            id=user_id,
+            name=name,
+            real_name=real_name if real_name is not None else name.title(),
+            display_name=display_name if display_name is not None else name,
+            team_id=team_id or self.team_id,
+            is_admin=is_admin,
+            is_owner=is_owner,
+            is_bot=is_bot,
+            deleted=deleted,
+            tz=tz,
+        )
+        self.users[user_id] = user
+        return user
+
+    def add_channel(
+        self,
+        channel_id: str,
+        name: str,
+        *,
+        is_im: bool = False,
+        is_private: bool = False,
+        user_id: str | None = None,
+    ) -> FakeChannel:
+        """Add (or replace) a conversation that ``conversations.info`` knows.
+
+        ``user_id`` is the other member of a DM (``is_im=True``).
+        """
+        channel = FakeChannel(
+            id=channel_id, name=name, is_im=is_im, is_private=is_private, user=user_id
+        )
+        self.channels[channel_id] = channel
+        return channel
+
+    def invalidate_token(self, token: str) -> None:
+        """Make every call with ``token`` fail with ``invalid_auth`` (revoked token).
+
+        Tokens the fake was never told about (anything but ``bot_token`` and ``app_token``)
+        are already invalid.
+        """
+        self._invalid_tokens.add(token)
+
+    def rate_limit_next(self, *, method: str, count: int = 1, retry_after: int = 1) -> None:
+        """Answer the next ``count`` calls of ``method`` with HTTP 429 and ``Retry-After``.
+
+        slack_sdk's ``AsyncRateLimitErrorRetryHandler`` sleeps ``retry_after`` plus up to one
+        second of jitter before retrying; without it the client raises ``SlackApiError``
+        (``ratelimited``).
+        """
+        queue = self._rate_limits.setdefault(method, deque())
+        queue.extend([retry_after] * count)
+
+    def fail_next(self, *, method: str, error: str, count: int = 1) -> None:
+        """Answer the next ``count`` calls of ``method`` with ``{"ok": false, "error": error}``."""
+        queue = self._failures.setdefault(method, deque())
+        queue.extend([error] * count)
+
+    def register_method(self, method: str, handler: MethodHandler) -> None:
+        """Serve an extra Web API method (or override a built-in one) with ``handler``.
+
+        The handler gets the merged params and the token (already authenticated as a bot
+        token) and returns the JSON body.
+        """
+        self._custom_methods[method] = handler
+
+    def new_response_url(self) -> str:
+        """Issue a response_url that points at the fake (usable five times, like Slack's)."""
+        response_id = uuid.uuid4().hex
+        self._response_urls[response_id] = _ResponseUrl()
+        return f"{self.base_url}/response/{response_id}"
+
+    def next_ts(self) -> str:
+        """A fresh message timestamp, strictly increasing (``"1700000000.000100"`` style)."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
+
+    # ---------------------------------------------------------------- recorded views
+
+    @property
+    def posted_messages(self) -> list[RecordedMessage]:
+        """Successful ``chat.postMessage`` calls, oldest first."""
+        return self._messages_of("chat.postMessage")
+
+    @property
+    def updates(self) -> list[RecordedMessage]:
+        """Successful ``chat.update`` calls, oldest first."""
+        return self._messages_of("chat.update")
+
+    @property
+    def ephemerals(self) -> list[RecordedMessage]:
+        """Successful ``chat.postEphemeral`` calls, oldest first."""
+        return self._messages_of("chat.postEphemeral")
+
+    @property
+    def uploads(self) -> list[FileUpload]:
+        """Every file whose upload URL was issued; check ``completed`` and ``content``."""
+        return list(self._uploads.values())
+
+    @property
+    def responses(self) -> list[ResponseUrlPost]:
+        """POSTs to response URLs, oldest first."""
+        return list(self._responses)
+
+    @property
+    def unknown_methods(self) -> list[ApiCall]:
+        """Calls of Web API methods the fake does not implement."""
+        return [call for call in self.calls if call.error == "unknown_method"]
+
+    def calls_of(self, method: str, *, ok_only: bool = False) -> list[ApiCall]:
+        """The recorded calls of one Web API method."""
+        return [c for c in self.calls if c.method == method and (c.ok or not ok_only)]
+
+    def _messages_of(self, method: str) -> list[RecordedMessage]:
+        messages: list[RecordedMessage] = []
+        for call in self.calls_of(method, ok_only=True):
+            params = call.params
+            blocks = params.get("blocks")
+            messages.append(
+                RecordedMessage(
+                    method=method,
+                    channel=str(call.response.get("channel", params.get("channel", ""))),
+                    ts=str(call.response.get("ts", call.response.get("message_ts", ""))),
+                    text=params.get("text"),
+                    blocks=blocks if isinstance(blocks, list) else None,
+                    thread_ts=params.get("thread_ts"),
+                    user=params.get("user") if method == "chat.postEphemeral" else None,
+                    params=params,
+                )
+            )
+        return messages
+
+    # ---------------------------------------------------------------- waiters
+
+    async def wait_for(
+        self,
+        predicate: Callable[[], T | None],
+        *,
+        timeout: float = _DEFAULT_TIMEOUT,
+        description: str = "condition",
+    ) -> T:
+        """Wait until ``predicate()`` returns something other than ``None``.
+
+        The predicate is re-checked whenever the fake records anything, so tests never sleep.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    result = predicate()
+                    if result is not None:
+                        return result
+                    await self._event().wait()
+        except TimeoutError:
+            seen = ", ".join(f"{c.method}({c.status})" for c in self.calls) or "none"
+            raise TimeoutError(
+                f"FakeSlack: timed out after {timeout}s waiting for {description}; "
+                f"Web API calls so far: {seen}"
+            ) from None
+
+    async def wait_for_calls(
+        self,
+        method: str,
+        *,
+        count: int = 1,
+        ok_only: bool = False,
+        timeout: float = _DEFAULT_TIMEOUT,
+    ) -> list[ApiCall]:
+        """Wait until ``method`` was called at least ``count`` times; return those calls."""
+
+        def ready() -> list[ApiCall] | None:
+            found = self.calls_of(method, ok_only=ok_only)
+            return found if len(found) >= count else None
+
+        return await self.wait_for(ready, timeout=timeout, description=f"{count}x {method}")
+
+    async def wait_for_messages(
+        self, *, count: int = 1, timeout: float = _DEFAULT_TIMEOUT
+    ) -> list[RecordedMessage]:
+        """Wait until ``count`` messages were posted successfully; return all of them."""
+
+        def ready() -> list[RecordedMessage] | None:
+            found = self.posted_messages
+            return found if len(found) >= count else None
+
+        return await self.wait_for(ready, timeout=timeout, description=f"{count} posted messages")
+
+    async def wait_for_responses(
+        self, *, count: int = 1, timeout: float = _DEFAULT_TIMEOUT
+    ) -> list[ResponseUrlPost]:
+        """Wait until ``count`` response_url posts arrived; return all of them."""
+
+        def ready() -> list[ResponseUrlPost] | None:
+            return self.responses if len(self._responses) >= count else None
+
+        return await self.wait_for(ready, timeout=timeout, description=f"{count} responses")
+
+    async def wait_for_uploads(
+        self, *, count: int = 1, timeout: float = _DEFAULT_TIMEOUT
+    ) -> list[FileUpload]:
+        """Wait until ``count`` uploads were completed; return the completed ones."""
+
+        def ready() -> list[FileUpload] | None:
+            done = [u for u in self._uploads.values() if u.completed]
+            return done if len(done) >= count else None
+
+        return await self.wait_for(ready, timeout=timeout, description=f"{count} uploads")
+
+    async def wait_for_socket_connections(
+        self, *, count: int = 1, timeout: float = _DEFAULT_TIMEOUT
+    ) -> int:
+        """Wait until ``count`` Socket Mode connections were opened in total."""
+
+        def ready() -> int | None:
+            opened = self.socket_connections_opened
+            return opened if opened >= count else None
+
+        return await self.wait_for(
+            ready, timeout=timeout, description=f"{count} socket connections"
+        )
+
+    async def wait_for_ack(
+        self, envelope_id: str, *, timeout: float = _DEFAULT_TIMEOUT
+    ) -> SocketAck:
+        """Wait for the app's ack of one envelope."""
+
+        def ready() -> SocketAck | None:
+            return next((a for a in self.socket_acks if a.envelope_id == envelope_id), None)
+
+        return await self.wait_for(ready, timeout=timeout, description=f"ack of {envelope_id}")
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:
+            raise RuntimeError("FakeSlack is not running; call start() first")
+        return self._changed
+
+    def _notify(self) -> None:
+        # Wake every waiter, then hand out a fresh event so the next wait blocks again.
+        event = self._event()
+        self._changed = asyncio.Event()
+        event.set()
+
+    # ---------------------------------------------------------------- payload builders
+
+    def _new_event_id(self) -> str:
+        return "Ev" + secrets.token_hex(5).upper()
+
+    def _new_trigger_id(self) -> str:
+        return f"{secrets.randbelow(10**13)}.{secrets.randbelow(10**13)}.{secrets.token_hex(16)}"
+
+    def event_payload(
+        self,
+        *,
+        event: Mapping[str, Any],
+        team_id: str | None = None,
+        event_id: str | None = None,
+        event_time: int | None = None,
+    ) -> dict[str, Any]:
+        """The full Events API ``event_callback`` body wrapping ``event``."""
+        team = team_id or self.team_id
+        return {
+            "token": self.verification_token,
+            "team_id": team,
+            "context_team_id": team,
+            "context_enterprise_id": self.enterprise_id,
+            "api_app_id": self.api_app_id,
+            "event": dict(event),
+            "type": "event_callback",
+            "event_id": event_id or self._new_event_id(),
+            "event_time": event_time if event_time is not None else int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": self.enterprise_id,
+                    "team_id": team,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+            "event_context": "4-" + secrets.token_urlsafe(24),
+        }
+
+    def message_event(
+        self,
+        *,
+        text: str,
+        user_id: str,
+        channel_id: str,
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        channel_type: Literal["channel", "group", "im", "mpim"] = "channel",
+        team_id: str | None = None,
+        bot_id: str | None = None,
+        subtype: str | None = None,
+    ) -> dict[str, Any]:
+        """A ``message`` event (the inner ``event`` object; wrap it with ``event_payload``)."""
+        message_ts = ts or self.next_ts()
+        event: dict[str, Any] = {
+            "type": "message",
+            "user": user_id,
+            "text": text,
+            "ts": message_ts,
+            "event_ts": message_ts,
+            "channel": channel_id,
+            "channel_type": channel_type,
+            "team": team_id or self.team_id,
+            "blocks": _rich_text_blocks(text),
+        }
+        if bot_id is None:
+            # Only messages typed by humans carry a client_msg_id.
+            event["client_msg_id"] = str(uuid.uuid4())
+        else:
+            event["bot_id"] = bot_id
+            event["app_id"] = self.api_app_id
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        if subtype is not None:
+            event["subtype"] = subtype
+        return event
+
+    def app_mention_event(
+        self,
+        *,
+        text: str,
+        user_id: str,
+        channel_id: str,
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        team_id: str | None = None,
+    ) -> dict[str, Any]:
+        """An ``app_mention`` event; ``<@BOT>`` is prepended to ``text`` unless present."""
+        mention = f"<@{self.bot_user_id}>"
+        full_text = text if mention in text else f"{mention} {text}"
+        message_ts = ts or self.next_ts()
+        event: dict[str, Any] = {
+            "type": "app_mention",
+            "client_msg_id": str(uuid.uuid4()),
+            "user": user_id,
+            "text": full_text,
+            "ts": message_ts,
+            "event_ts": message_ts,
+            "channel": channel_id,
+            "team": team_id or self.team_id,
+            "blocks": _rich_text_blocks(full_text),
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        return event
+
+    def slash_command_payload(
+        self,
+        *,
+        command: str = "/memory",
+        text: str = "",
+        user_id: str,
+        channel_id: str,
+        team_id: str | None = None,
+        user_name: str | None = None,
+        channel_name: str | None = None,
+        response_url: str | None = None,
+    ) -> dict[str, str]:
+        """The form fields of a slash command, with a fresh trigger_id and response_url."""
+        user = self.users.get(user_id)
+        channel = self.channels.get(channel_id)
+        return {
+            "token": self.verification_token,
+            "team_id": team_id or self.team_id,
+            "team_domain": self.team_domain,
+            "channel_id": channel_id,
+            "channel_name": channel_name
+            or (channel.name if channel is not None else "directmessage"),
+            "user_id": user_id,
+            "user_name": user_name or (user.name if user is not None else user_id.lower()),
+            "command": command,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
+            "response_url": response_url or self.new_response_url(),
+            "trigger_id": self._new_trigger_id(),
+        }
+
+    def block_action_payload(
+        self,
+        *,
+        action_id: str,
+        value: str | None = None,
+        user_id: str,
+        channel_id: str,
+        block_id: str | None = None,
+        message_ts: str | None = None,
+        message_text: str = "",
+        response_url: str | None = None,
+        team_id: str | None = None,
+        action_type: str = "button",
+    ) -> dict[str, Any]:
+        """A ``block_actions`` payload for a click on a message the bot posted."""
+        team = team_id or self.team_id
+        ts = message_ts or self.next_ts()
+        block = block_id or secrets.token_hex(3)
+        user = self.users.get(user_id)
+        user_name = user.name if user is not None else user_id.lower()
+        action: dict[str, Any] = {
+            "action_id": action_id,
+            "block_id": block,
+            "type": action_type,
+            "action_ts": self.next_ts(),
+        }
+        if action_type == "button":
+            action["text"] = {"type": "plain_text", "text": action_id, "emoji": True}
+        if value is not None:
+            action["value"] = value
+        channel = self.channels.get(channel_id)
+        return {
+            "type": "block_actions",
+            "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team},
+            "api_app_id": self.api_app_id,
+            "token": self.verification_token,
+            "container": {
+                "type": "message",
+                "message_ts": ts,
+                "channel_id": channel_id,
+                "is_ephemeral": False,
+            },
+            "trigger_id": self._new_trigger_id(),
+            "team": {"id": team, "domain": self.team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {
+                "id": channel_id,
+                "name": channel.name if channel is not None else "directmessage",
+            },
+            "message": {
+                "type": "message",
+                "user": self.bot_user_id,
+                "bot_id": self.bot_id,
+                "text": message_text,
+                "ts": ts,
+                "team": team,
+                "blocks": [],
+            },
+            "state": {"values": {}},
+            "response_url": response_url or self.new_response_url(),
+            "actions": [action],
+        }
+
+    # ---------------------------------------------------------------- Socket Mode pushes
+
+    async def socket_push(
+        self,
+        *,
+        envelope_type: EnvelopeType,
+        payload: Mapping[str, Any],
+        accepts_response_payload: bool | None = None,
+        retry_attempt: int | None = None,
+        retry_reason: str | None = None,
+        timeout: float = _DEFAULT_TIMEOUT,
+    ) -> str:
+        """Push one envelope to the newest open connection; return its ``envelope_id``.
+
+        Waits up to ``timeout`` for a connection. Use ``wait_for_ack`` for the ack.
+        """
+        connection = await self.wait_for(
+            self._newest_socket, timeout=timeout, description="an open Socket Mode connection"
+        )
+        if accepts_response_payload is None:
+            # Slack lets the app answer in the ack for slash commands and for the interactive
+            # payloads that expect a synchronous answer (modal submissions, option loads).
+            accepts_response_payload = envelope_type == "slash_commands" or (
+                envelope_type == "interactive"
+                and payload.get("type") in {"view_submission", "block_suggestion"}
+            )
+        envelope_id = str(uuid.uuid4())
+        message: dict[str, Any] = {
+            "envelope_id": envelope_id,
+            "payload": dict(payload),
+            "type": envelope_type,
+            "accepts_response_payload": accepts_response_payload,
+        }
+        if envelope_type == "events_api":
+            message["retry_attempt"] = retry_attempt or 0
+            message["retry_reason"] = retry_reason or ""
+        self.socket_envelopes.append(
+            SocketEnvelope(
+                envelope_id=envelope_id,
+                type=envelope_type,
+                payload=dict(payload),
+                accepts_response_payload=accepts_response_payload,
+            )
+        )
+        await connection.ws.send_str(json.dumps(message))
+        return envelope_id
+
+    async def socket_send_event(
+        self,
+        *,
+        event: Mapping[str, Any],
+        team_id: str | None = None,
+        event_id: str | None = None,
+        retry_attempt: int = 0,
+        retry_reason: str = "",
+        timeout: float = _DEFAULT_TIMEOUT,
+    ) -> SocketAck:
+        """Push an Events API envelope and wait for its ack.
+
+        ``event`` is either a bare event (wrapped with ``event_payload``) or a complete
+        ``event_callback`` body.
+        """
+        payload = (
+            dict(event)
+            if event.get("type") == "event_callback"
+            else self.event_payload(event=event, team_id=team_id, event_id=event_id)
+        )
+        envelope_id = await self.socket_push(
+            envelope_type="events_api",
+            payload=payload,
+            retry_attempt=retry_attempt,
+            retry_reason=retry_reason,
+            timeout=timeout,
+        )
+        return await self.wait_for_ack(envelope_id, timeout=timeout)
+
+    async def socket_send_slash_command(
+        self, *, payload: Mapping[str, str], timeout: float = _DEFAULT_TIMEOUT
+    ) -> SocketAck:
+        """Push a slash command (``slash_command_payload``) and wait for its ack."""
+        envelope_id = await self.socket_push(
+            envelope_type="slash_commands", payload=payload, timeout=timeout
+        )
+        return await self.wait_for_ack(envelope_id, timeout=timeout)
+
+    async def socket_send_interactive(
+        self, *, payload: Mapping[str, Any], timeout: float = _DEFAULT_TIMEOUT
+    ) -> SocketAck:
+        """Push an interactivity payload (e.g. ``block_action_payload``) and wait for its ack."""
+        envelope_id = await self.socket_push(
+            envelope_type="interactive", payload=payload, timeout=timeout
+        )
+        return await self.wait_for_ack(envelope_id, timeout=timeout)
+
+    async def socket_request_reconnect(
+        self, *, reason: str = "refresh_requested", timeout: float = _DEFAULT_TIMEOUT
+    ) -> None:
+        """Send Slack's ``disconnect`` message and wait until the client reconnected.
+
+        slack_sdk answers it by calling ``apps.connections.open`` again and opening a new
+        socket (Slack itself sends this a few hours into a connection).
+        """
+        connection = await self.wait_for(
+            self._newest_socket, timeout=timeout, description="an open Socket Mode connection"
+        )
+        opened_before = self.socket_connections_opened
+        await connection.ws.send_str(
+            json.dumps(
+                {"type": "disconnect", "reason": reason, "debug_info": {"host": "fake-slack"}}
+            )
+        )
+        await self.wait_for_socket_connections(count=opened_before + 1, timeout=timeout)
+
+    def _newest_socket(self) -> _SocketConnection | None:
+        open_sockets = [s for s in self._sockets if not s.closed and not s.ws.closed]
+        return open_sockets[-1] if open_sockets else None
+
+    @property
+    def open_socket_count(self) -> int:
+        """How many Socket Mode connections are open right now."""
+        return sum(1 for s in self._sockets if not s.closed and not s.ws.closed)
+
+    # ---------------------------------------------------------------- HTTP handlers
+
+    @web.middleware
+    async def _log_middleware(
+        self,
+        request: web.Request,
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    ) -> web.StreamResponse:
+        response = await handler(request)
+        self.http_log.append(HttpLogEntry(request.method, request.path, response.status))
+        return response
+
+    async def _read_params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                body = await request.json()
+                if isinstance(body, dict):
+                    params.update(body)
+            elif request.content_type in (
+                "application/x-www-form-urlencoded",
+                "multipart/form-data",
+            ):
+                form = await request.post()
+                for key, item in form.items():
+                    params[key] = item.file.read() if isinstance(item, web.FileField) else item
+        for key in _JSON_ARGUMENTS:
+            value = params.get(key)
+            if isinstance(value, str) and value[:1] in ("[", "{"):
+                with suppress(ValueError):
+                    params[key] = json.loads(value)
+        return params
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._read_params(request)
+        token: str | None = None
+        authorization = request.headers.get("Authorization", "")
+        if authorization.startswith("Bearer "):
+            token = authorization.removeprefix("Bearer ").strip()
+        elif "token" in params:
+            # Legacy clients send the token as an argument.
+            token = str(params.pop("token"))
+
+        status, body, headers = self._dispatch(method, params, token)
+        self.calls.append(
+            ApiCall(
+                method=method,
+                params=params,
+                token=token,
+                http_method=request.method,
+                status=status,
+                response=body,
+            )
+        )
+        self._notify()
+        return web.json_response(body, status=status, headers=headers)
+
+    def _dispatch(
+        self, method: str, params: dict[str, Any], token: str | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        builtin = self._builtin_handler(method)
+        if builtin is None and method not in self._custom_methods:
+            return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
+
+        rate_limits = self._rate_limits.get(method)
+        if rate_limits:
+            retry_after = rate_limits.popleft()
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
+
+        auth_error = self._check_token(method, token)
+        if auth_error is not None:
+            return 200, {"ok": False, "error": auth_error}, {}
+
+        failures = self._failures.get(method)
+        if failures:
+            return 200, {"ok": False, "error": failures.popleft()}, {}
+
+        custom = self._custom_methods.get(method)
+        if custom is not None:
+            return 200, custom(params, token), {}
+        assert builtin is not None
+        return 200, builtin(params, token), {}
+
+    def _check_token(self, method: str, token: str | None) -> str | None:
+        if not token:
+            return "not_authed"
+        if token in self._invalid_tokens or token not in (self.bot_token, self.app_token):
+            return "invalid_auth"
+        wants_app_token = method in _APP_TOKEN_METHODS
+        if wants_app_token != (token == self.app_token):
+            return "not_allowed_token_type"
+        return None
+
+    def _builtin_handler(self, method: str) -> MethodHandler | None:
+        handlers: dict[str, MethodHandler] = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._chat_post_message,
+            "chat.update": self._chat_update,
+            "chat.postEphemeral": self._chat_post_ephemeral,
+            "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
+            "conversations.open": self._conversations_open,
+            "files.getUploadURLExternal": self._files_get_upload_url,
+            "files.completeUploadExternal": self._files_complete_upload,
+            "apps.connections.open": self._apps_connections_open,
+            "views.open": self._views_open,
+        }
+        return handlers.get(method)
+
+    # ---------------------------------------------------------------- Web API methods
+
+    def _auth_test(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": f"https://{self.team_domain}.slack.com/",
+            "team": self.team_name,
+            "user": self.bot_name,
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _message_object(self, params: dict[str, Any], ts: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "app_id": self.api_app_id,
+            "text": params.get("text", ""),
+            "ts": ts,
+            "team": self.team_id,
+        }
+        if params.get("blocks") is not None:
+            message["blocks"] = params["blocks"]
+        if params.get("thread_ts") is not None:
+            message["thread_ts"] = params["thread_ts"]
+        return message
+
+    def _chat_post_message(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        channel = params.get("channel")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("text") and not params.get("blocks") and not params.get("attachments"):
+            return {"ok": False, "error": "no_text"}
+        ts = self.next_ts()
+        message = self._message_object(params, ts)
+        self._messages[(str(channel), ts)] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _chat_update(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        ts = str(params.get("ts", ""))
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        message = self._messages.get((channel, ts))
+        if message is None:
+            # The bot can only edit messages it posted (through this fake).
+            return {"ok": False, "error": "message_not_found"}
+        if "text" in params:
+            message["text"] = params["text"]
+        if params.get("blocks") is not None:
+            message["blocks"] = params["blocks"]
+        return {
+            "ok": True,
+            "channel": channel,
+            "ts": ts,
+            "text": message.get("text", ""),
+            "message": message,
+        }
+
+    def _chat_post_ephemeral(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if not params.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("user"):
+            return {"ok": False, "error": "user_not_found"}
+        if not params.get("text") and not params.get("blocks") and not params.get("attachments"):
+            return {"ok": False, "error": "no_text"}
+        return {"ok": True, "message_ts": self.next_ts()}
+
+    def _users_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        user = self.users.get(str(params.get("user", "")))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": user.to_api()}
+
+    def _conversations_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        channel = self.channels.get(str(params.get("channel", "")))
+        if channel is None:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": channel.to_api()}
+
+    def _conversations_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        existing = params.get("channel")
+        if existing:
+            channel = self.channels.get(str(existing))
+            if channel is None:
+                return {"ok": False, "error": "channel_not_found"}
+            return {"ok": True, "no_op": True, "already_open": True, "channel": channel.to_api()}
+        users = [u for u in str(params.get("users", "")).split(",") if u]
+        if not users:
+            return {"ok": False, "error": "users_list_not_supplied"}
+        unknown = [u for u in users if u not in self.users]
+        if unknown:
+            return {"ok": False, "error": "user_not_found"}
+        digest = hashlib.sha1(",".join(sorted(users)).encode()).hexdigest()[:10].upper()
+        channel_id = ("D" if len(users) == 1 else "G") + digest
+        already_open = channel_id in self.channels
+        if not already_open:
+            if len(users) == 1:
+                self.add_channel(channel_id, channel_id, is_im=True, user_id=users[0])
+            else:
+                self.channels[channel_id] = FakeChannel(
+                    id=channel_id, name="mpdm-" + "--".join(users), is_mpim=True
+                )
+        channel = self.channels[channel_id]
+        wants_full = str(params.get("return_im", "")).lower() in ("1", "true")
+        return {
+            "ok": True,
+            "no_op": already_open,
+            "already_open": already_open,
+            "channel": channel.to_api() if wants_full else {"id": channel_id},
+        }
+
+    def _files_get_upload_url(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        filename = params.get("filename")
+        length = params.get("length")
+        if not filename or length is None:
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = "F" + secrets.token_hex(5).upper()
+        self._uploads[file_id] = FileUpload(
+            file_id=file_id, filename=str(filename), declared_length=int(length), token=token
+        )
+        return {
+            "ok": True,
+            "upload_url": f"{self.base_url}/upload/v1/{file_id}",
+            "file_id": file_id,
+        }
+
+    def _files_complete_upload(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        files = params.get("files")
+        if not isinstance(files, list) or not files:
+            return {"ok": False, "error": "invalid_arguments"}
+        uploads: list[FileUpload] = []
+        for item in files:
+            upload = self._uploads.get(str(item.get("id", ""))) if isinstance(item, dict) else None
+            if upload is None or upload.content is None:
+                # Slack refuses to complete files whose bytes never arrived.
+                return {"ok": False, "error": "file_not_found"}
+            upload.title = item.get("title") or upload.filename
+            uploads.append(upload)
+        channels = [c for c in str(params.get("channels", "")).split(",") if c]
+        channel_id = params.get("channel_id")
+        shared_to = [str(channel_id)] if channel_id else channels
+        for upload in uploads:
+            upload.completed = True
+            upload.channel_id = str(channel_id) if channel_id else None
+            upload.channels = channels
+            upload.initial_comment = params.get("initial_comment")
+            upload.thread_ts = params.get("thread_ts")
+        return {
+            "ok": True,
+            "files": [
+                {
+                    "id": u.file_id,
+                    "name": u.filename,
+                    "title": u.title,
+                    "size": len(u.content or b""),
+                    "user": self.bot_user_id,
+                    "channels": shared_to,
+                    "url_private": f"{self.base_url}/files/{u.file_id}/{u.filename}",
+                }
+                for u in uploads
+            ],
+        }
+
+    def _apps_connections_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        ticket = uuid.uuid4().hex
+        self._tickets.add(ticket)
+        ws_base = self.base_url.replace("http://", "ws://", 1)
+        return {
+            "ok": True,
+            "url": f"{ws_base}/socket-mode/link/?ticket={ticket}&app_id={self.api_app_id}",
+        }
+
+    def _views_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        view = params.get("view")
+        if not params.get("trigger_id") and not params.get("interactivity_pointer"):
+            return {"ok": False, "error": "invalid_trigger"}
+        if not isinstance(view, dict):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {
+            "ok": True,
+            "view": {**view, "id": "V" + secrets.token_hex(5).upper(), "team_id": self.team_id},
+        }
+
+    # ---------------------------------------------------------------- other endpoints
+
+    async def _handle_upload(self, request: web.Request) -> web.Response:
+        upload = self._uploads.get(request.match_info["file_id"])
+        if upload is None:
+            return web.Response(status=404, text="file_not_found")
+        if request.content_type == "multipart/form-data":
+            form = await request.post()
+            field_value = next(iter(form.values()), b"")
+            if isinstance(field_value, web.FileField):
+                content = field_value.file.read()
+            elif isinstance(field_value, str):
+                content = field_value.encode()
+            else:
+                content = bytes(field_value)
+        else:
+            # slack_sdk's async client POSTs the raw bytes.
+            content = await request.read()
+        upload.content = content
+        self._notify()
+        # Slack's upload endpoint answers in plain text; slack_sdk only checks the status.
+        return web.Response(text=f"OK - {len(content)}", content_type="text/plain")
+
+    async def _handle_response_url(self, request: web.Request) -> web.Response:
+        response_id = request.match_info["response_id"]
+        registration = self._response_urls.get(response_id)
+        if registration is None:
+            return web.Response(status=404, text="no_service")
+        if registration.uses_left <= 0:
+            return web.Response(status=404, text="used_url")
+        registration.uses_left -= 1
+        body: Any
+        if request.content_type == "application/json":
+            body = await request.json()
+        else:
+            form = await request.post()
+            raw = form.get("payload")
+            body = json.loads(raw) if isinstance(raw, str) else {}
+        if not isinstance(body, dict):
+            return web.Response(status=400, text="invalid_payload")
+        self._responses.append(ResponseUrlPost(response_id=response_id, body=body))
+        self._notify()
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def _handle_socket(self, request: web.Request) -> web.StreamResponse:
+        ticket = request.query.get("ticket", "")
+        if ticket not in self._tickets:
+            # A ticket is single-use and only comes from apps.connections.open.
+            return web.Response(status=401, text="invalid_ticket")
+        self._tickets.discard(ticket)
+        # autoping answers the client's "sdk-ping-pong" pings, which it uses to detect stale
+        # connections.
+        ws = web.WebSocketResponse(autoping=True, timeout=2.0)
+        await ws.prepare(request)
+        connection = _SocketConnection(number=next(self._socket_numbers), ws=ws)
+        await ws.send_str(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": self.open_socket_count + 1,
+                    "debug_info": {
+                        "host": "fake-slack",
+                        "build_number": 1,
+                        "approximate_connection_time": 18060,
+                    },
+                    "connection_info": {"app_id": self.api_app_id},
+                }
+            )
+        )
+        # Register only after hello so no envelope can overtake it.
+        self._sockets.append(connection)
+        self.socket_connections_opened += 1
+        self._notify()
+        try:
+            async for message in ws:
+                if message.type == WSMsgType.TEXT:
+                    self._record_ack(str(message.data))
+        finally:
+            connection.closed = True
+            self._sockets.remove(connection)
+            self._notify()
+        return ws
+
+    def _record_ack(self, raw: str) -> None:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(data, dict) or "envelope_id" not in data:
+            return
+        payload = data.get("payload")
+        self.socket_acks.append(
+            SocketAck(
+                envelope_id=str(data["envelope_id"]),
+                payload=payload if isinstance(payload, dict) else None,
+                raw=raw,
+            )
+        )
+        self._notify()
+
+
+def _rich_text_blocks(text: str) -> list[dict[str, Any]]:
+    # Real message events carry the text as a rich_text block too; apps that read blocks
+    # instead of text should see the same content.
+    return [
+        {
+            "type": "rich_text",
+            "block_id": secrets.token_hex(3),
+            "elements": [
+                {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}
+            ],
+        }
+    ]
