@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-import openai
-
 from config.settings import Settings
 from memory_core.errors import MemorybotError
 from memory_core.store import open_store
@@ -64,6 +62,8 @@ async def _llm(settings: Settings) -> Row:
     llm = settings.llm
     if llm.offline:
         return ("llm", "warn", "offline mode: set OPENAI_API_KEY or OPENAI_BASE_URL for replies")
+    import openai
+
     client = openai.AsyncOpenAI(
         api_key=llm.api_key.get_secret_value() if llm.api_key else "not-needed",
         base_url=llm.base_url or None,

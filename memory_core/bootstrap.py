@@ -69,7 +69,15 @@ async def build_core(
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys)
     summarizer = Summarizer(llm, counter)
-    maintainer = Maintainer(repo=repo, summarizer=summarizer, settings=settings.memory, clock=clock)
+    llm_s = settings.llm
+    step_s = llm_s.timeout_s * (llm_s.max_retries + 1) + llm_s.backoff_max_s * llm_s.max_retries
+    maintainer = Maintainer(
+        repo=repo,
+        summarizer=summarizer,
+        settings=settings.memory,
+        clock=clock,
+        lock_ttl_ms=int((step_s + 60) * 1000),
+    )
     pipeline = MemoryPipeline(
         settings=settings,
         repo=repo,

@@ -12,9 +12,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from config.settings import LLMSettings
 from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
@@ -22,6 +20,9 @@ from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
 Purpose = Literal["reply", "compact", "refresh"]
 ChatMessage = Mapping[str, str]
 PURPOSE_HEADER = "X-Memorybot-Purpose"
+
+if TYPE_CHECKING:
+    import openai
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,8 @@ class OpenAICompatLLM:
     offline = False
 
     def __init__(self, settings: LLMSettings) -> None:
+        import openai  # imported here: it takes a second, and offline mode never needs it
+
         self._settings = settings
         self._client = openai.AsyncOpenAI(
             # Local servers (Ollama, vLLM) need no key, but the client insists on one.
@@ -186,6 +189,8 @@ class OpenAICompatLLM:
         json_output: bool,
         max_tokens: int | None,
     ) -> ChatResult:
+        import openai
+
         model = self._model(purpose)
         kwargs: dict[str, object] = {}
         if json_output and self._settings.json_mode:

@@ -35,7 +35,6 @@ from memory_core.summarize import Summarizer
 
 log = logging.getLogger(__name__)
 
-LOCK_TTL_MS = 10 * 60 * 1000
 MAX_STEPS = 500  # a safety stop; a scope needs a handful of steps per missed day
 READ_LIMIT = 5000  # entries read per step; a backlog is eaten in several steps
 
@@ -44,7 +43,8 @@ READ_LIMIT = 5000  # entries read per step; a backlog is eaten in several steps
 class MaintenanceReport:
     scope: str
     compactions: int = 0
-    days_closed: int = 0
+    days_closed: int = 0  # days summarised and appended to the days list
+    idle_days: int = 0  # days passed with nothing to summarise (no LLM call)
     refreshes: int = 0
     weeks: int = 0
     failures: int = 0
@@ -65,11 +65,15 @@ class Maintainer:
         summarizer: Summarizer,
         settings: MemorySettings,
         clock: Clock,
+        lock_ttl_ms: int = 10 * 60 * 1000,
     ) -> None:
         self.repo = repo
         self.summarizer = summarizer
         self.settings = settings
         self.clock = clock
+        # Longer than one step can take (an LLM call with its retries): a worker that dies
+        # holding the lock delays the scope's maintenance by at most this much.
+        self.lock_ttl_ms = lock_ttl_ms
 
     # -- cheap checks ------------------------------------------------------------------
     def tz(self, state: ScopeState) -> str:
@@ -87,9 +91,11 @@ class Maintainer:
         return self.compaction_due(state.unsum_tokens, state.unsum_count)
 
     # -- the loop ----------------------------------------------------------------------
-    async def run(self, scope: str) -> MaintenanceReport:
+    async def run(self, scope: str, *, lock: bool = True) -> MaintenanceReport:
+        """Bring ``scope`` up to date. ``lock=False`` skips the fleet lock: correctness never
+        depends on it (every write is a compare-and-set); it only saves duplicate LLM calls."""
         report = MaintenanceReport(scope=scope)
-        token = await self.repo.try_lock(scope, LOCK_TTL_MS)
+        token = await self.repo.try_lock(scope, self.lock_ttl_ms) if lock else ""
         if token is None:
             report.skipped = True
             return report
@@ -100,7 +106,8 @@ class Maintainer:
             else:
                 log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
         finally:
-            await self.repo.unlock(scope, token)
+            if token:
+                await self.repo.unlock(scope, token)
         return report
 
     async def _step(self, scope: str, report: MaintenanceReport) -> bool:
@@ -232,6 +239,10 @@ class Maintainer:
                 messages=state.day_msgs,
                 degraded=False,
             )
+        elif week and not any(
+            calendar.in_week(d.day, week) for d in await self.repo.days(scope)
+        ):
+            week = ""  # an idle week: nothing to consolidate, no LLM call
         result = await self.repo.close_day(
             scope,
             day=state.day,
@@ -248,7 +259,9 @@ class Maintainer:
         )
         if result == -1:
             return await self._refresh(scope, await self.repo.state(scope), report)
-        if result == 1:
+        if result == 1 and summary is None:
+            report.idle_days += 1
+        elif result == 1:
             report.days_closed += 1
             report.closed.append(state.day)
             await self._trim(scope, state)

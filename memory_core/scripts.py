@@ -102,10 +102,15 @@ if ARGV[3] ~= '' then
   redis.call('LTRIM', days, -tonumber(ARGV[7]), -1)
 end
 redis.call('SADD', done, 'day:' .. day)
-redis.call('HSET', st, 'day', ARGV[2], 'short', '', 'refresh_pending', 1, 'last_rollover', ARGV[9],
+redis.call('HSET', st, 'day', ARGV[2], 'short', '', 'last_rollover', ARGV[9],
   'failures', 0, 'retry_at', 0, 'day_msgs', 0)
 if ARGV[4] ~= '' then redis.call('HSET', st, 'short_upto', ARGV[4]) end
-redis.call('HINCRBY', st, 'refresh_seq', 1)
+if ARGV[3] ~= '' or ARGV[8] ~= '' then
+  -- Only a new day summary or a week to consolidate is worth a tier refresh: idle days
+  -- cost nothing.
+  redis.call('HSET', st, 'refresh_pending', 1)
+  redis.call('HINCRBY', st, 'refresh_seq', 1)
+end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
 return 1

@@ -1,0 +1,215 @@
+"""The command line as a new user runs it: real processes, the embedded store or a real
+Redis, the fake OpenAI server over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.conftest import START
+from tests.fakes.openai_server import FakeOpenAI
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+class CLI:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "XDG_DATA_HOME": str(home / "data"),
+            "PYTHONIOENCODING": "utf-8",
+        }
+
+    async def __call__(self, *args: str, stdin: str = "", **env: str) -> Run:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bots.cli",
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=self.home,
+            env={**self.env, **env},
+        )
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
+        assert proc.returncode is not None
+        return Run(proc.returncode, out.decode(), err.decode())
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> CLI:
+    return CLI(tmp_path)
+
+
+async def test_console_on_the_embedded_default_remembers_across_restarts(cli: CLI) -> None:
+    first = await cli(
+        "console",
+        "--user",
+        "Alice",
+        stdin="Hi, I'm Alice and I love green tea\nWe decided to ship on Friday\n/memory show\n",
+    )
+    assert first.code == 0, first.err
+    assert "offline mode" in first.err and "embedded store" in first.err
+    assert first.out.count("No LLM is configured") == 2
+    assert "We decided to ship on Friday" in first.out.split("Memory of console:default")[1]
+    snapshot = cli.home / "data" / "memorybot" / "memorybot-store.json"
+    assert snapshot.is_file()
+    second = await cli("console", stdin="/memory show\n")
+    assert second.code == 0, second.err
+    assert "2 messages stored" in second.out
+    assert "I love green tea" in second.out
+
+
+async def test_console_replies_one_line_per_input(
+    cli: CLI, clean_redis: str, fake_llm: FakeOpenAI
+) -> None:
+    run = await cli(
+        "console",
+        "--scope",
+        "team",
+        "--user",
+        "Bob",
+        stdin="first question\n\nsecond question\n/memory dance\n/memory show stats\n",
+        REDIS_URL=clean_redis,
+        OPENAI_BASE_URL=fake_llm.base_url,
+    )
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0] == "ACK: [" + lines[0][6:11] + "] Bob: first question"
+    assert lines[1].endswith("Bob: second question")
+    assert "unknown /memory command 'dance'" in run.err and "Usage:" in run.err
+    assert "messages: 4" in run.out  # two questions, two answers
+    assert fake_llm.count("reply") == 2
+
+
+async def test_replay_skips_and_reports_bad_lines(cli: CLI, clean_redis: str) -> None:
+    path = cli.home / "chat.jsonl"
+    good = {"ts": START.isoformat(), "user": "Alice", "text": "hello"}
+    later = {"ts": (START + timedelta(days=1)).isoformat(), "user": "Bob", "text": "next day"}
+    path.write_text(
+        json.dumps(good)
+        + "\n{broken\n\n"
+        + json.dumps({**good, "ts": "2025-08-11T09:00:00"})
+        + "\n"
+        + json.dumps(later)
+        + "\n",
+        encoding="utf-8",
+    )
+    strict = await cli("replay", str(path), "--scope", "r", "--strict", REDIS_URL=clean_redis)
+    assert strict.code == 1
+    assert f"{path}:line 2: not valid JSON" in strict.err
+    assert "line 4:" in strict.err and "no UTC offset" in strict.err
+    assert "nothing was stored" in strict.err
+    assert redis.Redis.from_url(clean_redis).dbsize() == 0
+    loose = await cli("replay", str(path), "--scope", "r", "--json", REDIS_URL=clean_redis)
+    assert loose.code == 0, loose.err
+    report = json.loads(loose.out)
+    assert report["stored"] == 2 and [s["line"] for s in report["skipped"]] == [2, 4]
+    assert report["days_rolled_over"] == 1 and report["offline"] is True
+
+
+async def test_ask_dry_run_prints_the_prompt_and_stores_nothing(cli: CLI, clean_redis: str) -> None:
+    await cli("console", "--scope", "d", stdin="remember the blue door\n", REDIS_URL=clean_redis)
+    client = redis.Redis.from_url(clean_redis, decode_responses=True)
+    keys_before = {k: client.type(k) for k in client.keys("*")}
+    length = client.xlen("mb:{console:d}:log")
+    run = await cli(
+        "ask", "--scope", "console:d", "--dry-run", "--json", "which door?", REDIS_URL=clean_redis
+    )
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["messages"][-1]["content"].endswith("you: which door?")
+    assert any("remember the blue door" in m["content"] for m in data["messages"])
+    assert 0 < data["tokens"] <= 3000
+    assert client.xlen("mb:{console:d}:log") == length
+    assert {k: client.type(k) for k in client.keys("*")} == keys_before
+
+
+async def test_unreachable_redis_exits_2_naming_redis_url(cli: CLI) -> None:
+    run = await cli("ask", "hi", REDIS_URL="redis://:hunter2@127.0.0.1:1/0")
+    assert run.code == 2
+    assert "REDIS_URL" in run.err and "127.0.0.1:1" in run.err
+    assert "hunter2" not in run.err + run.out
+
+
+async def test_invalid_settings_exit_2_naming_the_field(cli: CLI) -> None:
+    (cli.home / "memorybot.toml").write_text('[memory]\nbudget_tokens = "big"\n')
+    run = await cli("console", stdin="hi\n")
+    assert run.code == 2
+    assert "memory.budget_tokens" in run.err and "memorybot.toml" in run.err
+    run = await cli("ask", "x", MEMORYBOT_MEMORY__TIMEZONE="Moon/Base", MEMORYBOT_CONFIG="/nope")
+    assert run.code == 2 and "/nope" in run.err
+
+
+async def test_memory_commands_export_import_and_forget(cli: CLI, clean_redis: str) -> None:
+    env = {"REDIS_URL": clean_redis}
+    await cli("console", "--scope", "src", stdin="alpha beta\ngamma delta\n", **env)
+    export = await cli("memory", "export", "--scope", "src", "--out", "dump.json", **env)
+    assert export.code == 0, export.err
+    imported = await cli("memory", "import", "dump.json", "--scope", "dst", **env)
+    assert imported.code == 0 and "Imported 2 messages" in imported.out
+    forget = await cli("memory", "forget", "gamma", "--scope", "dst", **env)
+    assert forget.code == 0 and "1 messages" in forget.out
+    shown = await cli("memory", "show", "--scope", "dst", **env)
+    assert "alpha beta" in shown.out and "gamma" not in shown.out
+    bad = await cli("memory", "show", "everything", "--scope", "dst", **env)
+    assert bad.code == 1 and "Usage:" in bad.err
+
+
+async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
+    path = cli.home / "c.jsonl"
+    lines = [
+        {"ts": (START + timedelta(hours=h)).isoformat(), "user": "A", "text": f"item {h}"}
+        for h in range(3)
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    await cli("replay", str(path), "--scope", "ro", "--no-reply", REDIS_URL=clean_redis)
+    at = (START + timedelta(days=2)).isoformat()
+    run = await cli("rollover", "--at", at, "--json", REDIS_URL=clean_redis)
+    assert run.code == 0, run.err
+    totals = json.loads(run.out)
+    assert totals["due"] == 1 and totals["days_closed"] == 1
+    again = json.loads((await cli("rollover", "--at", at, "--json", REDIS_URL=clean_redis)).out)
+    assert again["due"] == 0 and again["days_closed"] == 0
+
+
+async def test_bench_ingest_json(cli: CLI, clean_redis: str) -> None:
+    run = await cli(
+        "bench", "ingest", "--scopes", "3", "--messages", "300", "--json", REDIS_URL=clean_redis
+    )
+    assert run.code == 0, run.err
+    result = json.loads(run.out)
+    for key in ("p50_ms", "p99_ms", "msgs_per_s", "redis_ping_ms"):
+        assert result[key] > 0, key
+    assert result["p99_ms"] >= result["p50_ms"]
+    client = redis.Redis.from_url(clean_redis)
+    assert client.dbsize() == 0, "the benchmark cleans up after itself"
+
+
+async def test_doctor(cli: CLI, fake_llm: FakeOpenAI, clean_redis: str) -> None:
+    run = await cli(
+        "doctor",
+        REDIS_URL=clean_redis,
+        OPENAI_BASE_URL=fake_llm.base_url,
+        OPENAI_API_KEY="sk-secret-value",
+    )
+    assert "store" in run.out and "Redis at redis://127.0.0.1" in run.out
+    assert "sk-secret-value" not in run.out + run.err
+    bad = await cli("doctor", REDIS_URL="redis://127.0.0.1:1/0")
+    assert bad.code == 1 and "cannot reach Redis" in bad.out

@@ -1,0 +1,90 @@
+"""Test helpers that read Redis directly, to check what is really stored."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from memory_core.bootstrap import Core
+from memory_core.clock import ManualClock
+from memory_core.models import IncomingMessage
+
+
+async def scope_values(core: Core, scope: str) -> list[str]:
+    """Every key name and value stored for ``scope``, found by SCAN (not by our key list)."""
+    client: Any = core.store.client
+    values: list[str] = []
+    async for key in client.scan_iter(match=core.store.keys.scope_pattern(scope), count=500):
+        values.append(key)
+        kind = await client.type(key)
+        if kind == "string":
+            values.append(await client.get(key) or "")
+        elif kind == "hash":
+            for field, value in (await client.hgetall(key)).items():
+                values += [field, value]
+        elif kind == "list":
+            values += await client.lrange(key, 0, -1)
+        elif kind == "set":
+            values += list(await client.smembers(key))
+        elif kind == "zset":
+            values += [m for m, _ in await client.zrange(key, 0, -1, withscores=True)]
+        elif kind == "stream":
+            for entry_id, fields in await client.xrange(key):
+                values.append(entry_id)
+                for field, value in fields.items():
+                    values += [field, value]
+        else:
+            raise AssertionError(f"unexpected key type {kind} for {key}")
+    return values
+
+
+async def all_keys(core: Core) -> list[str]:
+    client: Any = core.store.client
+    return [k async for k in client.scan_iter(match="*", count=1000)]
+
+
+NAMES = ["Alice", "Bob", "Carol", "Dave"]
+WORDS = (
+    "release deploy coffee meeting budget tokyo plan review docs bug cache latency weekend "
+    "trip photo music garden train dinner movie lunch project deadline design test"
+).split()
+
+
+def conversation(
+    start: datetime, *, days: int, per_day: int, seed: int = 1, spread_hours: float = 12.0
+) -> Iterator[tuple[datetime, str, str]]:
+    """A synthetic multi-party chat: (time, author, text), per_day messages a day."""
+    rng = random.Random(seed)
+    for day in range(days):
+        base = start + timedelta(days=day)
+        step = timedelta(hours=spread_hours) / per_day
+        for i in range(per_day):
+            author = rng.choice(NAMES)
+            words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 30)))
+            yield base + step * i, author, f"d{day}m{i} {author} says {words}"
+
+
+async def feed(
+    core: Core,
+    clock: ManualClock,
+    scope: str,
+    messages: Iterator[tuple[datetime, str, str]] | list[tuple[datetime, str, str]],
+    *,
+    reply: bool = False,
+) -> int:
+    count = 0
+    for when, author, text in messages:
+        clock.set(when)
+        msg = IncomingMessage(scope=scope, text=text, author=author, author_id=author.lower())
+        if reply:
+            await core.pipeline.handle(
+                IncomingMessage(
+                    scope=scope, text=text, author=author, author_id=author.lower(), direct=True
+                )
+            )
+        else:
+            await core.pipeline.ingest(msg)
+        count += 1
+    return count

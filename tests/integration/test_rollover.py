@@ -1,0 +1,181 @@
+"""Rollover is idempotent: twice, from two workers at once, or after a crash half-way, each
+day and each week is appended exactly once; LLM outages lose nothing and catch up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from memory_core.clock import ManualClock
+from memory_core.models import IncomingMessage
+from tests.conftest import START, CoreFactory
+from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import conversation, feed
+
+SCOPE = "console:team"
+
+
+async def _setup_three_days(make_core: CoreFactory, clock: ManualClock, **kw: object):  # type: ignore[no-untyped-def]
+    """Three days of messages stored without maintenance (as if every worker was down)."""
+    core = await make_core(clock=clock, background=True, **kw)
+    core.pipeline.schedule = _no_schedule  # type: ignore[method-assign]
+    await feed(core, clock, SCOPE, conversation(START, days=3, per_day=30))
+    return core
+
+
+async def _no_schedule(scope: str) -> None:
+    return None
+
+
+def _assert_each_once(days: list[str]) -> None:
+    assert days == sorted(days)
+    assert all(count == 1 for count in Counter(days).values()), days
+
+
+async def test_rollover_twice_appends_each_day_once(make_core: CoreFactory) -> None:
+    clock = ManualClock(START)
+    core = await _setup_three_days(make_core, clock)
+    clock.set(START + timedelta(days=3, hours=1))
+    first = await core.pipeline.maintain(SCOPE)
+    second = await core.pipeline.maintain(SCOPE)
+    assert first.days_closed == 3 and second.days_closed == 0
+    days = [d.day for d in await core.repo.days(SCOPE)]
+    assert days == ["2025-08-11", "2025-08-12", "2025-08-13"]
+
+
+@pytest.mark.parametrize("use_lock", [True, False])
+async def test_two_workers_at_once_append_each_day_once(
+    make_core: CoreFactory, fake_llm: FakeOpenAI, use_lock: bool
+) -> None:
+    """Two cores (separate connections, like two processes) race on the same scope. Without
+    the lock both do the LLM work, and the compare-and-set scripts still keep it exact."""
+    clock = ManualClock(START)
+    a = await _setup_three_days(make_core, clock)
+    b = await make_core(clock=clock)
+    fake_llm.delay = 0.01  # let the two interleave inside LLM calls
+    clock.set(START + timedelta(days=9, hours=1))  # a week boundary is crossed too
+    reports = await asyncio.gather(
+        a.maintainer.run(SCOPE, lock=use_lock), b.maintainer.run(SCOPE, lock=use_lock)
+    )
+    await asyncio.gather(a.maintainer.run(SCOPE), b.maintainer.run(SCOPE))
+    days = [d.day for d in await a.repo.days(SCOPE)]
+    _assert_each_once(days)
+    assert days == ["2025-08-11", "2025-08-12", "2025-08-13"]
+    weeks = [w.week for w in await a.repo.weeks(SCOPE)]
+    assert weeks == ["2025-08-11"]
+    assert sum(r.days_closed for r in reports) == 3
+    state = await a.repo.state(SCOPE)
+    assert not state.refresh_pending and not state.week_pending
+    if use_lock:
+        assert any(r.skipped for r in reports)
+
+
+async def test_crash_after_a_day_is_closed_resumes(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """The tier refresh fails after the day was appended (a crash between the two steps):
+    the next run refreshes without appending the day again."""
+    clock = ManualClock(START)
+    core = await _setup_three_days(make_core, clock, memory={"summary_attempts": 5})
+    clock.set(START + timedelta(days=1, hours=1))
+    fake_llm.down = True
+    report = await core.pipeline.maintain(SCOPE)
+    state = await core.repo.state(SCOPE)
+    assert report.failures == 1
+    fake_llm.down = False
+    assert (await core.repo.days(SCOPE)) == [] and state.day == "2025-08-11"
+    clock.advance(timedelta(hours=2))  # past the back-off
+    await core.pipeline.maintain(SCOPE)
+    assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11"]
+    # Now crash between "day appended" and "tiers refreshed".
+    clock.set(START + timedelta(days=2, hours=1))
+    fake_llm.fail_next(1, status=500, purposes=("refresh",))
+    crashed = await core.pipeline.maintain(SCOPE)
+    mid_state = await core.repo.state(SCOPE)
+    assert crashed.days_closed == 1 and crashed.failures == 1
+    assert mid_state.refresh_pending
+    clock.advance(timedelta(hours=2))
+    resumed = await core.pipeline.maintain(SCOPE)
+    assert resumed.days_closed == 0 and resumed.refreshes == 1
+    _assert_each_once([d.day for d in await core.repo.days(SCOPE)])
+    assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11", "2025-08-12"]
+    assert not (await core.repo.state(SCOPE)).refresh_pending
+
+
+async def test_cancelled_mid_llm_call_then_resumes(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    clock = ManualClock(START)
+    core = await _setup_three_days(make_core, clock)
+    clock.set(START + timedelta(days=3, hours=1))
+    fake_llm.delay = 1.0
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(core.pipeline.maintain(SCOPE), timeout=0.3)
+    fake_llm.delay = 0.0
+    before = await core.repo.days(SCOPE)
+    report = await core.pipeline.maintain(SCOPE)
+    assert report.days_closed + len(before) == 3
+    _assert_each_once([d.day for d in await core.repo.days(SCOPE)])
+
+
+async def test_a_dead_workers_lock_expires(make_core: CoreFactory) -> None:
+    clock = ManualClock(START)
+    core = await _setup_three_days(make_core, clock)
+    clock.set(START + timedelta(days=3, hours=1))
+    # A worker that died holding the lock: its key lives until the TTL.
+    await core.store.client.set(core.store.keys.scope(SCOPE).lock, "dead", px=300)
+    assert (await core.pipeline.maintain(SCOPE)).skipped
+    await asyncio.sleep(0.4)
+    assert (await core.pipeline.maintain(SCOPE)).days_closed == 3
+
+
+@pytest.mark.parametrize("attempts", [3, 1000])
+async def test_llm_down_for_a_day_loses_nothing_and_catches_up(
+    make_core: CoreFactory, fake_llm: FakeOpenAI, attempts: int
+) -> None:
+    """Day 2 with the LLM down: every message is kept; with few attempts the extractive
+    summary stands in; with many, the LLM summarises day 2 once it is back on day 3."""
+    clock = ManualClock(START)
+    core = await make_core(
+        clock=clock,
+        memory={"summary_attempts": attempts, "retry_base_s": 600, "compact_min_messages": 10},
+    )
+    day1 = list(conversation(START, days=1, per_day=60, seed=1))
+    await feed(core, clock, SCOPE, day1)
+    fake_llm.down = True
+    day2 = [
+        (START + timedelta(days=1, minutes=10 * i), "Bob", f"outage note {i} " + "x y z " * 20)
+        for i in range(60)
+    ]
+    await feed(core, clock, SCOPE, day2)
+    assert await core.repo.log_length(SCOPE) == 120
+    fake_llm.down = False
+    clock.set(START + timedelta(days=2, hours=1))
+    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="back again", author="Carol"))
+    days = await core.repo.days(SCOPE)
+    assert [d.day for d in days] == ["2025-08-11", "2025-08-12"]
+    assert days[1].messages == 60, "every message of the outage day went into its summary"
+    assert "outage note" in days[1].summary
+    if attempts == 1000:
+        assert days[1].summary.startswith("S:"), "the LLM wrote it once it was back"
+    assert await core.repo.log_length(SCOPE) == 121
+    state = await core.repo.state(SCOPE)
+    assert state.day == "2025-08-13" and not state.refresh_pending
+    assert state.failures == 0
+
+
+async def test_idle_scope_costs_nothing(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:
+    clock = ManualClock(START)
+    core = await make_core(clock=clock)
+    await feed(core, clock, SCOPE, conversation(START, days=1, per_day=5))
+    clock.set(START + timedelta(days=1, hours=1))
+    await core.pipeline.maintain(SCOPE)
+    calls = fake_llm.count()
+    for extra in range(2, 6):  # four idle days
+        clock.set(START + timedelta(days=extra, hours=1))
+        report = await core.pipeline.maintain(SCOPE)
+        assert report.days_closed == 0
+    assert fake_llm.count() == calls

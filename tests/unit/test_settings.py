@@ -1,0 +1,77 @@
+"""Settings: env beats the TOML file beats defaults; errors name the field and how to set it."""
+
+from pathlib import Path
+
+import pytest
+
+from config.settings import Settings, SettingsError, load_settings
+
+
+def test_defaults_without_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = load_settings()
+    assert s.memory.budget_tokens == 3000
+    assert s.llm.offline
+    assert s.store.redis_url is None
+
+
+def test_precedence_env_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "memorybot.toml"
+    cfg.write_text('[memory]\nbudget_tokens = 2000\ntimezone = "Asia/Tokyo"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORYBOT_MEMORY__BUDGET_TOKENS", "2500")
+    monkeypatch.setenv("REDIS_URL", "redis://example:6379/0")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    s = load_settings()
+    assert s.memory.budget_tokens == 2500
+    assert s.memory.timezone == "Asia/Tokyo"
+    assert s.store.redis_url is not None
+    assert s.store.redis_url.get_secret_value() == "redis://example:6379/0"
+    assert not s.llm.offline
+
+
+def test_invalid_value_names_field_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYBOT_MEMORY__BUDGET_TOKENS", "lots")
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert "memory.budget_tokens" in str(info.value)
+    assert "MEMORYBOT_MEMORY__BUDGET_TOKENS" in str(info.value)
+
+
+def test_bad_file_names_the_file_and_field(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[memory]\ntimezone = "Mars/Olympus"\nbudgett = 3\n')
+    with pytest.raises(SettingsError) as info:
+        load_settings(cfg)
+    message = str(info.value)
+    assert "memory.timezone" in message and "Mars/Olympus" in message
+    assert "memory.budgett" in message and "unknown setting" in message
+    assert str(cfg) in message
+
+
+def test_unparsable_toml_and_missing_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "broken.toml"
+    cfg.write_text("[memory\n")
+    with pytest.raises(SettingsError, match="not valid TOML"):
+        load_settings(cfg)
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_secrets_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("DISCORD_TOKEN", "discord-secret-token")
+    s = load_settings()
+    dumped = repr(s) + str(s.model_dump())
+    assert "sk-very-secret" not in dumped
+    assert "discord-secret-token" not in dumped
+
+
+def test_example_file_matches_the_defaults() -> None:
+    example = Path(__file__).parents[2] / "memorybot.example.toml"
+    from_file = load_settings(example)
+    defaults = Settings()
+    assert from_file.memory == defaults.memory
+    assert from_file.llm.model_dump(exclude={"api_key", "base_url"}) == defaults.llm.model_dump(
+        exclude={"api_key", "base_url"}
+    )
