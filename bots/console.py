@@ -48,7 +48,7 @@ async def run_console(
     stdin = stdin or sys.stdin
     interactive = stdin.isatty()
     out = out or Console(highlight=False, soft_wrap=True)
-    err = err or Console(stderr=True, highlight=False)
+    err = err or Console(stderr=True, highlight=False, soft_wrap=True)
     for line in core.describe():
         err.print(line, markup=False)
     err.print(

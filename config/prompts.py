@@ -31,6 +31,7 @@ class PromptSet:
     week_fields: str
     offline_reply: str
     offline_nothing: str
+    offline_recent: str
     apology: str
     ui: dict[str, str]
 
@@ -77,6 +78,7 @@ def load_prompts(language: str) -> PromptSet:
         week_fields=summary["week_fields"],
         offline_reply=offline["reply"],
         offline_nothing=offline["nothing"],
+        offline_recent=offline["recent"],
         apology=errors["apology"],
         ui={str(k): str(v) for k, v in _section(data, "ui").items()},
     )

@@ -35,8 +35,10 @@ class SummaryItem:
     """One piece of conversation to summarise.
 
     ``speaker`` is a display name such as ``"Alice"``; ``None`` marks an earlier summary being
-    carried forward, which is placed first and keeps its own text. ``when`` should be
+    carried forward, which is placed first and keeps its own text (a day summary given a
+    ``when`` is labelled with that date, like a message). ``when`` should be
     timezone-aware; its calendar date (in its own timezone) becomes the ``[YYYY-MM-DD]`` prefix.
+    A naive ``when`` is ordered as if it were UTC rather than rejected.
     """
 
     text: str
@@ -56,6 +58,7 @@ _AMOUNT_POINTS = 1  # on top of the number: money and percentages are usually th
 _DATE_POINTS = 3  # any date, weekday, relative day or clock time
 _DECISION_POINTS = 4  # decisions, commitments, plans, deadlines, preferences
 _EXTRA_DECISION_POINTS = 1  # a second, different decision cue in the same sentence
+_SETTLED_POINTS = 1  # "decided", "agreed", 決まった: settled outcomes beat mere intentions
 _QUESTION_POINTS = 1  # open questions are worth remembering, a little
 _FILLER_POINTS = -6  # acknowledgements and greetings: the first to go
 _SUMMARY_POINTS = 4  # earlier memory was already distilled once; do not drop it lightly
@@ -65,6 +68,10 @@ _SUMMARY_POINTS = 4  # earlier memory was already distilled once; do not drop it
 # from turning the budget check into quadratic work.
 _MAX_RENDERS = 24
 _TRIM_ATTEMPTS = 3
+# A sentence whose estimate exceeds the space left by at most this (plus an eighth of its
+# cost) is measured for real, at most _MAX_PROBES times per call.
+_NEAR_MISS_TOKENS = 2
+_MAX_PROBES = 8
 # Matching every speaker name against every sentence costs (names x sentences); channels with
 # more distinct speakers than this are rare, and the capitalisation rule still finds names.
 _MAX_SPEAKER_NAMES = 64
@@ -85,10 +92,15 @@ def _word_set(text: str) -> frozenset[str]:
 # Chat-platform emoji syntax and free-standing ASCII emoticons. Only lines containing one of
 # ":;=<" can match, which _clean checks first because most lines contain none.
 _EMOJI_SYNTAX_RE = re.compile(
+    # Every alternative starts with a literal character, with any "not preceded by" check
+    # placed after it: that lets the regex engine jump between candidate characters instead
+    # of trying each position (a several-fold speed-up on long lines).
     r"<a?:\w{1,64}:\d{5,25}>"  # Discord custom emoji <:name:id>
-    r"|(?<![\w:]):[a-z0-9_+\-]{1,50}:(?::skin-tone-[2-6]:)?(?![\w:])"  # Slack :shortcode:
-    r"|(?<!\S)[:;=][\-^']?[()\[\]dDpP/\\|*3oO]{1,3}(?!\S)"  # free-standing :) ;-( :D
-    r"|(?<!\S)<3(?!\S)"
+    r"|<(?<!\S<)3(?!\S)"  # <3
+    r"|:(?<![\w:]:)[a-z0-9_+\-]{1,50}:(?::skin-tone-[2-6]:)?(?![\w:])"  # Slack :shortcode:
+    r"|:(?<!\S:)[\-^']?[()\[\]dDpP/\\|*3oO]{1,3}(?!\S)"  # free-standing :) :-( :D
+    r"|;(?<!\S;)[\-^']?[()\[\]dDpP/\\|*3oO]{1,3}(?!\S)"
+    r"|=(?<!\S=)[\-^']?[()\[\]dDpP/\\|*3oO]{1,3}(?!\S)"
 )
 _KEYCAP_RE = re.compile("[0-9#*]\ufe0f?\u20e3")  # 1️⃣: the digit is decoration, not a number
 # Single emoji code points (and the invisible characters that glue emoji sequences together),
@@ -103,14 +115,14 @@ _EMOJI_CHAR_RE = re.compile(
     "\U000e0020-\U000e007f"  # tag characters (subdivision flags)
     "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]"
 )
-_SYNTAX_HINTS = frozenset(":;=<")
 
 # --------------------------------------------------------------------------------------------
 # Sentence splitting.
 # --------------------------------------------------------------------------------------------
 
 # A run of terminators plus any closing quotes or brackets that belong to the sentence.
-_TERMINATOR_RE = re.compile(r"(?:(?P<cjk>[。！？｡]+)|[.!?]+)[\"'”’)\]」』）】]*")
+# One character class first, so that the regex engine can skip quickly to candidates.
+_TERMINATOR_RE = re.compile(r"([.!?。！？｡]+)[\"'”’)\]」』）】]*")
 # Sentence-final characters after which Japanese text needs no separating space.
 _CJK_CLOSERS = frozenset("。！？｡」』）】")
 # Japanese pieces when the line has no Latin period: up to and including a terminator run.
@@ -134,18 +146,23 @@ _SUMMARY_PREFIX_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] (?:([^\s:\[][^:\n]{0,
 # --------------------------------------------------------------------------------------------
 
 _EN_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:['’][A-Za-z]+)*")
+# The words of _EN_WORD_RE that start with a capital (the look-behind keeps "McDonald" whole).
+_EN_CAPITALISED_RE = re.compile(r"[A-Z](?<![A-Za-z0-9'’][A-Z])[A-Za-z0-9]*(?:['’][A-Za-z]+)*")
 _NUMBER_RE = re.compile(r"\d+(?:[.,:/]\d+)*")
-_MENTION_RE = re.compile(r"<[@#][!&]?[\w|.\-]{1,80}>|(?<![\w@])@[\w.\-]{1,64}")
+_MENTION_RE = re.compile(r"<[@#][!&]?[\w|.\-]{1,80}>|@(?<![\w@]@)[\w.\-]{1,64}")
+# Amounts and times are matched on lower-cased text (case-insensitive matching is slower),
+# and start with one character class so that the engine skips quickly to candidates.
 _EN_AMOUNT_RE = re.compile(
-    r"[$€£¥₹]\s?\d|\d\s?(?:%|k\b|m\b|bn\b)"
-    r"|\d\s?(?:usd|eur|gbp|jpy|dollars?|euros?|pounds?|yen|bucks|percent)\b",
-    re.IGNORECASE,
+    r"[$€£¥₹\d](?:(?<=[$€£¥₹])\s?\d"
+    r"|(?<=\d)\s?(?:%|(?:k|m|bn|usd|eur|gbp|jpy|dollars?|euros?|pounds?|yen|bucks|percent)\b))"
 )
 _EN_TIME_RE = re.compile(
-    r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)"
-    r"|\b\d{1,2}:\d{2}\b|\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b",
-    re.IGNORECASE,
+    r"\d(?<!\w\d)"  # a number that does not continue a word: 3pm, not mp3
+    r"(?:\d?(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)"  # 3pm, 10:30 am
+    r"|\d?:\d{2}\b"  # 10:30
+    r"|\d{3}-\d{1,2}-\d{1,2}\b"  # 2025-08-13
+    r"|\d?/\d{1,2}(?:/\d{2,4})?\b"  # 8/13, 8/13/2025
+    r"|\d?(?:st|nd|rd|th)\b)"  # 13th
 )
 
 _EN_FILLER = _word_set(
@@ -189,25 +206,38 @@ _EN_DECISION_WORDS = _word_set(
     finalized settled chose chosen choose picked
     """
 )
-# Multi-word cues, padded with spaces to match whole words in the space-joined sentence.
-_EN_DECISION_PHRASES = tuple(
-    f" {phrase} "
-    for phrase in (
-        "have to",
-        "has to",
-        "going to",
-        "don't like",
-        "do not like",
-        "doesn't like",
-        "not a fan",
-        "can't stand",
-        "action item",
-        "make sure",
-        "next step",
-        "i like",
-        "we like",
-        "really like",
+# Cues of a settled outcome rather than an intention or a taste (both languages, as matched).
+_SETTLED_CUES = _word_set(
+    """
+    decided decision decisions agreed agreement deadline deadlines confirmed approved settled
+    finalised finalized promised committed scheduled rescheduled cancelled canceled postponed
+    決定 決めた 決めました 決まった 決まりました 決まり 確定 約束 締め切り 締切 〆切 期限 合意
+    することに ことにした ことにしました ことになった ことになりました 中止 延期
+    """
+)
+# Multi-word cues, matched in the sentence's lower-cased words joined by single spaces.
+_EN_DECISION_PHRASE_RE = re.compile(
+    r" (?:"
+    + "|".join(
+        re.escape(phrase)
+        for phrase in (
+            "have to",
+            "has to",
+            "going to",
+            "don't like",
+            "do not like",
+            "doesn't like",
+            "not a fan",
+            "can't stand",
+            "action item",
+            "make sure",
+            "next step",
+            "i like",
+            "we like",
+            "really like",
+        )
     )
+    + r")(?= )"
 )
 _LEADING_MONTH_DAY_RE = re.compile(r"\W*(?:May|March|Mar)\.? \d")
 # Capitalised words that are not names even in mid-sentence.
@@ -233,18 +263,18 @@ _JA_HONORIFIC_RE = re.compile(
     r"[一-龯々A-Za-z]{1,8}(?:さん|くん|君|ちゃん|様|さま|氏|先生|先輩|部長|課長|社長)"
 )
 _JA_QUOTED_RE = re.compile(r"「[^」]{1,40}」|『[^』]{1,40}』")
-_KANJI_NUMERALS = frozenset(_KANJI_NUMERAL)
+_KANJI_NUMERAL_RE = re.compile(f"[{_KANJI_NUMERAL}]")  # a cheap gate for the one below
 _JA_KANJI_NUMBER_RE = re.compile(
     f"[{_KANJI_NUMERAL}]+(?:円|人|個|回|時|分|日|月|年|件|本|枚|ドル|週間|時間|か月|ヶ月)"
 )
 _JA_AMOUNT_RE = re.compile(
     rf"[$¥￥]\s?\d|[\d{_KANJI_NUMERAL}]\s?(?:円|ドル|ユーロ|%|パーセント|万)"
 )
+_JA_NUMERIC_DATE_RE = re.compile(r"\d+(?:月\d*日?|日|時(?:\d+分|半)?|:\d{2})")
 _JA_DATE_RE = re.compile(
-    r"\d+月\d*日?|\d+日|\d+時(?:\d+分|半)?|\d+:\d{2}|[月火水木金土日]曜"
-    r"|今日|明日|あした|あす|明後日|あさって|昨日|きのう|一昨日|今週|来週|再来週|先週|今月|来月"
+    r"今日|明日|あした|あす|明後日|あさって|昨日|きのう|一昨日|今週|来週|再来週|先週|今月|来月"
     r"|先月|今年|来年|去年|昨年|週末|平日|午前|午後|今朝|今夜|今晩|夕方|正午|深夜|年末|年始"
-    r"|月末|月初|朝|夜|昼"
+    r"|月末|月初|朝|夜|昼|月曜|火曜|水曜|木曜|金曜|土曜|日曜"
 )
 _JA_DECISION_RE = re.compile(
     r"決定|決めた|決めました|決まった|決まりました|決まり|決める|決めよう|予定|約束|締め切り|締切"
@@ -253,7 +283,7 @@ _JA_DECISION_RE = re.compile(
     r"|必要|お願い|担当|任せ|好き|嫌い|苦手|好み|アレルギー|確定|合意|賛成|反対|中止|延期"
     r"|変更|覚えて|忘れないで|宿題|タスク|予算"
     # A sentence ending in a plain volitional/future form is the speaker committing to it.
-    r"|(?:し|いたし|やり|おき)ます[。！!]?$"
+    r"|します[。！!]?$|いたします[。！!]?$|やります[。！!]?$|おきます[。！!]?$"
 )
 # A sentence made only of these (and punctuation) is filler. Longer phrases come first so the
 # alternation consumes "ありがとうございます" whole rather than stalling after "ありがとう".
@@ -298,9 +328,12 @@ _DEDUP_TRAILING = " .!?。！？｡…"
 
 @dataclass(slots=True)
 class _Sentence:
-    """A candidate sentence with everything the selection and rendering need."""
+    """A candidate sentence with everything the selection and rendering need.
 
-    order: int  # position in the output if kept: chronological, summaries first
+    Sentences are stored in output order (summaries first, then chronological), so a
+    sentence's index in that list is also its place in the output.
+    """
+
     item_rank: int  # chronological rank of its item; higher is newer (the recency tie-break)
     index: int  # position within its item (the second tie-break)
     text: str
@@ -327,10 +360,11 @@ def extractive_summary(
     """Summarise ``items`` by keeping their most informative sentences, within ``max_tokens``.
 
     The result is plain text in chronological order: carried-forward summaries (items whose
-    ``speaker`` is ``None``) first with their own text, then the other items, each line
-    prefixed like ``[2025-08-13] Alice: ``. Consecutive kept sentences of the same speaker on
-    the same day share one line and prefix. ``language`` ("en" or "ja"; "auto" guesses from
-    the presence of kana) chooses the sentence splitter and keyword lists.
+    ``speaker`` is ``None``) first with their own text and lines (prefixed with their date if
+    they have a ``when`` and the line has no prefix of its own), then the other items, each
+    line prefixed like ``[2025-08-13] Alice: ``. Consecutive kept sentences of the same
+    speaker on the same day share one line and prefix. ``language`` ("en" or "ja"; "auto"
+    guesses from the presence of kana) chooses the sentence splitter and keyword lists.
 
     ``count_tokens(result) <= max_tokens`` always holds; when not even one sentence fits, the
     best sentence is cut with an ellipsis. Empty or whitespace-only input gives ``""``.
@@ -338,10 +372,11 @@ def extractive_summary(
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
     japanese = _is_japanese(language, items)
-    sentences = _collect_sentences(items, japanese)
+    speaker_names = _clean_speakers(items)
+    sentences = _collect_sentences(items, japanese, speaker_names)
     if not sentences:
         return ""
-    speakers = _speaker_names(items)
+    speakers = _speaker_names(speaker_names)
     scores = [_score(sentence, japanese, speakers) for sentence in sentences]
     # Best first; newer items win ties, then earlier sentences of the same item. The key is
     # unique per sentence, so the order is total and the output fully deterministic.
@@ -378,7 +413,7 @@ def _clean(text: str) -> str:
     The cheap membership tests skip regular expressions that cannot match, which is most of
     them for most lines. The result contains no whitespace other than single spaces.
     """
-    if not _SYNTAX_HINTS.isdisjoint(text):
+    if ":" in text or ";" in text or "=" in text or "<" in text:
         text = _EMOJI_SYNTAX_RE.sub(" ", text)
     if "\u20e3" in text:
         text = _KEYCAP_RE.sub(" ", text)
@@ -394,41 +429,60 @@ def _clean_speaker(name: str) -> str:
 
 
 def _chronological(items: Sequence[SummaryItem]) -> list[SummaryItem]:
-    """Summaries first (in input order), then the other items sorted by time.
-
-    Items without a time keep their place after the item before them, so a caller that does
-    not set ``when`` gets its own order back. The sort is stable, hence deterministic.
-    """
+    """Summaries first, then the other items; each group sorted by time."""
     summaries = [item for item in items if item.speaker is None]
+    messages = [item for item in items if item.speaker is not None]
+    return _by_time(summaries) + _by_time(messages)
+
+
+def _by_time(items: list[SummaryItem]) -> list[SummaryItem]:
+    """Sort by ``when``; an item without one keeps its place after the item before it.
+
+    A caller that sets no times therefore gets its own order back. The sort is stable and
+    the key includes the input position, hence deterministic.
+    """
     keyed: list[tuple[float, int, SummaryItem]] = []
     last = float("-inf")
-    for position, item in enumerate(item for item in items if item.speaker is not None):
+    for position, item in enumerate(items):
         if item.when is not None:
             when = item.when if item.when.tzinfo is not None else item.when.replace(tzinfo=UTC)
             last = when.timestamp()
         keyed.append((last, position, item))
     keyed.sort(key=lambda entry: (entry[0], entry[1]))
-    return summaries + [item for _, _, item in keyed]
+    return [item for _, _, item in keyed]
 
 
-def _collect_sentences(items: Sequence[SummaryItem], japanese: bool) -> list[_Sentence]:
+def _clean_speakers(items: Sequence[SummaryItem]) -> dict[str, str]:
+    """Clean each distinct display name once; channels have few speakers and many messages."""
+    names: dict[str, str] = {}
+    for item in items:
+        if item.speaker is not None and item.speaker not in names:
+            names[item.speaker] = _clean_speaker(item.speaker)
+    return names
+
+
+def _collect_sentences(
+    items: Sequence[SummaryItem], japanese: bool, speaker_names: dict[str, str]
+) -> list[_Sentence]:
     """Split every item into cleaned, de-duplicated sentences in output order."""
     sentences: list[_Sentence] = []
     seen: set[str] = set()
     for rank, item in enumerate(_chronological(items)):
         is_summary = item.speaker is None
-        item_prefix = ""
+        date = f"[{item.when.date().isoformat()}] " if item.when is not None else ""
+        item_prefix = date
         if not is_summary:
-            date = f"[{item.when.date().isoformat()}] " if item.when is not None else ""
-            speaker = _clean_speaker(item.speaker or "")
+            speaker = speaker_names[item.speaker] if item.speaker is not None else ""
             item_prefix = date + (f"{speaker}: " if speaker else "")
         index = 0
         for line_no, raw_line in enumerate(item.text.splitlines()):
             prefix, group, line = item_prefix, f"L{item_prefix}", raw_line
             if is_summary:
-                # Earlier summaries keep their own text; re-use any prefix we wrote before so
-                # that every kept sentence of the line stays attributed.
-                prefix, group = "", f"R{rank}:{line_no}"
+                # Earlier summaries keep their own text and their own lines. A line that
+                # starts with a prefix we wrote before lends it to each of its sentences, so
+                # they stay attributed when the first is dropped; other lines get the
+                # summary's date, if it has one (a day summary folded into the week).
+                group = f"R{rank}:{line_no}"
                 match = _SUMMARY_PREFIX_RE.match(raw_line.lstrip())
                 if match is not None:
                     name = _clean_speaker(match.group(2) or "")
@@ -442,17 +496,7 @@ def _collect_sentences(items: Sequence[SummaryItem], japanese: bool) -> list[_Se
                 if key in seen:
                     continue
                 seen.add(key)
-                sentences.append(
-                    _Sentence(
-                        order=len(sentences),
-                        item_rank=rank,
-                        index=index,
-                        text=text,
-                        prefix=prefix,
-                        group=group,
-                        is_summary=is_summary,
-                    )
-                )
+                sentences.append(_Sentence(rank, index, text, prefix, group, is_summary))
                 index += 1
     return sentences
 
@@ -494,9 +538,9 @@ def _is_boundary(line: str, match: re.Match[str], japanese: bool) -> bool:
 
     ``line`` is cleaned, so the only whitespace in it is single spaces.
     """
-    if match.group("cjk") is not None:
-        return True
-    run = match.group()
+    run = match.group(1)
+    if not run.isascii():
+        return True  # a CJK terminator
     bang = "!" in run or "?" in run
     if japanese and bang:
         return True
@@ -513,14 +557,11 @@ def _is_boundary(line: str, match: re.Match[str], japanese: bool) -> bool:
     return not (token.lower() in _ABBREVIATIONS or (len(token) == 1 and token.isupper()))
 
 
-def _speaker_names(items: Sequence[SummaryItem]) -> _Speakers:
+def _speaker_names(speaker_names: dict[str, str]) -> _Speakers:
     """Collect the speakers' names so that mentions of them in text count as names."""
     ascii_tokens: set[str] = set()
     others: set[str] = set()
-    for item in items:
-        if item.speaker is None:
-            continue
-        name = _clean_speaker(item.speaker)
+    for name in speaker_names.values():
         if name.isascii():
             ascii_tokens.update(
                 token.lower() for token in _EN_WORD_RE.findall(name) if len(token) >= 2
@@ -567,25 +608,33 @@ def _score(sentence: _Sentence, japanese: bool, speakers: _Speakers) -> int:
     if japanese:
         names.update(_japanese_names(plain, words, lowered))
     else:
-        names.update(_english_capitalised_names(words, lowered))
+        names.update(_english_capitalised_names(plain, words))
 
     numbers = set(_NUMBER_RE.findall(plain)) if has_digit else set()
     dated = _has_english_date(plain, words, lowered, has_digit)
     decisions = _english_decision_cues(lowered)
     if japanese:
-        if not _KANJI_NUMERALS.isdisjoint(plain):
+        if _KANJI_NUMERAL_RE.search(plain):
             numbers.update(_JA_KANJI_NUMBER_RE.findall(plain))
-        dated = dated or _JA_DATE_RE.search(plain) is not None
+        dated = (
+            dated
+            or (has_digit and _JA_NUMERIC_DATE_RE.search(plain) is not None)
+            or _JA_DATE_RE.search(plain) is not None
+        )
         decisions.update(_JA_DECISION_RE.findall(plain))
 
     score = bonus + _NAME_POINTS * min(len(names), _MAX_NAMES)
     score += _NUMBER_POINTS * min(len(numbers), _MAX_NUMBERS)
-    if numbers and (_EN_AMOUNT_RE.search(plain) or (japanese and _JA_AMOUNT_RE.search(plain))):
+    if numbers and (
+        _EN_AMOUNT_RE.search(plain.lower()) or (japanese and _JA_AMOUNT_RE.search(plain))
+    ):
         score += _AMOUNT_POINTS
     if dated:
         score += _DATE_POINTS
     if decisions:
         score += _DECISION_POINTS + (_EXTRA_DECISION_POINTS if len(decisions) > 1 else 0)
+        if not _SETTLED_CUES.isdisjoint(decisions):
+            score += _SETTLED_POINTS
     if _is_question(plain, japanese):
         score += _QUESTION_POINTS
     return score + _length_points(plain, lowered, japanese)
@@ -628,18 +677,20 @@ def _is_laughter(word: str) -> bool:
     return _LAUGHTER_RE.fullmatch(word) is not None
 
 
-def _english_capitalised_names(words: list[str], lowered: list[str]) -> set[str]:
+def _english_capitalised_names(plain: str, words: list[str]) -> set[str]:
     """Capitalised words after the first word: proper nouns, products, acronyms.
 
-    Sentences mostly in capitals are shouting, where capitals mean nothing.
+    Sentences mostly in capitals are shouting, where capitals mean nothing. The regex finds
+    the (few) capitalised words directly, which is much faster than testing every word.
     """
-    names = {
-        low
-        for word, low in zip(words[1:], lowered[1:], strict=True)
-        if word[0].isupper() and low not in _EN_NOT_NAMES
-    }
-    if names and len(words) >= 3 and sum(word.isupper() for word in words) * 5 > len(words) * 3:
-        return set()
+    capitalised = _EN_CAPITALISED_RE.findall(plain)
+    if capitalised and words and words[0][0].isupper():
+        capitalised = capitalised[1:]  # the first word is capitalised by grammar
+    names = {word.lower() for word in capitalised} - _EN_NOT_NAMES
+    if names and len(words) >= 3:
+        shouted = sum(1 for word in capitalised if word.isupper()) + words[0].isupper()
+        if shouted * 5 > len(words) * 3:
+            return set()
     return names
 
 
@@ -670,7 +721,7 @@ def _has_english_date(plain: str, words: list[str], lowered: list[str], has_digi
             capitalised = low in _EN_AMBIGUOUS_MONTHS and words[position][0].isupper()
             if capitalised and (position > 0 or _LEADING_MONTH_DAY_RE.match(plain)):
                 return True
-    return has_digit and _EN_TIME_RE.search(plain) is not None
+    return has_digit and _EN_TIME_RE.search(plain.lower()) is not None
 
 
 def _english_decision_cues(lowered: list[str]) -> set[str]:
@@ -680,12 +731,12 @@ def _english_decision_cues(lowered: list[str]) -> set[str]:
         joined = f" {' '.join(lowered)} "
         if "'ll " in joined:
             cues.add("'ll")  # we'll, I'll, she'll
-        cues.update(phrase for phrase in _EN_DECISION_PHRASES if phrase in joined)
+        cues.update(_EN_DECISION_PHRASE_RE.findall(joined))
     return cues
 
 
 def _is_question(plain: str, japanese: bool) -> bool:
-    """Sentences ending in a question mark (or Japanese か/の) may be open questions."""
+    """Sentences ending in a question mark (or Japanese か, かな) may be open questions."""
     stripped = plain.rstrip(" \"'”’)」』）】")
     if stripped.endswith(("?", "？")):
         return True
@@ -768,34 +819,67 @@ class _CostModel:
         return cost
 
 
+class _Probe:
+    """Settles near misses by counting the real layout, a bounded number of times.
+
+    Summed estimates run a little high for counters that round each piece up, so a sentence
+    that would fit exactly can look a token or two too big. Without a second opinion the
+    best sentence would then lose its place to smaller, less important ones.
+    """
+
+    def __init__(
+        self,
+        sentences: list[_Sentence],
+        max_tokens: int,
+        count_tokens: Callable[[str], int],
+        japanese: bool,
+    ) -> None:
+        self._sentences = sentences
+        self._max_tokens = max_tokens
+        self._count = count_tokens
+        self._japanese = japanese
+        self._left = _MAX_PROBES
+
+    def slack_with(self, kept: list[int], position: int) -> int | None:
+        """The real tokens left if ``position`` joined ``kept``; None if it does not fit."""
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        positions = list(kept)
+        insort(positions, position)
+        used = self._count(_render(self._sentences, positions, self._japanese))
+        return self._max_tokens - used if used <= self._max_tokens else None
+
+
 def _greedy(
     candidates: list[int],
     kept: list[int],
     budget: int,
-    scores: list[int],
     costs: _CostModel,
+    probe: _Probe,
 ) -> list[tuple[int, int]]:
     """Add candidates (best first) to ``kept`` while the estimated cost fits ``budget``.
 
-    A candidate that does not fit is skipped so that smaller ones can still use the space.
-    Filler (negative score) is only considered when no real content had to be left out:
-    spare tokens are better left unused than spent on "lol" instead of a missing decision.
+    A candidate that does not fit is skipped so that smaller ones can still use the space;
+    one that misses by a little is measured for real first (see _Probe).
     Returns the added positions with their estimated costs, in the order they were added.
     """
     added: list[tuple[int, int]] = []
-    content_left_out = False
     for position in candidates:
         if budget <= 0:
             break
-        if scores[position] < 0 and content_left_out:
-            break  # the ranking puts all filler last
         cost = costs.marginal(position, kept)
         if cost <= budget:
             insort(kept, position)
             added.append((position, cost))
             budget -= cost
-        elif scores[position] >= 0:
-            content_left_out = True
+            continue
+        if cost - budget <= _NEAR_MISS_TOKENS + cost // 8:
+            slack = probe.slack_with(kept, position)
+            if slack is not None:
+                insort(kept, position)
+                added.append((position, cost))
+                budget = slack  # measured, so earlier estimation errors are gone too
     return added
 
 
@@ -809,33 +893,75 @@ def _select_and_render(
 ) -> str:
     """Choose sentences in rank order within the budget and return the verified layout.
 
+    Filler (negative score) is all or nothing: it is kept only when the whole conversation
+    fits, because a summary that had to drop anything should not spend tokens on "lol".
+    Only a conversation of nothing but filler is trimmed filler by filler.
+    If nothing fits at all, the best sentence is cut to the budget.
+    """
+    content = [position for position in ranking if scores[position] >= 0]
+    filler = [position for position in ranking if scores[position] < 0]
+    fill = _Filler(sentences, max_tokens, count_tokens, japanese)
+    fill.add(content if content else filler)
+    if content and filler and len(fill.kept) == len(content):
+        everything = _render(sentences, list(range(len(sentences))), japanese)
+        if count_tokens(everything) <= max_tokens:
+            return everything
+    if not fill.kept:
+        return _cut_best(sentences[ranking[0]], max_tokens, count_tokens, japanese)
+    return fill.text
+
+
+class _Filler:
+    """Fills the budget with candidates in rounds, trusting only counted layouts.
+
     Each round selects greedily against the slack that is really left, renders, and counts
     with the caller's counter. A round that overshoots (the estimate is only additive) drops
-    its lowest-ranked additions, first by the estimated excess, then by binary search; a
-    later round then fills the space that shared prefixes saved. The number of renders is
-    bounded, so a strange counter costs quality, never time. If nothing fits at all, the
-    best sentence is cut to the budget.
+    its lowest-ranked additions, first by the estimated excess, then by binary search; the
+    next round then fills the space that shared prefixes saved. The number of renders is
+    bounded, so a strange counter costs quality, never time.
     """
-    costs = _CostModel(sentences, count_tokens)
-    kept: list[int] = []
-    text, used, renders = "", 0, 0
-    while renders < _MAX_RENDERS and used < max_tokens:
-        taken = set(kept)
-        pending = [position for position in ranking if position not in taken]
-        trial = list(kept)
-        added = _greedy(pending, trial, max_tokens - used, scores, costs)
-        if not added:
-            break
-        verified = _verify_round(
-            sentences, kept, added, max_tokens, count_tokens, japanese, _MAX_RENDERS - renders
-        )
-        renders += verified.renders
-        if verified.kept is None:
-            break  # nothing of this round fits: more rounds would choose the same
-        kept, text, used = verified.kept, verified.text, verified.used
-    if not kept:
-        return _cut_best(sentences[ranking[0]], max_tokens, count_tokens, japanese)
-    return text
+
+    def __init__(
+        self,
+        sentences: list[_Sentence],
+        max_tokens: int,
+        count_tokens: Callable[[str], int],
+        japanese: bool,
+    ) -> None:
+        self._sentences = sentences
+        self._max_tokens = max_tokens
+        self._count = count_tokens
+        self._japanese = japanese
+        self._costs = _CostModel(sentences, count_tokens)
+        self._probe = _Probe(sentences, max_tokens, count_tokens, japanese)
+        self.kept: list[int] = []  # sorted positions, i.e. in output order
+        self.text = ""
+        self.used = 0
+
+    def add(self, ranking: list[int]) -> None:
+        """Add what fits of ``ranking`` (best first) to the kept layout."""
+        renders = 0
+        while renders < _MAX_RENDERS and self.used < self._max_tokens:
+            taken = set(self.kept)
+            pending = [position for position in ranking if position not in taken]
+            trial = list(self.kept)
+            slack = self._max_tokens - self.used
+            added = _greedy(pending, trial, slack, self._costs, self._probe)
+            if not added:
+                return
+            verified = _verify_round(
+                self._sentences,
+                self.kept,
+                added,
+                self._max_tokens,
+                self._count,
+                self._japanese,
+                _MAX_RENDERS - renders,
+            )
+            renders += verified.renders
+            if verified.kept is None:
+                return  # nothing of this round fits: more rounds would choose the same
+            self.kept, self.text, self.used = verified.kept, verified.text, verified.used
 
 
 @dataclass(frozen=True, slots=True)
@@ -903,49 +1029,52 @@ def _cut_best(
     Tries, in order: prefix + cut + "…"; the whole sentence without its prefix; cut + "…"
     without the prefix; a bare cut. ``""`` is the answer only when not one character fits.
     """
-    whole = sentence.prefix + sentence.text
-    if count_tokens(whole) <= max_tokens:
-        return whole
-    if sentence.prefix:
-        cut = _longest_fitting_cut(sentence.text, sentence.prefix, max_tokens, count_tokens)
+    text, prefix = sentence.text, sentence.prefix
+    if count_tokens(prefix + text) <= max_tokens:
+        return prefix + text
+    limit = len(text) - 1  # the whole text was just ruled out
+
+    def fits(candidate: str) -> bool:
+        return count_tokens(candidate) <= max_tokens
+
+    if prefix:
+        cut = _longest_fitting(limit, lambda k: fits(prefix + text[:k].rstrip() + _ELLIPSIS))
         if cut is not None:
-            return _prefer_word_boundary(
-                cut, sentence.text, sentence.prefix, japanese, max_tokens, count_tokens
-            )
-        if count_tokens(sentence.text) <= max_tokens:
-            return sentence.text  # the whole sentence is worth more than its attribution
-    cut = _longest_fitting_cut(sentence.text, "", max_tokens, count_tokens)
+            return _prefer_word_boundary(cut, text, prefix, japanese, max_tokens, count_tokens)
+        if fits(text):
+            return text  # the whole sentence is worth more than its attribution
+    cut = _longest_fitting(limit, lambda k: fits(text[:k].rstrip() + _ELLIPSIS))
     if cut is not None:
-        return _prefer_word_boundary(cut, sentence.text, "", japanese, max_tokens, count_tokens)
+        return _prefer_word_boundary(cut, text, "", japanese, max_tokens, count_tokens)
     # Not even one character and an ellipsis fit: try bare characters, then give up.
-    low, high, best = 1, len(sentence.text) - 1, ""
-    while low <= high:
-        middle = (low + high) // 2
-        if count_tokens(sentence.text[:middle]) <= max_tokens:
-            best, low = sentence.text[:middle], middle + 1
-        else:
-            high = middle - 1
-    return best
+    cut = _longest_fitting(limit, lambda k: fits(text[:k]))
+    return text[:cut] if cut is not None else ""
 
 
-def _longest_fitting_cut(
-    text: str, prefix: str, max_tokens: int, count_tokens: Callable[[str], int]
-) -> int | None:
-    """The largest cut length whose ``prefix + cut + "…"`` fits, or None if none does.
+def _longest_fitting(limit: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest ``k`` in ``1..limit`` with ``fits(k)``, or None if not even 1 fits.
 
-    Binary search assumes longer text never costs fewer tokens; when a counter breaks that,
-    the answer may be shorter than possible but is still verified to fit.
+    Gallops up from 1 and then bisects, so the strings counted stay within about twice the
+    final cut: a megabyte-long sentence cut to a 50-token budget is never counted whole.
+    Assumes longer text never costs fewer tokens; when a counter breaks that, the answer
+    may be shorter than possible but ``fits`` has still approved it.
     """
-    best: int | None = None
-    low, high = 1, len(text) - 1
-    while low <= high:
-        middle = (low + high) // 2
-        if count_tokens(prefix + text[:middle].rstrip() + _ELLIPSIS) <= max_tokens:
-            best = middle
-            low = middle + 1
+    if limit < 1 or not fits(1):
+        return None
+    good, bad = 1, limit + 1
+    while good < limit:
+        trial = min(good * 2, limit)
+        if not fits(trial):
+            bad = trial
+            break
+        good = trial
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if fits(middle):
+            good = middle
         else:
-            high = middle - 1
-    return best
+            bad = middle
+    return good
 
 
 def _prefer_word_boundary(

@@ -256,7 +256,8 @@ class MemoryPipeline:
             for entry in reversed(snap.recent):
                 when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
                 lines.append(f"[{when}] {entry.author}: {self.counter.truncate(entry.text, 40)}")
-            parts.append(f"({state.msg_count} messages)\n" + "\n".join(lines))
+            recent = prompts.render(prompts.offline_recent, count=state.msg_count)
+            parts.append(recent + "\n" + "\n".join(lines))
         if len(parts) == 1:
             parts.append(prompts.offline_nothing)
         return "\n\n".join(parts)
