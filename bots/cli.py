@@ -118,6 +118,53 @@ async def core_for(
         await core.close()
 
 
+# -- run -------------------------------------------------------------------------------
+@app.command("run")
+def run_command(
+    discord: Annotated[
+        bool, typer.Option("--discord", help="Serve Discord (DISCORD_TOKEN).")
+    ] = False,
+    slack: Annotated[bool, typer.Option("--slack", help="Serve Slack (SLACK_* tokens).")] = False,
+    sync_commands: Annotated[
+        bool,
+        typer.Option(
+            "--sync-commands",
+            help="Register /memory with Discord (globally, or in discord.sync_guild_ids).",
+        ),
+    ] = False,
+    shard_count: Annotated[
+        int | None, typer.Option("--shard-count", min=1, help="Discord: shards in the fleet.")
+    ] = None,
+    shard_ids: Annotated[
+        str | None, typer.Option("--shard-ids", help="Discord: this process's shards, e.g. 0,1.")
+    ] = None,
+) -> None:
+    """Run the bots (with their scheduler) until stopped."""
+    from bots.runner import run_bots
+
+    s = settings()
+    ids: list[int] | None = None
+    if shard_ids:
+        try:
+            ids = [int(x) for x in shard_ids.split(",") if x.strip()]
+        except ValueError as exc:
+            raise fail(f"--shard-ids {shard_ids!r}: give numbers like 0,1", 1) from exc
+        if shard_count is None:
+            raise fail("--shard-ids needs --shard-count", 1)
+        if any(i < 0 or i >= shard_count for i in ids):
+            raise fail(f"--shard-ids must be between 0 and {shard_count - 1}", 1)
+    run(
+        run_bots(
+            s,
+            discord=discord,
+            slack=slack,
+            sync_commands=sync_commands,
+            shard_count=shard_count,
+            shard_ids=ids,
+        )
+    )
+
+
 # -- console ---------------------------------------------------------------------------
 @app.command()
 def console(

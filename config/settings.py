@@ -155,8 +155,9 @@ class DiscordSettings(_Section):
     allowed_channel_ids: list[int] = Field(default_factory=list)
     sync_guild_ids: list[int] = Field(default_factory=list)
     stream_replies: bool = False
-    api_base: str | None = None
-    gateway_url: str | None = None
+    stream_interval_s: float = Field(default=1.0, ge=0.2)
+    api_base: str | None = Field(default=None, description="REST base (tests, proxies)")
+    gateway_url: str | None = Field(default=None, description="Gateway URL (tests, proxies)")
 
 
 class SlackSettings(_Section):
@@ -167,7 +168,11 @@ class SlackSettings(_Section):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=3000, ge=0, le=65535)
     api_base_url: str = "https://slack.com/api/"
+    mode: Literal["auto", "socket", "http"] = Field(
+        default="auto", description="auto: Socket Mode when SLACK_APP_TOKEN is set, else HTTP"
+    )
     stream_replies: bool = False
+    stream_interval_s: float = Field(default=1.0, ge=0.2)
 
 
 class DashboardSettings(_Section):

@@ -210,6 +210,24 @@ class MemoryAdmin:
             },
         )
 
+    async def forget_message(self, scope: str, platform_id: str) -> int:
+        """A message deleted on its platform: delete it here too. Returns how many went."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return 0
+        entries = await self.repo.all_entries(scope)
+        doomed = [e for e in entries if e.platform_id == platform_id]
+        if not doomed:
+            return 0
+        needles = [e.text for e in doomed if len(e.text) >= 12]
+        report = await self._forget(
+            scope,
+            needles=needles,
+            drop_entry=lambda e: e.platform_id == platform_id,
+            drop_fact=lambda f: False,
+        )
+        return report.messages
+
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)
         fact_id = fact_id.strip()

@@ -14,6 +14,7 @@ from memory_core.clock import Clock, SystemClock
 from memory_core.llm import LLM, build_llm
 from memory_core.maintenance import Maintainer
 from memory_core.pipeline import MemoryPipeline
+from memory_core.platform_state import PlatformState
 from memory_core.repo import MemoryRepo
 from memory_core.store import Store, open_store
 from memory_core.summarize import Summarizer
@@ -34,6 +35,7 @@ class Core:
     maintainer: Maintainer
     pipeline: MemoryPipeline
     admin: MemoryAdmin
+    platform: PlatformState
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -100,4 +102,5 @@ async def build_core(
         maintainer=maintainer,
         pipeline=pipeline,
         admin=admin,
+        platform=PlatformState(store.client, store.keys),
     )

@@ -40,6 +40,14 @@ class KeySchema:
             lock=f"{base}:lock",
         )
 
+    def cache(self, namespace: str, item: str) -> str:
+        """Platform lookups worth remembering for a while (Slack user names, ...)."""
+        return f"{self.prefix}:cache:{namespace}:{item}"
+
+    def seen(self, platform: str, event_id: str) -> str:
+        """Marks an event id as handled, so a platform's retries are processed once."""
+        return f"{self.prefix}:seen:{platform}:{event_id}"
+
     def scope_pattern(self, scope: str) -> str:
         """A SCAN pattern matching every key of one scope (used by checks, not the hot path)."""
         escaped = scope.replace("[", "\\[").replace("]", "\\]").replace("*", "\\*")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -79,6 +79,14 @@ class LLM(Protocol):
         max_tokens: int | None = None,
     ) -> ChatResult: ...
 
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose = "reply",
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]: ...
+
     async def close(self) -> None: ...
 
 
@@ -99,6 +107,16 @@ class OfflineLLM:
         max_tokens: int | None = None,
     ) -> ChatResult:
         raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose = "reply",
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]:
+        raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+        yield ""  # pragma: no cover - makes this an async generator
 
     async def close(self) -> None:
         return None
@@ -182,6 +200,46 @@ class OpenAICompatLLM:
         assert last_error is not None
         raise LLMUnavailable(str(last_error), retry_after=last_error.retry_after) from last_error
 
+    def _kwargs(
+        self, purpose: Purpose, json_output: bool, max_tokens: int | None
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self._model(purpose),
+            "extra_headers": {PURPOSE_HEADER: purpose},
+        }
+        if json_output and self._settings.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if purpose == "reply":
+            kwargs["temperature"] = self._settings.temperature
+        return kwargs
+
+    def _translate(self, exc: Exception, model: str) -> LLMUnavailable:
+        """The SDK's errors as ours, each saying what to check."""
+        import openai
+
+        if isinstance(exc, openai.RateLimitError):
+            return LLMUnavailable(
+                f"rate limited by the LLM ({model})", retry_after=_retry_after(exc)
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMUnavailable(f"the LLM timed out after {self._settings.timeout_s}s")
+        if isinstance(exc, openai.APIConnectionError):
+            where = self._settings.base_url or "api.openai.com"
+            return LLMUnavailable(f"cannot reach the LLM at {where} (check OPENAI_BASE_URL)")
+        if isinstance(exc, openai.AuthenticationError):
+            return LLMUnavailable(
+                "the LLM refused the API key (check OPENAI_API_KEY)", retry_after=-1
+            )
+        if isinstance(exc, openai.APIStatusError):
+            retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
+            return LLMUnavailable(
+                f"the LLM answered HTTP {exc.status_code} for model {model}",
+                retry_after=None if retryable else -1,
+            )
+        return LLMUnavailable(f"LLM error: {type(exc).__name__}")
+
     async def _call_once(
         self,
         messages: Sequence[ChatMessage],
@@ -191,49 +249,15 @@ class OpenAICompatLLM:
     ) -> ChatResult:
         import openai
 
-        model = self._model(purpose)
-        kwargs: dict[str, object] = {}
-        if json_output and self._settings.json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if purpose == "reply":
-            kwargs["temperature"] = self._settings.temperature
+        kwargs = self._kwargs(purpose, json_output, max_tokens)
+        model = kwargs["model"]
         async with self._gate:
             try:
                 # The SDK's overloads want TypedDict messages; ours are plain mappings.
                 create: Any = self._client.chat.completions.create
-                response = await create(
-                    model=model,
-                    messages=[dict(m) for m in messages],
-                    extra_headers={PURPOSE_HEADER: purpose},
-                    **kwargs,
-                )
-            except openai.RateLimitError as exc:
-                raise LLMUnavailable(
-                    f"rate limited by the LLM ({model})", retry_after=_retry_after(exc)
-                ) from exc
-            except openai.APITimeoutError as exc:
-                raise LLMUnavailable(
-                    f"the LLM timed out after {self._settings.timeout_s}s"
-                ) from exc
-            except openai.APIConnectionError as exc:
-                raise LLMUnavailable(
-                    "cannot reach the LLM at "
-                    f"{self._settings.base_url or 'api.openai.com'} (check OPENAI_BASE_URL)"
-                ) from exc
-            except openai.AuthenticationError as exc:
-                raise LLMUnavailable(
-                    "the LLM refused the API key (check OPENAI_API_KEY)", retry_after=-1
-                ) from exc
-            except openai.APIStatusError as exc:
-                retryable = exc.status_code >= 500 or exc.status_code in (408, 409)
-                raise LLMUnavailable(
-                    f"the LLM answered HTTP {exc.status_code} for model {model}",
-                    retry_after=None if retryable else -1,
-                ) from exc
+                response = await create(messages=[dict(m) for m in messages], **kwargs)
             except openai.OpenAIError as exc:
-                raise LLMUnavailable(f"LLM error: {type(exc).__name__}") from exc
+                raise self._translate(exc, model) from exc
         choices = getattr(response, "choices", None) or []
         text = ""
         if choices and choices[0].message is not None:
@@ -247,6 +271,41 @@ class OpenAICompatLLM:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             model=model,
         )
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose = "reply",
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]:
+        """The answer piece by piece (no retries: a reply that fails is an apology)."""
+        import openai
+
+        kwargs = self._kwargs(purpose, False, max_tokens)
+        stats = self.stats.of(purpose)
+        stats.calls += 1
+        started = time.perf_counter()
+        got_text = False
+        async with self._gate:
+            try:
+                create: Any = self._client.chat.completions.create
+                response = await create(messages=[dict(m) for m in messages], stream=True, **kwargs)
+                async for chunk in response:
+                    choices = getattr(chunk, "choices", None) or []
+                    delta = choices[0].delta.content if choices and choices[0].delta else None
+                    if delta:
+                        got_text = True
+                        stats.completion_tokens += 1
+                        yield delta
+            except openai.OpenAIError as exc:
+                stats.failures += 1
+                raise self._translate(exc, kwargs["model"]) from exc
+            finally:
+                stats.seconds += time.perf_counter() - started
+        if not got_text:
+            stats.failures += 1
+            raise LLMBadOutput(f"the LLM ({kwargs['model']}) returned an empty answer")
 
     async def close(self) -> None:
         await self._client.close()

@@ -239,9 +239,7 @@ class Maintainer:
                 messages=state.day_msgs,
                 degraded=False,
             )
-        elif week and not any(
-            calendar.in_week(d.day, week) for d in await self.repo.days(scope)
-        ):
+        elif week and not any(calendar.in_week(d.day, week) for d in await self.repo.days(scope)):
             week = ""  # an idle week: nothing to consolidate, no LLM call
         result = await self.repo.close_day(
             scope,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from config.prompts import load_prompts
@@ -169,12 +169,17 @@ class MemoryPipeline:
             return False
         return mode == "all" or msg.addressed
 
-    async def handle(self, msg: IncomingMessage) -> Reply | None:
+    async def handle(
+        self,
+        msg: IncomingMessage,
+        *,
+        on_progress: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Reply | None:
         """The whole path for a user message: store it, then answer if the bot should."""
         result = await self.ingest(msg)
         if not self.should_reply(msg, result):
             return None
-        return await self.reply(msg, exclude_id=result.id)
+        return await self.reply(msg, exclude_id=result.id, on_progress=on_progress)
 
     async def build_prompt(
         self, msg: IncomingMessage, *, exclude_id: str = "", text: str | None = None
@@ -207,23 +212,42 @@ class MemoryPipeline:
             )
         )
 
-    async def reply(self, msg: IncomingMessage, *, exclude_id: str = "") -> Reply:
+    async def reply(
+        self,
+        msg: IncomingMessage,
+        *,
+        exclude_id: str = "",
+        on_progress: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Reply:
+        """Answer ``msg``; the answer is stored. With ``on_progress`` the answer streams in
+        and ``on_progress`` gets the text so far after each piece (the caller throttles)."""
         prompt = await self.build_prompt(msg, exclude_id=exclude_id)
         prompts = load_prompts(prompt.language)
         if self.llm.offline:
             text = await self.offline_text(msg.scope, prompt.language)
             return Reply(text=text, kind="offline", prompt_tokens=prompt.tokens)
+        max_tokens = self.settings.llm.reply_max_tokens
         try:
-            result = await self.llm.complete(
-                prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
-            )
+            if on_progress is None:
+                result = await self.llm.complete(
+                    prompt.messages, purpose="reply", max_tokens=max_tokens
+                )
+                text = result.text
+            else:
+                parts: list[str] = []
+                async for piece in self.llm.stream(
+                    prompt.messages, purpose="reply", max_tokens=max_tokens
+                ):
+                    parts.append(piece)
+                    await on_progress("".join(parts))
+                text = "".join(parts).strip()
         except (LLMUnavailable, LLMBadOutput) as exc:
             log.warning("reply in %s failed: %s", msg.scope, exc)
             return Reply(text=prompts.apology, kind="apology", prompt_tokens=prompt.tokens)
         stored = await self.ingest(
             IncomingMessage(
                 scope=msg.scope,
-                text=result.text,
+                text=text,
                 author=self.settings.bot.name,
                 author_id="bot",
                 role="assistant",
@@ -231,7 +255,7 @@ class MemoryPipeline:
                 parent_scope=msg.parent_scope,
             )
         )
-        return Reply(text=result.text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
+        return Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
 
     async def offline_text(self, scope: str, language: str) -> str:
         """The offline reply: say no LLM is configured and show what is remembered."""

@@ -1,0 +1,144 @@
+"""What every chat front door shares, so Discord and Slack only translate.
+
+- :func:`split_message`: long answers cut under a platform's limit on paragraph, line or word
+  boundaries, with code fences closed at the cut and reopened after it.
+- :class:`Throttle`: at most one edit per interval while an answer streams in.
+- :func:`run_command`: a /memory command for an actor, with every refusal or mistake turned
+  into an answer (never a silent no-op, never an exception reaching the platform).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+
+from bots.commands import USAGE, Actor, Command, CommandResult, execute, parse_command
+from config.prompts import load_prompts
+from memory_core.bootstrap import Core
+from memory_core.errors import InputError, PermissionDenied, StoreError, UsageError
+
+log = logging.getLogger(__name__)
+
+_FENCE = re.compile(r"^\s*(```+|~~~+)(.*)$")
+
+
+def _hard_split(line: str, limit: int) -> list[str]:
+    """A single line longer than ``limit``: cut at the last space that fits, else anywhere."""
+    pieces: list[str] = []
+    while len(line) > limit:
+        cut = line.rfind(" ", 0, limit + 1)
+        if cut <= limit // 2:
+            cut = limit
+        pieces.append(line[:cut].rstrip())
+        line = line[cut:].lstrip()
+    pieces.append(line)
+    return pieces
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Cut ``text`` into chunks of at most ``limit`` characters.
+
+    Prefers paragraph breaks (a blank line or the end of a code block), then line breaks,
+    then spaces. A chunk that ends inside a code block gets the fence closed, and the next
+    chunk reopens it with the same language tag.
+    """
+    if limit < 40:
+        raise ValueError("limit must be at least 40 characters")
+    text = text.strip("\n")
+    if not text.strip():
+        return []
+    if len(text) <= limit:
+        return [text]
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        # Room for a reopened fence line and a closing fence around any single line.
+        lines.extend(_hard_split(raw, limit - 24) if len(raw) > limit - 24 else [raw])
+    # fence[i]: the opening fence line in force before lines[i] (None outside code).
+    fence: list[str | None] = [None]
+    for line in lines:
+        inside = fence[-1]
+        if _FENCE.match(line):
+            inside = None if inside is not None else line.strip()[:16]
+        fence.append(inside)
+    chunks: list[str] = []
+    start, n = 0, len(lines)
+    while start < n:
+        opening = fence[start]
+        prefix: list[str] = [opening] if opening is not None else []
+        length = sum(len(x) + 1 for x in prefix) - 1
+        end = start
+        para_end = 0
+        while end < n:
+            closing = 4 if fence[end + 1] is not None else 0
+            if length + 1 + len(lines[end]) + closing > limit:
+                break
+            length += 1 + len(lines[end])
+            end += 1
+            if fence[end] is None and (not lines[end - 1].strip() or _FENCE.match(lines[end - 1])):
+                para_end = end
+        end = max(end, start + 1)
+        # Cut at a paragraph break unless it would leave the chunk mostly empty.
+        used = len("\n".join(lines[start:para_end])) if para_end > start else 0
+        cut = end if end == n or used < limit // 3 else para_end
+        body = "\n".join([*prefix, *lines[start:cut]]).rstrip()
+        if fence[cut] is not None:
+            body += "\n```"
+        if body.strip():
+            chunks.append(body)
+        start = cut
+        while start < n and fence[start] is None and not lines[start].strip():
+            start += 1
+    return chunks
+
+
+class Throttle:
+    """True at most once per ``interval_s`` (streaming edits: about one a second)."""
+
+    def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last = float("-inf")
+
+    def ready(self) -> bool:
+        now = self._clock()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            return True
+        return False
+
+
+async def run_command(
+    core: Core,
+    *,
+    scope: str,
+    command: Command | str,
+    actor: Actor,
+    language: str | None = None,
+) -> CommandResult:
+    """Run a /memory command; refusals and mistakes come back as results, not exceptions.
+
+    ``language``: what the platform knows of the user's language ("ja", "en"); otherwise the
+    scope's language setting, then the bot's, decide.
+    """
+    if language not in ("en", "ja"):
+        try:
+            language = (await core.repo.state(scope)).lang or core.settings.memory.language
+        except (StoreError, InputError):
+            language = core.settings.memory.language
+    p = load_prompts(language if language in ("en", "ja") else "en")
+    try:
+        parsed = parse_command(command) if isinstance(command, str) else command
+        return await execute(
+            core.admin, scope=scope, command=parsed, actor=actor, language=p.language
+        )
+    except UsageError as exc:
+        return CommandResult(title=p.say("usage_title"), sections=[("", str(exc))], ok=False)
+    except PermissionDenied as exc:
+        return CommandResult(title=str(exc), ok=False)
+    except InputError as exc:
+        return CommandResult(title=str(exc), sections=[("", USAGE)], ok=False)
+    except StoreError as exc:
+        log.error("/memory %s in %s failed: %s", command, scope, exc)
+        return CommandResult(title=f"Memory is unavailable right now: {exc}", ok=False)

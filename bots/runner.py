@@ -1,0 +1,64 @@
+"""``memorybot run``: one process serving the chosen front doors over one core."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from config.settings import Settings
+from memory_core.bootstrap import build_core
+from memory_core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+async def run_bots(
+    settings: Settings,
+    *,
+    discord: bool,
+    slack: bool,
+    sync_commands: bool = False,
+    shard_count: int | None = None,
+    shard_ids: list[int] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM. Each front door runs as a task; when one fails, the others
+    are stopped and the error is raised (a bad token is a ConfigError: exit status 2)."""
+    if not (discord or slack):
+        raise ConfigError("nothing to run: choose --discord and/or --slack")
+    core = await build_core(settings)
+    for line in core.describe():
+        log.warning("%s", line)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = []
+            if discord:
+                from bots.discord_bot import run_discord
+
+                tasks.append(
+                    group.create_task(
+                        run_discord(
+                            core,
+                            sync_commands=sync_commands,
+                            shard_count=shard_count,
+                            shard_ids=shard_ids,
+                        )
+                    )
+                )
+            if slack:
+                from bots.slack_bot import run_slack
+
+                tasks.append(group.create_task(run_slack(core)))
+            waiter = group.create_task(stop.wait())
+            await waiter
+            log.warning("stopping")
+            for task in tasks:
+                task.cancel()
+    finally:
+        await core.close()

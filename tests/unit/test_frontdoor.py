@@ -1,0 +1,73 @@
+"""Splitting long answers for chat platforms."""
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bots.frontdoor import Throttle, split_message
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.split(r"\s+", text.replace("```", " ")) if w]
+
+
+def test_short_text_is_one_chunk() -> None:
+    assert split_message("hello", 2000) == ["hello"]
+    assert split_message("  \n ", 2000) == []
+
+
+def test_prefers_paragraph_breaks() -> None:
+    paragraphs = [f"Paragraph {i}. " + "word " * 60 for i in range(10)]
+    chunks = split_message("\n\n".join(paragraphs), 1000)
+    assert all(len(c) <= 1000 for c in chunks)
+    for chunk in chunks:
+        assert chunk.startswith("Paragraph")  # every chunk starts at a paragraph
+
+
+def test_code_blocks_are_closed_and_reopened() -> None:
+    code = "```python\n" + "\n".join(f"print({i})  # line {i}" for i in range(300)) + "\n```"
+    chunks = split_message("Here is the code:\n\n" + code + "\n\nDone.", 2000)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert len(chunk) <= 2000
+        assert chunk.count("```") % 2 == 0, chunk[:80]
+    assert chunks[1].startswith("```python")
+    assert chunks[-1].endswith("Done.")
+
+
+def test_five_thousand_characters_of_one_line() -> None:
+    text = "x" * 5000
+    chunks = split_message(text, 2000)
+    assert all(len(c) <= 2000 for c in chunks)
+    assert "".join(chunks) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300),
+            st.sampled_from(["```", "```js", "", "", "- item", "~~~"]),
+        ),
+        max_size=80,
+    ),
+    st.integers(min_value=40, max_value=2000),
+)
+def test_chunks_fit_and_keep_every_word(lines: list[str], limit: int) -> None:
+    text = "\n".join(lines)
+    chunks = split_message(text, limit)
+    assert all(len(c) <= limit for c in chunks)
+    assert _words("\n".join(chunks)) == _words(text) or "".join(_words("".join(chunks))) == "".join(
+        _words(text)
+    )
+
+
+def test_throttle() -> None:
+    now = [0.0]
+    throttle = Throttle(1.0, clock=lambda: now[0])
+    assert throttle.ready()
+    now[0] = 0.5
+    assert not throttle.ready()
+    now[0] = 1.0
+    assert throttle.ready()
