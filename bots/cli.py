@@ -425,42 +425,25 @@ def rollover(
 
     async def go() -> dict[str, Any]:
         async with core_for(s, clock=clock, background=False) as core:
-            names = targets or [name for name, _ in await core.repo.scopes(limit=10**9)]
-            totals = {
-                "scopes": len(names),
-                "due": 0,
-                "days_closed": 0,
-                "weeks": 0,
-                "refreshes": 0,
-                "compactions": 0,
-                "skipped": 0,
-                "failed": 0,
-            }
+            # The scheduler's own sweep: one code path for cron, catch-up and this command.
             with _progress(quiet=as_json) as progress:
-                task = progress.add_task("rollover", total=len(names))
-                for name in names:
-                    state = await core.repo.state(name)
-                    if core.maintainer.due(state, clock.now()):
-                        totals["due"] += 1
-                        report = await core.pipeline.maintain(name)
-                        totals["days_closed"] += report.days_closed
-                        totals["weeks"] += report.weeks
-                        totals["refreshes"] += report.refreshes
-                        totals["compactions"] += report.compactions
-                        totals["skipped"] += int(report.skipped)
-                        totals["failed"] += int(report.failures > 0)
-                    progress.advance(task)
-            return totals
+                task = progress.add_task("rollover", total=None)
+                report = await core.scheduler.sweep(
+                    only=targets,
+                    force=True,
+                    progress=lambda r: progress.update(task, completed=r.worked, total=r.queued),
+                )
+            return report.as_dict()
 
     totals = run(go())
     if as_json:
         out.print(json.dumps(totals), markup=False)
     else:
         out.print(
-            f"{totals['scopes']} scopes, {totals['due']} due: {totals['days_closed']} days "
-            f"closed, {totals['weeks']} weeks, {totals['refreshes']} tier refreshes, "
+            f"{totals['queued']} scopes due: {totals['days_closed']} days closed, "
+            f"{totals['weeks']} weeks, {totals['refreshes']} tier refreshes, "
             f"{totals['compactions']} compactions, {totals['failed']} failed "
-            "(retried later).",
+            f"(retried later), in {totals['seconds']:.1f}s.",
             markup=False,
         )
 

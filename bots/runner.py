@@ -30,6 +30,8 @@ async def run_bots(
     core = await build_core(settings)
     for line in core.describe():
         log.warning("%s", line)
+    if settings.scheduler.enabled:
+        core.scheduler.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

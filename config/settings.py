@@ -85,6 +85,10 @@ class LLMSettings(_Section):
     )
     reply_max_tokens: int = Field(default=800, ge=16)
     temperature: float = Field(default=0.7, ge=0, le=2)
+    rpm_limit: int = Field(
+        default=0, ge=0, description="Requests per minute for the whole fleet (0: no limit)."
+    )
+    rpm_window_s: float = Field(default=60.0, gt=0, description="The window rpm_limit counts in.")
 
     @property
     def offline(self) -> bool:
@@ -147,6 +151,24 @@ class BotSettings(_Section):
     name: str = "memorybot"
 
 
+class SchedulerSettings(_Section):
+    """Rollover and consolidation on a calendar, shared out across the fleet."""
+
+    enabled: bool = True
+    sweep_minutes: int = Field(
+        default=15,
+        ge=1,
+        le=60,
+        description="How often to look for due scopes (per-scope timezones, catch-up).",
+    )
+    weekly_day: Weekday = "monday"
+    weekly_hour: int = Field(default=0, ge=0, le=23)
+    concurrency: int = Field(default=8, ge=1, le=1024, description="Scopes worked at once.")
+    lease_s: float = Field(
+        default=600.0, ge=5, description="A claimed scope returns to the queue after this."
+    )
+
+
 class DiscordSettings(_Section):
     token: SecretStr | None = None
     admin_role_ids: list[int] = Field(default_factory=list)
@@ -195,6 +217,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     bot: BotSettings = Field(default_factory=BotSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)

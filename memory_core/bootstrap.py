@@ -11,11 +11,14 @@ from config.settings import Settings
 from memory_core.admin import MemoryAdmin
 from memory_core.assembly import PromptAssembler
 from memory_core.clock import Clock, SystemClock
+from memory_core.fleet import FleetQueue
 from memory_core.llm import LLM, build_llm
 from memory_core.maintenance import Maintainer
 from memory_core.pipeline import MemoryPipeline
 from memory_core.platform_state import PlatformState
+from memory_core.ratelimit import FleetRateLimiter
 from memory_core.repo import MemoryRepo
+from memory_core.scheduler import RolloverScheduler
 from memory_core.store import Store, open_store
 from memory_core.summarize import Summarizer
 from memory_core.tokens import TokenCounter
@@ -36,6 +39,7 @@ class Core:
     pipeline: MemoryPipeline
     admin: MemoryAdmin
     platform: PlatformState
+    scheduler: RolloverScheduler
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -51,6 +55,7 @@ class Core:
         return [f"Memory: {self.store.description}", llm_line]
 
     async def close(self) -> None:
+        await self.scheduler.stop()
         await self.pipeline.drain()
         await self.llm.close()
         await self.store.close()
@@ -67,7 +72,15 @@ async def build_core(
 ) -> Core:
     clock = clock or SystemClock()
     store = store or await open_store(settings.store, autosave=autosave)
-    llm = llm or build_llm(settings.llm)
+    limiter = None
+    if settings.llm.rpm_limit:
+        limiter = FleetRateLimiter(
+            store.client,
+            store.keys.llm_rate,
+            limit=settings.llm.rpm_limit,
+            window_s=settings.llm.rpm_window_s,
+        )
+    llm = llm or build_llm(settings.llm, limiter=limiter)
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys)
     summarizer = Summarizer(llm, counter)
@@ -103,4 +116,10 @@ async def build_core(
         pipeline=pipeline,
         admin=admin,
         platform=PlatformState(store.client, store.keys),
+        scheduler=RolloverScheduler(
+            pipeline=pipeline,
+            fleet=FleetQueue(store.client, store.keys),
+            settings=settings,
+            clock=clock,
+        ),
     )

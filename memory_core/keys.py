@@ -40,6 +40,23 @@ class KeySchema:
             lock=f"{base}:lock",
         )
 
+    # Fleet-wide work sharing. One hash tag for all of it, so a claim moves a scope between
+    # the queue and the in-flight set atomically, on Redis Cluster too.
+    @property
+    def fleet_queue(self) -> str:
+        return f"{self.prefix}:{{fleet}}:queue"  # Sorted set: scope -> when it was queued
+
+    @property
+    def fleet_inflight(self) -> str:
+        return f"{self.prefix}:{{fleet}}:inflight"  # Sorted set: scope -> lease expiry (ms)
+
+    def fleet_sweep(self, slot: str) -> str:
+        return f"{self.prefix}:{{fleet}}:sweep:{slot}"  # String: who enumerated this sweep
+
+    @property
+    def llm_rate(self) -> str:
+        return f"{self.prefix}:{{fleet}}:llm-rate"  # Sorted set: one member per LLM request
+
     def cache(self, namespace: str, item: str) -> str:
         """Platform lookups worth remembering for a while (Slack user names, ...)."""
         return f"{self.prefix}:cache:{namespace}:{item}"

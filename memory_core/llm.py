@@ -90,6 +90,10 @@ class LLM(Protocol):
     async def close(self) -> None: ...
 
 
+class RateLimiter(Protocol):
+    async def acquire(self) -> None: ...
+
+
 class OfflineLLM:
     """No model configured: every call says so, and callers use their offline paths."""
 
@@ -140,10 +144,11 @@ class OpenAICompatLLM:
 
     offline = False
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, *, limiter: RateLimiter | None = None) -> None:
         import openai  # imported here: it takes a second, and offline mode never needs it
 
         self._settings = settings
+        self._limiter = limiter
         self._client = openai.AsyncOpenAI(
             # Local servers (Ollama, vLLM) need no key, but the client insists on one.
             api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",
@@ -252,6 +257,8 @@ class OpenAICompatLLM:
         kwargs = self._kwargs(purpose, json_output, max_tokens)
         model = kwargs["model"]
         async with self._gate:
+            if self._limiter is not None:
+                await self._limiter.acquire()
             try:
                 # The SDK's overloads want TypedDict messages; ours are plain mappings.
                 create: Any = self._client.chat.completions.create
@@ -311,7 +318,7 @@ class OpenAICompatLLM:
         await self._client.close()
 
 
-def build_llm(settings: LLMSettings) -> LLM:
+def build_llm(settings: LLMSettings, *, limiter: RateLimiter | None = None) -> LLM:
     if settings.offline:
         return OfflineLLM()
-    return OpenAICompatLLM(settings)
+    return OpenAICompatLLM(settings, limiter=limiter)

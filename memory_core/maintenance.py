@@ -84,10 +84,20 @@ class Maintainer:
         return unsum_tokens >= s.compact_trigger_tokens and unsum_count >= s.compact_min_messages
 
     def due(self, state: ScopeState, now: datetime) -> bool:
+        """Whether ``state`` has work now. Idle scopes are not due: a day with no messages
+        has nothing to summarise (it is closed, for free, when the next message comes),
+        except once at a week boundary, so a week that ended quietly is consolidated."""
         if not state.day:
             return False
-        if state.refresh_pending or calendar.local_day(now, self.tz(state)) > state.day:
+        if state.refresh_pending:
             return True
+        tz = self.tz(state)
+        today = calendar.local_day(now, tz)
+        if today > state.day:
+            if state.last_ms >= calendar.to_ms(calendar.day_start(state.day, tz)):
+                return True
+            week_start = self.settings.week_start
+            return calendar.week_of(state.day, week_start) != calendar.week_of(today, week_start)
         return self.compaction_due(state.unsum_tokens, state.unsum_count)
 
     # -- the loop ----------------------------------------------------------------------

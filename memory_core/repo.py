@@ -403,5 +403,6 @@ class MemoryRepo:
             pipe.hset(k.facts, fact.id, fact.to_json())
         if dump.done:
             pipe.sadd(k.done, *dump.done)
-        pipe.zadd(self.keys.scopes_index, {scope: last_activity_ms})
         await pipe.execute()
+        # The index lives in another hash slot: outside the scope's transaction.
+        await self.client.zadd(self.keys.scopes_index, {scope: last_activity_ms})

@@ -150,12 +150,45 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# KEYS: the rate log. ARGV: now (ms), window (ms), limit, a unique member.
+# A sliding-window log shared by the fleet: admits a request if fewer than `limit` were
+# admitted in the last window, else says how many ms to wait.
+RATE_ACQUIRE = """
+local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], window * 2)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+"""
+
+# KEYS: queue, in-flight. ARGV: now (ms), lease (ms).
+# Claims the oldest queued scope for one worker: out of the queue, into the in-flight set
+# with a lease; if the worker dies, the lease runs out and the scope is queued again.
+FLEET_CLAIM = """
+local now = tonumber(ARGV[1])
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, scope in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], scope)
+  redis.call('ZADD', KEYS[1], 'NX', 0, scope)
+end
+local item = redis.call('ZPOPMIN', KEYS[1])
+if #item == 0 then return false end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), item[1])
+return item[1]
+"""
+
 SCRIPTS: dict[str, str] = {
     "ingest": INGEST,
     "advance_short": ADVANCE_SHORT,
     "close_day": CLOSE_DAY,
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
+    "rate_acquire": RATE_ACQUIRE,
+    "fleet_claim": FLEET_CLAIM,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

@@ -184,9 +184,9 @@ async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
     run = await cli("rollover", "--at", at, "--json", REDIS_URL=clean_redis)
     assert run.code == 0, run.err
     totals = json.loads(run.out)
-    assert totals["due"] == 1 and totals["days_closed"] == 1
+    assert totals["queued"] == 1 and totals["days_closed"] == 1
     again = json.loads((await cli("rollover", "--at", at, "--json", REDIS_URL=clean_redis)).out)
-    assert again["due"] == 0 and again["days_closed"] == 0
+    assert again["queued"] == 0 and again["days_closed"] == 0
 
 
 async def test_bench_ingest_json(cli: CLI, clean_redis: str) -> None:

@@ -1,0 +1,100 @@
+"""Sharing rollover work across the processes of a fleet, through Redis.
+
+A sweep has two parts. *Enumerate*: one process per sweep slot (a ``SET NX`` marker) reads
+the scopes index and queues the scopes that are due. *Work*: every process claims queued
+scopes one at a time (a Lua script moves a scope from the queue into an in-flight set with a
+lease) and brings each up to date. A process that dies leaves its claimed scopes in the
+in-flight set; their leases run out and the next claim by anyone puts them back in the queue.
+Exactly-once is not the queue's job: the maintainer's compare-and-set scripts and markers
+guarantee it even if two workers end up on one scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from memory_core.keys import KeySchema
+from memory_core.models import ScopeState
+from memory_core.scripts import run_script
+
+# The state fields a due-check needs (not the summaries themselves: those are large).
+DUE_FIELDS = (
+    "day",
+    "tz",
+    "refresh_pending",
+    "week_pending",
+    "unsum_tokens",
+    "unsum_count",
+    "last_ms",
+)
+
+
+class FleetQueue:
+    def __init__(self, client: Any, keys: KeySchema) -> None:
+        self.client = client
+        self.keys = keys
+
+    async def win_sweep(self, slot: str, worker: str, *, ttl_s: int) -> bool:
+        """True for exactly one process per sweep slot: that one enumerates."""
+        key = self.keys.fleet_sweep(slot)
+        return bool(await self.client.set(key, f"enumerating:{worker}", nx=True, ex=ttl_s))
+
+    async def mark_enumerated(self, slot: str, *, ttl_s: int) -> None:
+        await self.client.set(self.keys.fleet_sweep(slot), "done", xx=True, ex=ttl_s)
+
+    async def enumerating(self, slot: str) -> bool:
+        """True while the slot's enumerator is still filling the queue (workers wait)."""
+        value = await self.client.get(self.keys.fleet_sweep(slot))
+        return bool(value) and str(value).startswith("enumerating")
+
+    async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
+        """Every scope in the index with the state fields a due-check needs, in batches."""
+        cursor = 0
+        while True:
+            cursor, items = await self.client.zscan(self.keys.scopes_index, cursor, count=batch)
+            scopes = [str(scope) for scope, _ in items]
+            if scopes:
+                pipe = self.client.pipeline(transaction=False)
+                for scope in scopes:
+                    pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
+                rows = await pipe.execute()
+                yield [
+                    (
+                        scope,
+                        ScopeState.from_hash(
+                            {k: v for k, v in zip(DUE_FIELDS, row, strict=True) if v is not None}
+                        ),
+                    )
+                    for scope, row in zip(scopes, rows, strict=True)
+                ]
+            if cursor == 0:
+                return
+
+    async def enqueue(self, scopes: list[str], *, now_ms: int) -> int:
+        if not scopes:
+            return 0
+        added = await self.client.zadd(
+            self.keys.fleet_queue, dict.fromkeys(scopes, now_ms), nx=True
+        )
+        return int(added)
+
+    async def claim(self, *, now_ms: int, lease_ms: int) -> str | None:
+        scope = await run_script(
+            self.client,
+            "fleet_claim",
+            [self.keys.fleet_queue, self.keys.fleet_inflight],
+            [now_ms, lease_ms],
+        )
+        return str(scope) if scope else None
+
+    async def finish(self, scope: str) -> None:
+        await self.client.zrem(self.keys.fleet_inflight, scope)
+
+    async def pending(self) -> tuple[int, int]:
+        """(queued, in flight)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(self.keys.fleet_queue)
+        pipe.zcard(self.keys.fleet_inflight)
+        queued, inflight = await pipe.execute()
+        return int(queued), int(inflight)

@@ -1,0 +1,226 @@
+"""Rollover on a calendar: APScheduler fires sweeps; a sweep brings every due scope up to date.
+
+Jobs (APScheduler 3.x ``AsyncIOScheduler`` inside ``memorybot run``):
+- ``midnight``: local midnight of the configured timezone (DST handled by the cron trigger);
+- ``sweep``: every ``sweep_minutes`` (15 by default). Every UTC offset in use is a multiple of
+  15 minutes, so a scope with its own timezone rolls over within seconds of its own midnight;
+  the same job catches up whatever a stopped fleet missed;
+- ``weekly``: the configured day and hour, for weeks whose last days were idle;
+- one sweep at start-up: catch-up after downtime.
+
+``memorybot rollover`` calls the same :meth:`RolloverScheduler.sweep`: one code path. Any
+number of processes may fire the same job; the fleet queue shares the scopes out, and the
+maintainer's compare-and-set scripts make each (scope, day) and (scope, week) happen once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from config.settings import Settings
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.fleet import FleetQueue
+from memory_core.maintenance import MaintenanceReport
+from memory_core.pipeline import MemoryPipeline
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    enumerated: bool = False
+    queued: int = 0
+    worked: int = 0
+    days_closed: int = 0
+    idle_days: int = 0
+    weeks: int = 0
+    refreshes: int = 0
+    compactions: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    scopes: list[str] = field(default_factory=list)
+
+    def add(self, report: MaintenanceReport) -> None:
+        self.worked += 1
+        self.days_closed += report.days_closed
+        self.idle_days += report.idle_days
+        self.weeks += report.weeks
+        self.refreshes += report.refreshes
+        self.compactions += report.compactions
+        self.failed += int(report.failures > 0)
+        self.skipped += int(report.skipped)
+        self.scopes.append(report.scope)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "scopes"}
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{id(object()) & 0xFFFF:x}"
+
+
+class RolloverScheduler:
+    def __init__(
+        self,
+        *,
+        pipeline: MemoryPipeline,
+        fleet: FleetQueue,
+        settings: Settings,
+        clock: Clock,
+        worker: str | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.maintainer = pipeline.maintainer
+        self.fleet = fleet
+        self.settings = settings
+        self.clock = clock
+        self.worker = worker or worker_name()
+        self._aps: Any = None
+        self._running = asyncio.Lock()
+        self.last: SweepReport | None = None
+
+    # -- one sweep ---------------------------------------------------------------------
+    def slot(self) -> str:
+        """The sweep slot of now: all processes firing the same job agree on it."""
+        minutes = self.settings.scheduler.sweep_minutes
+        now = int(self.clock.now().timestamp()) // (minutes * 60) * (minutes * 60)
+        return calendar.from_ms(now * 1000).isoformat(timespec="minutes")
+
+    async def sweep(
+        self,
+        *,
+        only: Sequence[str] | None = None,
+        force: bool = False,
+        progress: Callable[[SweepReport], None] | None = None,
+    ) -> SweepReport:
+        """Queue the due scopes (one process per slot, unless ``force`` or ``only``) and work
+        the queue with the others until it is empty."""
+        started = time.perf_counter()
+        report = SweepReport()
+        slot = self.slot()
+        ttl = self.settings.scheduler.sweep_minutes * 60 * 4
+        if only is not None or force or await self.fleet.win_sweep(slot, self.worker, ttl_s=ttl):
+            report.enumerated = True
+            report.queued = await self._enumerate(only)
+            await self.fleet.mark_enumerated(slot, ttl_s=ttl)
+        await self._work(report, slot, progress)
+        report.seconds = time.perf_counter() - started
+        self.last = report
+        return report
+
+    async def _enumerate(self, only: Sequence[str] | None) -> int:
+        now = self.clock.now()
+        now_ms = calendar.to_ms(now)
+        queued = 0
+        if only is not None:
+            states = [(scope, await self.pipeline.repo.state(scope)) for scope in only]
+            due = [scope for scope, state in states if self.maintainer.due(state, now)]
+            return await self.fleet.enqueue(due, now_ms=now_ms)
+        async for batch in self.fleet.states():
+            due = [scope for scope, state in batch if self.maintainer.due(state, now)]
+            queued += await self.fleet.enqueue(due, now_ms=now_ms)
+        return queued
+
+    async def _work(
+        self, report: SweepReport, slot: str, progress: Callable[[SweepReport], None] | None
+    ) -> None:
+        lease_ms = int(self.settings.scheduler.lease_s * 1000)
+
+        async def worker() -> None:
+            while True:
+                # Leases are about processes staying alive: real time, not the clock.
+                scope = await self.fleet.claim(now_ms=int(time.time() * 1000), lease_ms=lease_ms)
+                if scope is None:
+                    if await self.fleet.enumerating(slot):
+                        await asyncio.sleep(0.05)  # the queue is still being filled
+                        continue
+                    return
+                try:
+                    report.add(await self.pipeline.maintain(scope))
+                except Exception:  # one scope's failure never blocks the others
+                    log.exception("rollover of %s failed; it will be retried", scope)
+                    report.failed += 1
+                finally:
+                    await self.fleet.finish(scope)
+                if progress is not None:
+                    progress(report)
+
+        await asyncio.gather(*(worker() for _ in range(self.settings.scheduler.concurrency)))
+
+    # -- APScheduler -------------------------------------------------------------------
+    def start(self) -> None:
+        """Register the jobs and start firing them (needs a running event loop)."""
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        from apscheduler.triggers.cron import CronTrigger
+
+        s = self.settings
+        tz = calendar.zone(s.memory.timezone)
+        aps = AsyncIOScheduler(timezone=tz)
+        options = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600}
+        aps.add_job(
+            self.fire,
+            CronTrigger(hour=0, minute=0, second=5, timezone=tz),
+            id="midnight",
+            **options,
+        )
+        aps.add_job(
+            self.fire,
+            CronTrigger(minute=f"*/{s.scheduler.sweep_minutes}", second=20, timezone="UTC"),
+            id="sweep",
+            **options,
+        )
+        aps.add_job(
+            self.fire,
+            CronTrigger(
+                day_of_week=s.scheduler.weekly_day[:3],
+                hour=s.scheduler.weekly_hour,
+                minute=2,
+                timezone=tz,
+            ),
+            id="weekly",
+            **options,
+        )
+        aps.start()
+        self._aps = aps
+        # Catch up at once whatever was missed while the fleet was down.
+        self._startup = asyncio.create_task(self.fire())
+
+    async def fire(self) -> None:
+        """One job firing: a sweep, unless this process is already sweeping."""
+        if self._running.locked():
+            return
+        async with self._running:
+            try:
+                report = await self.sweep()
+            except Exception:  # logged; the next firing tries again
+                log.exception("rollover sweep failed")
+                return
+        if report.worked or report.queued:
+            log.info("rollover sweep: %s", report.as_dict())
+
+    async def stop(self) -> None:
+        if self._aps is not None:
+            self._aps.shutdown(wait=False)
+            self._aps = None
+        startup = getattr(self, "_startup", None)
+        if startup is not None and not startup.done():
+            startup.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await startup
+
+    def next_fire_times(self) -> dict[str, Any]:
+        if self._aps is None:
+            return {}
+        return {job.id: job.next_run_time for job in self._aps.get_jobs()}
