@@ -49,6 +49,24 @@ def next_midnight(now: datetime, tz: str) -> datetime:
     return from_ms(day_end_ms(today, tz))
 
 
+def next_local_time(
+    now: datetime, tz: str, *, hour: int = 0, weekday: str | None = None
+) -> datetime:
+    """The first instant after ``now`` when the local clock in ``tz`` shows ``hour``:00 (on
+    ``weekday`` if given), in UTC. Walks calendar days, not 24-hour steps, so a 23- or
+    25-hour day across a DST change is handled (an hour that does not exist that day is taken
+    as the instant the clock jumps past it)."""
+    local_now = now.astimezone(zone(tz))
+    day = local_now.date()
+    for _ in range(9):
+        candidate = datetime.combine(day, time(hour), tzinfo=zone(tz)).astimezone(UTC)
+        matches = weekday is None or day.weekday() == WEEKDAYS.index(weekday)
+        if matches and candidate > now:
+            return candidate
+        day += timedelta(days=1)
+    raise AssertionError("unreachable: a matching day comes within a week")
+
+
 def week_of(day: str, week_start: str = "monday") -> str:
     """The first day (ISO date) of the week holding ``day``; weeks begin on ``week_start``."""
     d = date.fromisoformat(day)

@@ -105,14 +105,19 @@ class Maintainer:
         """Bring ``scope`` up to date. ``lock=False`` skips the fleet lock: correctness never
         depends on it (every write is a compare-and-set); it only saves duplicate LLM calls."""
         report = MaintenanceReport(scope=scope)
-        token = await self.repo.try_lock(scope, self.lock_ttl_ms) if lock else ""
+        state: ScopeState | None = None
+        if lock:
+            token, state = await self.repo.lock_and_state(scope, self.lock_ttl_ms)
+        else:
+            token = ""
         if token is None:
             report.skipped = True
             return report
         try:
             for _ in range(MAX_STEPS):
-                if not await self._step(scope, report):
+                if not await self._step(scope, report, state):
                     break
+                state = None
             else:
                 log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
         finally:
@@ -120,8 +125,11 @@ class Maintainer:
                 await self.repo.unlock(scope, token)
         return report
 
-    async def _step(self, scope: str, report: MaintenanceReport) -> bool:
-        state = await self.repo.state(scope)
+    async def _step(
+        self, scope: str, report: MaintenanceReport, state: ScopeState | None = None
+    ) -> bool:
+        if state is None:
+            state = await self.repo.state(scope)
         if not state.day:
             return False
         now = self.clock.now()
@@ -171,16 +179,23 @@ class Maintainer:
 
     # -- steps -------------------------------------------------------------------------
     async def _compact(
-        self, scope: str, state: ScopeState, report: MaintenanceReport, *, final: bool
+        self,
+        scope: str,
+        state: ScopeState,
+        report: MaintenanceReport,
+        *,
+        final: bool,
+        entries: list[LogEntry] | None = None,
     ) -> bool:
         if self._waiting(state, report):
             return False
         s = self.settings
         tz = self.tz(state)
-        end_ms = calendar.day_end_ms(state.day, tz)
-        entries = await self.repo.entries_after(
-            scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
-        )
+        if entries is None:
+            end_ms = calendar.day_end_ms(state.day, tz)
+            entries = await self.repo.entries_after(
+                scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
+            )
         candidates = entries if final else _drop_newest(entries, s.compact_keep_tokens)
         chunk = _take_oldest(candidates, s.compact_max_input_tokens)
         if not chunk:
@@ -228,12 +243,13 @@ class Maintainer:
     async def _finish_day(self, scope: str, state: ScopeState, report: MaintenanceReport) -> bool:
         tz = self.tz(state)
         end_ms = calendar.day_end_ms(state.day, tz)
-        leftover = await self.repo.entries_after(scope, state.short_upto, before_ms=end_ms, limit=1)
+        leftover, nxt = await self.repo.day_view(
+            scope, after_id=state.short_upto, end_ms=end_ms, limit=READ_LIMIT
+        )
         if leftover:
             # Summarise the rest of the day into 'short' first (possibly in several chunks);
             # each chunk is its own atomic step, so a crash loses no progress.
-            return await self._compact(scope, state, report, final=True)
-        nxt = await self.repo.first_entry_from(scope, end_ms)
+            return await self._compact(scope, state, report, final=True, entries=leftover)
         today = calendar.local_day(self.clock.now(), tz)
         # The next day with messages (days in between were idle: nothing to summarise).
         next_day = calendar.local_day_ms(nxt.ms, tz) if nxt else today
@@ -264,6 +280,7 @@ class Maintainer:
             week=week,
             now_iso=_iso(self.clock.now()),
             epoch=state.epoch,
+            trim_before_ms=self._trim_before(state),
         )
         if result == -1:
             return await self._refresh(scope, await self.repo.state(scope), report)
@@ -272,7 +289,6 @@ class Maintainer:
         elif result == 1:
             report.days_closed += 1
             report.closed.append(state.day)
-            await self._trim(scope, state)
             log.info("closed day %s of %s (next day %s)", state.day, scope, next_day)
         return True
 
@@ -321,13 +337,13 @@ class Maintainer:
             report.weeks += 1 if week_summary else 0
         return True
 
-    async def _trim(self, scope: str, state: ScopeState) -> None:
-        """Retention: drop raw messages older than the setting, never unsummarised ones."""
-        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
+    def _trim_before(self, state: ScopeState) -> int:
+        """Retention: raw messages older than the setting go, never unsummarised ones (the
+        day being closed is summarised up to ``short_upto``)."""
         if not state.short_upto:
-            return
-        summarised_ms = int(state.short_upto.split("-", 1)[0])
-        await self.repo.trim_log_before(scope, min(cutoff, summarised_ms))
+            return 0
+        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
+        return min(cutoff, int(state.short_upto.split("-", 1)[0]))
 
 
 def _drop_newest(entries: Sequence[LogEntry], keep_tokens: int) -> list[LogEntry]:

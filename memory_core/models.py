@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -99,20 +100,25 @@ class ScopeState:
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:
         state = cls()
-        for name, default in asdict(cls()).items():
+        for name, kind in _STATE_FIELDS:
             value = raw.get(name)
             if value is None:
                 continue
-            if isinstance(default, bool):
+            if kind is bool:
                 setattr(state, name, value == "1")
-            elif isinstance(default, int):
-                try:
+            elif kind is int:
+                # A hand-edited counter that is not a number keeps its default.
+                with contextlib.suppress(ValueError):
                     setattr(state, name, int(value))
-                except ValueError:
-                    setattr(state, name, default)
             else:
                 setattr(state, name, value)
         return state
+
+
+# (field, type) of ScopeState, computed once: from_hash runs for every maintenance step.
+_STATE_FIELDS: tuple[tuple[str, type], ...] = tuple(
+    (name, type(value)) for name, value in asdict(ScopeState()).items()
+)
 
 
 @dataclass(frozen=True, slots=True)

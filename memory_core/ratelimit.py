@@ -23,6 +23,9 @@ class FleetRateLimiter:
         self.key = key
         self.limit = limit
         self.window_ms = int(window_s * 1000)
+        # The provider counts requests when they arrive, a little after we admit them, and
+        # not all arrive equally late: count our window a little longer to stay under theirs.
+        self.margin_ms = min(500, self.window_ms // 5)
         self.waited_s = 0.0
 
     async def acquire(self) -> None:

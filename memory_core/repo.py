@@ -88,7 +88,8 @@ class MemoryRepo:
         args = [ts_ms, role, author, author_id, text, platform_id, tokens, day, parent]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
-            pipe.evalsha(SHAS["ingest"], 2, k.log, k.state, *args)
+            # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
+            pipe.execute_command("EVALSHA", SHAS["ingest"], 2, k.log, k.state, *args)
             pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
             try:
                 result, _ = await pipe.execute()
@@ -148,6 +149,29 @@ class MemoryRepo:
             return []
         raw = await self.client.xrange(self.k(scope).log, min=start, max=end, count=limit)
         return _entries(raw)
+
+    async def day_view(
+        self, scope: str, *, after_id: str, end_ms: int, limit: int
+    ) -> tuple[list[LogEntry], LogEntry | None]:
+        """In one round trip: the unsummarised entries of a day (id > after_id, time < end_ms)
+        and the first entry after the day."""
+        log = self.k(scope).log
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xrange(log, min=f"({after_id}" if after_id else "-", max=str(end_ms - 1), count=limit)
+        pipe.xrange(log, min=str(end_ms), max="+", count=1)
+        day, after = await pipe.execute()
+        following = _entries(after)
+        return _entries(day), (following[0] if following else None)
+
+    async def lock_and_state(self, scope: str, ttl_ms: int) -> tuple[str | None, ScopeState]:
+        """Take the maintenance lock and read the state in one round trip."""
+        token = secrets.token_hex(8)
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(k.lock, token, nx=True, px=ttl_ms)
+        pipe.hgetall(k.state)
+        ok, raw = await pipe.execute()
+        return (token if ok else None), ScopeState.from_hash(raw)
 
     async def first_entry_from(self, scope: str, ms: int) -> LogEntry | None:
         raw = await self.client.xrange(self.k(scope).log, min=str(ms), max="+", count=1)
@@ -246,13 +270,15 @@ class MemoryRepo:
         week: str,
         now_iso: str,
         epoch: int,
+        trim_before_ms: int = 0,
     ) -> int:
-        """1: closed now; 0: already closed (or moved on); -1: a week refresh must run first."""
+        """1: closed now; 0: already closed (or moved on); -1: a week refresh must run first.
+        ``trim_before_ms``: retention, raw messages older than this go in the same step."""
         k = self.k(scope)
         result = await run_script(
             self.client,
             "close_day",
-            [k.state, k.days, k.done],
+            [k.state, k.days, k.done, k.log],
             [
                 day,
                 next_day,
@@ -265,6 +291,7 @@ class MemoryRepo:
                 now_iso,
                 expected_upto,
                 str(epoch),
+                str(trim_before_ms) if trim_before_ms > 0 else "",
             ],
         )
         return int(result)

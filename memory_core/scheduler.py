@@ -23,6 +23,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from config.settings import Settings
@@ -65,6 +66,30 @@ class SweepReport:
         data = {k: v for k, v in self.__dict__.items() if k != "scopes"}
         data["seconds"] = round(self.seconds, 3)
         return data
+
+
+def _local_trigger(tz: str, *, hour: int = 0, weekday: str | None = None, offset_s: int = 5) -> Any:
+    """An APScheduler trigger firing at local ``hour``:00 (+offset) in ``tz``.
+
+    APScheduler 3's CronTrigger skips the day after a spring-forward DST change when asked
+    for the next fire time just after midnight (agronholm/apscheduler#606, still in 3.11.3),
+    which would skip a rollover; this trigger uses the calendar module's pure time maths.
+    """
+    from apscheduler.triggers.base import BaseTrigger
+
+    class LocalTimeTrigger(BaseTrigger):  # type: ignore[misc]
+        def get_next_fire_time(
+            self, previous_fire_time: datetime | None, now: datetime
+        ) -> datetime:
+            after = now if previous_fire_time is None else max(now, previous_fire_time)
+            base = after - timedelta(seconds=offset_s)
+            fire = calendar.next_local_time(base, tz, hour=hour, weekday=weekday)
+            return (fire + timedelta(seconds=offset_s)).astimezone(calendar.zone(tz))
+
+        def __str__(self) -> str:
+            return f"local {weekday or 'daily'} {hour:02d}:00 {tz}"
+
+    return LocalTimeTrigger()
 
 
 def worker_name() -> str:
@@ -183,11 +208,11 @@ class RolloverScheduler:
         )
         aps.add_job(
             self.fire,
-            CronTrigger(
-                day_of_week=s.scheduler.weekly_day[:3],
+            _local_trigger(
+                s.memory.timezone,
                 hour=s.scheduler.weekly_hour,
-                minute=2,
-                timezone=tz,
+                weekday=s.scheduler.weekly_day,
+                offset_s=120,
             ),
             id="weekly",
             **options,

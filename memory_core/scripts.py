@@ -83,9 +83,10 @@ return 1
 """
 )
 
-# KEYS: state, days, done. ARGV: day, next day, day JSON ('' = idle day, nothing to append),
-# new short_upto ('' = unchanged), tokens consumed, messages consumed, days_max, week to
-# consolidate ('' = none), now (ISO), expected short_upto, expected epoch.
+# KEYS: state, days, done, log. ARGV: day, next day, day JSON ('' = idle day, nothing to
+# append), new short_upto ('' = unchanged), tokens consumed, messages consumed, days_max, week
+# to consolidate ('' = none), now (ISO), expected short_upto, expected epoch, trim min id
+# ('' = no retention trim: raw messages older than it go, all of them summarised by now).
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 CLOSE_DAY = (
     _CONSUME
@@ -113,6 +114,7 @@ if ARGV[3] ~= '' or ARGV[8] ~= '' then
 end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
+if ARGV[12] ~= '' then redis.call('XTRIM', KEYS[4], 'MINID', ARGV[12]) end
 return 1
 """
 )

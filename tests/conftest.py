@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,22 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _free_cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free too, under 55536."""
+    import random
+
+    for _ in range(200):
+        port = random.randint(20000, 45000)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port pair for a Redis Cluster node")
 
 
 class RedisServer:
@@ -84,6 +101,60 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class RedisCluster:
+    """Three redis-server processes in cluster mode, owned by the tests."""
+
+    def __init__(self, nodes: int = 3) -> None:
+        self.servers = [
+            RedisServer(
+                _free_cluster_port(),
+                extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+            )
+            for _ in range(nodes)
+        ]
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise RuntimeError("redis-cli is not installed: apt-get install redis-tools")
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *[f"127.0.0.1:{s.port}" for s in self.servers],
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.url = f"redis://127.0.0.1:{self.servers[0].port}/0"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            info = redis.Redis.from_url(self.url, decode_responses=True).cluster("info")
+            if info.get("cluster_state") == "ok":
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the test Redis Cluster did not become ready")
+
+    def flush(self) -> None:
+        for server in self.servers:
+            client = redis.Redis.from_url(server.url)
+            client.flushall()
+            client.close()
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    url: str
+    cluster: bool = False
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     override = os.environ.get("MEMORYBOT_TEST_REDIS_URL")
@@ -97,13 +168,49 @@ def redis_url() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    cluster = RedisCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+# Test modules whose scenarios also run, unchanged, against a Redis Cluster.
+CLUSTER_MODULES = {
+    "tests.integration.test_seed_areas",
+    "tests.integration.test_rollover",
+    "tests.integration.test_forget",
+    "tests.integration.test_isolation",
+    "tests.integration.test_fleet",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "redis_target" in metafunc.fixturenames and metafunc.module.__name__ in CLUSTER_MODULES:
+        metafunc.parametrize("redis_target", ["single", "cluster"], indirect=True)
+
+
 @pytest.fixture
-def clean_redis(redis_url: str) -> Iterator[str]:
+def redis_target(request: pytest.FixtureRequest, redis_url: str) -> Iterator[RedisTarget]:
+    kind = getattr(request, "param", "single")
+    if kind == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        yield RedisTarget(cluster.url, cluster=True)
+        cluster.flush()
+        return
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    yield redis_url
+    yield RedisTarget(redis_url)
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def clean_redis(redis_target: RedisTarget) -> str:
+    return redis_target.url
 
 
 @pytest.fixture(autouse=True)
@@ -126,13 +233,14 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
 def make_settings(
     *,
     redis_url: str | None = None,
+    cluster: bool = False,
     llm_url: str | None = None,
     data_dir: Path | None = None,
     memory: dict[str, Any] | None = None,
     llm: dict[str, Any] | None = None,
     **sections: Any,
 ) -> Settings:
-    store: dict[str, Any] = {}
+    store: dict[str, Any] = {"cluster": cluster}
     if redis_url:
         store["redis_url"] = redis_url
     if data_dir:
@@ -150,7 +258,9 @@ CoreFactory = Callable[..., Awaitable[Core]]
 
 
 @pytest.fixture
-async def make_core(clean_redis: str, fake_llm: FakeOpenAI) -> AsyncIterator[CoreFactory]:
+async def make_core(
+    clean_redis: str, redis_target: RedisTarget, fake_llm: FakeOpenAI
+) -> AsyncIterator[CoreFactory]:
     """Build cores on the private Redis and the fake LLM; closed at the end of the test."""
     cores: list[Core] = []
 
@@ -162,7 +272,10 @@ async def make_core(clean_redis: str, fake_llm: FakeOpenAI) -> AsyncIterator[Cor
         **overrides: Any,
     ) -> Core:
         settings = make_settings(
-            redis_url=clean_redis, llm_url=None if offline else fake_llm.base_url, **overrides
+            redis_url=clean_redis,
+            cluster=redis_target.cluster,
+            llm_url=None if offline else fake_llm.base_url,
+            **overrides,
         )
         core = await build_core(settings, clock=clock or ManualClock(START), background=background)
         cores.append(core)
