@@ -503,6 +503,46 @@ def bench_ingest(
     )
 
 
+@bench_app.command("rollover")
+def bench_rollover(
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 10000,
+    idle: Annotated[int, typer.Option("--idle", min=0, help="Idle scopes (must cost 0).")] = 1000,
+    latency_ms: Annotated[float, typer.Option("--latency-ms", min=0)] = 200.0,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A day's rollover over many scopes, with a stand-in model of set latency."""
+    from memory_core.bench import bench_rollover as do_bench
+
+    s = settings()
+
+    async def go() -> dict[str, Any]:
+        with _progress(quiet=as_json) as progress:
+            task = progress.add_task("rollover", total=scopes)
+            return await do_bench(
+                s,
+                scopes=scopes,
+                idle=idle,
+                latency_ms=latency_ms,
+                concurrency=concurrency,
+                progress=lambda n: progress.update(task, completed=n),
+            )
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result), markup=False)
+        return
+    out.print(
+        f"{result['rolled_over']} scopes rolled over in {result['seconds']}s at concurrency "
+        f"{concurrency} with a {latency_ms:.0f} ms model: {result['scopes_per_s']} scopes/s "
+        f"(ideal {result['ideal_scopes_per_s']}); {result['llm_calls_per_scope']} LLM calls "
+        f"per scope; {result['idle_scopes']} idle scopes queued: "
+        f"{result['queued'] - result['rolled_over']}.\n"
+        f"Overhead outside the model: {result['overhead_ms_per_scope']} ms per scope.",
+        markup=False,
+    )
+
+
 def main() -> None:
     app()
 

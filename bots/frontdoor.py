@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 _FENCE = re.compile(r"^\s*(```+|~~~+)(.*)$")
 
 
+def _marker(opening: str | None) -> str:
+    """The fence character of an opening fence line ("`" or "~")."""
+    return opening.lstrip()[0] if opening else "`"
+
+
 def _hard_split(line: str, limit: int) -> list[str]:
     """A single line longer than ``limit``: cut at the last space that fits, else anywhere."""
     pieces: list[str] = []
@@ -55,12 +60,16 @@ def split_message(text: str, limit: int) -> list[str]:
     for raw in text.split("\n"):
         # Room for a reopened fence line and a closing fence around any single line.
         lines.extend(_hard_split(raw, limit - 24) if len(raw) > limit - 24 else [raw])
-    # fence[i]: the opening fence line in force before lines[i] (None outside code).
+    # fence[i]: the opening fence line in force before lines[i] (None outside code). A block
+    # opened with ``` closes only with ``` (and ~~~ with ~~~), as Markdown has it.
     fence: list[str | None] = [None]
     for line in lines:
         inside = fence[-1]
-        if _FENCE.match(line):
-            inside = None if inside is not None else line.strip()[:16]
+        match = _FENCE.match(line)
+        if match and inside is None:
+            inside = line.strip()[:16]
+        elif match and _marker(inside) == match.group(1)[0] and not match.group(2).strip():
+            inside = None
         fence.append(inside)
     chunks: list[str] = []
     start, n = 0, len(lines)
@@ -76,7 +85,8 @@ def split_message(text: str, limit: int) -> list[str]:
                 break
             length += 1 + len(lines[end])
             end += 1
-            if fence[end] is None and (not lines[end - 1].strip() or _FENCE.match(lines[end - 1])):
+            closed_block = fence[end - 1] is not None and fence[end] is None
+            if fence[end] is None and (not lines[end - 1].strip() or closed_block):
                 para_end = end
         end = max(end, start + 1)
         # Cut at a paragraph break unless it would leave the chunk mostly empty.
@@ -84,7 +94,7 @@ def split_message(text: str, limit: int) -> list[str]:
         cut = end if end == n or used < limit // 3 else para_end
         body = "\n".join([*prefix, *lines[start:cut]]).rstrip()
         if fence[cut] is not None:
-            body += "\n```"
+            body += "\n" + _marker(fence[cut]) * 3
         if body.strip():
             chunks.append(body)
         start = cut

@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 
 from config.settings import Settings
-from memory_core.bootstrap import build_core
+from memory_core.bootstrap import Core, build_core
 from memory_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ async def run_bots(
         raise ConfigError("nothing to run: choose --discord and/or --slack")
     core = await build_core(settings)
     for line in core.describe():
-        log.warning("%s", line)
+        print(line, file=sys.stderr)
     if settings.scheduler.enabled:
         core.scheduler.start()
     stop = asyncio.Event()
@@ -37,6 +38,30 @@ async def run_bots(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    try:
+        await _serve(
+            core,
+            discord=discord,
+            slack=slack,
+            stop=stop,
+            sync_commands=sync_commands,
+            shard_count=shard_count,
+            shard_ids=shard_ids,
+        )
+    finally:
+        await core.close()
+
+
+async def _serve(
+    core: Core,
+    *,
+    discord: bool,
+    slack: bool,
+    stop: asyncio.Event,
+    sync_commands: bool,
+    shard_count: int | None,
+    shard_ids: list[int] | None,
+) -> None:
     try:
         async with asyncio.TaskGroup() as group:
             tasks = []
@@ -62,5 +87,7 @@ async def run_bots(
             log.warning("stopping")
             for task in tasks:
                 task.cancel()
-    finally:
-        await core.close()
+    except ExceptionGroup as failed:
+        # A front door that cannot start (a bad token is a ConfigError) stops the others;
+        # raise its own error so the CLI reports it plainly and exits with its status.
+        raise failed.exceptions[0] from None

@@ -138,3 +138,140 @@ async def _cleanup(client: Any, pattern: str) -> None:
             batch.clear()
     if batch:
         await client.delete(*batch)
+
+
+class LatencyLLM:
+    """A stand-in model for benchmarks: answers well-formed summaries after a set latency.
+
+    It lives here, not in the tests, because ``memorybot bench`` must run on an installed
+    copy; it is never used outside benchmarks."""
+
+    offline = False
+
+    def __init__(self, latency_s: float) -> None:
+        from memory_core.llm import LLMStats
+
+        self.latency_s = latency_s
+        self.stats = LLMStats()
+        self.busy_s = 0.0
+
+    async def complete(
+        self,
+        messages: Any,
+        *,
+        purpose: Any,
+        json_output: bool = False,
+        max_tokens: int | None = None,
+    ) -> Any:
+        import asyncio
+        import json
+
+        from memory_core.llm import ChatResult
+
+        started = time.perf_counter()
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        self.busy_s += time.perf_counter() - started
+        self.stats.of(purpose).calls += 1
+        if purpose == "compact":
+            text = json.dumps({"summary": "The team talked about the release.", "facts": []})
+        elif purpose == "refresh":
+            text = json.dumps(
+                {
+                    "mid": "This week: the release.",
+                    "overview": "Overview: the release.",
+                    "week": "The week of the release.",
+                    "long": "Long term: releases.",
+                }
+            )
+        else:
+            text = "ok"
+        return ChatResult(text=text, prompt_tokens=0, completion_tokens=0, model="latency")
+
+    def stream(
+        self, messages: Any, *, purpose: Any = "reply", max_tokens: int | None = None
+    ) -> Any:
+        raise NotImplementedError("benchmarks do not stream")
+
+    async def close(self) -> None:
+        return None
+
+
+async def bench_rollover(
+    settings: Settings,
+    *,
+    scopes: int,
+    idle: int,
+    latency_ms: float,
+    concurrency: int,
+    overhead_sample: int = 300,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Scopes per second for a day's rollover at a concurrency, with a model of set latency;
+    the per-scope overhead outside the model, measured with a zero-latency model one scope
+    at a time; and proof that idle scopes cost nothing."""
+    prefix = f"mbbench{secrets.token_hex(3)}"
+    memory = settings.memory.model_copy(update={"compact_trigger_tokens": 10**9})
+    store = settings.store.model_copy(update={"key_prefix": prefix})
+    sched = settings.scheduler.model_copy(update={"concurrency": concurrency, "lease_s": 3600})
+    run_settings = settings.model_copy(
+        update={"memory": memory, "store": store, "scheduler": sched}
+    )
+    day0 = ManualClock(datetime_at(2025, 8, 11, 9))
+    llm = LatencyLLM(latency_ms / 1000)
+    core = await build_core(run_settings, clock=day0, llm=llm, autosave=False)
+    rng = random.Random(11)
+    client = core.store.client
+    try:
+        # Idle scopes: active two days ago, rolled over since, silent now.
+        for i in range(idle):
+            await core.pipeline.ingest(
+                IncomingMessage(scope=f"bench:idle{i}", text=_text(rng), author="u")
+            )
+        day0.set(datetime_at(2025, 8, 12, 9))
+        await core.scheduler.sweep(force=True)
+        sample = min(overhead_sample, scopes)
+        for name in [f"bench:o{i}" for i in range(sample)] + [f"bench:a{i}" for i in range(scopes)]:
+            await core.pipeline.ingest(IncomingMessage(scope=name, text=_text(rng), author="u"))
+        day0.set(datetime_at(2025, 8, 13, 0, 1))
+        # 1. Overhead: zero-latency model, one scope at a time.
+        llm.latency_s = 0.0
+        started = time.perf_counter()
+        for i in range(sample):
+            await core.pipeline.maintain(f"bench:o{i}")
+        overhead_ms = (time.perf_counter() - started) * 1000 / max(1, sample)
+        # 2. Throughput: the set latency, the given concurrency, through the scheduler.
+        llm.latency_s = latency_ms / 1000
+        calls_before = llm.stats.calls()
+        started = time.perf_counter()
+        report = await core.scheduler.sweep(
+            force=True, progress=(lambda r: progress(r.worked)) if progress else None
+        )
+        elapsed = time.perf_counter() - started
+        calls = llm.stats.calls() - calls_before
+    finally:
+        await _cleanup(client, f"{prefix}:*")
+        await core.close()
+    return {
+        "store": core.store.description,
+        "scopes": scopes,
+        "idle_scopes": idle,
+        "latency_ms": latency_ms,
+        "concurrency": concurrency,
+        "rolled_over": report.days_closed,
+        "queued": report.queued,
+        "seconds": round(elapsed, 3),
+        "scopes_per_s": round(report.days_closed / elapsed, 1) if elapsed else 0.0,
+        "llm_calls": calls,
+        "llm_calls_per_scope": round(calls / max(1, report.days_closed), 2),
+        "overhead_ms_per_scope": round(overhead_ms, 3),
+        "ideal_scopes_per_s": round(concurrency / (2 * latency_ms / 1000), 1)
+        if latency_ms
+        else None,
+    }
+
+
+def datetime_at(year: int, month: int, day: int, hour: int, minute: int = 0) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)

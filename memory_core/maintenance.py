@@ -53,6 +53,14 @@ class MaintenanceReport:
     closed: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Known:
+    """What a step learned of the scope after it, so the next step need not read it again."""
+
+    state: ScopeState | None = None
+    days: list[DaySummary] | None = None
+
+
 def _iso(when: datetime) -> str:
     return when.isoformat(timespec="seconds")
 
@@ -105,9 +113,9 @@ class Maintainer:
         """Bring ``scope`` up to date. ``lock=False`` skips the fleet lock: correctness never
         depends on it (every write is a compare-and-set); it only saves duplicate LLM calls."""
         report = MaintenanceReport(scope=scope)
-        state: ScopeState | None = None
+        known = _Known()
         if lock:
-            token, state = await self.repo.lock_and_state(scope, self.lock_ttl_ms)
+            token, known.state = await self.repo.lock_and_state(scope, self.lock_ttl_ms)
         else:
             token = ""
         if token is None:
@@ -115,9 +123,10 @@ class Maintainer:
             return report
         try:
             for _ in range(MAX_STEPS):
-                if not await self._step(scope, report, state):
+                step = await self._step(scope, report, known)
+                if step is None:
                     break
-                state = None
+                known = step
             else:
                 log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
         finally:
@@ -125,24 +134,22 @@ class Maintainer:
                 await self.repo.unlock(scope, token)
         return report
 
-    async def _step(
-        self, scope: str, report: MaintenanceReport, state: ScopeState | None = None
-    ) -> bool:
-        if state is None:
-            state = await self.repo.state(scope)
+    async def _step(self, scope: str, report: MaintenanceReport, known: _Known) -> _Known | None:
+        """One step; returns what it learned of the state after it (None: nothing to do)."""
+        state = known.state or await self.repo.state(scope)
         if not state.day:
-            return False
+            return None
         now = self.clock.now()
         tz = self.tz(state)
         if state.refresh_pending and state.week_pending:
-            return await self._refresh(scope, state, report)
+            return await self._refresh(scope, state, report, known.days)
         if calendar.local_day(now, tz) > state.day:
             return await self._finish_day(scope, state, report)
         if state.refresh_pending:
-            return await self._refresh(scope, state, report)
+            return await self._refresh(scope, state, report, known.days)
         if self.compaction_due(state.unsum_tokens, state.unsum_count):
             return await self._compact(scope, state, report, final=False)
-        return False
+        return None
 
     def _waiting(self, state: ScopeState, report: MaintenanceReport) -> bool:
         """True while an earlier LLM failure asks us to wait (unless we stand in now)."""
@@ -158,7 +165,7 @@ class Maintainer:
 
     async def _llm_failed(
         self, scope: str, state: ScopeState, exc: LLMUnavailable, report: MaintenanceReport
-    ) -> bool:
+    ) -> _Known | None:
         delay = min(3600.0, self.settings.retry_base_s * 2**state.failures)
         if exc.retry_after is not None and exc.retry_after > 0:
             delay = max(delay, exc.retry_after)
@@ -175,7 +182,7 @@ class Maintainer:
             delay,
         )
         # Once the attempts are used up the next step stands in with the extractive summary.
-        return failures >= self.settings.summary_attempts
+        return _Known() if failures >= self.settings.summary_attempts else None
 
     # -- steps -------------------------------------------------------------------------
     async def _compact(
@@ -186,9 +193,9 @@ class Maintainer:
         *,
         final: bool,
         entries: list[LogEntry] | None = None,
-    ) -> bool:
+    ) -> _Known | None:
         if self._waiting(state, report):
-            return False
+            return None
         s = self.settings
         tz = self.tz(state)
         if entries is None:
@@ -199,7 +206,7 @@ class Maintainer:
         candidates = entries if final else _drop_newest(entries, s.compact_keep_tokens)
         chunk = _take_oldest(candidates, s.compact_max_input_tokens)
         if not chunk:
-            return False
+            return None
         lang = resolve(state.lang or s.language, (e.text for e in chunk[-50:]))
         try:
             outcome = await self.summarizer.compact(
@@ -223,7 +230,7 @@ class Maintainer:
                 message_ids=[chunk[0].id, chunk[-1].id],
                 facts_max=s.facts_max,
             )
-        advanced = await self.repo.advance_short(
+        after = await self.repo.advance_short(
             scope,
             expected_upto=state.short_upto,
             expected_day=state.day,
@@ -235,21 +242,30 @@ class Maintainer:
             epoch=state.epoch,
             fact_ops=ops,
         )
-        if advanced:
-            report.compactions += 1
-        # Not advanced: someone else moved the scope on; the next step re-reads it.
-        return True
+        if after is None:
+            return _Known()  # someone else moved the scope on: read it again
+        report.compactions += 1
+        return _Known(state=after)
 
-    async def _finish_day(self, scope: str, state: ScopeState, report: MaintenanceReport) -> bool:
+    async def _finish_day(
+        self, scope: str, state: ScopeState, report: MaintenanceReport
+    ) -> _Known | None:
         tz = self.tz(state)
         end_ms = calendar.day_end_ms(state.day, tz)
         leftover, nxt = await self.repo.day_view(
             scope, after_id=state.short_upto, end_ms=end_ms, limit=READ_LIMIT
         )
         if leftover:
-            # Summarise the rest of the day into 'short' first (possibly in several chunks);
-            # each chunk is its own atomic step, so a crash loses no progress.
-            return await self._compact(scope, state, report, final=True, entries=leftover)
+            # Summarise the rest of the day into 'short' first (in chunks if it is large;
+            # each chunk is its own atomic step, so a crash loses no progress).
+            step = await self._compact(scope, state, report, final=True, entries=leftover)
+            if step is None or step.state is None or step.state.short_upto != leftover[-1].id:
+                return step
+            if len(leftover) >= READ_LIMIT:
+                return step
+            # All of the day is summarised now: close it in the same step (a message that
+            # arrives late for that day is summarised into the next one, never lost).
+            state = step.state
         today = calendar.local_day(self.clock.now(), tz)
         # The next day with messages (days in between were idle: nothing to summarise).
         next_day = calendar.local_day_ms(nxt.ms, tz) if nxt else today
@@ -267,7 +283,7 @@ class Maintainer:
             )
         elif week and not any(calendar.in_week(d.day, week) for d in await self.repo.days(scope)):
             week = ""  # an idle week: nothing to consolidate, no LLM call
-        result = await self.repo.close_day(
+        result, after, days = await self.repo.close_day(
             scope,
             day=state.day,
             next_day=next_day,
@@ -282,21 +298,30 @@ class Maintainer:
             epoch=state.epoch,
             trim_before_ms=self._trim_before(state),
         )
-        if result == -1:
-            return await self._refresh(scope, await self.repo.state(scope), report)
-        if result == 1 and summary is None:
+        if result == -1 and after is not None:
+            return await self._refresh(scope, after, report, None)
+        if result != 1:
+            return _Known()
+        if summary is None:
             report.idle_days += 1
-        elif result == 1:
+        else:
             report.days_closed += 1
             report.closed.append(state.day)
             log.info("closed day %s of %s (next day %s)", state.day, scope, next_day)
-        return True
+        return _Known(state=after, days=days)
 
-    async def _refresh(self, scope: str, state: ScopeState, report: MaintenanceReport) -> bool:
+    async def _refresh(
+        self,
+        scope: str,
+        state: ScopeState,
+        report: MaintenanceReport,
+        days: list[DaySummary] | None,
+    ) -> _Known | None:
         if self._waiting(state, report):
-            return False
+            return None
         s = self.settings
-        days = await self.repo.days(scope)
+        if days is None:
+            days = await self.repo.days(scope)
         week = state.week_pending
         week_days = [d for d in days if calendar.in_week(d.day, week)] if week else []
         lang = resolve(state.lang or s.language, (d.summary for d in days))
@@ -320,7 +345,7 @@ class Maintainer:
             week_summary = WeekSummary(
                 week=week, summary=outcome.week, days=len(week_days), degraded=outcome.degraded
             )
-        result = await self.repo.apply_refresh(
+        result, after = await self.repo.apply_refresh(
             scope,
             refresh_seq=state.refresh_seq,
             mid=outcome.mid,
@@ -332,10 +357,11 @@ class Maintainer:
             now_iso=_iso(self.clock.now()),
             epoch=state.epoch,
         )
-        if result == 1:
-            report.refreshes += 1
-            report.weeks += 1 if week_summary else 0
-        return True
+        if result != 1:
+            return _Known()
+        report.refreshes += 1
+        report.weeks += 1 if week_summary else 0
+        return _Known(state=after)
 
     def _trim_before(self, state: ScopeState) -> int:
         """Retention: raw messages older than the setting go, never unsummarised ones (the

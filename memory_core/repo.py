@@ -44,6 +44,20 @@ def _entries(raw: Iterable[tuple[str, Mapping[str, str]]]) -> list[LogEntry]:
     return [LogEntry.from_stream(entry_id, fields) for entry_id, fields in raw]
 
 
+def _pairs(flat: Sequence[str]) -> dict[str, str]:
+    """A flat HGETALL reply from a Lua script as a dict."""
+    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
+
+
+def _cas_reply(reply: Any) -> tuple[int, ScopeState | None, list[str]]:
+    """(result, the state after, extra list) from a compare-and-set script's reply."""
+    if not isinstance(reply, list):
+        return int(reply), None, []
+    state = ScopeState.from_hash(_pairs(reply[1])) if len(reply) > 1 else None
+    extra = [str(x) for x in reply[2]] if len(reply) > 2 else []
+    return int(reply[0]), state, extra
+
+
 def _facts(raw: Mapping[str, str]) -> list[Fact]:
     out: list[Fact] = []
     for fact_id, blob in raw.items():
@@ -244,16 +258,17 @@ class MemoryRepo:
         now_iso: str,
         epoch: int,
         fact_ops: Sequence[Sequence[str]] = (),
-    ) -> bool:
+    ) -> ScopeState | None:
+        """The state after, or None when someone else moved the scope on meanwhile."""
         k = self.k(scope)
         ops = json.dumps([list(op) for op in fact_ops], ensure_ascii=False) if fact_ops else ""
-        done = await run_script(
+        reply = await run_script(
             self.client,
             "advance_short",
             [k.state, k.facts],
             [expected_upto, expected_day, new_upto, short, tokens, count, now_iso, ops, str(epoch)],
         )
-        return bool(int(done))
+        return _cas_reply(reply)[1]
 
     async def close_day(
         self,
@@ -271,11 +286,12 @@ class MemoryRepo:
         now_iso: str,
         epoch: int,
         trim_before_ms: int = 0,
-    ) -> int:
-        """1: closed now; 0: already closed (or moved on); -1: a week refresh must run first.
-        ``trim_before_ms``: retention, raw messages older than this go in the same step."""
+    ) -> tuple[int, ScopeState | None, list[DaySummary]]:
+        """(1, state, days): closed now; (0, None, []): already closed or moved on;
+        (-1, state, []): a week refresh must run first. ``trim_before_ms``: retention, raw
+        messages older than this go in the same step."""
         k = self.k(scope)
-        result = await run_script(
+        reply = await run_script(
             self.client,
             "close_day",
             [k.state, k.days, k.done, k.log],
@@ -294,7 +310,8 @@ class MemoryRepo:
                 str(trim_before_ms) if trim_before_ms > 0 else "",
             ],
         )
-        return int(result)
+        result, state, days = _cas_reply(reply)
+        return result, state, [DaySummary.from_json(d) for d in days]
 
     async def apply_refresh(
         self,
@@ -309,10 +326,10 @@ class MemoryRepo:
         weeks_max: int,
         now_iso: str,
         epoch: int,
-    ) -> int:
-        """1: applied; 0: nothing pending; -1: the days list changed meanwhile, recompute."""
+    ) -> tuple[int, ScopeState | None]:
+        """(1, state): applied; 0: nothing pending; -1: the days list changed, recompute."""
         k = self.k(scope)
-        result = await run_script(
+        reply = await run_script(
             self.client,
             "apply_refresh",
             [k.state, k.weeks, k.done],
@@ -328,7 +345,8 @@ class MemoryRepo:
                 str(epoch),
             ],
         )
-        return int(result)
+        result, state, _ = _cas_reply(reply)
+        return result, state
 
     async def note_failure(self, scope: str, *, retry_at_ms: int) -> int:
         k = self.k(scope)

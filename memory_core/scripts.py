@@ -66,7 +66,7 @@ end
 # tokens consumed, messages consumed, now (ISO), fact ops (JSON list), expected epoch.
 # The epoch moves on every forget, so work computed from text that was forgotten meanwhile is
 # thrown away instead of writing it back.
-# Advances "summarised up to" only if nobody else did meanwhile.
+# Advances "summarised up to" only if nobody else did meanwhile. Returns {1, new state} or 0.
 ADVANCE_SHORT = (
     _CONSUME
     + """
@@ -79,7 +79,7 @@ redis.call('HSET', st, 'short_upto', ARGV[3], 'short', ARGV[4], 'short_at', ARGV
 redis.call('HINCRBY', st, 'day_msgs', tonumber(ARGV[6]))
 consume(st, ARGV[5], ARGV[6])
 write_facts(st, KEYS[2], ARGV[8])
-return 1
+return {1, redis.call('HGETALL', st)}
 """
 )
 
@@ -88,6 +88,7 @@ return 1
 # to consolidate ('' = none), now (ISO), expected short_upto, expected epoch, trim min id
 # ('' = no retention trim: raw messages older than it go, all of them summarised by now).
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
+# Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
     _CONSUME
     + """
@@ -97,7 +98,9 @@ if redis.call('SISMEMBER', done, 'day:' .. day) == 1 then return 0 end
 if (redis.call('HGET', st, 'day') or '') ~= day then return 0 end
 if (redis.call('HGET', st, 'short_upto') or '') ~= ARGV[10] then return 0 end
 if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[11] then return 0 end
-if ARGV[8] ~= '' and (redis.call('HGET', st, 'week_pending') or '') ~= '' then return -1 end
+if ARGV[8] ~= '' and (redis.call('HGET', st, 'week_pending') or '') ~= '' then
+  return {-1, redis.call('HGETALL', st)}
+end
 if ARGV[3] ~= '' then
   redis.call('RPUSH', days, ARGV[3])
   redis.call('LTRIM', days, -tonumber(ARGV[7]), -1)
@@ -115,13 +118,14 @@ end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
 if ARGV[12] ~= '' then redis.call('XTRIM', KEYS[4], 'MINID', ARGV[12]) end
-return 1
+return {1, redis.call('HGETALL', st), redis.call('LRANGE', days, 0, -1)}
 """
 )
 
 # KEYS: state, weeks, done. ARGV: expected refresh_seq, mid, overview, week ('' = none),
 # week JSON, long, weeks_max, now (ISO), expected epoch.
 # Applies a tier refresh computed from the days list as of refresh_seq; appends a week once.
+# Returns {1, new state}, 0 (nothing pending) or -1 (the days list changed: recompute).
 APPLY_REFRESH = """
 local st, weeks, done = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('HGET', st, 'refresh_pending') ~= '1' then return 0 end
@@ -143,7 +147,7 @@ if week ~= '' then
 end
 redis.call('HSET', st, 'mid', ARGV[2], 'overview', ARGV[3], 'tiers_at', ARGV[8],
   'refresh_pending', 0, 'failures', 0, 'retry_at', 0)
-return 1
+return {1, redis.call('HGETALL', st)}
 """
 
 # KEYS: lock. ARGV: token. Deletes the lock only if we still hold it.

@@ -246,41 +246,51 @@ class Summarizer:
             mid_size=prompts.size(mid_tokens),
             overview_size=prompts.size(overview_tokens),
         )
-        fallback = self._refresh_extractive(
-            days,
-            long,
-            week_days if weekly else (),
-            lang,
-            mid_tokens,
-            overview_tokens,
-            week_tokens,
-            long_tokens,
-        )
+
+        def fallback() -> RefreshOutcome:
+            # Only computed when needed: it costs several extractive passes.
+            return self._refresh_extractive(
+                days,
+                long,
+                week_days if weekly else (),
+                lang,
+                mid_tokens,
+                overview_tokens,
+                week_tokens,
+                long_tokens,
+            )
+
         budget = (mid_tokens + overview_tokens + (week_tokens + long_tokens if weekly else 0)) * 2
         try:
             data = await self._ask_json(prompts, user_prompt, "refresh", budget + 400)
         except LLMOffline:
             self.stats.offline += 1
-            return fallback
+            return fallback()
         except LLMBadOutput as exc:
             self._note_fallback(str(exc))
-            return fallback
-
-        def field_or_fallback(name: str, size: int, default: str) -> tuple[str, bool]:
+            return fallback()
+        wanted = ("mid", "overview", *(("week", "long") if weekly else ()))
+        sizes = {
+            "mid": mid_tokens,
+            "overview": overview_tokens,
+            "week": week_tokens,
+            "long": long_tokens,
+        }
+        values: dict[str, str] = {}
+        missing = False
+        for name in wanted:
             value = data.get(name)
             if isinstance(value, str) and value.strip():
-                return self.fit(value, size), False
-            return default, True
-
-        mid, bad_mid = field_or_fallback("mid", mid_tokens, fallback.mid)
-        overview, bad_ov = field_or_fallback("overview", overview_tokens, fallback.overview)
-        week_text, bad_week = (
-            field_or_fallback("week", week_tokens, fallback.week) if weekly else ("", False)
-        )
-        long_text, bad_long = (
-            field_or_fallback("long", long_tokens, fallback.long) if weekly else ("", False)
-        )
-        degraded = bad_mid or bad_ov or bad_week or bad_long
+                values[name] = self.fit(value, sizes[name])
+            else:
+                missing = True
+        if missing:
+            standin = fallback()
+            for name in wanted:
+                values.setdefault(name, getattr(standin, name))
+        mid, overview = values["mid"], values["overview"]
+        week_text, long_text = values.get("week", ""), values.get("long", "")
+        degraded = missing
         if degraded:
             self._note_fallback("missing refresh fields")
         else:

@@ -9,7 +9,9 @@ from bots.frontdoor import Throttle, split_message
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in re.split(r"\s+", text.replace("```", " ")) if w]
+    """The words of the text outside fence lines (chunks may close and reopen fences)."""
+    kept = [line for line in text.split("\n") if not re.match(r"^\s*(```+|~~~+)", line)]
+    return [w for w in re.split(r"\s+", "\n".join(kept)) if w]
 
 
 def test_short_text_is_one_chunk() -> None:
@@ -34,6 +36,13 @@ def test_code_blocks_are_closed_and_reopened() -> None:
         assert chunk.count("```") % 2 == 0, chunk[:80]
     assert chunks[1].startswith("```python")
     assert chunks[-1].endswith("Done.")
+
+
+def test_tilde_fences_are_closed_with_tildes() -> None:
+    code = "~~~\n" + "\n".join(f"line {i} ```" for i in range(200)) + "\n~~~"
+    chunks = split_message(code, 500)
+    assert all(c.rstrip().endswith("~~~") for c in chunks)
+    assert all(c.count("~~~") == 2 for c in chunks)
 
 
 def test_five_thousand_characters_of_one_line() -> None:

@@ -1,0 +1,148 @@
+"""Discord events -> the core's words: scopes, who is speaking, whether the bot is asked.
+
+Translation only: nothing here sends to Discord or touches Redis, so the rules (which scope
+a thread maps to, what counts as addressing the bot, which places are allowed) are plain
+functions that read a discord.py object and return a value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import discord
+
+from config.settings import DiscordSettings
+from memory_core.models import IncomingMessage
+
+# Message types that people write; joins, pins, thread-created notices and the like are not
+# conversation and are never remembered.
+CONVERSATION_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+
+_MENTION = re.compile(r"<(@!?|@&|#)(\d+)>")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where something happened, as the core names it."""
+
+    scope: str
+    parent_scope: str | None  # a thread's parent channel: read-only long-term memory
+    guild_id: int | None  # None: a DM
+    channel_id: int  # the channel, thread or DM channel
+    parent_id: int | None = None  # a thread's (or forum post's) parent channel
+
+    @property
+    def is_dm(self) -> bool:
+        return self.guild_id is None
+
+
+def place_for(
+    *, guild_id: int | None, channel_id: int, parent_id: int | None, user_id: int
+) -> Place:
+    """The scope of a conversation place.
+
+    A DM is keyed by the user rather than the DM channel, so the scope says whose memory it is
+    (forget me, export); a thread is its own scope and reads its parent's long-term tiers.
+    """
+    if guild_id is None:
+        return Place(
+            scope=f"discord:dm:{user_id}", parent_scope=None, guild_id=None, channel_id=channel_id
+        )
+    parent_scope = f"discord:{guild_id}:{parent_id}" if parent_id else None
+    return Place(
+        scope=f"discord:{guild_id}:{channel_id}",
+        parent_scope=parent_scope,
+        guild_id=guild_id,
+        channel_id=channel_id,
+        parent_id=parent_id,
+    )
+
+
+def place_of(channel: object, *, guild_id: int | None, channel_id: int, user_id: int) -> Place:
+    """The place of a message or an interaction (threads and forum posts know their parent)."""
+    parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
+    return place_for(guild_id=guild_id, channel_id=channel_id, parent_id=parent_id, user_id=user_id)
+
+
+def is_allowed(place: Place, settings: DiscordSettings) -> bool:
+    """The allow-lists: when one is set, everything outside it (DMs included) is ignored.
+
+    A thread is allowed when its parent channel is.
+    """
+    if settings.allowed_guild_ids and place.guild_id not in settings.allowed_guild_ids:
+        return False
+    if settings.allowed_channel_ids:
+        allowed = set(settings.allowed_channel_ids)
+        return place.channel_id in allowed or place.parent_id in allowed
+    return True
+
+
+def readable_text(
+    content: str,
+    *,
+    bot_id: int,
+    bot_name: str,
+    users: Mapping[int, str],
+    roles: Mapping[int, str],
+    channels: Mapping[int, str],
+) -> str:
+    """Replace ``<@id>``, ``<@&id>`` and ``<#id>`` with names, so memory (and the model) reads
+    "@Alice" instead of a number; the bot's own mention becomes ``@{bot_name}``."""
+
+    def name(match: re.Match[str]) -> str:
+        kind, ident = match.group(1), int(match.group(2))
+        if kind in ("@", "@!"):
+            if ident == bot_id:
+                return f"@{bot_name}"
+            found = users.get(ident)
+        elif kind == "@&":
+            found = roles.get(ident)
+        else:
+            found = channels.get(ident)
+            return f"#{found}" if found else match.group(0)
+        return f"@{found}" if found else match.group(0)
+
+    return _MENTION.sub(name, content).strip()
+
+
+def is_addressed(message: discord.Message, bot_id: int) -> bool:
+    """Mentioned (directly or through its managed role) or replied to."""
+    if any(user.id == bot_id for user in message.mentions):
+        return True
+    if any(role.tags is not None and role.tags.bot_id == bot_id for role in message.role_mentions):
+        return True
+    reference = message.reference
+    if reference is None:
+        return False
+    replied = reference.resolved or reference.cached_message
+    return isinstance(replied, discord.Message) and replied.author.id == bot_id
+
+
+def incoming_message(
+    message: discord.Message, place: Place, *, bot_id: int, bot_name: str
+) -> IncomingMessage | None:
+    """The core's view of a message, or None when there is nothing to remember (attachments
+    or stickers only)."""
+    text = readable_text(
+        message.content,
+        bot_id=bot_id,
+        bot_name=bot_name,
+        users={user.id: user.display_name for user in message.mentions},
+        roles={role.id: role.name for role in message.role_mentions},
+        channels={channel.id: channel.name for channel in message.channel_mentions},
+    )
+    if not text:
+        return None
+    return IncomingMessage(
+        scope=place.scope,
+        text=text,
+        author=message.author.display_name,
+        author_id=str(message.author.id),
+        ts=message.created_at,
+        platform_id=str(message.id),
+        parent_scope=place.parent_scope,
+        addressed=is_addressed(message, bot_id),
+        direct=place.is_dm,
+    )

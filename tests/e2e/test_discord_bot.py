@@ -1,0 +1,969 @@
+"""memorybot's Discord front door end to end: the real discord.py client from
+``bots.discord_bot`` against the local fake Discord, a real Core on the private Redis, and the
+fake OpenAI server.
+
+Nothing sleeps blindly: tests wait for what the fake recorded (``wait_for_*``) or for the bot
+to finish handling a message (:class:`ObservedBot`, a subclass that only signals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+import pytest
+from aiohttp import web
+from discord.http import Route
+
+from bots import discord_commands
+from bots.discord_bot import MemoryBot, build_client, run_discord
+from bots.discord_commands import sync_command_tree
+from config.prompts import load_prompts
+from memory_core.bootstrap import Core, build_core
+from memory_core.clock import ManualClock
+from memory_core.errors import ConfigError
+from tests.conftest import START, CoreFactory, RedisServer, make_settings
+from tests.fakes.discord_server import (
+    JSON,
+    FakeChannel,
+    FakeDiscord,
+    FakeGuild,
+    FakeInteraction,
+    FakeMember,
+    InteractionResponse,
+    Permission,
+    PermissionOverwrite,
+    SentMessage,
+)
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import scope_values
+
+WAIT = 5.0
+
+
+class ObservedBot(MemoryBot):
+    """The real bot; it only also records which messages it finished handling."""
+
+    def __init__(self, core: Core, **options: Any) -> None:
+        options.setdefault("guild_ready_timeout", 0.05)
+        super().__init__(core, **options)
+        self.handled_ids: set[int] = set()
+        self.deleted_ids: set[int] = set()
+        self.changed = asyncio.Event()
+
+    async def on_message(self, message: discord.Message) -> None:
+        try:
+            await super().on_message(message)
+        finally:
+            self.handled_ids.add(message.id)
+            self.changed.set()
+
+    async def forget_deleted(
+        self, guild_id: int | None, channel_id: int, message_ids: list[int]
+    ) -> None:
+        try:
+            await super().forget_deleted(guild_id, channel_id, message_ids)
+        finally:
+            self.deleted_ids.update(message_ids)
+            self.changed.set()
+
+    async def handled(self, *messages: JSON | SentMessage) -> None:
+        """Wait until on_message has finished with each of ``messages``."""
+        await self._wait(self.handled_ids, messages)
+
+    async def deleted(self, *messages: JSON) -> None:
+        """Wait until the deletion of each of ``messages`` was handled."""
+        await self._wait(self.deleted_ids, messages)
+
+    async def _wait(self, done: set[int], messages: tuple[JSON | SentMessage, ...]) -> None:
+        ids = {m.id if isinstance(m, SentMessage) else int(m["id"]) for m in messages}
+        async with asyncio.timeout(WAIT):
+            while not ids <= done:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@dataclass
+class World:
+    guild: FakeGuild
+    general: FakeChannel
+    random: FakeChannel
+    thread: FakeChannel
+    forum: FakeChannel
+    forum_post: FakeChannel
+    alice: FakeMember
+    bob: FakeMember
+    admin: FakeMember
+    other_guild: FakeGuild
+    other_channel: FakeChannel
+    carol: FakeMember
+
+    def scope(self, channel: FakeChannel) -> str:
+        return f"discord:{channel.guild_id}:{channel.id}"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as server:
+        yield server
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    guild = fake.add_guild(name="Memory Lab")
+    general = fake.add_text_channel(guild.id, "general")
+    forum = fake.add_forum(guild.id, "ideas")
+    other_guild = fake.add_guild(name="Elsewhere")
+    return World(
+        guild=guild,
+        general=general,
+        random=fake.add_text_channel(guild.id, "random"),
+        thread=fake.add_thread(general.id, "side-topic"),
+        forum=forum,
+        forum_post=fake.add_thread(forum.id, "Release plan"),
+        alice=fake.add_member(guild.id, name="alice"),
+        bob=fake.add_member(guild.id, name="bob"),
+        admin=fake.add_member(guild.id, name="root", manage_guild=True),
+        other_guild=other_guild,
+        other_channel=fake.add_text_channel(other_guild.id, "general"),
+        carol=fake.add_member(other_guild.id, name="carol"),
+    )
+
+
+@contextlib.asynccontextmanager
+async def serving(fake: FakeDiscord, core: Core, **options: Any) -> AsyncIterator[ObservedBot]:
+    async with fake.running(ObservedBot(core, **options)) as bot:
+        yield bot
+
+
+async def say(
+    fake: FakeDiscord,
+    bot: ObservedBot,
+    channel: FakeChannel,
+    member: FakeMember,
+    text: str,
+    **kwargs: Any,
+) -> JSON:
+    """A user posts; returns once the bot has handled the message."""
+    sent = await fake.send_message(
+        channel_id=channel.id, author_id=member.user.id, content=text, **kwargs
+    )
+    await bot.handled(sent)
+    return sent
+
+
+async def command(
+    fake: FakeDiscord,
+    name: str,
+    channel: FakeChannel | int,
+    member: FakeMember,
+    **options: str | int | bool,
+) -> tuple[FakeInteraction, InteractionResponse]:
+    channel_id = channel if isinstance(channel, int) else channel.id
+    interaction = await fake.invoke_command(
+        name=name, channel_id=channel_id, user_id=member.user.id, options=options or None
+    )
+    return interaction, await fake.wait_for_response(interaction)
+
+
+def embed_text(response: InteractionResponse) -> str:
+    parts: list[str] = []
+    for embed in response.embeds:
+        parts += [embed.get("title") or "", embed.get("description") or ""]
+        parts += [f"{f['name']}\n{f['value']}" for f in embed.get("fields", [])]
+    return "\n".join(parts)
+
+
+def custom_id(response: InteractionResponse, prefix: str) -> str:
+    ids = [
+        c["custom_id"]
+        for row in response.components
+        for c in row.get("components", [])
+        if str(c.get("custom_id", "")).startswith(prefix)
+    ]
+    assert len(ids) == 1, response.components
+    return str(ids[0])
+
+
+async def texts_in(core: Core, scope: str) -> list[str]:
+    return [e.text for e in (await core.admin.show(scope, recent=100)).recent]
+
+
+def last_prompt(fake_llm: FakeOpenAI) -> str:
+    return fake_llm.of("reply")[-1].prompt_text
+
+
+# -------------------------------------------------------------------------- messages
+
+
+async def test_mention_gets_a_reply_that_uses_channel_memory(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "The deploy freeze starts on Friday")
+        assert fake.sent_messages == []  # mode "mention": stored, not answered
+        assert fake_llm.of("reply") == []
+        trigger = await say(
+            fake, bot, world.general, world.bob, "when does the freeze start?", mentions_bot=True
+        )
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+        assert fake.typing and fake.typing[0].channel_id == world.general.id
+    assert reply.message_reference is not None
+    assert reply.message_reference["message_id"] == trigger["id"]
+    assert reply.content is not None and reply.content.startswith("ACK:")
+    prompt = last_prompt(fake_llm)
+    assert "The deploy freeze starts on Friday" in prompt
+    assert "alice" in prompt
+    assert f"<@{fake.bot_user.id}>" not in prompt
+    stored = await core.admin.show(world.scope(world.general))
+    assert [(e.author, e.author_id, e.role) for e in stored.recent] == [
+        ("alice", str(world.alice.user.id), "user"),
+        ("bob", str(world.bob.user.id), "user"),
+        ("memorybot", "bot", "assistant"),
+    ]
+    assert stored.recent[1].text == "@memorybot when does the freeze start?"
+    assert stored.recent[1].platform_id == trigger["id"]
+
+
+async def test_a_reply_to_the_bot_is_answered_without_a_mention(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "hello there", mentions_bot=True)
+        [first] = await fake.wait_for_messages(world.general.id, 1)
+        await bot.handled(first)  # its echo, ignored
+        followup = await say(
+            fake, bot, world.general, world.alice, "and what about lunch?", reply_to=first
+        )
+        _, second = await fake.wait_for_messages(world.general.id, 2)
+    assert second.message_reference is not None
+    assert second.message_reference["message_id"] == followup["id"]
+    assert len(fake_llm.of("reply")) == 2
+
+
+async def test_mode_off_remembers_but_never_answers(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        _, response = await command(
+            fake, "memory config mode", world.general, world.admin, value="off"
+        )
+        assert response.ephemeral
+        assert "mode=off" in (response.content or "")
+        await say(fake, bot, world.general, world.alice, "are you there?", mentions_bot=True)
+        await say(fake, bot, world.general, world.alice, "just notes")
+    assert fake.sent_messages == []
+    assert fake_llm.of("reply") == []
+    assert await texts_in(core, world.scope(world.general)) == [
+        "@memorybot are you there?",
+        "just notes",
+    ]
+
+
+async def test_config_mode_all_answers_unaddressed_messages(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        _, refused = await command(
+            fake, "memory config mode", world.general, world.alice, value="all"
+        )
+        assert refused.ephemeral
+        assert "Only admins" in (refused.content or "")
+        await say(fake, bot, world.general, world.alice, "nobody asked you")
+        assert fake.sent_messages == []
+        await command(fake, "memory config mode", world.general, world.admin, value="all")
+        trigger = await say(fake, bot, world.general, world.alice, "what do you think?")
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+    assert reply.message_reference is not None
+    assert reply.message_reference["message_id"] == trigger["id"]
+
+
+async def test_channels_and_guilds_never_see_each_others_memory(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "general-secret: the code is 4711")
+        await say(fake, bot, world.random, world.alice, "random-note: pizza on Thursday")
+        await say(fake, bot, world.other_channel, world.carol, "elsewhere-note: lake trip")
+
+        await say(fake, bot, world.random, world.bob, "what is planned?", mentions_bot=True)
+        await fake.wait_for_messages(world.random.id, 1)
+        random_prompt = last_prompt(fake_llm)
+        await say(fake, bot, world.other_channel, world.carol, "anything?", mentions_bot=True)
+        await fake.wait_for_messages(world.other_channel.id, 1)
+        other_prompt = last_prompt(fake_llm)
+
+        _, shown = await command(fake, "memory show", world.random, world.bob)
+    assert "random-note" in random_prompt
+    assert "general-secret" not in random_prompt and "elsewhere-note" not in random_prompt
+    assert "elsewhere-note" in other_prompt
+    assert "general-secret" not in other_prompt and "random-note" not in other_prompt
+    text = embed_text(shown)
+    assert "random-note" in text
+    assert "general-secret" not in text and "elsewhere-note" not in text
+
+
+async def test_a_dm_stays_in_its_own_scope_and_is_always_answered(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    dm_channel = fake.dm_channel_id(world.alice.user.id)
+    async with serving(fake, core) as bot:
+        sent = await fake.send_dm(user_id=world.alice.user.id, content="my dm secret is 99")
+        await bot.handled(sent)
+        [reply] = await fake.wait_for_messages(dm_channel, 1)
+        await say(fake, bot, world.general, world.alice, "hi all", mentions_bot=True)
+        await fake.wait_for_messages(world.general.id, 1)
+    assert reply.guild_id is None
+    assert reply.message_reference is not None
+    assert await texts_in(core, f"discord:dm:{world.alice.user.id}") == [
+        "my dm secret is 99",
+        reply.content,
+    ]
+    assert "my dm secret" not in last_prompt(fake_llm)
+    assert "my dm secret is 99" not in await texts_in(core, world.scope(world.general))
+
+
+@pytest.mark.parametrize("where", ["thread", "forum_post"])
+async def test_a_thread_reads_its_parents_long_term_memory(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI, where: str
+) -> None:
+    core = await make_core()
+    thread = getattr(world, where)
+    parent_scope = f"discord:{world.guild.id}:{thread.parent_id}"
+    await core.admin.edit_tier(parent_scope, "overview", "The team ships version 3 on Tuesday.")
+    async with serving(fake, core) as bot:
+        await say(fake, bot, thread, world.alice, "when do we ship?", mentions_bot=True)
+        [reply] = await fake.wait_for_messages(thread.id, 1)
+    assert "ships version 3 on Tuesday" in last_prompt(fake_llm)
+    thread_scope = world.scope(thread)
+    assert await texts_in(core, thread_scope) == ["@memorybot when do we ship?", reply.content]
+    assert await texts_in(core, parent_scope) == []
+    assert (await core.repo.state(thread_scope)).parent == parent_scope
+
+
+async def test_other_bots_and_its_own_messages_are_ignored(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    other_bot = fake.add_member(world.guild.id, name="otherbot", bot=True)
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, other_bot, "beep, hello memorybot", mentions_bot=True)
+        await say(fake, bot, world.general, world.alice, "", attachments={"cat.png": b"\x89PNG"})
+        await say(fake, bot, world.general, world.alice, "hello", mentions_bot=True)
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+        await bot.handled(reply)  # the echo of its own answer
+    assert len(fake_llm.of("reply")) == 1
+    assert await texts_in(core, world.scope(world.general)) == ["@memorybot hello", reply.content]
+
+
+async def test_allow_lists_ignore_everything_else(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core(discord={"allowed_channel_ids": [world.general.id]})
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.random, world.alice, "not here", mentions_bot=True)
+        await say(fake, bot, world.thread, world.alice, "in an allowed channel's thread")
+        dm = await fake.send_dm(user_id=world.alice.user.id, content="a dm")
+        await bot.handled(dm)
+        _, refused = await command(fake, "memory show", world.random, world.alice)
+    assert fake.sent_messages == []
+    assert await texts_in(core, world.scope(world.random)) == []
+    assert await texts_in(core, world.scope(world.thread)) == ["in an allowed channel's thread"]
+    assert await texts_in(core, f"discord:dm:{world.alice.user.id}") == []
+    assert refused.ephemeral and "not enabled" in (refused.content or "")
+
+
+async def test_messages_deleted_on_discord_are_forgotten(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    scope = world.scope(world.general)
+    where = {"channel_id": str(world.general.id), "guild_id": str(world.guild.id)}
+    async with serving(fake, core) as bot:
+        keep = await say(fake, bot, world.general, world.alice, "this one stays")
+        gone = await say(fake, bot, world.general, world.alice, "oops, my password is hunter2")
+        spam = [
+            await say(fake, bot, world.general, world.bob, f"buy cheap stuff {i}") for i in range(3)
+        ]
+        dm = await fake.send_dm(user_id=world.alice.user.id, content="dm typo to delete")
+        await bot.handled(dm)
+        await fake.wait_for_messages(fake.dm_channel_id(world.alice.user.id), 1)
+
+        await fake.dispatch("MESSAGE_DELETE", {"id": gone["id"], **where}, guild_id=world.guild.id)
+        await fake.dispatch(
+            "MESSAGE_DELETE_BULK",
+            {"ids": [m["id"] for m in spam], **where},
+            guild_id=world.guild.id,
+        )
+        await fake.dispatch(
+            "MESSAGE_DELETE", {"id": dm["id"], "channel_id": dm["channel_id"]}, guild_id=None
+        )
+        await bot.deleted(gone, dm, *spam)
+    assert await texts_in(core, scope) == [keep["content"]]
+    assert not any("hunter2" in v for v in await scope_values(core, scope))
+    dm_texts = await texts_in(core, f"discord:dm:{world.alice.user.id}")
+    assert len(dm_texts) == 1 and dm_texts[0].startswith("ACK:")  # only the bot's answer
+
+
+# -------------------------------------------------------------------------- answers
+
+
+async def test_a_long_answer_is_split_under_2000_characters(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    paragraph = "Memory keeps the channel's history in tiers. " * 25
+    code = "```python\n" + "\n".join(f"print('line {i}')" for i in range(120)) + "\n```"
+    answer = "\n\n".join([paragraph, code, paragraph, paragraph])
+    assert len(answer) > 5000
+    fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        trigger = await say(fake, bot, world.general, world.alice, "explain", mentions_bot=True)
+        await fake.wait_for(lambda: len(fake.sent_messages) >= 3, what="three parts")
+        await fake.wait_for(
+            lambda: sum(len(m.content or "") for m in fake.sent_messages) >= 5000,
+            what="the whole answer",
+        )
+        messages = list(fake.sent_messages)
+    assert all(len(m.content or "") <= 2000 for m in messages)
+    assert messages[0].message_reference is not None
+    assert messages[0].message_reference["message_id"] == trigger["id"]
+    assert all(m.message_reference is None for m in messages[1:])
+    for m in messages:
+        assert (m.content or "").count("```") % 2 == 0, m.content
+    joined = "".join(
+        (m.content or "").replace("```python", "").replace("```", "") for m in messages
+    )
+    assert joined.count("print('line") == 120
+
+
+async def test_an_llm_failure_is_an_apology_and_the_message_is_remembered(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.fail_next(purposes=("reply",))
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        trigger = await say(
+            fake, bot, world.general, world.alice, "remember the 7th", mentions_bot=True
+        )
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+    assert reply.content == load_prompts("en").apology
+    assert reply.message_reference is not None
+    assert reply.message_reference["message_id"] == trigger["id"]
+    assert await texts_in(core, world.scope(world.general)) == ["@memorybot remember the 7th"]
+
+
+async def test_offline_replies_are_sent_like_normal_replies(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core(offline=True)
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "budget is 300 euros")
+        await say(fake, bot, world.general, world.alice, "what do you know?", mentions_bot=True)
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+    assert "budget is 300 euros" in (reply.content or "")
+    assert reply.message_reference is not None
+
+
+class SlowStreamingOpenAI(FakeOpenAI):
+    """The fake OpenAI, streaming its pieces with a pause in between (like a real model)."""
+
+    piece_delay: float = 0.03
+
+    async def _stream(
+        self, request: web.Request, recorded: RecordedRequest, text: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(0, len(text), 20):
+            chunk = {
+                "id": "chatcmpl-slow",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": recorded.model,
+                "choices": [
+                    {"index": 0, "delta": {"content": text[i : i + 20]}, "finish_reason": None}
+                ],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await asyncio.sleep(self.piece_delay)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+async def test_streaming_edits_the_reply_about_once_per_interval(
+    fake: FakeDiscord, world: World, clean_redis: str
+) -> None:
+    interval = 0.2
+    answer = " ".join(f"word{i}" for i in range(120))  # ~700 characters, 36 pieces
+    async with SlowStreamingOpenAI() as slow_llm:
+        slow_llm.responder = lambda request: answer if request.purpose == "reply" else None
+        settings = make_settings(
+            redis_url=clean_redis,
+            llm_url=slow_llm.base_url,
+            discord={"stream_replies": True, "stream_interval_s": interval},
+        )
+        core = await build_core(settings, clock=ManualClock(START), background=False)
+        try:
+            async with serving(fake, core) as bot:
+                started = time.monotonic()
+                await say(fake, bot, world.general, world.alice, "talk", mentions_bot=True)
+                duration = time.monotonic() - started
+                [draft] = await fake.wait_for_messages(world.general.id, 1)
+                await fake.wait_for(lambda: fake.messages[draft.id]["content"] == answer)
+        finally:
+            await core.close()
+    edits = [e for e in fake.edits if e.message_id == draft.id]
+    assert len(edits) >= 2
+    assert draft.message_reference is not None
+    assert edits[-1].content == answer
+    assert all((e.content or "").endswith(" …") for e in edits[:-1])  # still being written
+    times = [draft.at] + [e.at for e in edits[:-1]]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= interval * 0.5, gaps  # throttled at the bot; allow for jitter
+    assert len(edits) <= duration / interval + 2
+    assert len(fake.sent_messages) == 1
+
+
+async def test_a_forbidden_channel_is_logged_once_and_others_keep_working(
+    fake: FakeDiscord,
+    world: World,
+    make_core: CoreFactory,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    read_only = fake.add_text_channel(
+        world.guild.id,
+        "announcements",
+        overwrites=[
+            PermissionOverwrite(
+                id=world.guild.bot_role_id, type="role", deny=Permission.SEND_MESSAGES
+            )
+        ],
+    )
+    fake.forbid_channel(world.general.id)  # Discord says 403 although the cache says yes
+    core = await make_core()
+    caplog.set_level(logging.WARNING, logger="bots")
+    async with serving(fake, core) as bot:
+        for i in range(2):
+            await say(fake, bot, world.general, world.alice, f"hello {i}", mentions_bot=True)
+            await say(fake, bot, read_only, world.alice, f"news {i}", mentions_bot=True)
+        await say(fake, bot, world.random, world.alice, "still there?", mentions_bot=True)
+        await fake.wait_for_messages(world.random.id, 1)
+    warnings = [r.getMessage() for r in caplog.records if "missing permissions" in r.getMessage()]
+    assert len([w for w in warnings if str(world.general.id) in w]) == 1
+    assert len([w for w in warnings if str(read_only.id) in w]) == 1
+    assert not any("hello" in r.getMessage() or "news" in r.getMessage() for r in caplog.records)
+    assert [m.channel_id for m in fake.sent_messages] == [world.random.id]
+    # The read-only channel costs no LLM call; the 403 channel is tried, then remembered.
+    assert len(fake_llm.of("reply")) == 3
+    assert await texts_in(core, world.scope(read_only)) == [
+        "@memorybot news 0",
+        "@memorybot news 1",
+    ]
+    assert len(await texts_in(core, world.scope(world.general))) == 4  # questions + answers
+
+
+async def test_a_rate_limited_post_is_waited_out_and_sent_once(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        fake.rate_limit_next("messages", count=1, retry_after=0.2)
+        await say(fake, bot, world.general, world.alice, "hi", mentions_bot=True)
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+        await bot.handled(reply)
+    posts = [r.status for r in fake.requests if r.kind == "messages"]
+    assert posts == [429, 200]
+    assert len(fake.sent_messages) == 1
+    assert reply.content is not None and reply.content.startswith("ACK:")
+
+
+async def test_a_store_failure_is_logged_with_the_scope_and_the_client_keeps_running(
+    fake: FakeDiscord, world: World, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer()
+    settings = make_settings(redis_url=server.url, llm_url=fake_llm.base_url)
+    core = await build_core(settings, clock=ManualClock(START), background=False)
+    try:
+        async with serving(fake, core) as bot:
+            server.stop()
+            await say(fake, bot, world.general, world.alice, "lost?", mentions_bot=True)
+            _, shown = await command(fake, "memory show", world.general, world.alice)
+            assert not bot.is_closed()
+    finally:
+        await core.close()
+        server.stop()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(world.scope(world.general) in e and "not handled" in e for e in errors)
+    assert not any("lost?" in e for e in errors)
+    assert shown.ephemeral and "unavailable" in (shown.content or "")
+    assert fake.sent_messages == []
+
+
+# -------------------------------------------------------------------------- /memory
+
+
+async def test_memory_show_answers_ephemerally_with_embeds(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "we picked Postgres for billing")
+        _, shown = await command(fake, "memory show", world.general, world.bob)
+        _, stats = await command(fake, "memory show", world.general, world.bob, section="stats")
+    assert shown.type == 4 and shown.ephemeral
+    assert shown.embeds[0]["title"] == f"Memory of {world.scope(world.general)}"
+    assert "alice: we picked Postgres for billing" in embed_text(shown)
+    assert stats.ephemeral and "messages: 1" in embed_text(stats)
+
+
+async def test_a_slow_command_is_deferred_then_answered_in_a_follow_up(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(discord_commands, "DEFER_AFTER_S", 0.0)  # every command is "slow"
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "we picked Postgres for billing")
+        interaction, deferred = await command(fake, "memory show", world.general, world.bob)
+        [followup] = await fake.wait_for_followups(interaction, 1)
+    assert deferred.type == 5 and deferred.ephemeral
+    assert followup.ephemeral
+    assert "we picked Postgres" in "\n".join(f["value"] for f in followup.embeds[0]["fields"])
+
+
+async def test_memory_show_pages_a_large_memory_within_embed_limits(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    scope = world.scope(world.general)
+    for i in range(60):
+        await core.admin.remember(scope, f"note {i}: " + "details " * 40, by="root")
+    async with serving(fake, core):
+        interaction, shown = await command(
+            fake, "memory show", world.general, world.bob, section="facts"
+        )
+
+        def pages() -> list[list[JSON]]:
+            later = [f.embeds for f in fake.followups if f.interaction_id == interaction.id]
+            return [shown.embeds, *later]
+
+        def shown_text() -> str:
+            return "\n".join(
+                f["value"] for embeds in pages() for embed in embeds for f in embed["fields"]
+            )
+
+        await fake.wait_for(lambda: all(f"note {i}:" in shown_text() for i in range(60)))
+    assert len(pages()) > 1
+    assert all(f.ephemeral for f in fake.followups)
+    for embeds in pages():
+        assert len(embeds) <= 10
+        total = 0
+        for embed in embeds:
+            assert len(embed.get("description") or "") <= 4096
+            assert len(embed.get("fields", [])) <= 25
+            for f in embed.get("fields", []):
+                assert 0 < len(f["value"]) <= 1024 and len(f["name"]) <= 256
+                total += len(f["name"]) + len(f["value"])
+            total += len(embed.get("title") or "") + len(embed.get("description") or "")
+        assert total <= 6000
+
+
+@pytest.mark.parametrize("admin_kind", ["manage_guild", "admin_role", "admin_user"])
+async def test_forget_all_by_an_admin_after_confirm_empties_the_scope(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, admin_kind: str
+) -> None:
+    if admin_kind == "manage_guild":
+        admin, discord_settings = world.admin, {}
+    elif admin_kind == "admin_role":
+        role = fake.add_role(world.guild.id, "memory-keepers")
+        admin = fake.add_member(world.guild.id, name="keeper", roles=[role.id])
+        discord_settings = {"admin_role_ids": [role.id]}
+    else:
+        admin, discord_settings = world.bob, {"admin_user_ids": [world.bob.user.id]}
+    core = await make_core(discord=discord_settings)
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "something to forget")
+        _, asked = await command(fake, "memory forget all", world.general, admin)
+        assert asked.ephemeral
+        assert await texts_in(core, scope) == ["something to forget"]
+        click = await fake.click_button(
+            message=asked.message_id or 0,
+            custom_id=custom_id(asked, "memory:forget-all:confirm"),
+            user_id=admin.user.id,
+        )
+        done = await fake.wait_for_response(click)
+    assert done.type == 7
+    assert "Forgot everything" in (done.content or "")
+    assert done.components == []
+    assert (await core.admin.show(scope)).messages == 0
+    assert await scope_values(core, scope) == []
+
+
+async def test_forget_all_by_a_non_admin_is_refused_and_memory_stays(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "precious")
+        _, refused = await command(fake, "memory forget all", world.general, world.alice)
+        _, also_refused = await command(
+            fake, "memory forget all", world.general, world.alice, confirm=True
+        )
+    for response in (refused, also_refused):
+        assert response.ephemeral
+        assert "Only admins" in (response.content or "")
+        assert response.components == []
+    assert await texts_in(core, world.scope(world.general)) == ["precious"]
+
+
+async def test_forget_all_cancel_and_other_users_keep_memory(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "keep me")
+        _, asked = await command(fake, "memory forget all", world.general, world.admin)
+        message_id = asked.message_id or 0
+        intruder = await fake.click_button(
+            message=message_id,
+            custom_id=custom_id(asked, "memory:forget-all:confirm"),
+            user_id=world.alice.user.id,
+        )
+        refused = await fake.wait_for_response(intruder)
+        cancel = await fake.click_button(
+            message=message_id,
+            custom_id=custom_id(asked, "memory:forget-all:cancel"),
+            user_id=world.admin.user.id,
+        )
+        cancelled = await fake.wait_for_response(cancel)
+    assert refused.ephemeral and "Only the person who asked" in (refused.content or "")
+    assert cancelled.type == 7 and "nothing was forgotten" in (cancelled.content or "")
+    assert await texts_in(core, world.scope(world.general)) == ["keep me"]
+
+
+async def test_an_unanswered_confirmation_times_out_and_forgets_nothing(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        bot.memory_commands.confirm_timeout_s = 0.2
+        await say(fake, bot, world.general, world.alice, "still here")
+        _, asked = await command(fake, "memory forget all", world.general, world.admin)
+        [edit] = await fake.wait_for_edits(asked.message_id)
+    assert edit.via == "interaction"
+    assert "nothing was forgotten" in (edit.content or "")
+    assert edit.payload.get("components") == []
+    assert await texts_in(core, world.scope(world.general)) == ["still here"]
+
+
+async def test_forget_me_removes_only_that_users_messages_and_facts(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "I am allergic to nuts")
+        await say(fake, bot, world.general, world.bob, "I like hiking")
+        await command(
+            fake, "memory remember", world.general, world.admin, text="alice brings the cake"
+        )
+        await command(
+            fake, "memory remember", world.general, world.admin, text="bob books the room"
+        )
+        _, forgot = await command(fake, "memory forget me", world.general, world.alice)
+    assert forgot.ephemeral and "Forgot you (alice)" in (forgot.content or "")
+    assert await texts_in(core, scope) == ["I like hiking"]
+    facts = [f.text for f in (await core.admin.show(scope)).facts]
+    assert facts == ["bob books the room"]
+
+
+async def test_remember_then_show_facts(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core):
+        _, remembered = await command(
+            fake, "memory remember", world.general, world.admin, text="standup is at 10:00"
+        )
+        _, facts = await command(fake, "memory show", world.general, world.alice, section="facts")
+    assert remembered.ephemeral and "standup is at 10:00" in (remembered.content or "")
+    assert facts.ephemeral and "standup is at 10:00" in embed_text(facts)
+
+
+async def test_export_is_an_ephemeral_json_file_of_the_channel(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "first thing")
+        await say(fake, bot, world.random, world.alice, "elsewhere")
+        await say(fake, bot, world.general, world.bob, "second thing")
+        _, exported = await command(fake, "memory export", world.general, world.admin)
+        _, refused = await command(fake, "memory export", world.general, world.alice)
+    assert exported.ephemeral
+    [upload] = exported.attachments
+    assert upload.filename.endswith(".json")
+    data = json.loads(upload.data)
+    assert data["scope"] == world.scope(world.general)
+    assert [e["text"] for e in data["log"]] == ["first thing", "second thing"]
+    assert refused.ephemeral and refused.attachments == []
+
+
+async def test_pause_and_resume(fake: FakeDiscord, world: World, make_core: CoreFactory) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await command(fake, "memory pause", world.general, world.admin)
+        await say(fake, bot, world.general, world.alice, "off the record")
+        await command(fake, "memory resume", world.general, world.admin)
+        await say(fake, bot, world.general, world.alice, "on the record")
+    assert await texts_in(core, world.scope(world.general)) == ["on the record"]
+
+
+async def test_commands_in_a_dm_act_on_the_dm_scope(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    dm_channel = fake.dm_channel_id(world.alice.user.id)
+    async with serving(fake, core) as bot:
+        await bot.handled(await fake.send_dm(user_id=world.alice.user.id, content="dm note"))
+        await fake.wait_for_messages(dm_channel, 1)
+        _, remembered = await command(
+            fake, "memory remember", dm_channel, world.alice, text="my own note"
+        )
+        _, forgot = await command(fake, "memory forget all", dm_channel, world.alice, confirm=True)
+    assert "Remembered" in (remembered.content or "")
+    assert "Forgot everything" in (forgot.content or "")
+    assert await scope_values(core, f"discord:dm:{world.alice.user.id}") == []
+
+
+# -------------------------------------------------------------------------- start-up
+
+
+async def test_the_command_tree_is_synced_to_configured_guilds(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await sync_command_tree(bot.tree, [world.guild.id, world.other_guild.id])
+        synced = await fake.wait_for_synced_commands(2)
+    assert [s.guild_id for s in synced] == [world.guild.id, world.other_guild.id]
+    [memory] = synced[0].commands
+    assert memory["name"] == "memory"
+    assert memory.get("default_member_permissions") is None  # show / forget me: everyone
+    options = {o["name"]: o for o in memory["options"]}
+    assert sorted(options) == sorted(
+        ["show", "forget", "remember", "export", "pause", "resume", "config"]
+    )
+    assert sorted(o["name"] for o in options["forget"]["options"]) == ["all", "fact", "me", "text"]
+    assert sorted(o["name"] for o in options["config"]["options"]) == [
+        "language",
+        "mode",
+        "timezone",
+    ]
+    [section] = options["show"]["options"]
+    assert [c["value"] for c in section["choices"]] == ["overview", "tiers", "facts", "stats"]
+
+
+@pytest.fixture
+async def bare_fake() -> AsyncIterator[FakeDiscord]:
+    """A fake Discord that does not patch discord.py: run_discord must use the settings."""
+    server = FakeDiscord()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def discord_settings(fake: FakeDiscord, **extra: Any) -> dict[str, Any]:
+    return {"api_base": fake.api_base, "gateway_url": fake.gateway_url, **extra}
+
+
+async def test_run_discord_syncs_serves_and_stops_cleanly_when_cancelled(
+    bare_fake: FakeDiscord, make_core: CoreFactory
+) -> None:
+    guild = bare_fake.add_guild(name="Prod")
+    channel = bare_fake.add_text_channel(guild.id, "general")
+    member = bare_fake.add_member(guild.id, name="dora")
+    token = bare_fake.valid_token
+    core = await make_core(discord=discord_settings(bare_fake, token=token))
+    default_base = Route.BASE
+    task = asyncio.create_task(run_discord(core, sync_commands=True))
+    try:
+        [synced] = await bare_fake.wait_for_synced_commands(1)
+        await bare_fake.wait_for_sessions(1)
+        await bare_fake.send_message(
+            channel_id=channel.id, author_id=member.user.id, content="ping", mentions_bot=True
+        )
+        [reply] = await bare_fake.wait_for_messages(channel.id, 1)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert synced.guild_id is None and synced.names == ["memory"]
+    assert reply.content is not None and reply.content.startswith("ACK:")
+    assert default_base == Route.BASE  # put back for everyone else in the process
+
+
+async def test_run_discord_with_a_bad_or_missing_token_is_a_config_error(
+    bare_fake: FakeDiscord, make_core: CoreFactory
+) -> None:
+    core = await make_core(discord=discord_settings(bare_fake, token="not-the-token"))
+    with pytest.raises(ConfigError, match="DISCORD_TOKEN"):
+        await run_discord(core)
+    assert [r.status for r in bare_fake.requests] == [401]
+    missing = await make_core(discord=discord_settings(bare_fake))
+    with pytest.raises(ConfigError, match="DISCORD_TOKEN is not set"):
+        await run_discord(missing)
+
+
+async def test_run_discord_without_the_message_content_intent_says_where_to_enable_it(
+    make_core: CoreFactory,
+) -> None:
+    strict = FakeDiscord(enabled_privileged_intents=0)
+    await strict.start()
+    try:
+        strict.add_guild()
+        core = await make_core(discord=discord_settings(strict, token=strict.valid_token))
+        with pytest.raises(ConfigError, match="MESSAGE CONTENT INTENT"):
+            await run_discord(core)
+    finally:
+        await strict.stop()
+
+
+async def test_a_shard_process_serves_only_its_shards_guilds(
+    fake: FakeDiscord, make_core: CoreFactory
+) -> None:
+    guilds = [fake.add_guild(name=f"shard-{i}", for_shard=(i, 2)) for i in range(2)]
+    channels = [fake.add_text_channel(g.id, "general") for g in guilds]
+    members = [fake.add_member(g.id, name=f"user-{i}") for i, g in enumerate(guilds)]
+    core = await make_core()
+    bot = build_client(core, shard_count=2, shard_ids=[1], guild_ready_timeout=0.05)
+    async with fake.running(bot):
+        assert [g.id for g in bot.guilds] == [guilds[1].id]
+        await fake.send_message(
+            channel_id=channels[1].id,
+            author_id=members[1].user.id,
+            content="mine",
+            mentions_bot=True,
+        )
+        await fake.wait_for_messages(channels[1].id, 1)
+    assert [(i.shard_id, i.shard_count) for i in fake.identifies] == [(1, 2)]
+    assert await texts_in(core, f"discord:{guilds[1].id}:{channels[1].id}") != []
