@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -177,12 +177,14 @@ class MemoryAdmin:
             if changed:
                 await self.repo.set_fields(scope, changed)
             days = await self.repo.days(scope)
-            new_days = [
-                DaySummary(d.day, redact(d.summary, needles), d.messages, d.degraded) for d in days
-            ]
-            report.days = sum(a.summary != b.summary for a, b in zip(days, new_days, strict=True))
+            new_days = [_redact_day(d, needles) for d in days]
+            report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
             if report.days:
                 await self.repo.replace_days(scope, new_days)
+            episodes = await self.repo.episodes(scope)
+            new_episodes = [_redact_day(d, needles) for d in episodes]
+            if new_episodes != episodes:
+                await self.repo.replace_episodes(scope, new_episodes)
             weeks = await self.repo.weeks(scope)
             new_weeks = [
                 WeekSummary(w.week, redact(w.summary, needles), w.days, w.degraded) for w in weeks
@@ -320,6 +322,7 @@ class MemoryAdmin:
                 for e in dump.log
             ],
             "days": [asdict(d) for d in dump.days],
+            "episodes": [asdict(d) for d in dump.episodes],
             "weeks": [asdict(w) for w in dump.weeks],
             "facts": [asdict(f) for f in dump.facts],
             "done": dump.done,
@@ -335,6 +338,21 @@ class MemoryAdmin:
         await self.repo.restore(scope, dump, last_activity_ms=last_ms)
         await self._resync_counters(scope)
         return len(dump.log)
+
+
+def _redact_day(day: DaySummary, needles: Sequence[str]) -> DaySummary:
+    """A day record without the sentences that mention any of ``needles``."""
+
+    def keep(items: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(x for x in (redact(i, needles) for i in items) if x)
+
+    return replace(
+        day,
+        summary=redact(day.summary, needles),
+        topic=redact(day.topic, needles),
+        decisions=keep(day.decisions),
+        follow_ups=keep(day.follow_ups),
+    )
 
 
 def parse_export(data: Mapping[str, Any]) -> ScopeDump:
@@ -366,6 +384,7 @@ def parse_export(data: Mapping[str, Any]) -> ScopeDump:
                 )
             )
         days = [DaySummary.from_json(json.dumps(d)) for d in data.get("days") or []]
+        episodes = [DaySummary.from_json(json.dumps(d)) for d in data.get("episodes") or []]
         weeks = [WeekSummary.from_json(json.dumps(w)) for w in data.get("weeks") or []]
         facts = [Fact.from_json(json.dumps(f)) for f in data.get("facts") or []]
         done = [str(x) for x in data.get("done") or []]
@@ -373,4 +392,6 @@ def parse_export(data: Mapping[str, Any]) -> ScopeDump:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"the export is malformed: {type(exc).__name__}: {exc}") from exc
-    return ScopeDump(state=state, log=log, days=days, weeks=weeks, facts=facts, done=done)
+    return ScopeDump(
+        state=state, log=log, days=days, weeks=weeks, facts=facts, done=done, episodes=episodes
+    )

@@ -15,6 +15,8 @@ class ScopeKeys:
     state: str  # Hash: tiers, pointers, settings, counters
     days: str  # List of JSON day summaries, oldest first, at most days_max
     weeks: str  # List of JSON week summaries, oldest first, at most weeks_max
+    episodes: str  # List of JSON day records (summary, topic, decisions, follow-ups), kept
+    # for the retention period: what recall searches once a day has left the days list
     facts: str  # Hash: fact id -> JSON fact
     done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
     lock: str  # String: the maintenance lock (SET NX PX)
@@ -35,6 +37,7 @@ class KeySchema:
             state=f"{base}:state",
             days=f"{base}:days",
             weeks=f"{base}:weeks",
+            episodes=f"{base}:episodes",
             facts=f"{base}:facts",
             done=f"{base}:done",
             lock=f"{base}:lock",

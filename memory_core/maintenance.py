@@ -26,6 +26,7 @@ from datetime import datetime
 from config.settings import MemorySettings
 from memory_core import calendar
 from memory_core.clock import Clock
+from memory_core.episodes import episode
 from memory_core.errors import LLMUnavailable
 from memory_core.facts import merge_ops
 from memory_core.language import resolve
@@ -275,11 +276,12 @@ class Maintainer:
             week = calendar.week_of(state.day, week_start)
         summary = None
         if state.short.strip():
-            summary = DaySummary(
-                day=state.day,
-                summary=state.short,
+            summary = episode(
+                state.day,
+                state.short,
                 messages=state.day_msgs,
                 degraded=False,
+                facts=await self.repo.facts(scope) if state.fact_seq else (),
             )
         elif week and not any(calendar.in_week(d.day, week) for d in await self.repo.days(scope)):
             week = ""  # an idle week: nothing to consolidate, no LLM call
@@ -297,6 +299,7 @@ class Maintainer:
             now_iso=_iso(self.clock.now()),
             epoch=state.epoch,
             trim_before_ms=self._trim_before(state),
+            episodes_max=self.settings.retention_days + 1,
         )
         if result == -1 and after is not None:
             return await self._refresh(scope, after, report, None)

@@ -95,6 +95,7 @@ class ScopeState:
     last_rollover: str = ""
     day_msgs: int = 0  # messages of 'day' summarised so far
     epoch: int = 0  # moves on every forget: in-flight summaries of forgotten text are dropped
+    fact_seq: int = 0  # facts ever made in the scope (0: no need to read the facts hash)
     short_at: str = ""
 
     @classmethod
@@ -123,13 +124,22 @@ _STATE_FIELDS: tuple[tuple[str, type], ...] = tuple(
 
 @dataclass(frozen=True, slots=True)
 class DaySummary:
+    """One finished day: its summary, and the episode record recall searches (topic,
+    decisions, follow-ups), made at rollover without another LLM call."""
+
     day: str
     summary: str
     messages: int = 0
     degraded: bool = False  # written by the extractive stand-in, not the LLM
+    topic: str = ""
+    decisions: tuple[str, ...] = ()
+    follow_ups: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        data = asdict(self)
+        data["decisions"] = list(self.decisions)
+        data["follow_ups"] = list(self.follow_ups)
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, raw: str) -> DaySummary:
@@ -139,6 +149,9 @@ class DaySummary:
             summary=str(data.get("summary", "")),
             messages=int(data.get("messages", 0)),
             degraded=bool(data.get("degraded", False)),
+            topic=str(data.get("topic", "")),
+            decisions=tuple(str(x) for x in data.get("decisions", [])),
+            follow_ups=tuple(str(x) for x in data.get("follow_ups", [])),
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
@@ -38,6 +38,7 @@ class ScopeDump:
     weeks: list[WeekSummary]
     facts: list[Fact]
     done: list[str]
+    episodes: list[DaySummary] = field(default_factory=list)
 
 
 def _entries(raw: Iterable[tuple[str, Mapping[str, str]]]) -> list[LogEntry]:
@@ -203,6 +204,10 @@ class MemoryRepo:
             DaySummary.from_json(x) for x in await self.client.lrange(self.k(scope).days, 0, -1)
         ]
 
+    async def episodes(self, scope: str) -> list[DaySummary]:
+        raw = await self.client.lrange(self.k(scope).episodes, 0, -1)
+        return [DaySummary.from_json(x) for x in raw]
+
     async def weeks(self, scope: str) -> list[WeekSummary]:
         raw = await self.client.lrange(self.k(scope).weeks, 0, -1)
         return [WeekSummary.from_json(x) for x in raw]
@@ -222,7 +227,8 @@ class MemoryRepo:
         pipe.lrange(k.weeks, 0, -1)
         pipe.hgetall(k.facts)
         pipe.smembers(k.done)
-        state, log, days, weeks, facts, done = await pipe.execute()
+        pipe.lrange(k.episodes, 0, -1)
+        state, log, days, weeks, facts, done, episodes = await pipe.execute()
         return ScopeDump(
             state=dict(state),
             log=_entries(log),
@@ -230,6 +236,7 @@ class MemoryRepo:
             weeks=[WeekSummary.from_json(x) for x in weeks],
             facts=_facts(facts),
             done=sorted(done),
+            episodes=[DaySummary.from_json(x) for x in episodes],
         )
 
     async def scopes(self, *, offset: int = 0, limit: int = 100) -> list[tuple[str, int]]:
@@ -286,6 +293,7 @@ class MemoryRepo:
         now_iso: str,
         epoch: int,
         trim_before_ms: int = 0,
+        episodes_max: int = 366,
     ) -> tuple[int, ScopeState | None, list[DaySummary]]:
         """(1, state, days): closed now; (0, None, []): already closed or moved on;
         (-1, state, []): a week refresh must run first. ``trim_before_ms``: retention, raw
@@ -294,7 +302,7 @@ class MemoryRepo:
         reply = await run_script(
             self.client,
             "close_day",
-            [k.state, k.days, k.done, k.log],
+            [k.state, k.days, k.done, k.log, k.episodes],
             [
                 day,
                 next_day,
@@ -308,6 +316,7 @@ class MemoryRepo:
                 expected_upto,
                 str(epoch),
                 str(trim_before_ms) if trim_before_ms > 0 else "",
+                episodes_max,
             ],
         )
         result, state, days = _cas_reply(reply)
@@ -401,6 +410,9 @@ class MemoryRepo:
     async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
         await self._replace_list(self.k(scope).days, [d.to_json() for d in days])
 
+    async def replace_episodes(self, scope: str, episodes: Sequence[DaySummary]) -> None:
+        await self._replace_list(self.k(scope).episodes, [d.to_json() for d in episodes])
+
     async def replace_weeks(self, scope: str, weeks: Sequence[WeekSummary]) -> None:
         await self._replace_list(self.k(scope).weeks, [w.to_json() for w in weeks])
 
@@ -444,6 +456,8 @@ class MemoryRepo:
             pipe.rpush(k.days, *[d.to_json() for d in dump.days])
         if dump.weeks:
             pipe.rpush(k.weeks, *[w.to_json() for w in dump.weeks])
+        if dump.episodes:
+            pipe.rpush(k.episodes, *[d.to_json() for d in dump.episodes])
         for fact in dump.facts:
             pipe.hset(k.facts, fact.id, fact.to_json())
         if dump.done:

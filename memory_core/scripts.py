@@ -83,10 +83,11 @@ return {1, redis.call('HGETALL', st)}
 """
 )
 
-# KEYS: state, days, done, log. ARGV: day, next day, day JSON ('' = idle day, nothing to
-# append), new short_upto ('' = unchanged), tokens consumed, messages consumed, days_max, week
-# to consolidate ('' = none), now (ISO), expected short_upto, expected epoch, trim min id
-# ('' = no retention trim: raw messages older than it go, all of them summarised by now).
+# KEYS: state, days, done, log, episodes. ARGV: day, next day, day JSON ('' = idle day,
+# nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
+# days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
+# trim min id ('' = no retention trim: raw messages older than it go, all summarised by now),
+# episodes_max.
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 # Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
@@ -104,6 +105,8 @@ end
 if ARGV[3] ~= '' then
   redis.call('RPUSH', days, ARGV[3])
   redis.call('LTRIM', days, -tonumber(ARGV[7]), -1)
+  redis.call('RPUSH', KEYS[5], ARGV[3])
+  redis.call('LTRIM', KEYS[5], -tonumber(ARGV[13]), -1)
 end
 redis.call('SADD', done, 'day:' .. day)
 redis.call('HSET', st, 'day', ARGV[2], 'short', '', 'last_rollover', ARGV[9],

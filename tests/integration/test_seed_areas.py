@@ -188,7 +188,16 @@ async def test_9_stored_data_has_the_right_types(make_core: CoreFactory) -> None
     datetime.fromisoformat(raw["tiers_at"])
     for blob in await core.store.client.lrange(k.days, 0, -1):
         day = json.loads(blob)
-        assert set(day) == {"day", "summary", "messages", "degraded"}
+        assert set(day) == {
+            "day",
+            "summary",
+            "messages",
+            "degraded",
+            "topic",
+            "decisions",
+            "follow_ups",
+        }
+        assert isinstance(day["decisions"], list) and isinstance(day["follow_ups"], list)
         date.fromisoformat(day["day"])
         assert isinstance(day["summary"], str) and day["summary"]
         assert isinstance(day["messages"], int) and day["messages"] > 0
@@ -211,6 +220,7 @@ async def test_10_data_structure(make_core: CoreFactory) -> None:
     assert types[k.state] == "hash"
     assert types[k.days] == "list" and types[k.weeks] == "list"
     assert types[k.facts] == "hash" and types[k.done] == "set"
+    assert types[k.episodes] == "list"
     assert await core.store.client.type(core.store.keys.scopes_index) == "zset"
     assert await core.store.client.zscore(core.store.keys.scopes_index, "discord:1:2") > 0
     # Every key of the scope carries the scope's hash tag (Cluster-safe), and nothing else

@@ -67,9 +67,8 @@ def test_chunks_fit_and_keep_every_word(lines: list[str], limit: int) -> None:
     text = "\n".join(lines)
     chunks = split_message(text, limit)
     assert all(len(c) <= limit for c in chunks)
-    assert _words("\n".join(chunks)) == _words(text) or "".join(_words("".join(chunks))) == "".join(
-        _words(text)
-    )
+    # Hard splits may cut a long word in two: compare the words glued back together.
+    assert "".join(_words("\n".join(chunks))) == "".join(_words(text))
 
 
 def test_throttle() -> None:

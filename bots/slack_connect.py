@@ -1,0 +1,173 @@
+"""How memorybot connects to Slack: the Web API client, start-up checks, Socket Mode and
+the HTTP server. Every failure a person can fix is a ConfigError naming the variable."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from config.settings import SlackSettings
+from memory_core.errors import ConfigError
+
+EVENTS_PATH = "/slack/events"  # events, slash commands and interactivity alike
+
+
+def error_code(exc: Exception) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or exc)
+    return type(exc).__name__
+
+
+def retry_handlers() -> list[AsyncRetryHandler]:
+    """Connection hiccups retried; ``ratelimited`` (HTTP 429) waited out per Retry-After."""
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+    ]
+
+
+def build_client(
+    settings: SlackSettings, *, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
+    """The Web API client: ``slack.api_base_url`` (GovSlack, tests), retries."""
+    token = settings.bot_token.get_secret_value() if settings.bot_token else None
+    base_url = settings.api_base_url.rstrip("/") + "/"
+    return AsyncWebClient(
+        token=token, base_url=base_url, session=session, retry_handlers=retry_handlers()
+    )
+
+
+_MISSING = {
+    "SLACK_BOT_TOKEN": "SLACK_BOT_TOKEN is not set: give the app's Bot User OAuth Token "
+    "(xoxb-..., from OAuth & Permissions); see docs/slack.md",
+    "SLACK_APP_TOKEN": "SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token "
+    "(xapp-..., with connections:write); or serve HTTP with MEMORYBOT_SLACK__MODE=http "
+    "and SLACK_SIGNING_SECRET",
+    "SLACK_SIGNING_SECRET": "SLACK_SIGNING_SECRET is not set: HTTP mode verifies every "
+    "request with it (Basic Information > App Credentials); or use Socket Mode by setting "
+    "SLACK_APP_TOKEN",
+}
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def require_bot_token(settings: SlackSettings) -> str:
+    _require(settings.bot_token is not None, _MISSING["SLACK_BOT_TOKEN"])
+    assert settings.bot_token is not None
+    token = settings.bot_token.get_secret_value()
+    _require(
+        token.startswith("xoxb-"),
+        "SLACK_BOT_TOKEN must be a bot token (xoxb-...), not a user or app-level token",
+    )
+    return token
+
+
+def connection_mode(settings: SlackSettings) -> Literal["socket", "http"]:
+    """Socket Mode when asked for, or (auto) when an app token is set; HTTP otherwise.
+    Raises ConfigError naming the variable that is missing or malformed."""
+    require_bot_token(settings)
+    mode = settings.mode
+    if mode == "auto":
+        mode = "socket" if settings.app_token is not None else "http"
+    if mode == "socket":
+        _require(settings.app_token is not None, _MISSING["SLACK_APP_TOKEN"])
+        assert settings.app_token is not None
+        _require(
+            settings.app_token.get_secret_value().startswith("xapp-"),
+            "SLACK_APP_TOKEN must be an app-level token (xapp-...) with connections:write",
+        )
+        return "socket"
+    _require(settings.signing_secret is not None, _MISSING["SLACK_SIGNING_SECRET"])
+    return "http"
+
+
+@dataclass(frozen=True, slots=True)
+class SlackIdentity:
+    """Who the bot is, from auth.test. (Listeners read the same from Bolt's context, which
+    Bolt fills from its own cached auth.test.)"""
+
+    user_id: str  # the bot user: <@user_id> is a mention of the bot
+    bot_id: str
+    team_id: str
+    team: str
+
+
+async def authenticate(client: AsyncWebClient) -> SlackIdentity:
+    """auth.test once at start-up, so a wrong or revoked token stops the bot right away."""
+    try:
+        response = await client.auth_test()
+    except SlackApiError as exc:
+        raise ConfigError(
+            f"Slack refused SLACK_BOT_TOKEN ({error_code(exc)}): check the token, or "
+            "reinstall the app to the workspace (docs/slack.md)"
+        ) from exc
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise ConfigError(
+            f"cannot reach the Slack API at {client.base_url} ({exc!r}): check the network "
+            "or slack.api_base_url"
+        ) from exc
+    return SlackIdentity(
+        user_id=str(response.get("user_id") or ""),
+        bot_id=str(response.get("bot_id") or ""),
+        team_id=str(response.get("team_id") or ""),
+        team=str(response.get("team") or ""),
+    )
+
+
+async def connect_socket(app: AsyncApp, app_token: str) -> AsyncSocketModeHandler:
+    """A connected Socket Mode handler. slack_sdk retries a refused connection forever, so
+    the first WebSocket URL is asked for here, where a bad SLACK_APP_TOKEN can fail."""
+    handler = AsyncSocketModeHandler(app, app_token)
+    try:
+        handler.client.wss_uri = await handler.client.issue_new_wss_url()
+    except SlackApiError as exc:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        raise ConfigError(
+            f"Slack refused SLACK_APP_TOKEN ({error_code(exc)}): give an app-level token "
+            "(xapp-...) with the connections:write scope, and enable Socket Mode for the app"
+        ) from exc
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        raise ConfigError(
+            f"cannot open Socket Mode through {handler.client.web_client.base_url} "
+            f"({exc!r}): check the network or slack.api_base_url"
+        ) from exc
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    return handler
+
+
+@asynccontextmanager
+async def serve_http(app: AsyncApp, *, host: str, port: int) -> AsyncIterator[str]:
+    """Bolt's aiohttp app on host:port (port 0: any free port). Yields the events URL."""
+    runner = web.AppRunner(app.web_app(path=EVENTS_PATH, port=port), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror}): change slack.http_port "
+                "(MEMORYBOT_SLACK__HTTP_PORT)"
+            ) from exc
+        bound_host, bound_port = runner.addresses[0][:2]
+        yield f"http://{bound_host}:{bound_port}{EVENTS_PATH}"
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,205 @@
+"""Slack payloads to core values and back: scopes, message events, text. No I/O here.
+
+Slack events are dicts; this module decides what a ``message`` / ``app_mention`` event means
+for memory (a message to store, a deletion, or nothing), which scope it belongs to, and how
+Slack's markup becomes plain text for memory (``<@U123>`` -> ``@Alice``) and how an answer
+becomes Slack ``mrkdwn`` (escaped, so a model can never ping ``<!channel>``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Message subtypes that are a person saying something. Everything else (edits, joins, topic
+# changes, bot_message...) is not conversation and is ignored.
+HUMAN_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message"})
+
+_MARKUP = re.compile(r"<([^<>\n]+)>")
+_USER_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+
+
+def channel_scope(team_id: str, channel_id: str) -> str:
+    """``slack:{team}:{channel}``; a DM is its ``D...`` channel."""
+    return f"slack:{team_id}:{channel_id}"
+
+
+def message_scope(
+    team_id: str, channel_id: str, ts: str, thread_ts: str | None
+) -> tuple[str, str | None]:
+    """(scope, parent scope). A thread reply lives in ``slack:{team}:{channel}:{thread_ts}``
+    and reads its channel's long-term memory; a thread's parent message is the channel's."""
+    channel = channel_scope(team_id, channel_id)
+    if thread_ts and thread_ts != ts:
+        return f"{channel}:{thread_ts}", channel
+    return channel, None
+
+
+def is_direct(event: Mapping[str, Any]) -> bool:
+    """A 1:1 DM with the bot (always answered). app_mention events carry no channel_type."""
+    channel_type = event.get("channel_type")
+    if channel_type is not None:
+        return bool(channel_type == "im")
+    return str(event.get("channel", "")).startswith("D")
+
+
+@dataclass(frozen=True, slots=True)
+class SlackMessage:
+    """A person's message, as far as memory is concerned."""
+
+    team_id: str
+    channel_id: str
+    user_id: str
+    ts: str
+    thread_ts: str | None
+    raw_text: str  # Slack markup; see plain_text
+    addressed: bool
+    direct: bool
+
+    @property
+    def scope(self) -> str:
+        return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)[0]
+
+    @property
+    def parent_scope(self) -> str | None:
+        return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)[1]
+
+    @property
+    def delivery_key(self) -> str:
+        """One key per message, whichever event brought it: a mention arrives both as
+        ``app_mention`` and as ``message``, and Slack retries reuse the same ts."""
+        return f"{self.team_id}:{self.channel_id}:{self.ts}"
+
+    @property
+    def reply_thread_ts(self) -> str | None:
+        """Where the answer goes: the message's thread in a channel (a new thread under it if
+        it was top level). In a DM the answer stays where the message was, so a DM reads
+        like a chat instead of a thread per message."""
+        if self.direct:
+            return self.thread_ts
+        return self.thread_ts or self.ts
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    scope: str
+    ts: str  # the deleted message's ts: the platform_id it was stored with
+
+
+def parse_message(
+    event: Mapping[str, Any], *, team_id: str, bot_user_id: str
+) -> SlackMessage | None:
+    """A ``message`` or ``app_mention`` event -> the message to remember, or None to ignore
+    it (bots, the bot itself, edits, joins and other non-conversation subtypes)."""
+    subtype = event.get("subtype")
+    if subtype is not None and subtype not in HUMAN_SUBTYPES:
+        return None
+    if event.get("bot_id") or event.get("bot_profile"):
+        return None
+    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+    if not (isinstance(user, str) and isinstance(channel, str) and isinstance(ts, str)):
+        return None
+    if not (user and channel and ts) or user == bot_user_id:
+        return None
+    text = str(event.get("text") or "")
+    thread_ts = event.get("thread_ts")
+    return SlackMessage(
+        team_id=team_id,
+        channel_id=channel,
+        user_id=user,
+        ts=ts,
+        thread_ts=thread_ts if isinstance(thread_ts, str) and thread_ts else None,
+        raw_text=text,
+        addressed=event.get("type") == "app_mention" or f"<@{bot_user_id}" in text,
+        direct=is_direct(event),
+    )
+
+
+def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None:
+    """A ``message_deleted`` event -> which stored message goes."""
+    if event.get("subtype") != "message_deleted":
+        return None
+    previous = event.get("previous_message")
+    previous = previous if isinstance(previous, Mapping) else {}
+    channel = event.get("channel")
+    deleted_ts = event.get("deleted_ts") or previous.get("ts")
+    if not isinstance(channel, str) or not isinstance(deleted_ts, str) or not deleted_ts:
+        return None
+    thread_ts = previous.get("thread_ts") or event.get("thread_ts")
+    scope, _ = message_scope(
+        team_id, channel, deleted_ts, thread_ts if isinstance(thread_ts, str) else None
+    )
+    return Deletion(scope=scope, ts=deleted_ts)
+
+
+def mentioned_users(text: str, *, exclude: str = "") -> list[str]:
+    """User ids mentioned in ``text`` (first appearance order), without ``exclude``."""
+    seen: dict[str, None] = {}
+    for match in _USER_MENTION.finditer(text):
+        if match.group(1) != exclude:
+            seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
+def plain_text(
+    text: str, *, bot_user_id: str, bot_name: str, names: Mapping[str, str] | None = None
+) -> str:
+    """Slack markup -> the plain text memory keeps: mentions become ``@name`` (the bot's own
+    ``@memorybot``), channels ``#name``, links ``label (url)``; entities are unescaped."""
+    names = names or {}
+
+    def replace(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        target, _, label = inner.partition("|")
+        if target.startswith("@"):
+            user = target[1:]
+            if user == bot_user_id:
+                return f"@{bot_name}"
+            return "@" + (names.get(user) or label or user)
+        if target.startswith("#"):
+            return "#" + (label or target[1:])
+        if target.startswith("!"):
+            special = target[1:].split("^", 1)[0]
+            if special in ("here", "channel", "everyone"):
+                return f"@{special}"
+            return label or special
+        if label and label != target and label != target.removeprefix("mailto:"):
+            return f"{label} ({target})"
+        return target.removeprefix("mailto:")
+
+    return unescape(_MARKUP.sub(replace, text)).strip()
+
+
+def unescape(text: str) -> str:
+    """Slack sends ``&``, ``<`` and ``>`` as entities in message and command text."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def escape(text: str) -> str:
+    """The three characters Slack's markup reserves. Escaped, ``<!channel>`` from a model or
+    from memory is shown, never acted on."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def to_mrkdwn(text: str) -> str:
+    """An answer in (model-flavoured) Markdown -> Slack mrkdwn: escaped; ``**bold**``,
+    ``# headings`` and ``[label](url)`` translated outside code blocks."""
+    lines: list[str] = []
+    in_code = False
+    for line in escape(text).split("\n"):
+        if _FENCE.match(line):
+            in_code = not in_code
+            lines.append(line)
+            continue
+        if not in_code:
+            line = _HEADING.sub(r"*\1*", line)
+            line = _BOLD.sub(r"*\1*", line)
+            line = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", line)
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,656 @@
+"""The Slack front door end to end: memorybot's real Bolt app (bots/slack_bot.py) against the
+fake Slack (tests/fakes/slack_server.py), a real Core on the private Redis, and the fake
+OpenAI server. Main flows run twice: signed HTTP requests to the app's own aiohttp server,
+and envelopes over the fake's Socket Mode WebSocket.
+
+Nothing here sleeps. To show that something did *not* happen, a test sends a later request
+(``settle``: a /memory command in another channel), waits for its answer, then waits for
+every listener that started before it (``SlackBot.drain``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bots.slack_bot import SlackBot, build_app, run_slack
+from bots.slack_connect import connect_socket, serve_http
+from bots.slack_send import MESSAGE_CHARS
+from memory_core.bootstrap import Core
+from memory_core.errors import ConfigError
+from memory_core.models import LogEntry
+from tests.conftest import CoreFactory
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import (
+    FakeSlack,
+    ResponseUrlPost,
+    event_body,
+    interactive_form_body,
+    send_signed,
+    signed_headers,
+    slash_command_form_body,
+)
+from tests.helpers import all_keys, scope_values
+
+BOT_TOKEN = "xoxb-test-bot-token"
+APP_TOKEN = "xapp-1-test-app-token"
+SECRET = "test-signing-secret"
+BOT = "UBOT"
+T1, T2 = "T1", "T2"
+ALICE, BOB, CAROL, DAVE = "U1", "U2", "U3", "U4"  # workspace admin, member, configured admin, T2
+C1, SYNC, DM = "C1", "CSYNC", "D1"
+SCOPE = f"slack:{T1}:{C1}"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(
+        bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=T1, bot_user_id=BOT
+    ) as server:
+        server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
+        server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")
+        server.add_user(CAROL, "carol", display_name="Carol")
+        server.add_user(DAVE, "dave", display_name="Dave", team_id=T2, is_owner=True)
+        server.add_channel(C1, "general")
+        server.add_channel(SYNC, "sync")
+        server.add_channel(DM, DM, is_im=True, user_id=ALICE)
+        yield server
+
+
+def slack_settings(fake: FakeSlack, **extra: Any) -> dict[str, Any]:
+    return {
+        "bot_token": BOT_TOKEN,
+        "app_token": APP_TOKEN,
+        "signing_secret": SECRET,
+        "api_base_url": fake.api_url,
+        "admin_user_ids": [CAROL],
+        **extra,
+    }
+
+
+@dataclass
+class Harness:
+    """The running app plus helpers that speak Slack to it, over HTTP or Socket Mode."""
+
+    mode: str
+    fake: FakeSlack
+    core: Core
+    bot: SlackBot
+    llm: FakeOpenAI
+    url: str = ""
+
+    async def deliver(
+        self, event: dict[str, Any], *, team_id: str = T1, event_id: str | None = None
+    ) -> None:
+        payload = self.fake.event_payload(event=event, team_id=team_id, event_id=event_id)
+        if self.mode == "http":
+            sent = await send_signed(self.url, signing_secret=SECRET, body=event_body(payload))
+            assert sent.status == 200
+        else:
+            await self.fake.socket_send_event(event=payload)
+
+    async def say(
+        self,
+        text: str,
+        *,
+        user: str = ALICE,
+        channel: str = C1,
+        team_id: str = T1,
+        thread_ts: str | None = None,
+        channel_type: str = "channel",
+    ) -> dict[str, Any]:
+        event = self.fake.message_event(
+            text=text,
+            user_id=user,
+            channel_id=channel,
+            thread_ts=thread_ts,
+            channel_type=channel_type,  # type: ignore[arg-type]
+            team_id=team_id,
+        )
+        await self.deliver(event, team_id=team_id)
+        return event
+
+    async def mention(
+        self,
+        text: str,
+        *,
+        user: str = ALICE,
+        channel: str = C1,
+        team_id: str = T1,
+        thread_ts: str | None = None,
+        app_mention_first: bool = True,
+    ) -> dict[str, Any]:
+        """What Slack sends for an @mention in a channel: app_mention AND message, same ts."""
+        mention = self.fake.app_mention_event(
+            text=f"<@{BOT}> {text}",
+            user_id=user,
+            channel_id=channel,
+            thread_ts=thread_ts,
+            team_id=team_id,
+        )
+        message = self.fake.message_event(
+            text=mention["text"],
+            user_id=user,
+            channel_id=channel,
+            ts=mention["ts"],
+            thread_ts=thread_ts,
+            team_id=team_id,
+        )
+        for event in (mention, message) if app_mention_first else (message, mention):
+            await self.deliver(event, team_id=team_id)
+        return message
+
+    async def command(
+        self, text: str, *, user: str = ALICE, channel: str = C1, team_id: str = T1
+    ) -> ResponseUrlPost:
+        fields = self.fake.slash_command_payload(
+            text=text, user_id=user, channel_id=channel, team_id=team_id
+        )
+        if self.mode == "http":
+            started = time.monotonic()
+            sent = await send_signed(
+                self.url, signing_secret=SECRET, body=slash_command_form_body(fields)
+            )
+            # Acked at once (an empty 200), well within Slack's 3 seconds; work comes after.
+            assert (sent.status, sent.text) == (200, "")
+            assert time.monotonic() - started < 3.0
+        else:
+            ack = await self.fake.socket_send_slash_command(payload=fields)
+            assert ack.payload is None
+        return await self.response_to(fields["response_url"])
+
+    async def click(
+        self, action_id: str, value: str, *, user: str = ALICE, channel: str = C1
+    ) -> ResponseUrlPost:
+        payload = self.fake.block_action_payload(
+            action_id=action_id, value=value, user_id=user, channel_id=channel
+        )
+        if self.mode == "http":
+            body = interactive_form_body(payload)
+            sent = await send_signed(self.url, signing_secret=SECRET, body=body)
+            assert sent.status == 200
+        else:
+            await self.fake.socket_send_interactive(payload=payload)
+        return await self.response_to(payload["response_url"])
+
+    async def response_to(self, response_url: str) -> ResponseUrlPost:
+        response_id = response_url.rsplit("/", 1)[1]
+
+        def found() -> ResponseUrlPost | None:
+            return next((r for r in self.fake.responses if r.response_id == response_id), None)
+
+        return await self.fake.wait_for(found, description=f"a response to {response_id}")
+
+    async def settle(self) -> None:
+        """Everything sent so far has been handled (see the module docstring)."""
+        await self.command("help", channel=SYNC)
+        await self.bot.drain()
+
+    async def replies(self, count: int) -> list[Any]:
+        messages = await self.fake.wait_for_messages(count=count)
+        await self.bot.drain()
+        return messages
+
+
+async def start_harness(
+    mode: str, fake: FakeSlack, core: Core, llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    bot = SlackBot(core)
+    app = build_app(core, bot=bot)
+    if mode == "http":
+        async with serve_http(app, host="127.0.0.1", port=0) as url:
+            yield Harness(mode, fake, core, bot, llm, url)
+            await bot.drain()
+    else:
+        handler = await connect_socket(app, APP_TOKEN)
+        try:
+            yield Harness(mode, fake, core, bot, llm)
+            await bot.drain()
+        finally:
+            # Before the fake stops: a socket the server closes would reconnect.
+            await handler.close_async()
+
+
+@pytest.fixture(params=["http", "socket"])
+async def slack(
+    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    core = await make_core(slack=slack_settings(fake))
+    async for harness in start_harness(request.param, fake, core, fake_llm):
+        yield harness
+
+
+@pytest.fixture
+async def http(
+    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    core = await make_core(slack=slack_settings(fake))
+    async for harness in start_harness("http", fake, core, fake_llm):
+        yield harness
+
+
+async def entries(core: Core, scope: str = SCOPE) -> list[LogEntry]:
+    return await core.repo.all_entries(scope)
+
+
+def user_texts(log: list[LogEntry]) -> list[str]:
+    return [e.text for e in log if e.role == "user"]
+
+
+def block_texts(response: ResponseUrlPost) -> str:
+    parts = []
+    for block in response.blocks or []:
+        text = block.get("text")
+        if isinstance(text, dict):
+            parts.append(str(text.get("text", "")))
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------ messages
+
+
+@pytest.mark.parametrize("app_mention_first", [True, False])
+async def test_mention_is_answered_in_thread_once_with_channel_memory(
+    slack: Harness, app_mention_first: bool
+) -> None:
+    await slack.say("our deploy day is Thursday", user=BOB)
+    asked = await slack.mention("when do we deploy?", app_mention_first=app_mention_first)
+
+    [reply] = await slack.replies(1)
+    await slack.settle()
+    assert len(slack.fake.posted_messages) == 1  # app_mention + message: one answer
+    assert (reply.channel, reply.thread_ts) == (C1, asked["ts"])
+    assert (reply.text or "").startswith("ACK: ")
+    assert "when do we deploy?" in (reply.text or "")
+    [request] = slack.llm.of("reply")
+    assert "our deploy day is Thursday" in request.prompt_text
+    assert "Bob Builder" in request.prompt_text  # display name empty: the real name
+
+    log = await entries(slack.core)
+    assert user_texts(log) == ["our deploy day is Thursday", "@memorybot when do we deploy?"]
+    assert [(e.author, e.author_id) for e in log if e.role == "user"] == [
+        ("Bob Builder", BOB),
+        ("Alice", ALICE),
+    ]
+    assert log[1].platform_id == asked["ts"]
+    assert [e.role for e in log] == ["user", "user", "assistant"]
+
+
+async def test_unaddressed_channel_message_is_remembered_not_answered(slack: Harness) -> None:
+    await slack.say("I prefer tea over coffee", user=BOB)
+    await slack.settle()
+    assert slack.fake.posted_messages == []
+    assert slack.llm.of("reply") == []
+    assert user_texts(await entries(slack.core)) == ["I prefer tea over coffee"]
+
+
+async def test_reply_modes_all_and_off(slack: Harness) -> None:
+    done = await slack.command("config mode all")
+    assert "mode=all" in (done.text or "")
+    asked = await slack.say("anyone around?", user=BOB)
+    [reply] = await slack.replies(1)
+    assert reply.thread_ts == asked["ts"]
+
+    await slack.command("config mode off", user=CAROL)  # a configured admin
+    await slack.mention("are you there?")
+    await slack.settle()
+    assert len(slack.fake.posted_messages) == 1  # off: remembered, never answered
+    assert "@memorybot are you there?" in user_texts(await entries(slack.core))
+
+
+async def test_thread_has_its_own_scope_and_reads_the_channel_memory(slack: Harness) -> None:
+    await slack.core.admin.edit_tier(SCOPE, "overview", "The team chose PostgreSQL for billing.")
+    parent = await slack.say("let's talk databases")
+    asked = await slack.mention("which database did we pick?", thread_ts=parent["ts"])
+
+    [reply] = await slack.replies(1)
+    assert reply.thread_ts == parent["ts"]
+    assert "PostgreSQL" in slack.llm.of("reply")[0].prompt_text
+    thread = f"{SCOPE}:{parent['ts']}"
+    assert user_texts(await entries(slack.core, thread)) == [
+        "@memorybot which database did we pick?"
+    ]
+    assert (await entries(slack.core, thread))[0].platform_id == asked["ts"]
+    assert user_texts(await entries(slack.core)) == ["let's talk databases"]
+
+
+async def test_dm_is_always_answered_under_its_own_scope(slack: Harness) -> None:
+    asked = await slack.say("remember that my cat is called Miso", channel=DM, channel_type="im")
+    [reply] = await slack.replies(1)
+    assert (reply.channel, reply.thread_ts) == (DM, None)  # a DM reads as a chat, no threads
+    dm_log = await entries(slack.core, f"slack:{T1}:{DM}")
+    assert user_texts(dm_log) == ["remember that my cat is called Miso"]
+    assert dm_log[0].platform_id == asked["ts"]
+    assert await entries(slack.core) == []
+
+
+async def test_bot_messages_edits_and_joins_are_ignored(slack: Harness) -> None:
+    fake = slack.fake
+    events = [
+        fake.message_event(
+            text="beep from another bot", user_id="UOTHER", channel_id=C1, bot_id="B9"
+        ),
+        fake.message_event(
+            text="classic bot", user_id="UOTHER", channel_id=C1, subtype="bot_message"
+        ),
+        # The bot's own message (Bolt drops it) and an edit of it.
+        fake.message_event(text="I said this", user_id=BOT, channel_id=C1, bot_id="BBOT"),
+        {
+            "type": "message",
+            "subtype": "message_changed",
+            "channel": C1,
+            "ts": fake.next_ts(),
+            "message": {"type": "message", "user": ALICE, "text": "edited text", "ts": "1.0"},
+            "previous_message": {"type": "message", "user": ALICE, "text": "old", "ts": "1.0"},
+        },
+        fake.message_event(
+            text=f"<@{ALICE}> has joined the channel",
+            user_id=ALICE,
+            channel_id=C1,
+            subtype="channel_join",
+        ),
+    ]
+    for event in events:
+        await slack.deliver(event)
+    await slack.settle()
+    assert await entries(slack.core) == []
+    assert fake.posted_messages == []
+
+
+async def test_deleted_message_is_forgotten(slack: Harness) -> None:
+    kept = await slack.say("the budget is 40k")
+    gone = await slack.say("my password hint is blue giraffe")
+    await slack.settle()
+    assert len(await entries(slack.core)) == 2
+    await slack.deliver(
+        {
+            "type": "message",
+            "subtype": "message_deleted",
+            "hidden": True,
+            "channel": C1,
+            "channel_type": "channel",
+            "ts": slack.fake.next_ts(),
+            "deleted_ts": gone["ts"],
+            "previous_message": {"type": "message", "user": ALICE, "text": gone["text"]}
+            | {"ts": gone["ts"]},
+        }
+    )
+    await slack.settle()
+    log = await entries(slack.core)
+    assert [(e.text, e.platform_id) for e in log] == [("the budget is 40k", kept["ts"])]
+
+
+async def test_retried_event_is_handled_once(slack: Harness) -> None:
+    event = slack.fake.message_event(text=f"<@{BOT}> what's new?", user_id=ALICE, channel_id=C1)
+    payload = slack.fake.event_payload(event=event, team_id=T1)
+    if slack.mode == "http":
+        body = event_body(payload)
+        for retry in (None, "1"):
+            headers = signed_headers(SECRET, body)
+            if retry:
+                headers |= {"X-Slack-Retry-Num": retry, "X-Slack-Retry-Reason": "http_timeout"}
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(slack.url, data=body, headers=headers) as response,
+            ):
+                assert response.status == 200
+    else:
+        for attempt in (0, 1):
+            await slack.fake.socket_send_event(event=payload, retry_attempt=attempt)
+    await slack.replies(1)
+    await slack.settle()
+    assert len(slack.fake.posted_messages) == 1
+    assert len(slack.llm.of("reply")) == 1
+    assert user_texts(await entries(slack.core)) == ["@memorybot what's new?"]
+
+
+# --------------------------------------------------------------------------------- /memory
+
+
+async def test_memory_show_is_ephemeral_block_kit(slack: Harness) -> None:
+    await slack.say("standup moves to 10:00 &lt;b&gt;", user=BOB)  # as Slack escapes it
+    response = await slack.command("show")
+    assert response.response_type == "ephemeral"
+    blocks = response.blocks or []
+    assert blocks[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": f"Memory of {SCOPE}", "emoji": True},
+    }
+    assert len(blocks) <= 50
+    assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
+    shown = block_texts(response)
+    assert "Bob Builder: standup moves to 10:00 &lt;b&gt;" in shown  # escaped mrkdwn
+    assert "1 messages stored" in shown
+
+
+async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
+    await slack.say("keep me")
+    response = await slack.command("forget all", user=BOB)
+    assert response.response_type == "ephemeral"
+    assert "Only admins" in (response.text or "")
+    forged = await slack.click("memory_forget_all_confirm", SCOPE, user=BOB)
+    assert "Only admins" in (forged.text or "")
+    assert user_texts(await entries(slack.core)) == ["keep me"]
+
+
+async def test_admin_forget_all_asks_then_forgets(slack: Harness) -> None:
+    await slack.say("something to forget")
+    question = await slack.command("forget all")
+    assert question.response_type == "ephemeral"
+    [actions] = [b for b in question.blocks or [] if b["type"] == "actions"]
+    buttons = {e["action_id"]: e["value"] for e in actions["elements"]}
+    assert buttons == {"memory_forget_all_confirm": SCOPE, "memory_forget_all_cancel": SCOPE}
+    assert await entries(slack.core) != []  # asking forgets nothing
+
+    done = await slack.click("memory_forget_all_confirm", SCOPE)
+    assert done.replace_original is True
+    assert "Forgot everything" in (done.text or "")
+    assert await entries(slack.core) == []
+    assert not [v for v in await scope_values(slack.core, SCOPE) if "forget" in v]
+
+
+async def test_forget_all_cancel_and_foreign_scope_keep_memory(slack: Harness) -> None:
+    await slack.say("still here")
+    cancelled = await slack.click("memory_forget_all_cancel", SCOPE)
+    assert cancelled.replace_original is True
+    assert "nothing was forgotten" in (cancelled.text or "")
+    # A button whose scope is not the conversation it is clicked in does nothing.
+    other = await slack.click("memory_forget_all_confirm", f"slack:{T2}:{C1}")
+    assert "does not belong" in (other.text or "")
+    assert user_texts(await entries(slack.core)) == ["still here"]
+
+
+async def test_forget_me_removes_only_my_messages(slack: Harness) -> None:
+    await slack.say("alice likes jazz")
+    await slack.say("bob likes techno", user=BOB)
+    response = await slack.command("forget me", user=BOB)
+    assert "Forgot you (Bob Builder)" in (response.text or "")
+    assert user_texts(await entries(slack.core)) == ["alice likes jazz"]
+
+
+async def test_export_is_sent_as_a_json_file_in_a_dm(slack: Harness) -> None:
+    await slack.say("export me please")
+    response = await slack.command("export")
+    assert response.response_type == "ephemeral"
+    assert "sent you the file" in (response.text or "")
+    [upload] = await slack.fake.wait_for_uploads(count=1)
+    opened = slack.fake.calls_of("conversations.open", ok_only=True)
+    assert opened[0].params["users"] == ALICE
+    dm = slack.fake.channels[str(upload.channel_id)]
+    assert (dm.is_im, dm.user) == (True, ALICE)  # never into the channel
+    assert upload.content is not None
+    data = json.loads(upload.content)
+    assert data["scope"] == SCOPE
+    assert [e["text"] for e in data["log"]] == ["export me please"]
+
+
+async def test_two_workspaces_never_mix(slack: Harness) -> None:
+    await slack.say("the launch code word is alpaca")
+    asked = await slack.mention("what is the code word?", user=DAVE, team_id=T2)
+    [reply] = await slack.replies(1)
+    assert reply.thread_ts == asked["ts"]
+    assert "alpaca" not in slack.llm.of("reply")[0].prompt_text
+    assert user_texts(await entries(slack.core, f"slack:{T2}:{C1}")) == [
+        "@memorybot what is the code word?"
+    ]
+    there = await slack.command("show", user=DAVE, team_id=T2)
+    assert "alpaca" not in block_texts(there)
+    here = await slack.command("show")
+    assert "alpaca" in block_texts(here)
+
+
+# --------------------------------------------------------------------------- answers, failures
+
+
+async def test_long_answer_is_split_in_the_thread(slack: Harness) -> None:
+    paragraph = "The plan has many careful steps to follow in order. " * 12
+    answer = "\n\n".join(f"Step {n}. {paragraph.strip()}" for n in range(10))
+    assert len(answer) > 5000
+    slack.llm.responder = lambda request: answer if request.purpose == "reply" else None
+    asked = await slack.mention("tell me everything")
+    await slack.fake.wait_for_calls("chat.postMessage", count=2)
+    await slack.settle()
+    posted = slack.fake.posted_messages
+    assert len(posted) >= 2
+    assert all(len(m.text or "") <= MESSAGE_CHARS for m in posted)
+    assert {m.thread_ts for m in posted} == {asked["ts"]}
+    assert " ".join(m.text or "" for m in posted).split() == answer.split()
+
+
+async def test_llm_failure_posts_an_apology_and_keeps_the_message(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    slack.llm.fail_next(purposes=("reply",))
+    asked = await slack.mention("secret plan zebra-42?")
+    [reply] = await slack.replies(1)
+    assert reply.thread_ts == asked["ts"]
+    assert (reply.text or "").startswith("Sorry, I couldn't answer just now")
+    assert user_texts(await entries(slack.core)) == ["@memorybot secret plan zebra-42?"]
+    # Message text never reaches the logs at INFO or above (Bolt's DEBUG body dumps aside).
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert not [line for line in loud if "zebra-42" in line]
+
+
+async def test_rate_limited_post_is_waited_out(http: Harness) -> None:
+    http.fake.rate_limit_next(method="chat.postMessage", count=1, retry_after=1)
+    await http.mention("busy?")
+    await http.fake.wait_for_messages(count=1, timeout=10)
+    await http.settle()
+    attempts = http.fake.calls_of("chat.postMessage")
+    assert [(c.status, c.error) for c in attempts] == [(429, "ratelimited"), (200, None)]
+    assert len(http.fake.posted_messages) == 1
+
+
+async def test_streamed_reply_is_edited_until_complete(
+    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    settings = slack_settings(fake, stream_replies=True, stream_interval_s=0.2)
+    core = await make_core(slack=settings)
+    answer = "Here is a streamed answer that arrives in many small pieces. " * 5
+    fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
+    async for harness in start_harness("socket", fake, core, fake_llm):
+        asked = await harness.mention("stream it")
+        await fake.wait_for_calls("chat.update", count=1)
+        await harness.settle()
+        [first] = fake.posted_messages
+        assert first.thread_ts == asked["ts"]
+        assert (first.text or "").endswith(" …")
+        assert len(first.text or "") < len(answer.strip())
+        assert all(u.ts == first.ts for u in fake.updates)
+        assert fake.updates[-1].text == answer.strip()
+        stored = [e.text for e in await entries(core) if e.role == "assistant"]
+        assert stored == [answer.strip()]
+
+
+# ------------------------------------------------------------------------ HTTP request checks
+
+
+async def test_bad_signature_is_refused_and_nothing_stored(http: Harness) -> None:
+    event = http.fake.app_mention_event(text="hi", user_id=ALICE, channel_id=C1)
+    body = event_body(http.fake.event_payload(event=event))
+    refused = await send_signed(http.url, signing_secret="not-the-secret", body=body)
+    assert refused.status == 401
+    command = slash_command_form_body(
+        http.fake.slash_command_payload(text="forget all confirm", user_id=ALICE, channel_id=C1)
+    )
+    assert (await send_signed(http.url, signing_secret="wrong", body=command)).status == 401
+    assert http.fake.calls == []
+    assert await all_keys(http.core) == []
+
+
+async def test_stale_timestamp_is_refused(http: Harness) -> None:
+    event = http.fake.app_mention_event(text="hi", user_id=ALICE, channel_id=C1)
+    body = event_body(http.fake.event_payload(event=event))
+    stale = await send_signed(
+        http.url, signing_secret=SECRET, body=body, timestamp=int(time.time()) - 6 * 60
+    )
+    assert stale.status == 401
+    assert await all_keys(http.core) == []
+
+
+async def test_request_url_challenge_is_answered(http: Harness) -> None:
+    body = json.dumps({"type": "url_verification", "challenge": "c-123", "token": "t"})
+    answered = await send_signed(http.url, signing_secret=SECRET, body=body)
+    assert answered.status == 200
+    assert json.loads(answered.text) == {"challenge": "c-123"}
+
+
+# ------------------------------------------------------------------------------- run_slack
+
+
+async def test_run_slack_serves_socket_mode_until_cancelled(
+    fake: FakeSlack, make_core: CoreFactory
+) -> None:
+    core = await make_core(slack=slack_settings(fake))
+    task = asyncio.create_task(run_slack(core))
+    await fake.wait_for_socket_connections(count=1)
+    await fake.socket_send_event(
+        event=fake.app_mention_event(text="hello?", user_id=ALICE, channel_id=C1)
+    )
+    [reply] = await fake.wait_for_messages(count=1)
+    assert reply.channel == C1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await fake.wait_for(lambda: True if fake.open_socket_count == 0 else None)
+    assert len(fake.calls_of("auth.test")) >= 1
+
+
+async def test_run_slack_refuses_a_bad_bot_token(fake: FakeSlack, make_core: CoreFactory) -> None:
+    fake.invalidate_token("xoxb-revoked")
+    core = await make_core(slack=slack_settings(fake, bot_token="xoxb-revoked"))
+    with pytest.raises(ConfigError, match=r"SLACK_BOT_TOKEN \(invalid_auth\)"):
+        await run_slack(core)
+    assert fake.open_socket_count == 0
+
+
+async def test_run_slack_refuses_a_bad_app_token(fake: FakeSlack, make_core: CoreFactory) -> None:
+    core = await make_core(slack=slack_settings(fake, app_token="xapp-1-never-issued"))
+    with pytest.raises(ConfigError, match=r"SLACK_APP_TOKEN \(invalid_auth\)"):
+        await run_slack(core)
+
+
+@pytest.mark.parametrize(
+    ("settings", "missing"),
+    [
+        ({}, "SLACK_BOT_TOKEN"),
+        ({"bot_token": BOT_TOKEN, "mode": "socket"}, "SLACK_APP_TOKEN"),
+        ({"bot_token": BOT_TOKEN}, "SLACK_SIGNING_SECRET"),  # auto without app token: HTTP
+        ({"bot_token": "xapp-1-wrong-kind", "app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+    ],
+)
+async def test_run_slack_names_the_missing_setting(
+    make_core: CoreFactory, settings: dict[str, Any], missing: str
+) -> None:
+    core = await make_core(slack=settings)
+    with pytest.raises(ConfigError, match=missing):
+        await run_slack(core)
