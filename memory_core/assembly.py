@@ -18,6 +18,7 @@ from config.prompts import PromptSet, load_prompts
 from config.settings import MemorySettings
 from memory_core.calendar import zone
 from memory_core.models import Fact, LogEntry, ScopeState
+from memory_core.recall import Doc, Hit
 from memory_core.summarize import fence
 from memory_core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 
@@ -48,6 +49,7 @@ class AssemblyInput:
     bot_name: str
     parent_state: ScopeState | None = None
     exclude_id: str = ""
+    recalled: Sequence[Hit] = ()  # from the recall index, best first
 
 
 def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
@@ -64,6 +66,14 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
         "role": "user",
         "content": f"[{_stamp(entry.ts, tz, today)}] {entry.author or 'someone'}: {entry.text}",
     }
+
+
+def render_recalled(doc: Doc, tz: str) -> str:
+    """A recalled message or day record, with its date: memory from another day needs it."""
+    when = datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz))
+    if doc.kind == "day":
+        return f"[{when.strftime('%Y-%m-%d')}] {doc.text}"
+    return f"[{when.strftime('%Y-%m-%d %H:%M')}] {doc.author or 'someone'}: {doc.text}"
 
 
 def render_fact(fact: Fact) -> str:
@@ -113,34 +123,29 @@ class PromptAssembler:
 
         # 2. Memory: at most half of what is left, by priority.
         memory_parts, sections = self._memory(prompts, data, remaining // 2)
+        remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
+
+        # 3. The working window (newest verbatim messages) and recalled messages share what
+        # is left. Recall gets its share only when something matched the new message, and
+        # never squeezes the window below its floor.
+        recall_need = sum(self._hit_cost(h, data.tz) for h in data.recalled)
+        recall_cap = min(s.recall_tokens, recall_need, max(0, remaining - s.window_min_tokens))
+        window, window_ids, used = self._window(
+            data, today, min(s.window_tokens, remaining - recall_cap)
+        )
+        recall_text, recall_cost = self._recall(prompts, data, remaining - used, exclude=window_ids)
+        if recall_text:
+            memory_parts.append(recall_text)
+            sections["recall"] = recall_cost
+        if recall_cost < recall_cap:
+            # Recall used less than it reserved: give the rest back to the window.
+            window, window_ids, used = self._window(
+                data, today, min(s.window_tokens, remaining - recall_cost)
+            )
         memory_block = ""
         if memory_parts:
             memory_block = "<memory>\n" + "\n\n".join(memory_parts) + "\n</memory>"
         system = header + ("\n\n" + memory_block if memory_block else "")
-        remaining = (
-            budget - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD - count(system) - count(new_content)
-        )
-
-        # 3. The working window: newest first, whole messages, within its share.
-        window_budget = min(s.window_tokens, remaining)
-        window: list[dict[str, str]] = []
-        used = 0
-        for entry in data.recent:
-            if entry.id == data.exclude_id:
-                continue
-            line = render_window_line(entry, data.tz, today)
-            cost = MESSAGE_OVERHEAD + count(line["content"])
-            if used + cost > window_budget:
-                if not window and window_budget - used > MESSAGE_OVERHEAD + 8:
-                    # The newest message alone is too long: keep its beginning.
-                    line["content"] = self.counter.truncate(
-                        line["content"], window_budget - used - MESSAGE_OVERHEAD
-                    )
-                    window.append(line)
-                break
-            window.append(line)
-            used += cost
-        window.reverse()
 
         messages = [{"role": "system", "content": system}, *window]
         messages.append({"role": "user", "content": new_content})
@@ -168,6 +173,63 @@ class PromptAssembler:
             window_messages=len(messages) - 2,
             language=prompts.language,
         )
+
+    def _window(
+        self, data: AssemblyInput, today: str, budget: int
+    ) -> tuple[list[dict[str, str]], set[str], int]:
+        """The newest messages within ``budget``, oldest first, with their ids and cost."""
+        count = self.counter.count
+        window: list[dict[str, str]] = []
+        ids: set[str] = set()
+        used = 0
+        for entry in data.recent:
+            if entry.id == data.exclude_id:
+                continue
+            line = render_window_line(entry, data.tz, today)
+            cost = MESSAGE_OVERHEAD + count(line["content"])
+            if used + cost > budget:
+                if not window and budget - used > MESSAGE_OVERHEAD + 8:
+                    # The newest message alone is too long: keep its beginning.
+                    line["content"] = self.counter.truncate(
+                        line["content"], budget - used - MESSAGE_OVERHEAD
+                    )
+                    window.append(line)
+                    ids.add(entry.id)
+                    used = budget
+                break
+            window.append(line)
+            ids.add(entry.id)
+            used += cost
+        window.reverse()
+        return window, ids, used
+
+    def _hit_cost(self, hit: Hit, tz: str) -> int:
+        return sum(self.counter.count(render_recalled(d, tz)) + 1 for d in hit.docs) + 1
+
+    def _recall(
+        self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
+    ) -> tuple[str, int]:
+        """Recalled messages by score within ``budget``, shown in time order with dates."""
+        heading = f"## {prompts.headings['recall']}"
+        used = self.counter.count(heading) + 2
+        chosen: list[Doc] = []
+        seen: set[tuple[str, int]] = set()
+        for hit in data.recalled:
+            docs = [d for d in hit.docs if d.id not in exclude and (d.id, d.ms) not in seen]
+            if not docs:
+                continue
+            cost = sum(self.counter.count(render_recalled(d, data.tz)) + 1 for d in docs)
+            if used + cost > budget:
+                continue  # a smaller hit further down may still fit
+            chosen.extend(docs)
+            seen.update((d.id, d.ms) for d in docs)
+            used += cost
+        if not chosen:
+            return "", 0
+        chosen.sort(key=lambda d: (d.ms, d.id))
+        lines = [fence(render_recalled(d, data.tz)) for d in chosen]
+        text = heading + "\n" + "\n".join(lines)
+        return text, self.counter.count(text) + 2
 
     def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
         platform = data.scope.split(":", 1)[0]

@@ -17,6 +17,7 @@ from memory_core.maintenance import Maintainer
 from memory_core.pipeline import MemoryPipeline
 from memory_core.platform_state import PlatformState
 from memory_core.ratelimit import FleetRateLimiter
+from memory_core.recall import RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scheduler import RolloverScheduler
 from memory_core.store import Store, open_store
@@ -101,6 +102,7 @@ async def build_core(
         assembler=PromptAssembler(counter, settings.memory),
         counter=counter,
         clock=clock,
+        recall=RecallIndex(store.client, store.keys),
         background=background,
     )
     admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)

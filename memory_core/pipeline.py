@@ -24,6 +24,7 @@ from memory_core.language import resolve
 from memory_core.llm import LLM
 from memory_core.maintenance import Maintainer, MaintenanceReport
 from memory_core.models import IncomingMessage, IngestResult, Reply
+from memory_core.recall import Hit, RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scopes import check_parent, parse_scope
 from memory_core.tokens import TokenCounter
@@ -56,6 +57,7 @@ class MemoryPipeline:
         assembler: PromptAssembler,
         counter: TokenCounter,
         clock: Clock,
+        recall: RecallIndex | None = None,
         background: bool = True,
     ) -> None:
         self.settings = settings
@@ -65,6 +67,7 @@ class MemoryPipeline:
         self.assembler = assembler
         self.counter = counter
         self.clock = clock
+        self.recall = recall
         self.background = background
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -194,6 +197,9 @@ class MemoryPipeline:
             snap = await self.repo.prompt_snapshot(scope, recent=RECENT_FETCH, parent=parent)
         tz = snap.state.tz or self.settings.memory.timezone
         new_text = p.text if p else (text or "")
+        recalled: list[Hit] = []
+        if self.recall is not None and self.settings.memory.recall_tokens:
+            recalled = await self.recall.search(scope, new_text, exclude_ids=[exclude_id])
         lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(
@@ -209,6 +215,7 @@ class MemoryPipeline:
                 bot_name=self.settings.bot.name,
                 parent_state=snap.parent_state,
                 exclude_id=exclude_id,
+                recalled=recalled,
             )
         )
 

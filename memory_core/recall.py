@@ -1,0 +1,245 @@
+"""Recall: finding the past messages a new message is about, so they can go in the prompt.
+
+Redis holds the truth (the scope's raw log and its day records); each process keeps a
+search index per scope in memory, built from the log on first use and then synced
+incrementally in one round trip per search (new entries since the last one, plus the
+scope's epoch and first entry id). A forget moves the epoch and retention trimming moves the
+first id: either rebuilds the index, so nothing forgotten or expired is ever recalled. The
+least recently used scopes are dropped when the cached documents pass a limit.
+
+Ranking: BM25 over message terms (:mod:`memory_core.textsearch`), a boost for messages by a
+person the query names, and neighbouring turns added where they carry the context (the
+question before a short answer, the answer after a question).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.models import DaySummary, LogEntry
+from memory_core.textsearch import BM25, terms
+
+SYNC_BATCH = 10_000
+NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
+SHORT_TURN = 12  # terms: a turn this short rarely stands on its own
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    id: str  # the stream id ("" for a day record)
+    ms: int
+    author: str
+    text: str
+    kind: str  # "message" | "day"
+    n_terms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A recalled group: one matching document with the neighbours that give it context."""
+
+    docs: tuple[Doc, ...]  # chronological
+    score: float
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(d.id for d in self.docs if d.id)
+
+
+@dataclass
+class _ScopeIndex:
+    epoch: int = -1
+    first_id: str = ""
+    last_id: str = ""
+    days_seen: int = 0
+    docs: list[Doc] = field(default_factory=list)
+    bm25: BM25 = field(default_factory=BM25)
+    authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
+
+    def add(self, doc: Doc, doc_terms: list[str]) -> None:
+        self.docs.append(doc)
+        self.bm25.add(doc_terms)
+        if doc.author and doc.kind == "message":
+            self.authors.setdefault(doc.author.lower(), doc.author)
+
+
+def _stream_id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class RecallIndex:
+    def __init__(self, client: Any, keys: Any, *, max_cached_docs: int = 2_000_000) -> None:
+        self.client = client
+        self.keys = keys
+        self.max_cached_docs = max_cached_docs
+        self._indexes: OrderedDict[str, _ScopeIndex] = OrderedDict()
+
+    # -- keeping the index in step with Redis ------------------------------------------
+    async def _sync(self, scope: str) -> _ScopeIndex:
+        k = self.keys.scope(scope)
+        index = self._indexes.get(scope) or _ScopeIndex()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(k.state, "epoch")
+        pipe.xrange(k.log, min="-", max="+", count=1)
+        start = f"({index.last_id}" if index.last_id else "-"
+        pipe.xrange(k.log, min=start, max="+", count=SYNC_BATCH)
+        pipe.llen(k.episodes)
+        epoch_raw, first, fresh, days_len = await pipe.execute()
+        epoch = int(epoch_raw or 0)
+        first_id = first[0][0] if first else ""
+        stale = (
+            index.epoch != epoch
+            or (
+                index.first_id
+                and (not first_id or _stream_id_key(first_id) > _stream_id_key(index.first_id))
+            )
+            or int(days_len) < index.days_seen
+        )
+        if stale and index.docs:
+            return await self._rebuild(scope, epoch, first_id)
+        index.epoch, index.first_id = epoch, index.first_id or first_id
+        self._append_entries(index, fresh)
+        while len(fresh) == SYNC_BATCH:
+            fresh = await self.client.xrange(
+                k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
+            )
+            self._append_entries(index, fresh)
+        if int(days_len) > index.days_seen:
+            raw = await self.client.lrange(k.episodes, index.days_seen, -1)
+            for blob in raw:
+                self._add_day(index, DaySummary.from_json(blob))
+            index.days_seen = int(days_len)
+        self._remember(scope, index)
+        return index
+
+    async def _rebuild(self, scope: str, epoch: int, first_id: str) -> _ScopeIndex:
+        self._indexes.pop(scope, None)
+        index = _ScopeIndex(epoch=epoch, first_id=first_id)
+        self._indexes[scope] = index
+        return await self._sync(scope)
+
+    def _append_entries(
+        self, index: _ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]
+    ) -> None:
+        for entry_id, fields in raw:
+            entry = LogEntry.from_stream(entry_id, fields)
+            doc_terms = terms(entry.text)
+            index.add(
+                Doc(
+                    id=entry.id,
+                    ms=entry.ms,
+                    author=entry.author,
+                    text=entry.text,
+                    kind="message",
+                    n_terms=len(doc_terms),
+                ),
+                doc_terms,
+            )
+            index.last_id = entry.id
+            if not index.first_id:
+                index.first_id = entry.id
+
+    def _add_day(self, index: _ScopeIndex, day: DaySummary) -> None:
+        text = " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+        doc_terms = terms(text)
+        from memory_core.calendar import day_start, to_ms
+
+        index.add(
+            Doc(
+                id="",
+                ms=to_ms(day_start(day.day, "UTC")),
+                author="",
+                text=text,
+                kind="day",
+                n_terms=len(doc_terms),
+            ),
+            doc_terms,
+        )
+
+    def _remember(self, scope: str, index: _ScopeIndex) -> None:
+        self._indexes[scope] = index
+        self._indexes.move_to_end(scope)
+        total = sum(len(i.docs) for i in self._indexes.values())
+        while total > self.max_cached_docs and len(self._indexes) > 1:
+            _, dropped = self._indexes.popitem(last=False)
+            total -= len(dropped.docs)
+
+    def forget(self, scope: str) -> None:
+        self._indexes.pop(scope, None)
+
+    # -- searching ---------------------------------------------------------------------
+    async def search(
+        self, scope: str, query: str, *, exclude_ids: Sequence[str] = (), limit: int = 40
+    ) -> list[Hit]:
+        """The best groups for ``query``, best first; [] when nothing is relevant."""
+        index = await self._sync(scope)
+        return rank(index, query, exclude_ids=set(exclude_ids), limit=limit)
+
+    async def warm(self, scope: str) -> int:
+        return len((await self._sync(scope)).docs)
+
+
+def _named_authors(index: _ScopeIndex, query: str) -> set[str]:
+    words = set(re.findall(r"[\w']+", query.lower()))
+    return {name for low, name in index.authors.items() if low in words}
+
+
+def rank(index: _ScopeIndex, query: str, *, exclude_ids: set[str], limit: int) -> list[Hit]:
+    q_terms = terms(query)
+    if not q_terms or not index.docs:
+        return []
+    named = _named_authors(index, query)
+    # A name is a filter more than a topic: it should not outweigh the words of the question.
+    weights = {t: 0.3 for t in (n.lower() for n in named)}
+    scores = index.bm25.scores(q_terms, weights=weights)
+    if not scores:
+        return []
+    reachable = sum(index.bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
+    floor = max(0.2 * reachable, 0.5)
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+    hits: list[Hit] = []
+    used: set[int] = set()
+    docs = index.docs
+    for doc_i, score in ranked:
+        if score < floor or len(hits) >= limit:
+            break
+        if doc_i in used or docs[doc_i].id in exclude_ids:
+            continue
+        if named and docs[doc_i].kind == "message" and docs[doc_i].author in named:
+            score *= 1.15
+        group = _with_neighbours(docs, doc_i, exclude_ids)
+        group = [g for g in group if g not in used]
+        if not group:
+            continue
+        used.update(group)
+        hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=score))
+    hits.sort(key=lambda h: -h.score)
+    return hits
+
+
+def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
+    """The hit, plus the turn before it when the hit is a short answer, and the turn after
+    it when the hit is a question or that next turn is short (an answer)."""
+    group = [i]
+    hit = docs[i]
+    if hit.kind != "message":
+        return group
+    prev_i, next_i = i - 1, i + 1
+    if prev_i >= 0 and _same_exchange(docs[prev_i], hit):
+        prev = docs[prev_i]
+        if hit.n_terms < SHORT_TURN or prev.text.rstrip().endswith("?"):
+            group.insert(0, prev_i)
+    if next_i < len(docs) and _same_exchange(hit, docs[next_i]):
+        nxt = docs[next_i]
+        if hit.text.rstrip().endswith("?") or nxt.n_terms < SHORT_TURN:
+            group.append(next_i)
+    return [g for g in group if docs[g].id not in exclude or g == i]
+
+
+def _same_exchange(a: Doc, b: Doc) -> bool:
+    return a.kind == b.kind == "message" and 0 <= b.ms - a.ms <= NEIGHBOUR_GAP_MS
