@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bots.cli_eval import register as register_eval
 from bots.commands import Actor, execute, parse_command
 from config.settings import Settings, SettingsError, load_settings
 from memory_core import calendar
@@ -47,6 +48,7 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+register_eval(app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

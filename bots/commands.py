@@ -16,6 +16,7 @@ from config.prompts import PromptSet, load_prompts
 from memory_core.admin import LANGUAGE_SETTINGS, MODES, MemoryAdmin, ScopeView
 from memory_core.assembly import order_facts, render_fact
 from memory_core.errors import PermissionDenied, UsageError
+from memory_core.scopes import user_scope
 
 Action = Literal[
     "show",
@@ -141,13 +142,14 @@ async def execute(
 ) -> CommandResult:
     """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError."""
     p = load_prompts(language)
-    if command.action in ADMIN_ACTIONS and not actor.is_admin:
+    own_fact = command.action == "forget_fact" and command.arg.startswith("me:")
+    if command.action in ADMIN_ACTIONS and not actor.is_admin and not own_fact:
         raise PermissionDenied(p.say("not_admin", action=_action_name(command)))
     match command.action:
         case "help":
             return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
         case "show":
-            view = await admin.show(scope)
+            view = await admin.show(scope, user_id=actor.user_id)
             return render_show(view, command.arg or "overview", p)
         case "forget_all":
             if not command.confirmed:
@@ -180,7 +182,10 @@ async def execute(
                 )
             )
         case "forget_fact":
-            if await admin.forget_fact(scope, command.arg):
+            target, fact_id = scope, command.arg
+            if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide
+                target, fact_id = user_scope(scope, actor.user_id) or scope, fact_id[3:]
+            if await admin.forget_fact(target, fact_id):
                 return CommandResult(title=p.say("forgot_fact", id=command.arg))
             return CommandResult(title=p.say("no_such_fact", id=command.arg), ok=False)
         case "remember":
@@ -243,6 +248,9 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
             result.sections.append((h["facts"], "\n".join(lines)))
         elif section == "facts":
             result.sections.append((h["facts"], p.say("no_facts")))
+        if view.about_you:
+            lines = [f"`me:{f.id}` {render_fact(f)[2:]}" for f in order_facts(view.about_you)]
+            result.sections.append((p.say("heading_about_you"), "\n".join(lines)))
     if section == "stats":
         stats = [
             f"messages: {view.messages} (unsummarised: {state.unsum_count}, "

@@ -23,7 +23,7 @@ from memory_core.errors import InputError
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
 from memory_core.redact import contains, redact
 from memory_core.repo import MemoryRepo, ScopeDump
-from memory_core.scopes import parse_scope
+from memory_core.scopes import parse_scope, user_scope
 
 EXPORT_FORMAT = "memorybot-export"
 EXPORT_VERSION = 1
@@ -67,6 +67,7 @@ class ScopeView:
     mode: str
     timezone: str
     language: str
+    about_you: list[Fact] = field(default_factory=list)
 
 
 @dataclass
@@ -91,8 +92,11 @@ class MemoryAdmin:
         return self.clock.now().isoformat(timespec="seconds")
 
     # -- read --------------------------------------------------------------------------
-    async def show(self, scope: str, *, recent: int = 10) -> ScopeView:
+    async def show(self, scope: str, *, recent: int = 10, user_id: str = "") -> ScopeView:
+        """The scope's memory; with ``user_id``, also what is known about that person across
+        the guild or workspace (shown only to them: /memory answers are private)."""
         scope = parse_scope(scope)
+        person = user_scope(scope, user_id)
         state = await self.repo.state(scope)
         entries = await self.repo.recent(scope, recent) if recent else []
         m = self.settings.memory
@@ -107,6 +111,7 @@ class MemoryAdmin:
             mode=state.mode or m.default_mode,
             timezone=state.tz or m.timezone,
             language=state.lang or m.language,
+            about_you=await self.repo.facts(person) if person else [],
         )
 
     # -- forget ------------------------------------------------------------------------
@@ -147,7 +152,12 @@ class MemoryAdmin:
             people = {fact.subject, fact.by}
             return bool(people & set(names)) or any(contains(fact.text, n) for n in names)
 
-        return await self._forget(scope, needles=names, drop_entry=by_user, drop_fact=about_user)
+        report = await self._forget(scope, needles=names, drop_entry=by_user, drop_fact=about_user)
+        person = user_scope(scope, user_id)
+        if person:  # what is known about them across the guild goes too
+            report.facts += len(await self.repo.facts(person))
+            await self.repo.forget_scope(person)
+        return report
 
     async def _forget(
         self,
@@ -165,6 +175,11 @@ class MemoryAdmin:
         report.messages = await self.repo.delete_entries(scope, doomed)
         facts = await self.repo.facts(scope)
         report.facts = await self.repo.delete_facts(scope, [f.id for f in facts if drop_fact(f)])
+        # Facts about the people who spoke here, learned here, live in their own scopes.
+        people = sorted({p for e in entries if (p := user_scope(scope, e.author_id))})
+        for person, person_facts in (await self.repo.facts_of(people)).items():
+            gone = [f.id for f in person_facts if f.origin == scope and drop_fact(f)]
+            report.facts += await self.repo.delete_facts(person, gone)
         if needles:
             state = await self.repo.state(scope)
             changed: dict[str, str | int] = {}

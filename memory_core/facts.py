@@ -43,21 +43,26 @@ def merge_ops(
     now_iso: str,
     message_ids: Sequence[str],
     facts_max: int,
+    origin: str = "",
 ) -> list[list[str]]:
     """Operations for the compaction script: ["new", "", json] or ["upd", id, json]."""
     ops: list[list[str]] = []
     known = {normalise(f.text): f for f in existing}
+    by_id = {f.id: f for f in existing}
     room = max(0, facts_max - len(existing))
     for draft in drafts:
         norm = normalise(draft.text)
         if not norm or norm in known:
             continue
-        rival = _closest(existing, draft)
+        # The model named the fact it changes; otherwise find the same fact by its wording.
+        rival = by_id.get(draft.id) if draft.id else None
+        if rival is None:
+            rival = _closest(existing, draft)
         if rival is not None and not rival.pinned:
             history = [*rival.history, rival.text][-HISTORY_MAX:]
             updated = Fact(
                 id=rival.id,
-                kind=rival.kind,
+                kind=draft.kind if rival.kind == "question" else rival.kind,
                 text=draft.text,
                 subject=rival.subject,
                 source="summary",
@@ -66,6 +71,7 @@ def merge_ops(
                 message_ids=[*rival.message_ids, *message_ids][-20:],
                 pinned=False,
                 history=history,
+                origin=rival.origin or origin,
             )
             ops.append(["upd", rival.id, updated.to_json()])
             known[norm] = updated
@@ -82,6 +88,7 @@ def merge_ops(
             by=draft.subject,
             ts=now_iso,
             message_ids=list(message_ids)[-20:],
+            origin=origin,
         )
         ops.append(["new", "", fact.to_json()])
         known[norm] = fact

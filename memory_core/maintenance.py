@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from config.settings import MemorySettings
@@ -30,9 +30,10 @@ from memory_core.episodes import episode
 from memory_core.errors import LLMUnavailable
 from memory_core.facts import merge_ops
 from memory_core.language import resolve
-from memory_core.models import DaySummary, LogEntry, ScopeState, WeekSummary
+from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
 from memory_core.repo import MemoryRepo
-from memory_core.summarize import Summarizer
+from memory_core.scopes import user_scope
+from memory_core.summarize import FactDraft, Summarizer
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,46 @@ class MaintenanceReport:
     skipped: bool = False  # another worker holds the scope
     waiting_until: int = 0  # ms: an LLM failure asked us to wait
     closed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KnownFacts:
+    """Facts shown to a summary call, and where the facts it extracts go."""
+
+    channel: list[Fact]
+    people: dict[str, list[Fact]]  # person scope -> their facts
+    names: dict[str, str]  # speaker name (casefolded) -> their person scope
+
+    def for_prompt(self, limit: int = 40) -> list[Fact]:
+        """Newest first, the channel's ids as they are, people's as p<n> aliases."""
+        aliased = [replace(fact, id=f"p{n}") for n, (_, fact) in enumerate(self._people_facts(), 1)]
+        channel = sorted(self.channel, key=lambda f: f.ts, reverse=True)
+        return (channel[: limit // 2] + aliased)[:limit]
+
+    def _people_facts(self) -> list[tuple[str, Fact]]:
+        return [(scope, fact) for scope in sorted(self.people) for fact in self.people[scope]]
+
+    def route(
+        self, drafts: Sequence[FactDraft]
+    ) -> tuple[list[FactDraft], dict[str, list[FactDraft]]]:
+        """Facts about a speaker (preferences, profile) go to that person; the rest (decisions,
+        open questions, notes) stay with the channel. p<n> aliases map back to their fact."""
+        aliases = {
+            f"p{n}": (scope, fact) for n, (scope, fact) in enumerate(self._people_facts(), 1)
+        }
+        channel: list[FactDraft] = []
+        personal: dict[str, list[FactDraft]] = {}
+        for draft in drafts:
+            if draft.id in aliases:
+                scope, fact = aliases[draft.id]
+                personal.setdefault(scope, []).append(replace(draft, id=fact.id))
+                continue
+            person = self.names.get(draft.subject.casefold()) if draft.subject else None
+            if person and draft.kind in ("preference", "profile") and not draft.id:
+                personal.setdefault(person, []).append(draft)
+            else:
+                channel.append(draft)
+        return channel, personal
 
 
 @dataclass
@@ -209,6 +250,8 @@ class Maintainer:
         if not chunk:
             return None
         lang = resolve(state.lang or s.language, (e.text for e in chunk[-50:]))
+        force = self._force_extractive(state)
+        known = await self._known_facts(scope, state, chunk, force)
         try:
             outcome = await self.summarizer.compact(
                 day=state.day,
@@ -217,19 +260,23 @@ class Maintainer:
                 tz=tz,
                 lang=lang,
                 max_tokens=s.short_tokens,
-                force_extractive=self._force_extractive(state),
+                force_extractive=force,
+                known_facts=known.for_prompt(),
             )
         except LLMUnavailable as exc:
             return await self._llm_failed(scope, state, exc, report)
         now_iso = _iso(self.clock.now())
+        provenance = [chunk[0].id, chunk[-1].id]
+        channel_drafts, personal = known.route(outcome.facts)
         ops: list[list[str]] = []
-        if outcome.facts:
+        if channel_drafts:
             ops = merge_ops(
-                await self.repo.facts(scope),
-                outcome.facts,
+                known.channel,
+                channel_drafts,
                 now_iso=now_iso,
-                message_ids=[chunk[0].id, chunk[-1].id],
+                message_ids=provenance,
                 facts_max=s.facts_max,
+                origin=scope,
             )
         after = await self.repo.advance_short(
             scope,
@@ -246,7 +293,38 @@ class Maintainer:
         if after is None:
             return _Known()  # someone else moved the scope on: read it again
         report.compactions += 1
+        for person_scope, drafts in personal.items():
+            await self.repo.apply_fact_ops(
+                person_scope,
+                merge_ops(
+                    known.people.get(person_scope, []),
+                    drafts,
+                    now_iso=now_iso,
+                    message_ids=provenance,
+                    facts_max=s.facts_max,
+                    origin=scope,
+                ),
+            )
         return _Known(state=after)
+
+    async def _known_facts(
+        self, scope: str, state: ScopeState, chunk: Sequence[LogEntry], extractive: bool
+    ) -> KnownFacts:
+        """The facts a summary call may update: the channel's, and those about the people
+        speaking in ``chunk`` (kept guild- or workspace-wide, never from a DM)."""
+        people = {
+            e.author.casefold(): person
+            for e in chunk
+            if e.role == "user" and (person := user_scope(scope, e.author_id))
+        }
+        if extractive or self.summarizer.llm.offline:
+            return KnownFacts(channel=[], people={}, names=people)
+        channel = await self.repo.facts(scope) if state.fact_seq else []
+        return KnownFacts(
+            channel=channel,
+            people=await self.repo.facts_of(sorted(set(people.values()))),
+            names=people,
+        )
 
     async def _finish_day(
         self, scope: str, state: ScopeState, report: MaintenanceReport

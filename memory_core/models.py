@@ -190,6 +190,7 @@ class Fact:
     message_ids: list[str] = field(default_factory=list)  # provenance in the raw log
     pinned: bool = False
     history: list[str] = field(default_factory=list)  # earlier texts, newest last
+    origin: str = ""  # the scope it was learned in (facts about a person travel the guild)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -208,6 +209,7 @@ class Fact:
             message_ids=[str(x) for x in data.get("message_ids", [])],
             pinned=bool(data.get("pinned", False)),
             history=[str(x) for x in data.get("history", [])],
+            origin=str(data.get("origin", "")),
         )
 
 

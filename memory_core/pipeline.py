@@ -26,7 +26,7 @@ from memory_core.maintenance import Maintainer, MaintenanceReport
 from memory_core.models import IncomingMessage, IngestResult, Reply
 from memory_core.recall import Hit, RecallIndex
 from memory_core.repo import MemoryRepo
-from memory_core.scopes import check_parent, parse_scope
+from memory_core.scopes import check_parent, parse_scope, user_scope
 from memory_core.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -191,10 +191,15 @@ class MemoryPipeline:
         p = self.prepare(msg) if text is None else None
         scope = p.scope if p else parse_scope(msg.scope)
         parent = p.parent if p else check_parent(scope, msg.parent_scope)
-        snap = await self.repo.prompt_snapshot(scope, recent=RECENT_FETCH, parent=parent)
+        person = user_scope(scope, msg.author_id)
+        snap = await self.repo.prompt_snapshot(
+            scope, recent=RECENT_FETCH, parent=parent, user=person
+        )
         if parent is None and snap.state.parent:
             parent = snap.state.parent
-            snap = await self.repo.prompt_snapshot(scope, recent=RECENT_FETCH, parent=parent)
+            snap = await self.repo.prompt_snapshot(
+                scope, recent=RECENT_FETCH, parent=parent, user=person
+            )
         tz = snap.state.tz or self.settings.memory.timezone
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
@@ -205,7 +210,7 @@ class MemoryPipeline:
             AssemblyInput(
                 scope=scope,
                 state=snap.state,
-                facts=snap.facts,
+                facts=[*snap.facts, *snap.user_facts],
                 recent=snap.recent,
                 new_author=msg.author,
                 new_text=new_text,

@@ -28,6 +28,7 @@ class PromptSnapshot:
     facts: list[Fact]
     recent: list[LogEntry]  # newest first
     parent_state: ScopeState | None
+    user_facts: list[Fact] = field(default_factory=list)  # about the person asking
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ class MemoryRepo:
         )
 
     async def prompt_snapshot(
-        self, scope: str, *, recent: int, parent: str | None
+        self, scope: str, *, recent: int, parent: str | None, user: str | None = None
     ) -> PromptSnapshot:
         k = self.k(scope)
         pipe = self.client.pipeline(transaction=False)
@@ -139,13 +140,35 @@ class MemoryRepo:
         pipe.xrevrange(k.log, count=recent)
         if parent:
             pipe.hgetall(self.k(parent).state)
+        if user:
+            pipe.hgetall(self.k(user).facts)
         results = await pipe.execute()
+        state, facts, log, rest = results[0], results[1], results[2], results[3:]
+        parent_state = ScopeState.from_hash(rest.pop(0)) if parent else None
         return PromptSnapshot(
-            state=ScopeState.from_hash(results[0]),
-            facts=_facts(results[1]),
-            recent=_entries(results[2]),
-            parent_state=ScopeState.from_hash(results[3]) if parent else None,
+            state=ScopeState.from_hash(state),
+            facts=_facts(facts),
+            recent=_entries(log),
+            parent_state=parent_state,
+            user_facts=_facts(rest.pop(0)) if user else [],
         )
+
+    async def facts_of(self, scopes: Sequence[str]) -> dict[str, list[Fact]]:
+        """The facts of several scopes (people's fact scopes) in one round trip."""
+        if not scopes:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for scope in scopes:
+            pipe.hgetall(self.k(scope).facts)
+        rows = await pipe.execute()
+        return {scope: _facts(row) for scope, row in zip(scopes, rows, strict=True)}
+
+    async def apply_fact_ops(self, scope: str, ops: Sequence[Sequence[str]]) -> None:
+        """New and updated facts for a scope that has no summary of its own (a person's)."""
+        if ops:
+            k = self.k(scope)
+            payload = json.dumps([list(op) for op in ops], ensure_ascii=False)
+            await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
 
     # -- reads -------------------------------------------------------------------------
     async def state(self, scope: str) -> ScopeState:

@@ -63,3 +63,17 @@ def check_parent(scope: str, parent: str | None) -> str | None:
     if not same_boundary(scope, parent) or boundary_of(scope) == scope:
         raise InvalidScope(f"scope {scope} cannot read {parent}: different guild or workspace")
     return parent
+
+
+def user_scope(scope: str, user_id: str) -> str | None:
+    """Where facts about one person live across a guild or workspace: ``discord:G:user:U``,
+    ``slack:T:user:U``. None where they must not travel: DMs (nothing learned in a DM
+    leaves it), the console, and user scopes themselves."""
+    parts = scope.split(":")
+    if not user_id or user_id == "bot" or len(parts) < 3 or "user" in parts[2:3]:
+        return None
+    if parts[0] == "discord" and parts[1] != "dm":
+        return f"discord:{parts[1]}:user:{user_id}"
+    if parts[0] == "slack" and not parts[2].startswith("D"):
+        return f"slack:{parts[1]}:user:{user_id}"
+    return None

@@ -153,6 +153,15 @@ redis.call('HSET', st, 'mid', ARGV[2], 'overview', ARGV[3], 'tiers_at', ARGV[8],
 return {1, redis.call('HGETALL', st)}
 """
 
+# KEYS: state, facts. ARGV: fact ops (JSON list). Facts about a person, in their scope.
+WRITE_FACTS = (
+    _CONSUME
+    + """
+write_facts(KEYS[1], KEYS[2], ARGV[1])
+return 1
+"""
+)
+
 # KEYS: lock. ARGV: token. Deletes the lock only if we still hold it.
 RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -196,6 +205,7 @@ SCRIPTS: dict[str, str] = {
     "close_day": CLOSE_DAY,
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
+    "write_facts": WRITE_FACTS,
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,
 }

@@ -20,12 +20,13 @@ from memory_core.calendar import zone
 from memory_core.errors import LLMBadOutput, LLMOffline
 from memory_core.extractive import SummaryItem, extractive_summary
 from memory_core.llm import LLM, ChatMessage
-from memory_core.models import FACT_KINDS, DaySummary, LogEntry
+from memory_core.models import FACT_KINDS, DaySummary, Fact, LogEntry
 from memory_core.tokens import TokenCounter
 
 _FENCE_CLOSE = re.compile(r"</", re.I)
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+_FACT_ID = re.compile(r"^[fp]\d{1,9}$")  # f: the channel's facts; p: people's (aliases)
 
 
 def fence(text: str) -> str:
@@ -64,6 +65,7 @@ class FactDraft:
     kind: str
     text: str
     subject: str = ""
+    id: str = ""  # a known fact this one replaces (the model saw it was changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +149,10 @@ class Summarizer:
         lang: str,
         max_tokens: int,
         force_extractive: bool = False,
+        known_facts: Sequence[Fact] = (),
     ) -> CompactOutcome:
-        """Fold ``entries`` into ``previous`` (the day's running summary).
+        """Fold ``entries`` into ``previous`` (the day's running summary). ``known_facts`` are
+        shown to the model so it can update one by id instead of repeating or contradicting it.
 
         Raises LLMUnavailable when the model could not be reached and ``force_extractive``
         is off: the caller decides between retrying later and standing in.
@@ -166,6 +170,7 @@ class Summarizer:
             previous=fence(previous),
             messages=fence(render_entries(entries, tz)),
             size=prompts.size(max_tokens),
+            known_facts=fence(_render_known(known_facts)) or "-",
         )
         try:
             data = await self._ask_json(prompts, user_prompt, "compact", max_tokens * 3 + 400)
@@ -324,6 +329,12 @@ class Summarizer:
         return RefreshOutcome(mid=mid, overview=overview, week=week, long=long_text, degraded=True)
 
 
+def _render_known(facts: Sequence[Fact]) -> str:
+    return "\n".join(
+        f"{f.id} [{f.kind}] {f.subject + ': ' if f.subject else ''}{f.text}" for f in facts
+    )
+
+
 def _render_days(days: Sequence[DaySummary]) -> str:
     return "\n".join(f"[{d.day}] {d.summary}" for d in days)
 
@@ -349,5 +360,7 @@ def _fact_drafts(raw: object) -> list[FactDraft]:
         subject = subject.strip()[:80] if isinstance(subject, str) else ""
         if subject.lower() in ("null", "none"):
             subject = ""
-        drafts.append(FactDraft(kind=kind, text=text.strip()[:300], subject=subject))
+        fact_id = item.get("id")
+        fact_id = fact_id if isinstance(fact_id, str) and _FACT_ID.match(fact_id) else ""
+        drafts.append(FactDraft(kind=kind, text=text.strip()[:300], subject=subject, id=fact_id))
     return drafts

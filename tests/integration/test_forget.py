@@ -64,11 +64,12 @@ async def test_forget_text_removes_it_from_every_key(
     # The secret really spread: raw log, a day summary, the week tier, facts.
     assert any(SECRET.lower() in d.summary.lower() for d in days)
     assert SECRET.lower() in (state.mid + state.overview).lower()
-    assert sum(SECRET.lower() in f.text.lower() for f in facts) == 2
+    people = await core.repo.facts("discord:1:user:bob")  # facts about Bob travel the guild
+    assert sum(SECRET.lower() in f.text.lower() for f in [*facts, *people]) == 2
 
     report = await core.admin.forget_text(SCOPE, SECRET.lower())
 
-    after = await scope_values(core, SCOPE)
+    after = await scope_values(core, SCOPE) + await scope_values(core, "discord:1:user:bob")
     assert not present(after, SECRET), [v for v in after if SECRET.lower() in v.lower()]
     assert report.messages == 1 and report.facts == 2 and report.days >= 1
     assert any(f.text == "Alice likes tea" for f in await core.repo.facts(SCOPE))

@@ -1,0 +1,156 @@
+"""``memorybot eval locomo``: memory quality on LoCoMo, from the shell.
+
+``bots/cli.py`` adds this with one call, ``register(app)``. The command imports ``bots.cli``
+only when it runs, so the two modules may import each other in either order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memory_core.errors import InputError
+
+STAGES = {"turn": "replaying turns", "question": "assembling prompts", "answer": "answering"}
+COLUMNS = (
+    ("memorybot", None),
+    ("recent", "recent"),
+    ("bm25", "bm25"),
+    ("full history", "full_history"),
+)
+
+
+def register(app: typer.Typer) -> None:
+    eval_app = typer.Typer(help="Memory quality on benchmarks.", no_args_is_help=True)
+    eval_app.command("locomo")(locomo)
+    app.add_typer(eval_app, name="eval")
+
+
+def locomo(
+    data: Annotated[
+        Path, typer.Option("--data", help="LoCoMo JSON (a list of samples, e.g. locomo10.json).")
+    ],
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", min=500, max=200_000, help="Prompt budget (default: settings)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object, no progress.")] = False,
+    answer: Annotated[
+        bool,
+        typer.Option("--answer", help="Also ask the configured LLM and score its answers (F1)."),
+    ] = False,
+    conversations: Annotated[
+        int | None, typer.Option("--conversations", min=1, help="Only the first K conversations.")
+    ] = None,
+    questions_per_conversation: Annotated[
+        int | None,
+        typer.Option("--questions-per-conversation", min=1, help="Only the first Q of each."),
+    ] = None,
+) -> None:
+    """How often the prompt holds the turns that answer LoCoMo's questions, next to baselines."""
+    from bots.cli import fail, run, settings
+    from memory_core.evaluation import evaluate_locomo, load_locomo
+
+    s = settings()
+    if answer and s.llm.offline:
+        raise fail("--answer needs a model: set OPENAI_API_KEY or OPENAI_BASE_URL", 1)
+    try:
+        convs = load_locomo(
+            data,
+            tz=s.memory.timezone,
+            conversations=conversations,
+            questions_per_conversation=questions_per_conversation,
+        )
+    except InputError as exc:
+        raise fail(str(exc), 1) from exc
+    err = Console(stderr=True, highlight=False)
+    questions = sum(len(c.questions) for c in convs)
+    totals = {"turn": sum(len(c.turns) for c in convs), "question": questions}
+    if answer:
+        totals["answer"] = questions
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal,
+        transient=True,
+    ) as progress:
+        tasks = {stage: progress.add_task(STAGES[stage], total=n) for stage, n in totals.items()}
+        report = run(
+            evaluate_locomo(
+                s,
+                convs,
+                budget=budget,
+                answer=answer,
+                progress=lambda stage: progress.advance(tasks[stage]),
+            )
+        )
+    result = report.as_dict()
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False))
+        return
+    _print_tables(Console(highlight=False), result)
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _print_tables(out: Console, r: dict[str, Any]) -> None:
+    def of(key: str | None) -> dict[str, Any]:
+        return r if key is None else r["baselines"][key]
+
+    answered = "answer_f1" in r
+    overall = Table(title=f"LoCoMo: what the prompt holds (budget {r['budget']:,} tokens)")
+    for heading in ("", "evidence recall", "answer in prompt", "tokens mean", "tokens max"):
+        overall.add_column(heading, justify="right" if heading else "left")
+    if answered:
+        overall.add_column("answer F1", justify="right")
+    for name, key in COLUMNS:
+        m = of(key)
+        f1 = [_pct(r["answer_f1"]) if key is None else ""] if answered else []
+        overall.add_row(
+            name,
+            _pct(m["evidence_recall"]),
+            _pct(m["answer_in_prompt"]),
+            _num(m["prompt_tokens_mean"]),
+            _num(m["prompt_tokens_max"]),
+            *f1,
+        )
+    out.print(overall)
+
+    cats = r["by_category"]
+    for metric, title in (
+        ("evidence_recall", "Evidence-turn recall by category"),
+        ("answer_in_prompt", "Answer in prompt by category"),
+    ):
+        table = Table(title=title)
+        table.add_column("")
+        for cat, m in cats.items():
+            table.add_column(f"{cat} {m['name']}\n({m['questions']} q.)", justify="right")
+        for name, key in COLUMNS:
+            table.add_row(name, *(_pct(of(key)["by_category"][cat][metric]) for cat in cats))
+        if answered and metric == "answer_in_prompt":
+            by_f1 = r["answer_f1_by_category"]
+            table.add_row("memorybot answer F1", *(_pct(by_f1[cat]) for cat in cats))
+        out.print(table)
+    out.print(
+        f"{r['conversations']} conversations, {r['turns']:,} turns, {r['questions']} questions "
+        f"(categories 1-4) on the {r['store']}, in {r['seconds']:.1f} s "
+        f"(replay {r['replay_seconds']:.1f} s). {r['evidence_ids_dropped']} evidence ids name "
+        "no turn and were left out. Memory summaries: extractive (offline).",
+        markup=False,
+    )
+    out.print(r["attribution"], markup=False)
