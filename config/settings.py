@@ -106,7 +106,7 @@ class MemorySettings(_Section):
         default=400, ge=0, description="Recall never squeezes the window below this."
     )
     recall_tokens: int = Field(
-        default=1200, ge=0, description="At most this much for recalled past messages (0: off)."
+        default=1800, ge=0, description="At most this much for recalled past messages (0: off)."
     )
     new_message_tokens: int = Field(
         default=800, ge=50, description="The new message is cut to this many tokens in the prompt."

@@ -68,12 +68,18 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
     }
 
 
-def render_recalled(doc: Doc, tz: str) -> str:
-    """A recalled message or day record, with its date: memory from another day needs it."""
-    when = datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz))
+DATE_LINE = 9  # tokens of a "[2025-08-13]" line in the recall section
+
+
+def _day(doc: Doc, tz: str) -> str:
+    return datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz)).date().isoformat()
+
+
+def render_recalled(doc: Doc) -> str:
+    """A recalled message (its date is on the line above it) or a day record."""
     if doc.kind == "day":
-        return f"[{when.strftime('%Y-%m-%d')}] {doc.text}"
-    return f"[{when.strftime('%Y-%m-%d %H:%M')}] {doc.author or 'someone'}: {doc.text}"
+        return f"(summary of the day) {doc.text}"
+    return f"{doc.author or 'someone'}: {doc.text}"
 
 
 def render_fact(fact: Fact) -> str:
@@ -128,7 +134,7 @@ class PromptAssembler:
         # 3. The working window (newest verbatim messages) and recalled messages share what
         # is left. Recall gets its share only when something matched the new message, and
         # never squeezes the window below its floor.
-        recall_need = sum(self._hit_cost(h, data.tz) for h in data.recalled)
+        recall_need = sum(self._hit_cost(h) for h in data.recalled)
         recall_cap = min(s.recall_tokens, recall_need, max(0, remaining - s.window_min_tokens))
         window, window_ids, used = self._window(
             data, today, min(s.window_tokens, remaining - recall_cap)
@@ -203,32 +209,44 @@ class PromptAssembler:
         window.reverse()
         return window, ids, used
 
-    def _hit_cost(self, hit: Hit, tz: str) -> int:
-        return sum(self.counter.count(render_recalled(d, tz)) + 1 for d in hit.docs) + 1
+    def _hit_cost(self, hit: Hit) -> int:
+        return sum(self.counter.count(render_recalled(d)) + 1 for d in hit.docs) + DATE_LINE
 
     def _recall(
         self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
     ) -> tuple[str, int]:
-        """Recalled messages by score within ``budget``, shown in time order with dates."""
+        """Recalled messages by score within ``budget``, shown in time order under the date
+        they were said (one date line per day, not per message: more memory per token)."""
         heading = f"## {prompts.headings['recall']}"
         used = self.counter.count(heading) + 2
         chosen: list[Doc] = []
         seen: set[tuple[str, int]] = set()
+        days: set[str] = set()
         for hit in data.recalled:
             docs = [d for d in hit.docs if d.id not in exclude and (d.id, d.ms) not in seen]
             if not docs:
                 continue
-            cost = sum(self.counter.count(render_recalled(d, data.tz)) + 1 for d in docs)
+            new_days = {_day(d, data.tz) for d in docs} - days
+            cost = sum(self.counter.count(render_recalled(d)) + 1 for d in docs)
+            cost += DATE_LINE * len(new_days)
             if used + cost > budget:
                 continue  # a smaller hit further down may still fit
             chosen.extend(docs)
             seen.update((d.id, d.ms) for d in docs)
+            days |= new_days
             used += cost
         if not chosen:
             return "", 0
         chosen.sort(key=lambda d: (d.ms, d.id))
-        lines = [fence(render_recalled(d, data.tz)) for d in chosen]
-        text = heading + "\n" + "\n".join(lines)
+        lines: list[str] = [heading]
+        current = ""
+        for doc in chosen:
+            day = _day(doc, data.tz)
+            if day != current:
+                lines.append(f"[{day}]")
+                current = day
+            lines.append(fence(render_recalled(doc)))
+        text = "\n".join(lines)
         return text, self.counter.count(text) + 2
 
     def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:

@@ -204,7 +204,9 @@ class MemoryPipeline:
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
         if self.recall is not None and self.settings.memory.recall_tokens:
-            recalled = await self.recall.search(scope, new_text, exclude_ids=[exclude_id])
+            recalled = await self.recall.search(
+                scope, new_text, exclude_ids=[exclude_id], limit=200, tz=tz
+            )
         lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(

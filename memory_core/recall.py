@@ -18,14 +18,25 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from memory_core.calendar import day_start, to_ms, zone
 from memory_core.models import DaySummary, LogEntry
 from memory_core.textsearch import BM25, terms
 
 SYNC_BATCH = 10_000
 NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
-SHORT_TURN = 12  # terms: a turn this short rarely stands on its own
+SHORT_TURN = 10  # terms: a turn this short rarely stands on its own
+FLOOR = 0.1  # a hit must reach this share of what the query's terms could score
+SPEAKER_BOOST = 1.15  # messages by a person the query names
+NAME_WEIGHT = 0.3  # a name is a filter more than a topic: it weighs less than other words
+DATE_BOOST = 0.3  # of the best score, for messages from a day the query names
+# Pseudo-relevance feedback: the top documents' most telling words, added with a low
+# weight, find the messages that answer a question in other words ("pets" -> "cat").
+PRF_DOCS = 3
+PRF_TERMS = 20
+PRF_WEIGHT = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +158,11 @@ class RecallIndex:
     def _add_day(self, index: _ScopeIndex, day: DaySummary) -> None:
         text = " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
         doc_terms = terms(text)
-        from memory_core.calendar import day_start, to_ms
-
         index.add(
             Doc(
                 id="",
-                ms=to_ms(day_start(day.day, "UTC")),
+                ms=to_ms(day_start(day.day, "UTC"))
+                + 12 * 3_600_000,  # midday: the right date anywhere
                 author="",
                 text=text,
                 kind="day",
@@ -174,11 +184,18 @@ class RecallIndex:
 
     # -- searching ---------------------------------------------------------------------
     async def search(
-        self, scope: str, query: str, *, exclude_ids: Sequence[str] = (), limit: int = 40
+        self,
+        scope: str,
+        query: str,
+        *,
+        exclude_ids: Sequence[str] = (),
+        limit: int = 40,
+        tz: str = "UTC",
     ) -> list[Hit]:
-        """The best groups for ``query``, best first; [] when nothing is relevant."""
+        """The best groups for ``query``, best first; [] when nothing is relevant. ``tz``:
+        the scope's timezone, for questions that name a day."""
         index = await self._sync(scope)
-        return rank(index, query, exclude_ids=set(exclude_ids), limit=limit)
+        return rank(index, query, exclude_ids=set(exclude_ids), limit=limit, tz=tz)
 
     async def warm(self, scope: str) -> int:
         return len((await self._sync(scope)).docs)
@@ -189,37 +206,112 @@ def _named_authors(index: _ScopeIndex, query: str) -> set[str]:
     return {name for low, name in index.authors.items() if low in words}
 
 
-def rank(index: _ScopeIndex, query: str, *, exclude_ids: set[str], limit: int) -> list[Hit]:
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTH_ABBR = [m[:3] for m in _MONTHS]
+_MONTH = "(" + "|".join(_MONTH_ABBR) + ")"
+_DATE_PATTERNS = (
+    # October 13, 2023 / Oct 13 2023 / October 13
+    re.compile(r"\b" + _MONTH + r"[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?", re.I),
+    # 13 October 2023 / 13 Oct
+    re.compile(
+        r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r"[a-z]*\.?(?:,?\s+(\d{4}))?", re.I
+    ),
+    # 2023-10-13
+    re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"),
+    # 2023年10月13日 / 10月13日
+    re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})日"),
+)
+
+
+def query_days(query: str) -> set[tuple[int, int]]:
+    """(month, day) pairs a query names: "on October 13, 2023", "13 May", "10月13日"."""
+    found: set[tuple[int, int]] = set()
+    for n, pattern in enumerate(_DATE_PATTERNS):
+        for m in pattern.finditer(query):
+            try:
+                if n == 0:
+                    month, day = _MONTH_ABBR.index(m.group(1).lower()[:3]) + 1, int(m.group(2))
+                elif n == 1:
+                    month, day = _MONTH_ABBR.index(m.group(2).lower()[:3]) + 1, int(m.group(1))
+                elif n == 2:
+                    month, day = int(m.group(2)), int(m.group(3))
+                else:
+                    month, day = int(m.group(2)), int(m.group(3))
+            except ValueError:
+                continue
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                found.add((month, day))
+    return found
+
+
+def rank(
+    index: _ScopeIndex, query: str, *, exclude_ids: set[str], limit: int, tz: str = "UTC"
+) -> list[Hit]:
+    """Score every document against ``query`` and group the best with their context."""
     q_terms = terms(query)
     if not q_terms or not index.docs:
         return []
     named = _named_authors(index, query)
-    # A name is a filter more than a topic: it should not outweigh the words of the question.
-    weights = {t: 0.3 for t in (n.lower() for n in named)}
-    scores = index.bm25.scores(q_terms, weights=weights)
+    weights = {t: NAME_WEIGHT for t in (n.lower() for n in named)}
+    bm25 = index.bm25
+    scores = bm25.scores(q_terms, weights=weights)
     if not scores:
         return []
-    reachable = sum(index.bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
-    floor = max(0.2 * reachable, 0.5)
+    docs = index.docs
+    _expand(index, scores, q_terms, weights)
+    reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
+    floor = max(FLOOR * reachable, 0.5)
+    days = query_days(query)
+    best = max(scores.values())
+    if days:
+        # A question about a day is about the messages of that day, matching words or not.
+        for d, doc in enumerate(docs):
+            if d not in scores and _on_days(doc, days, tz):
+                scores[d] = 0.0
+    for d in list(scores):
+        doc = docs[d]
+        if named and doc.kind == "message" and doc.author in named:
+            scores[d] *= SPEAKER_BOOST
+        if days and _on_days(doc, days, tz):
+            scores[d] += DATE_BOOST * best
     ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
     hits: list[Hit] = []
     used: set[int] = set()
-    docs = index.docs
     for doc_i, score in ranked:
         if score < floor or len(hits) >= limit:
             break
         if doc_i in used or docs[doc_i].id in exclude_ids:
             continue
-        if named and docs[doc_i].kind == "message" and docs[doc_i].author in named:
-            score *= 1.15
-        group = _with_neighbours(docs, doc_i, exclude_ids)
-        group = [g for g in group if g not in used]
+        group = [g for g in _with_neighbours(docs, doc_i, exclude_ids) if g not in used]
         if not group:
             continue
         used.update(group)
         hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=score))
-    hits.sort(key=lambda h: -h.score)
     return hits
+
+
+def _on_days(doc: Doc, days: set[tuple[int, int]], tz: str) -> bool:
+    when = datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz))
+    return (when.month, when.day) in days
+
+
+def _expand(
+    index: _ScopeIndex, scores: dict[int, float], q_terms: list[str], weights: dict[str, float]
+) -> None:
+    """Pseudo-relevance feedback: add the top documents' rarest words to the query."""
+    bm25 = index.bm25
+    pool: dict[str, float] = {}
+    for d in sorted(scores, key=lambda d: (-scores[d], d))[:PRF_DOCS]:
+        for t in terms(index.docs[d].text):
+            if t not in weights and t not in q_terms:
+                pool[t] = pool.get(t, 0.0) + bm25.idf(t)
+    expansion = sorted(pool, key=lambda t: (-pool[t], t))[:PRF_TERMS]
+    if expansion:
+        extra = bm25.scores(expansion, weights=dict.fromkeys(expansion, PRF_WEIGHT))
+        for d, v in extra.items():
+            scores[d] = scores.get(d, 0.0) + v
 
 
 def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:

@@ -34,10 +34,34 @@ STOPWORDS = frozenset(
 )
 
 
+# Common irregular forms, so "we went hiking" is found by "go hiking" and vice versa.
+_IRREGULAR = {
+    "went": "go", "gone": "go", "goes": "go", "ran": "run", "saw": "see", "seen": "see",
+    "took": "take", "taken": "take", "made": "make", "felt": "feel", "bought": "buy",
+    "brought": "bring", "began": "begin", "begun": "begin", "came": "come", "did": "do",
+    "done": "do", "drove": "drive", "driven": "drive", "ate": "eat", "eaten": "eat",
+    "fell": "fall", "found": "find", "flew": "fly", "flown": "fly", "gave": "give",
+    "given": "give", "grew": "grow", "grown": "grow", "heard": "hear", "held": "hold",
+    "kept": "keep", "knew": "know", "known": "know", "left": "leave", "lost": "lose",
+    "met": "meet", "paid": "pay", "read": "read", "rode": "ride", "sang": "sing",
+    "sung": "sing", "sat": "sit", "slept": "sleep", "spent": "spend", "spoke": "speak",
+    "spoken": "speak", "stood": "stand", "swam": "swim", "taught": "teach", "told": "tell",
+    "thought": "think", "threw": "throw", "understood": "understand", "woke": "wake",
+    "won": "win", "wore": "wear", "worn": "wear", "wrote": "write", "written": "write",
+    "built": "build", "caught": "catch", "chose": "choose", "drew": "draw", "drawn": "draw",
+    "fought": "fight", "forgot": "forget", "hid": "hide", "led": "lead", "meant": "mean",
+    "sent": "send", "shot": "shoot", "sold": "sell", "struck": "strike", "tore": "tear",
+    "children": "child", "kids": "kid", "people": "person", "men": "man", "women": "woman",
+    "mice": "mouse", "feet": "foot", "teeth": "tooth",
+}
+
+
 def _stem(word: str) -> str:
     """Light suffix stripping: enough to match plural, past and -ing forms."""
     if word.endswith("'s"):
         word = word[:-2]
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
     if len(word) <= 3 or word.isdigit():
         return word
     for suffix, keep in (

@@ -44,7 +44,7 @@ async def test_a_question_recalls_the_old_message_with_its_date(make_core: CoreF
     )
     system = prompt.messages[0]["content"]
     assert "Blue Heron" in system
-    assert "[2025-08-11 09:00] Maria: I found a lovely cafe" in system
+    assert "[2025-08-11]\nMaria: I found a lovely cafe" in system
     assert prompt.sections.get("recall", 0) > 0
     assert prompt.tokens <= core.settings.memory.budget_tokens
 
@@ -81,6 +81,14 @@ async def test_other_scopes_are_not_recalled(make_core: CoreFactory) -> None:
         IncomingMessage(scope="other", text="What was the name of the cafe?", author="Tom")
     )
     assert "Blue Heron" not in json.dumps(prompt.messages)
+
+
+async def test_a_question_about_a_day_recalls_that_day(make_core: CoreFactory) -> None:
+    core, _ = await _history(make_core)
+    prompt = await core.pipeline.build_prompt(
+        IncomingMessage(scope="team", text="What did Maria talk about on August 11?", author="T")
+    )
+    assert "Blue Heron" in prompt.messages[0]["content"]
 
 
 async def test_japanese_recall(make_core: CoreFactory) -> None:

@@ -4,7 +4,8 @@ from memory_core.textsearch import BM25, terms
 
 
 def test_english_terms_are_stemmed_without_stopwords() -> None:
-    assert terms("We went camping with the kids!") == ["went", "camp", "kid"]
+    assert terms("We went camping with the kids!") == ["go", "camp", "kid"]
+    assert terms("hiked") == terms("hiking") == terms("hikes")
     assert terms("She planned two trips") == ["plan", "two", "trip"]
     assert terms("Caroline's painting classes") == ["caroline", "paint", "class"]
     assert terms("the a an of") == []
@@ -31,3 +32,12 @@ def test_bm25_prefers_rare_terms_and_short_documents() -> None:
     assert best == 2
     assert set(scores) == {2, 3}
     assert index.scores(terms("astronomy")) == {}
+
+
+def test_query_days() -> None:
+    from memory_core.recall import query_days
+
+    assert query_days("What did she paint on October 13, 2023?") == {(10, 13)}
+    assert query_days("on 8 May, 2023 and 2023-06-01") == {(5, 8), (6, 1)}
+    assert query_days("10月13日に何をしましたか") == {(10, 13)}
+    assert query_days("nothing dated here") == set()
