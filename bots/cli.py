@@ -545,6 +545,45 @@ def bench_rollover(
     )
 
 
+@bench_app.command("recall")
+def bench_recall(
+    sizes: Annotated[str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")] = (
+        "1000,10000,100000"
+    ),
+    queries: Annotated[int, typer.Option("--queries", min=1)] = 100,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recall query latency as a scope grows."""
+    from memory_core.bench import bench_recall as do_bench
+
+    try:
+        counts = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError as exc:
+        raise fail(f"--sizes {sizes!r}: give numbers like 1000,10000", 1) from exc
+    s = settings()
+
+    async def go() -> dict[str, Any]:
+        with _progress(quiet=as_json) as progress:
+            task = progress.add_task("recall", total=queries * len(counts))
+            return await do_bench(
+                s,
+                sizes=counts,
+                queries=queries,
+                progress=lambda n: progress.update(task, completed=n),
+            )
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result), markup=False)
+        return
+    for row in result["sizes"]:
+        out.print(
+            f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
+            f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms",
+            markup=False,
+        )
+
+
 def main() -> None:
     app()
 

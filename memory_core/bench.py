@@ -275,3 +275,71 @@ def datetime_at(year: int, month: int, day: int, hour: int, minute: int = 0) -> 
     from datetime import UTC, datetime
 
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
+
+
+async def bench_recall(
+    settings: Settings,
+    *,
+    sizes: list[int],
+    queries: int = 100,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Recall query latency at several scope sizes: the first query (which builds the
+    in-process index from Redis) and warm queries (one sync round trip plus the ranking)."""
+    prefix = f"mbbench{secrets.token_hex(3)}"
+    store = settings.store.model_copy(update={"key_prefix": prefix})
+    run_settings = settings.model_copy(update={"store": store})
+    core = await build_core(run_settings, llm=OfflineLLM(), autosave=False)
+    rng = random.Random(13)
+    vocabulary = [f"{w}{i}" for w in WORDS for i in range(40)]  # ~1,000 distinct words
+    results: list[dict[str, Any]] = []
+    done = 0
+    try:
+        recall = core.pipeline.recall
+        assert recall is not None
+        for size in sizes:
+            scope = f"bench:recall{size}"
+            log = core.store.keys.scope(scope).log
+            start_ms = 1_700_000_000_000
+            for batch in range(0, size, 2000):
+                pipe = core.store.client.pipeline(transaction=False)
+                for i in range(batch, min(size, batch + 2000)):
+                    text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 30)))
+                    fields: dict[Any, Any] = {
+                        "r": "user",
+                        "a": f"user{i % 9}",
+                        "u": str(i % 9),
+                        "t": text,
+                        "ts": str(start_ms + i * 1000),
+                        "p": "",
+                        "k": "20",
+                    }
+                    pipe.xadd(log, fields, id=f"{start_ms + i * 1000}-0")
+                await pipe.execute()
+            asks = [
+                " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8)))
+                for _ in range(queries)
+            ]
+            t0 = time.perf_counter()
+            await recall.search(scope, asks[0], limit=200)
+            cold_ms = (time.perf_counter() - t0) * 1000
+            times: list[float] = []
+            for ask in asks:
+                t0 = time.perf_counter()
+                await recall.search(scope, ask, limit=200)
+                times.append((time.perf_counter() - t0) * 1000)
+                done += 1
+                if progress is not None:
+                    progress(done)
+            results.append(
+                {
+                    "messages": size,
+                    "first_query_ms": round(cold_ms, 2),
+                    "p50_ms": round(_percentile(times, 0.5), 3),
+                    "p99_ms": round(_percentile(times, 0.99), 3),
+                }
+            )
+    finally:
+        await _cleanup(core.store.client, f"{prefix}:*")
+        await core.close()
+    return {"store": core.store.description, "queries": queries, "sizes": results}

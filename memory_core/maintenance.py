@@ -377,7 +377,7 @@ class Maintainer:
             now_iso=_iso(self.clock.now()),
             epoch=state.epoch,
             trim_before_ms=self._trim_before(state),
-            episodes_max=self.settings.retention_days + 1,
+            episodes_max=self.settings.weeks_max * 7,  # as long as the weeks list reaches
         )
         if result == -1 and after is not None:
             return await self._refresh(scope, after, report, None)

@@ -15,17 +15,21 @@ question before a short answer, the answer after a question).
 from __future__ import annotations
 
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from memory_core.calendar import day_start, to_ms, zone
 from memory_core.models import DaySummary, LogEntry
 from memory_core.textsearch import BM25, terms
 
 SYNC_BATCH = 10_000
+DAY_RECORD, NO_SPEAKER = -2, -1  # speaker codes that are not a person
 NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
 SHORT_TURN = 10  # terms: a turn this short rarely stands on its own
 FLOOR = 0.1  # a hit must reach this share of what the query's terms could score
@@ -70,12 +74,22 @@ class _ScopeIndex:
     docs: list[Doc] = field(default_factory=list)
     bm25: BM25 = field(default_factory=BM25)
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
+    # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
+    ms: array[int] = field(default_factory=lambda: array("q"))
+    speaker: array[int] = field(default_factory=lambda: array("i"))
+    speaker_ids: dict[str, int] = field(default_factory=dict)
 
     def add(self, doc: Doc, doc_terms: list[str]) -> None:
         self.docs.append(doc)
         self.bm25.add(doc_terms)
-        if doc.author and doc.kind == "message":
+        self.ms.append(doc.ms)
+        if doc.kind != "message":
+            self.speaker.append(DAY_RECORD)
+        elif doc.author:
             self.authors.setdefault(doc.author.lower(), doc.author)
+            self.speaker.append(self.speaker_ids.setdefault(doc.author, len(self.speaker_ids)))
+        else:
+            self.speaker.append(NO_SPEAKER)
 
 
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
@@ -195,7 +209,8 @@ class RecallIndex:
         """The best groups for ``query``, best first; [] when nothing is relevant. ``tz``:
         the scope's timezone, for questions that name a day."""
         index = await self._sync(scope)
-        return rank(index, query, exclude_ids=set(exclude_ids), limit=limit, tz=tz)
+        excluded = {x for x in exclude_ids if x}  # "" would exclude every day record
+        return rank(index, query, exclude_ids=excluded, limit=limit, tz=tz)
 
     async def warm(self, scope: str) -> int:
         return len((await self._sync(scope)).docs)
@@ -256,31 +271,38 @@ def rank(
     named = _named_authors(index, query)
     weights = {t: NAME_WEIGHT for t in (n.lower() for n in named)}
     bm25 = index.bm25
-    scores = bm25.scores(q_terms, weights=weights)
-    if not scores:
+    scores = bm25.score_array(q_terms, weights=weights)
+    if not scores.any():
         return []
-    docs = index.docs
     _expand(index, scores, q_terms, weights)
-    reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
-    floor = max(FLOOR * reachable, 0.5)
+    best = float(scores.max())
     days = query_days(query)
-    best = max(scores.values())
     if days:
         # A question about a day is about the messages of that day, matching words or not.
-        for d, doc in enumerate(docs):
-            if d not in scores and _on_days(doc, days, tz):
-                scores[d] = 0.0
-    for d in list(scores):
-        doc = docs[d]
-        if named and doc.kind == "message" and doc.author in named:
-            scores[d] *= SPEAKER_BOOST
-        if days and _on_days(doc, days, tz):
-            scores[d] += DATE_BOOST * best
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+        on_day = _on_days(index, days, tz)
+        scores[on_day] += DATE_BOOST * best
+    # A day record stands in for messages that have expired; while a day's own messages are
+    # still here, they are the better memory and the record would only take their room.
+    speakers = np.frombuffer(index.speaker, dtype=np.int32)
+    times = np.frombuffer(index.ms, dtype=np.int64)
+    records = speakers == DAY_RECORD
+    if (~records).any():
+        oldest = int(times[~records].min())
+        scores[records & (times >= oldest - 86_400_000)] = 0.0
+    if named:
+        ids = [index.speaker_ids[n] for n in named if n in index.speaker_ids]
+        by_named = np.isin(np.frombuffer(index.speaker, dtype=np.int32), ids)
+        scores[by_named] *= SPEAKER_BOOST
+    reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
+    floor = max(FLOOR * reachable, 0.5)
+    candidates = np.nonzero(scores >= floor)[0]
+    # Best first; among equals the newer message first.
+    order = candidates[np.lexsort((-candidates, -scores[candidates]))]
+    docs = index.docs
     hits: list[Hit] = []
     used: set[int] = set()
-    for doc_i, score in ranked:
-        if score < floor or len(hits) >= limit:
+    for doc_i in order.tolist():
+        if len(hits) >= limit:
             break
         if doc_i in used or docs[doc_i].id in exclude_ids:
             continue
@@ -288,30 +310,44 @@ def rank(
         if not group:
             continue
         used.update(group)
-        hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=score))
+        hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=float(scores[doc_i])))
     return hits
 
 
-def _on_days(doc: Doc, days: set[tuple[int, int]], tz: str) -> bool:
-    when = datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz))
-    return (when.month, when.day) in days
+def _on_days(index: _ScopeIndex, days: set[tuple[int, int]], tz: str) -> np.ndarray:
+    """Which documents were written on one of ``days`` (month, day) in ``tz``, any year."""
+    ms = np.frombuffer(index.ms, dtype=np.int64)
+    mask = np.zeros(len(ms), dtype=bool)
+    first = datetime.fromtimestamp(int(ms.min()) / 1000, tz=zone(tz)).year
+    last = datetime.fromtimestamp(int(ms.max()) / 1000, tz=zone(tz)).year
+    for year in range(first, last + 1):
+        for month, day in days:
+            try:
+                start = datetime(year, month, day, tzinfo=zone(tz))
+            except ValueError:
+                continue  # February 30th
+            begin = int(start.timestamp() * 1000)
+            end = int((start + timedelta(days=1)).timestamp() * 1000)
+            mask |= (ms >= begin) & (ms < end)
+    return mask
 
 
 def _expand(
-    index: _ScopeIndex, scores: dict[int, float], q_terms: list[str], weights: dict[str, float]
+    index: _ScopeIndex, scores: np.ndarray, q_terms: list[str], weights: dict[str, float]
 ) -> None:
     """Pseudo-relevance feedback: add the top documents' rarest words to the query."""
     bm25 = index.bm25
+    top = np.argsort(-scores, kind="stable")[:PRF_DOCS]
     pool: dict[str, float] = {}
-    for d in sorted(scores, key=lambda d: (-scores[d], d))[:PRF_DOCS]:
+    for d in top.tolist():
+        if scores[d] <= 0:
+            break
         for t in terms(index.docs[d].text):
             if t not in weights and t not in q_terms:
                 pool[t] = pool.get(t, 0.0) + bm25.idf(t)
     expansion = sorted(pool, key=lambda t: (-pool[t], t))[:PRF_TERMS]
     if expansion:
-        extra = bm25.scores(expansion, weights=dict.fromkeys(expansion, PRF_WEIGHT))
-        for d, v in extra.items():
-            scores[d] = scores.get(d, 0.0) + v
+        scores += bm25.score_array(expansion, weights=dict.fromkeys(expansion, PRF_WEIGHT))
 
 
 def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+
+import numpy as np
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
@@ -36,23 +38,89 @@ STOPWORDS = frozenset(
 
 # Common irregular forms, so "we went hiking" is found by "go hiking" and vice versa.
 _IRREGULAR = {
-    "went": "go", "gone": "go", "goes": "go", "ran": "run", "saw": "see", "seen": "see",
-    "took": "take", "taken": "take", "made": "make", "felt": "feel", "bought": "buy",
-    "brought": "bring", "began": "begin", "begun": "begin", "came": "come", "did": "do",
-    "done": "do", "drove": "drive", "driven": "drive", "ate": "eat", "eaten": "eat",
-    "fell": "fall", "found": "find", "flew": "fly", "flown": "fly", "gave": "give",
-    "given": "give", "grew": "grow", "grown": "grow", "heard": "hear", "held": "hold",
-    "kept": "keep", "knew": "know", "known": "know", "left": "leave", "lost": "lose",
-    "met": "meet", "paid": "pay", "read": "read", "rode": "ride", "sang": "sing",
-    "sung": "sing", "sat": "sit", "slept": "sleep", "spent": "spend", "spoke": "speak",
-    "spoken": "speak", "stood": "stand", "swam": "swim", "taught": "teach", "told": "tell",
-    "thought": "think", "threw": "throw", "understood": "understand", "woke": "wake",
-    "won": "win", "wore": "wear", "worn": "wear", "wrote": "write", "written": "write",
-    "built": "build", "caught": "catch", "chose": "choose", "drew": "draw", "drawn": "draw",
-    "fought": "fight", "forgot": "forget", "hid": "hide", "led": "lead", "meant": "mean",
-    "sent": "send", "shot": "shoot", "sold": "sell", "struck": "strike", "tore": "tear",
-    "children": "child", "kids": "kid", "people": "person", "men": "man", "women": "woman",
-    "mice": "mouse", "feet": "foot", "teeth": "tooth",
+    "went": "go",
+    "gone": "go",
+    "goes": "go",
+    "ran": "run",
+    "saw": "see",
+    "seen": "see",
+    "took": "take",
+    "taken": "take",
+    "made": "make",
+    "felt": "feel",
+    "bought": "buy",
+    "brought": "bring",
+    "began": "begin",
+    "begun": "begin",
+    "came": "come",
+    "did": "do",
+    "done": "do",
+    "drove": "drive",
+    "driven": "drive",
+    "ate": "eat",
+    "eaten": "eat",
+    "fell": "fall",
+    "found": "find",
+    "flew": "fly",
+    "flown": "fly",
+    "gave": "give",
+    "given": "give",
+    "grew": "grow",
+    "grown": "grow",
+    "heard": "hear",
+    "held": "hold",
+    "kept": "keep",
+    "knew": "know",
+    "known": "know",
+    "left": "leave",
+    "lost": "lose",
+    "met": "meet",
+    "paid": "pay",
+    "read": "read",
+    "rode": "ride",
+    "sang": "sing",
+    "sung": "sing",
+    "sat": "sit",
+    "slept": "sleep",
+    "spent": "spend",
+    "spoke": "speak",
+    "spoken": "speak",
+    "stood": "stand",
+    "swam": "swim",
+    "taught": "teach",
+    "told": "tell",
+    "thought": "think",
+    "threw": "throw",
+    "understood": "understand",
+    "woke": "wake",
+    "won": "win",
+    "wore": "wear",
+    "worn": "wear",
+    "wrote": "write",
+    "written": "write",
+    "built": "build",
+    "caught": "catch",
+    "chose": "choose",
+    "drew": "draw",
+    "drawn": "draw",
+    "fought": "fight",
+    "forgot": "forget",
+    "hid": "hide",
+    "led": "lead",
+    "meant": "mean",
+    "sent": "send",
+    "shot": "shoot",
+    "sold": "sell",
+    "struck": "strike",
+    "tore": "tear",
+    "children": "child",
+    "kids": "kid",
+    "people": "person",
+    "men": "man",
+    "women": "woman",
+    "mice": "mouse",
+    "feet": "foot",
+    "teeth": "tooth",
 }
 
 
@@ -95,48 +163,83 @@ def terms(text: str) -> list[str]:
     return out
 
 
-@dataclass
 class BM25:
-    """An in-memory BM25 index over documents numbered 0..n-1 in insertion order."""
+    """An in-memory BM25 index over documents numbered 0..n-1 in insertion order.
 
-    k1: float = 1.2
-    b: float = 0.75
-    postings: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    lengths: list[int] = field(default_factory=list)
-    total_length: int = 0
+    Postings grow as Python lists (cheap appends while messages arrive) and are turned into
+    numpy arrays when a term is first searched after it changed, so a query over 100k
+    messages is a handful of vector operations, not a Python loop per posting.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        self._lengths: array[int] = array("i")
+        self.total_length = 0
+        self._frozen: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._lengths_np: np.ndarray = np.zeros(0, dtype=np.float32)
 
     def add(self, doc_terms: Sequence[str]) -> int:
-        doc = len(self.lengths)
+        doc = len(self._lengths)
         for term, tf in Counter(doc_terms).items():
-            self.postings.setdefault(term, []).append((doc, tf))
-        self.lengths.append(len(doc_terms))
+            docs, tfs = self.postings.setdefault(term, (array("i"), array("i")))
+            docs.append(doc)
+            tfs.append(tf)
+        self._lengths.append(len(doc_terms))
         self.total_length += len(doc_terms)
         return doc
 
     def __len__(self) -> int:
-        return len(self.lengths)
+        return len(self._lengths)
+
+    def df(self, term: str) -> int:
+        plist = self.postings.get(term)
+        return len(plist[0]) if plist else 0
 
     def idf(self, term: str) -> float:
-        n = len(self.lengths)
-        df = len(self.postings.get(term, ()))
+        n = len(self._lengths)
+        df = self.df(term)
         return math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+
+    def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        plist = self.postings.get(term)
+        if not plist:
+            return None
+        cached = self._frozen.get(term)
+        if cached is None or cached[0] != len(plist[0]):
+            docs = np.frombuffer(plist[0], dtype=np.int32).copy()
+            tfs = np.frombuffer(plist[1], dtype=np.int32).astype(np.float32)
+            cached = (len(plist[0]), docs, tfs)
+            self._frozen[term] = cached
+        return cached[1], cached[2]
+
+    def score_array(
+        self, query: Iterable[str], *, weights: dict[str, float] | None = None
+    ) -> np.ndarray:
+        """BM25 scores of all documents (zeros where no query term occurs)."""
+        n = len(self._lengths)
+        scores = np.zeros(n, dtype=np.float32)
+        if not n:
+            return scores
+        if len(self._lengths_np) != n:
+            self._lengths_np = np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32)
+        avg = self.total_length / n or 1.0
+        k1, b = self.k1, self.b
+        for term in set(query):
+            arrays = self._arrays(term)
+            if arrays is None:
+                continue
+            docs, tfs = arrays
+            idf = self.idf(term) * (weights.get(term, 1.0) if weights else 1.0)
+            norm = tfs * (k1 + 1) / (tfs + k1 * (1 - b + b * self._lengths_np[docs] / avg))
+            scores[docs] += idf * norm
+        return scores
 
     def scores(
         self, query: Iterable[str], *, weights: dict[str, float] | None = None
     ) -> dict[int, float]:
         """BM25 score of every document that shares a term with ``query``."""
-        n = len(self.lengths)
-        if not n:
-            return {}
-        avg = self.total_length / n or 1.0
-        out: dict[int, float] = {}
-        for term in set(query):
-            plist = self.postings.get(term)
-            if not plist:
-                continue
-            idf = self.idf(term) * (weights.get(term, 1.0) if weights else 1.0)
-            k1, b, lengths = self.k1, self.b, self.lengths
-            for doc, tf in plist:
-                norm = tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[doc] / avg))
-                out[doc] = out.get(doc, 0.0) + idf * norm
-        return out
+        arr = self.score_array(query, weights=weights)
+        hit = np.nonzero(arr)[0]
+        return {int(d): float(arr[d]) for d in hit}

@@ -106,3 +106,27 @@ async def test_japanese_recall(make_core: CoreFactory) -> None:
         IncomingMessage(scope="jp", text="社員旅行はどこに行くんだっけ？", author="たろう")
     )
     assert "箱根の温泉旅館" in prompt.messages[0]["content"]
+
+
+async def test_days_past_retention_are_recalled_from_their_day_record(
+    make_core: CoreFactory,
+) -> None:
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"retention_days": 2})
+    for i, (who, text) in enumerate(OLD):
+        clock.set(START + timedelta(minutes=i))
+        await core.pipeline.ingest(IncomingMessage(scope="team", text=text, author=who))
+    for day in range(1, 6):  # the fleet rolls over every night; raw messages expire
+        clock.set(START + timedelta(days=day, hours=1))
+        await core.pipeline.ingest(
+            IncomingMessage(scope="team", text=f"day {day} chat", author="X")
+        )
+        await core.scheduler.sweep()
+    assert all("Blue Heron" not in e.text for e in await core.repo.all_entries("console:team"))
+    episodes = await core.repo.episodes("console:team")
+    assert episodes[0].day == "2025-08-11" and "Blue Heron" in episodes[0].summary
+    prompt = await core.pipeline.build_prompt(
+        IncomingMessage(scope="team", text="Which cafe did Maria find near the river?", author="T")
+    )
+    assert "(summary of the day)" in prompt.messages[0]["content"]
+    assert "Blue Heron" in prompt.messages[0]["content"]
