@@ -85,6 +85,10 @@ class LLMSettings(_Section):
     )
     reply_max_tokens: int = Field(default=800, ge=16)
     temperature: float = Field(default=0.7, ge=0, le=2)
+    embedding_model: str | None = Field(
+        default=None,
+        description="e.g. text-embedding-3-small: recall then also searches by meaning.",
+    )
     rpm_limit: int = Field(
         default=0, ge=0, description="Requests per minute for the whole fleet (0: no limit)."
     )

@@ -193,6 +193,9 @@ class LatencyLLM:
     ) -> Any:
         raise NotImplementedError("benchmarks do not stream")
 
+    async def embed(self, texts: Any) -> list[list[float]]:
+        raise NotImplementedError("benchmarks do not embed")
+
     async def close(self) -> None:
         return None
 

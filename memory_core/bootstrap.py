@@ -102,7 +102,11 @@ async def build_core(
         assembler=PromptAssembler(counter, settings.memory),
         counter=counter,
         clock=clock,
-        recall=RecallIndex(store.client, store.keys),
+        recall=RecallIndex(
+            store.client,
+            store.keys,
+            embedder=llm.embed if settings.llm.embedding_model and not llm.offline else None,
+        ),
         background=background,
     )
     admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)

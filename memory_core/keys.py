@@ -18,6 +18,7 @@ class ScopeKeys:
     episodes: str  # List of JSON day records (summary, topic, decisions, follow-ups), kept
     # for the retention period: what recall searches once a day has left the days list
     facts: str  # Hash: fact id -> JSON fact
+    vectors: str  # Hash: log entry id -> base64 float16 embedding (when embeddings are on)
     done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
     lock: str  # String: the maintenance lock (SET NX PX)
 
@@ -39,6 +40,7 @@ class KeySchema:
             weeks=f"{base}:weeks",
             episodes=f"{base}:episodes",
             facts=f"{base}:facts",
+            vectors=f"{base}:vec",
             done=f"{base}:done",
             lock=f"{base}:lock",
         )

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from config.settings import LLMSettings
 from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
@@ -20,6 +20,7 @@ from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
 Purpose = Literal["reply", "compact", "refresh"]
 ChatMessage = Mapping[str, str]
 PURPOSE_HEADER = "X-Memorybot-Purpose"
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import openai
@@ -87,6 +88,8 @@ class LLM(Protocol):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]: ...
 
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
     async def close(self) -> None: ...
 
 
@@ -121,6 +124,9 @@ class OfflineLLM:
     ) -> AsyncIterator[str]:
         raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
         yield ""  # pragma: no cover - makes this an async generator
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 
     async def close(self) -> None:
         return None
@@ -170,11 +176,50 @@ class OpenAICompatLLM:
         json_output: bool = False,
         max_tokens: int | None = None,
     ) -> ChatResult:
+        result = await self._retrying(
+            purpose, lambda: self._call_once(messages, purpose, json_output, max_tokens)
+        )
+        stats = self.stats.of(purpose)
+        stats.prompt_tokens += result.prompt_tokens
+        stats.completion_tokens += result.completion_tokens
+        return result
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embeddings of ``texts`` with the configured embedding model, in order."""
+        model = self._settings.embedding_model
+        if not model:
+            raise LLMOffline("no embedding model is configured (llm.embedding_model)")
+
+        async def once() -> list[list[float]]:
+            import openai
+
+            async with self._gate:
+                if self._limiter is not None:
+                    await self._limiter.acquire()
+                try:
+                    response = await self._client.embeddings.create(
+                        model=model,
+                        input=list(texts),
+                        extra_headers={PURPOSE_HEADER: "embed"},
+                    )
+                except openai.OpenAIError as exc:
+                    raise self._translate(exc, model) from exc
+            vectors = [
+                list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)
+            ]
+            if len(vectors) != len(texts):
+                raise LLMBadOutput(f"{model} returned {len(vectors)} embeddings for {len(texts)}")
+            return vectors
+
+        return await self._retrying("embed", once)
+
+    async def _retrying(self, purpose: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` with our retries: back-off with jitter, Retry-After honoured, every
+        attempt counted."""
         settings = self._settings
         stats = self.stats.of(purpose)
-        attempts = settings.max_retries + 1
         last_error: LLMUnavailable | None = None
-        for attempt in range(attempts):
+        for attempt in range(settings.max_retries + 1):
             if attempt:
                 delay = min(
                     settings.backoff_max_s,
@@ -186,7 +231,7 @@ class OpenAICompatLLM:
             started = time.perf_counter()
             stats.calls += 1
             try:
-                result = await self._call_once(messages, purpose, json_output, max_tokens)
+                result = await call()
             except LLMUnavailable as exc:
                 stats.failures += 1
                 stats.seconds += time.perf_counter() - started
@@ -199,8 +244,6 @@ class OpenAICompatLLM:
                 stats.seconds += time.perf_counter() - started
                 raise
             stats.seconds += time.perf_counter() - started
-            stats.prompt_tokens += result.prompt_tokens
-            stats.completion_tokens += result.completion_tokens
             return result
         assert last_error is not None
         raise LLMUnavailable(str(last_error), retry_after=last_error.retry_after) from last_error

@@ -14,10 +14,12 @@ question before a short answer, the answer after a question).
 
 from __future__ import annotations
 
+import base64
+import logging
 import re
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,8 +27,11 @@ from typing import Any
 import numpy as np
 
 from memory_core.calendar import day_start, to_ms, zone
+from memory_core.errors import MemorybotError
 from memory_core.models import DaySummary, LogEntry
 from memory_core.textsearch import BM25, terms
+
+log = logging.getLogger(__name__)
 
 SYNC_BATCH = 10_000
 DAY_RECORD, NO_SPEAKER = -2, -1  # speaker codes that are not a person
@@ -76,6 +81,9 @@ class _ScopeIndex:
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
     # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
     ms: array[int] = field(default_factory=lambda: array("q"))
+    # Embeddings (when configured): one row per document, unit length; zero until known.
+    vectors: np.ndarray | None = None
+    vectors_done: int = 0  # documents before this one have been given a vector (or tried)
     speaker: array[int] = field(default_factory=lambda: array("i"))
     speaker_ids: dict[str, int] = field(default_factory=dict)
 
@@ -92,16 +100,55 @@ class _ScopeIndex:
             self.speaker.append(NO_SPEAKER)
 
 
+Embedder = Callable[[list[str]], Awaitable[list[list[float]]]]
+EMBED_BATCH = 64  # texts per embeddings request
+EMBED_PER_SEARCH = 512  # at most this many new messages embedded while a reply waits
+VECTOR_MIN = 0.3  # cosine below this is not a match by meaning
+RRF_K = 60  # reciprocal rank fusion constant (the usual one)
+
+
+def _unit(vec: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm else vec
+
+
+def _encode(vec: np.ndarray) -> str:
+    return base64.b64encode(vec.astype(np.float16).tobytes()).decode("ascii")
+
+
+def _decode(blob: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(blob), dtype=np.float16)
+
+
+def _put_row(index: _ScopeIndex, row: int, vec: np.ndarray) -> None:
+    """Store a document's vector, growing the matrix by doubling."""
+    if index.vectors is None or index.vectors.shape[1] != vec.shape[0]:
+        index.vectors = np.zeros((max(1024, len(index.docs)), vec.shape[0]), dtype=np.float16)
+    if row >= index.vectors.shape[0]:
+        grown = np.zeros((max(row + 1, index.vectors.shape[0] * 2), vec.shape[0]), np.float16)
+        grown[: index.vectors.shape[0]] = index.vectors
+        index.vectors = grown
+    index.vectors[row] = vec
+
+
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
 
 
 class RecallIndex:
-    def __init__(self, client: Any, keys: Any, *, max_cached_docs: int = 2_000_000) -> None:
+    def __init__(
+        self,
+        client: Any,
+        keys: Any,
+        *,
+        max_cached_docs: int = 2_000_000,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.client = client
         self.keys = keys
         self.max_cached_docs = max_cached_docs
+        self.embedder = embedder
         self._indexes: OrderedDict[str, _ScopeIndex] = OrderedDict()
 
     # -- keeping the index in step with Redis ------------------------------------------
@@ -210,7 +257,55 @@ class RecallIndex:
         the scope's timezone, for questions that name a day."""
         index = await self._sync(scope)
         excluded = {x for x in exclude_ids if x}  # "" would exclude every day record
-        return rank(index, query, exclude_ids=excluded, limit=limit, tz=tz)
+        similarity = await self._similarity(scope, index, query) if self.embedder else None
+        return rank(index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity)
+
+    # -- embeddings (optional) ---------------------------------------------------------
+    async def _similarity(self, scope: str, index: _ScopeIndex, query: str) -> np.ndarray | None:
+        """Cosine similarity of the query to every message, or None if embeddings failed
+        (recall then runs on words alone: a reply never fails for want of a vector)."""
+        assert self.embedder is not None
+        try:
+            await self._sync_vectors(scope, index)
+            [q] = await self.embedder([query])
+        except MemorybotError as exc:
+            log.warning("embeddings unavailable for %s, recalling by words only: %s", scope, exc)
+            return None
+        if index.vectors is None or not len(index.docs):
+            return None
+        q_vec = _unit(np.asarray(q, dtype=np.float32))
+        if q_vec.shape[0] != index.vectors.shape[1]:
+            return None
+        sims: np.ndarray = index.vectors[: len(index.docs)].astype(np.float32) @ q_vec
+        return sims
+
+    async def _sync_vectors(self, scope: str, index: _ScopeIndex) -> None:
+        """Vectors for documents that have none yet: from Redis if another process made them,
+        else from the model (in batches), stored in Redis for the whole fleet."""
+        assert self.embedder is not None
+        todo = [
+            i for i in range(index.vectors_done, len(index.docs)) if index.docs[i].kind == "message"
+        ][-EMBED_PER_SEARCH:]
+        if not todo:
+            index.vectors_done = len(index.docs)
+            return
+        key = self.keys.scope(scope).vectors
+        stored = await self.client.hmget(key, [index.docs[i].id for i in todo])
+        missing = [i for i, blob in zip(todo, stored, strict=True) if not blob]
+        fresh: dict[str, str] = {}
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            for i, vec in zip(
+                batch, await self.embedder([index.docs[i].text for i in batch]), strict=True
+            ):
+                fresh[index.docs[i].id] = _encode(_unit(np.asarray(vec, dtype=np.float32)))
+        if fresh:
+            await self.client.hset(key, mapping=fresh)
+        for i, blob in zip(todo, stored, strict=True):
+            encoded = blob or fresh.get(index.docs[i].id)
+            if encoded:
+                _put_row(index, i, _decode(encoded))
+        index.vectors_done = len(index.docs)
 
     async def warm(self, scope: str) -> int:
         return len((await self._sync(scope)).docs)
@@ -262,17 +357,23 @@ def query_days(query: str) -> set[tuple[int, int]]:
 
 
 def rank(
-    index: _ScopeIndex, query: str, *, exclude_ids: set[str], limit: int, tz: str = "UTC"
+    index: _ScopeIndex,
+    query: str,
+    *,
+    exclude_ids: set[str],
+    limit: int,
+    tz: str = "UTC",
+    similarity: np.ndarray | None = None,
 ) -> list[Hit]:
     """Score every document against ``query`` and group the best with their context."""
     q_terms = terms(query)
-    if not q_terms or not index.docs:
+    if (not q_terms and similarity is None) or not index.docs:
         return []
     named = _named_authors(index, query)
     weights = {t: NAME_WEIGHT for t in (n.lower() for n in named)}
     bm25 = index.bm25
     scores = bm25.score_array(q_terms, weights=weights)
-    if not scores.any():
+    if not scores.any() and (similarity is None or float(similarity.max()) < VECTOR_MIN):
         return []
     _expand(index, scores, q_terms, weights)
     best = float(scores.max())
@@ -298,6 +399,8 @@ def rank(
     candidates = np.nonzero(scores >= floor)[0]
     # Best first; among equals the newer message first.
     order = candidates[np.lexsort((-candidates, -scores[candidates]))]
+    if similarity is not None:
+        order, scores = _fuse(order, similarity, records)
     docs = index.docs
     hits: list[Hit] = []
     used: set[int] = set()
@@ -312,6 +415,22 @@ def rank(
         used.update(group)
         hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=float(scores[doc_i])))
     return hits
+
+
+def _fuse(
+    lexical: np.ndarray, similarity: np.ndarray, records: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion of the word ranking and the meaning ranking: a message found
+    either way can be recalled; found both ways, it comes first."""
+    sims = similarity.copy()
+    sims[records[: len(sims)]] = 0.0  # day records are ranked by words only
+    by_meaning = np.argsort(-sims, kind="stable")[:200]
+    by_meaning = by_meaning[sims[by_meaning] >= VECTOR_MIN]
+    fused = np.zeros(len(similarity), dtype=np.float32)
+    fused[lexical] += 1.0 / (RRF_K + np.arange(1, len(lexical) + 1))
+    fused[by_meaning] += 1.0 / (RRF_K + np.arange(1, len(by_meaning) + 1))
+    candidates = np.nonzero(fused)[0]
+    return candidates[np.lexsort((-candidates, -fused[candidates]))], fused
 
 
 def _on_days(index: _ScopeIndex, days: set[tuple[int, int]], tz: str) -> np.ndarray:

@@ -421,9 +421,15 @@ class MemoryRepo:
         return int(await self.client.hdel(self.k(scope).facts, *ids))
 
     async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
+        """Delete raw messages, and their embeddings with them."""
         if not ids:
             return 0
-        return int(await self.client.xdel(self.k(scope).log, *ids))
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xdel(k.log, *ids)
+        pipe.hdel(k.vectors, *ids)
+        deleted, _ = await pipe.execute()
+        return int(deleted)
 
     async def trim_log_before(self, scope: str, min_ms: int) -> int:
         if min_ms <= 0:

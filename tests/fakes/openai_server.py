@@ -12,6 +12,7 @@ fields quote the start of the conversation text it was given.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import time
@@ -52,6 +53,21 @@ Responder = Callable[[RecordedRequest], Awaitable[str | None] | str | None]
 def _between(text: str, tag: str) -> str:
     match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
     return match.group(1).strip() if match else ""
+
+
+SAME_MEANING = {"feline": "cat", "kitty": "cat", "kitten": "cat", "pet": "cat", "pets": "cat"}
+FUNCTION_WORDS = {"any", "the", "and", "with", "was", "what", "who", "how", "you", "are", "did"}
+
+
+def embed_text(text: str, dims: int = 64) -> list[float]:
+    """Content words only, as a meaning model would weigh them."""
+    vec = [0.0] * dims
+    for word in re.findall(r"[a-z]{3,}", text.lower()):
+        if word in FUNCTION_WORDS:
+            continue
+        word = SAME_MEANING.get(word, word)
+        vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 1.0
+    return vec
 
 
 def default_answer(request: RecordedRequest) -> str:
@@ -96,6 +112,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
@@ -157,6 +174,32 @@ class FakeOpenAI:
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response(
             {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """Deterministic 64-dimension bag-of-words vectors, where a few words share a meaning
+        (so tests can show a match by meaning that no shared word explains)."""
+        body = await request.json()
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        self.requests.append(
+            RecordedRequest(
+                "embed", str(body.get("model", "")), [], body, dict(request.headers), time.time()
+            )
+        )
+        if self.down:
+            return _error(503, "the fake LLM is down")
+        data = [
+            {"object": "embedding", "index": i, "embedding": embed_text(text)}
+            for i, text in enumerate(texts)
+        ]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            }
         )
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.conftest import START, CoreFactory
+from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import conversation, feed
 
 OLD = [
@@ -19,6 +20,11 @@ OLD = [
     ("Tom", "Nice, we should go there after the Friday standup"),
     ("Maria", "Yes!"),
 ]
+
+
+def recalled(system: str) -> str:
+    """The recall section of a system prompt (summaries elsewhere may quote messages too)."""
+    return system.split("## Recalled from earlier", 1)[1] if "## Recalled" in system else ""
 
 
 async def _history(make_core: CoreFactory, **kw: object):  # type: ignore[no-untyped-def]
@@ -130,3 +136,41 @@ async def test_days_past_retention_are_recalled_from_their_day_record(
     )
     assert "(summary of the day)" in prompt.messages[0]["content"]
     assert "Blue Heron" in prompt.messages[0]["content"]
+
+
+async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """With an embedding model, a message that shares no word with the question is still
+    recalled (the fake model gives "feline" and "cat" one meaning); vectors live in Redis so
+    another process reuses them; forget removes them."""
+    clock = ManualClock(START)
+    settings = {"llm": {"embedding_model": "fake-embed"}}
+    core = await make_core(clock=clock, **settings)
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    await feed(
+        core, clock, "console:pets", conversation(START + timedelta(days=1), days=8, per_day=30)
+    )
+    question = IncomingMessage(scope="pets", text="Any feline news?", author="Q")
+    prompt = await core.pipeline.build_prompt(question)
+    assert "Mel: We adopted a cat named Bailey" in recalled(prompt.messages[0]["content"])
+    assert fake_llm.count("embed") >= 2  # the messages, then the question
+    k = core.store.keys.scope("console:pets")
+    assert await core.store.client.hlen(k.vectors) == await core.repo.log_length("console:pets")
+    # A second process reuses the stored vectors: only the question is embedded.
+    other = await make_core(clock=clock, **settings)
+    before = fake_llm.count("embed")
+    again = await other.pipeline.build_prompt(question)
+    assert "Mel: We adopted a cat named Bailey" in recalled(again.messages[0]["content"])
+    assert fake_llm.count("embed") == before + 1
+    await core.admin.forget_text("pets", "Bailey")
+    assert not [
+        v
+        for v in await core.store.client.hkeys(k.vectors)
+        if v not in {e.id for e in await core.repo.all_entries("console:pets")}
+    ]
+    # With the embedding model down, recall falls back to words and replies still work.
+    fake_llm.down = True
+    assert (await core.pipeline.build_prompt(question)).tokens > 0
