@@ -435,6 +435,7 @@ def rollover(
                     force=True,
                     progress=lambda r: progress.update(task, completed=r.worked, total=r.queued),
                 )
+            await core.scheduler.record("manual", report)
             return report.as_dict()
 
     totals = run(go())

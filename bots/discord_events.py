@@ -145,4 +145,13 @@ def incoming_message(
         parent_scope=place.parent_scope,
         addressed=is_addressed(message, bot_id),
         direct=place.is_dm,
+        place_name=place_name(message),
     )
+
+
+def place_name(message: discord.Message) -> str:
+    """What the dashboard shows for the place: "#general (My Server)", "DM with Alice"."""
+    if message.guild is None:
+        return f"DM with {message.author.display_name}"
+    channel = getattr(message.channel, "name", "") or str(message.channel.id)
+    return f"#{channel} ({message.guild.name})"

@@ -31,6 +31,7 @@ async def run_bots(
     core = await build_core(settings)
     for line in core.describe():
         print(line, file=sys.stderr)
+    core.metrics.start()
     if settings.scheduler.enabled:
         core.scheduler.start()
     stop = asyncio.Event()

@@ -14,6 +14,7 @@ from memory_core.clock import Clock, SystemClock
 from memory_core.fleet import FleetQueue
 from memory_core.llm import LLM, build_llm
 from memory_core.maintenance import Maintainer
+from memory_core.metrics import Metrics
 from memory_core.pipeline import MemoryPipeline
 from memory_core.platform_state import PlatformState
 from memory_core.ratelimit import FleetRateLimiter
@@ -41,6 +42,7 @@ class Core:
     admin: MemoryAdmin
     platform: PlatformState
     scheduler: RolloverScheduler
+    metrics: Metrics
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -58,6 +60,7 @@ class Core:
     async def close(self) -> None:
         await self.scheduler.stop()
         await self.pipeline.drain()
+        await self.metrics.stop()
         await self.llm.close()
         await self.store.close()
 
@@ -110,6 +113,13 @@ async def build_core(
         background=background,
     )
     admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)
+    metrics = Metrics(
+        store.client,
+        store.keys,
+        llm_stats=lambda: llm.stats,
+        summary_stats=lambda: summarizer.stats,
+    )
+    pipeline.metrics = metrics
     return Core(
         settings=settings,
         store=store,
@@ -128,4 +138,5 @@ async def build_core(
             settings=settings,
             clock=clock,
         ),
+        metrics=metrics,
     )

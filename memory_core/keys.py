@@ -59,6 +59,13 @@ class KeySchema:
         return f"{self.prefix}:{{fleet}}:sweep:{slot}"  # String: who enumerated this sweep
 
     @property
+    def sweeps(self) -> str:
+        return f"{self.prefix}:{{fleet}}:sweeps"  # Hash: job -> JSON of its last sweep
+
+    def metrics(self, minute: str) -> str:
+        return f"{self.prefix}:metrics:{minute}"  # Hash: counter -> count, one per minute
+
+    @property
     def llm_rate(self) -> str:
         return f"{self.prefix}:{{fleet}}:llm-rate"  # Sorted set: one member per LLM request
 

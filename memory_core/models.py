@@ -31,6 +31,7 @@ class IncomingMessage:
     parent_scope: str | None = None  # a thread's parent channel (read-only long-term tiers)
     addressed: bool = False  # mentioned or replied to: the bot is asked
     direct: bool = False  # a DM or the console: always answered, whatever the reply mode
+    place_name: str = ""  # a human name for the place ("#general (My Server)"), if known
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,7 @@ class ScopeState:
     epoch: int = 0  # moves on every forget: in-flight summaries of forgotten text are dropped
     fact_seq: int = 0  # facts ever made in the scope (0: no need to read the facts hash)
     short_at: str = ""
+    name: str = ""  # the place's human name, as the platform last gave it
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from config.prompts import load_prompts
 from config.settings import Settings
@@ -28,6 +29,9 @@ from memory_core.recall import Hit, RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scopes import check_parent, parse_scope, user_scope
 from memory_core.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from memory_core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ class MemoryPipeline:
         self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
         self.reports: list[MaintenanceReport] = []
         self.on_report: Callable[[MaintenanceReport], None] | None = None
+        self.metrics: Metrics | None = None  # set by bootstrap
 
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
@@ -110,9 +115,12 @@ class MemoryPipeline:
             tokens=p.tokens,
             day=calendar.local_day_ms(p.ts_ms, self.settings.memory.timezone),
             parent=p.parent or "",
+            place_name=msg.place_name[:120],
         )
         if p.truncated:
             result = replace(result, truncated=True)
+        if self.metrics is not None and result.stored:
+            self.metrics.incr("messages")
         if result.stored and self._due_after_ingest(result, p.ts_ms):
             await self.schedule(p.scope)
         return result
@@ -152,6 +160,8 @@ class MemoryPipeline:
     async def maintain(self, scope: str) -> MaintenanceReport:
         report = await self.maintainer.run(scope)
         self.reports.append(report)
+        if self.metrics is not None:
+            self.metrics.maintenance(report)
         if len(self.reports) > 1000:
             del self.reports[:500]
         if self.on_report is not None:
@@ -183,6 +193,11 @@ class MemoryPipeline:
         if not self.should_reply(msg, result):
             return None
         return await self.reply(msg, exclude_id=result.id, on_progress=on_progress)
+
+    def _count_reply(self, reply: Reply) -> Reply:
+        if self.metrics is not None:
+            self.metrics.incr(f"replies_{reply.kind}")
+        return reply
 
     async def build_prompt(
         self, msg: IncomingMessage, *, exclude_id: str = "", text: str | None = None
@@ -239,7 +254,7 @@ class MemoryPipeline:
         prompts = load_prompts(prompt.language)
         if self.llm.offline:
             text = await self.offline_text(msg.scope, prompt.language)
-            return Reply(text=text, kind="offline", prompt_tokens=prompt.tokens)
+            return self._count_reply(Reply(text=text, kind="offline", prompt_tokens=prompt.tokens))
         max_tokens = self.settings.llm.reply_max_tokens
         try:
             if on_progress is None:
@@ -257,7 +272,9 @@ class MemoryPipeline:
                 text = "".join(parts).strip()
         except (LLMUnavailable, LLMBadOutput) as exc:
             log.warning("reply in %s failed: %s", msg.scope, exc)
-            return Reply(text=prompts.apology, kind="apology", prompt_tokens=prompt.tokens)
+            return self._count_reply(
+                Reply(text=prompts.apology, kind="apology", prompt_tokens=prompt.tokens)
+            )
         stored = await self.ingest(
             IncomingMessage(
                 scope=msg.scope,
@@ -269,7 +286,9 @@ class MemoryPipeline:
                 parent_scope=msg.parent_scope,
             )
         )
-        return Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
+        return self._count_reply(
+            Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
+        )
 
     async def offline_text(self, scope: str, language: str) -> str:
         """The offline reply: say no LLM is configured and show what is remembered."""

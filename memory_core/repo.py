@@ -98,10 +98,11 @@ class MemoryRepo:
         tokens: int,
         day: str,
         parent: str,
+        place_name: str = "",
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip."""
         k = self.k(scope)
-        args = [ts_ms, role, author, author_id, text, platform_id, tokens, day, parent]
+        args = [ts_ms, role, author, author_id, text, platform_id, tokens, day, parent, place_name]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.

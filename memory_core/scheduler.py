@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -204,6 +205,7 @@ class RolloverScheduler:
             self.fire,
             CronTrigger(minute=f"*/{s.scheduler.sweep_minutes}", second=20, timezone="UTC"),
             id="sweep",
+            args=["sweep"],
             **options,
         )
         aps.add_job(
@@ -215,14 +217,15 @@ class RolloverScheduler:
                 offset_s=120,
             ),
             id="weekly",
+            args=["weekly"],
             **options,
         )
         aps.start()
         self._aps = aps
         # Catch up at once whatever was missed while the fleet was down.
-        self._startup = asyncio.create_task(self.fire())
+        self._startup = asyncio.create_task(self.fire("startup"))
 
-    async def fire(self) -> None:
+    async def fire(self, job: str = "sweep") -> None:
         """One job firing: a sweep, unless this process is already sweeping."""
         if self._running.locked():
             return
@@ -232,8 +235,16 @@ class RolloverScheduler:
             except Exception:  # logged; the next firing tries again
                 log.exception("rollover sweep failed")
                 return
+        await self.record(job, report)
         if report.worked or report.queued:
-            log.info("rollover sweep: %s", report.as_dict())
+            log.info("rollover sweep (%s): %s", job, report.as_dict())
+
+    async def record(self, job: str, report: SweepReport) -> None:
+        """The last sweep of each job, for the dashboard."""
+        entry = {"at": self.clock.now().isoformat(timespec="seconds"), "worker": self.worker}
+        entry.update(report.as_dict())
+        with contextlib.suppress(Exception):  # bookkeeping only: never fails a sweep
+            await self.fleet.client.hset(self.fleet.keys.sweeps, job, json.dumps(entry))
 
     async def stop(self) -> None:
         if self._aps is not None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-# KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent.
+# KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent,
+# place name.
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip.
@@ -31,6 +32,7 @@ redis.call('HSET', st, 'last_ms', ms)
 redis.call('HSETNX', st, 'day', ARGV[8])
 redis.call('HSETNX', st, 'created_ms', ARGV[1])
 if ARGV[9] ~= '' then redis.call('HSET', st, 'parent', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', st, 'name', ARGV[10]) end
 redis.call('HINCRBY', st, 'msg_count', 1)
 local ut = redis.call('HINCRBY', st, 'unsum_tokens', tonumber(ARGV[7]))
 local un = redis.call('HINCRBY', st, 'unsum_count', 1)

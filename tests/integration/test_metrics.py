@@ -1,0 +1,41 @@
+"""Metrics are counted in memory and shared through Redis per minute, fleet-wide."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from memory_core.metrics import read_minutes, totals
+from memory_core.models import IncomingMessage
+from tests.conftest import CoreFactory
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def test_two_processes_add_up(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:
+    a = await make_core()
+    b = await make_core()
+    for core, n in ((a, 3), (b, 2)):
+        for i in range(n):
+            await core.pipeline.handle(
+                IncomingMessage(scope="m", text=f"hello {i}", author="A", direct=True)
+            )
+    fake_llm.fail_next(1, purposes=("reply",))
+    await a.pipeline.handle(IncomingMessage(scope="m", text="again", author="A", direct=True))
+    now = datetime.now(UTC)
+    await a.metrics.flush(now)
+    await b.metrics.flush(now)
+    assert await a.metrics.flush(now) == 0  # nothing new: nothing written
+    sums = totals(await read_minutes(a.store.client, a.store.keys, minutes=2, now=now))
+    assert sums["messages"] == 2 * 5 + 1  # each answered question stores its answer too
+    assert sums["replies_llm"] == 5 and sums["replies_apology"] == 1
+    assert sums["llm:reply:calls"] == 6 and sums["llm:reply:failures"] == 1
+    assert sums["llm:reply:prompt_tokens"] > 0
+
+
+async def test_sweeps_are_recorded_per_job(make_core: CoreFactory) -> None:
+    core = await make_core(offline=True)
+    await core.pipeline.ingest(IncomingMessage(scope="s", text="hi", author="A"))
+    report = await core.scheduler.sweep(force=True)
+    await core.scheduler.record("manual", report)
+    entry = json.loads(await core.store.client.hget(core.store.keys.sweeps, "manual"))
+    assert entry["worker"] == core.scheduler.worker and "queued" in entry and "at" in entry
