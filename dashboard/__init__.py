@@ -1,0 +1,1 @@
+"""The admin dashboard: a FastAPI app, server-rendered."""
