@@ -546,6 +546,29 @@ def bench_rollover(
     )
 
 
+@bench_app.command("all")
+def bench_all(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Small sizes: a few minutes (CI).")
+    ] = False,
+    out_file: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path(
+        "docs/benchmarks.md"
+    ),
+) -> None:
+    """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
+    try:
+        from bench.runner import run as run_benchmarks
+    except ImportError as exc:
+        raise fail(
+            f"the benchmarks need their extra: pip install -e '.[bench]' ({exc.name})", 2
+        ) from exc
+    s = settings()
+    result = run_benchmarks(
+        s, quick=quick, out=out_file, log=lambda line: err.print(line, markup=False)
+    )
+    out.print(f"Wrote {out_file} in {result['seconds']} s.", markup=False)
+
+
 @bench_app.command("recall")
 def bench_recall(
     sizes: Annotated[str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")] = (

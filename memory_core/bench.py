@@ -110,8 +110,7 @@ async def bench_ingest(
                 progress(i + 1)
         elapsed = time.perf_counter() - started - sum(assemble_ms) / 1000 - sum(ping_ms) / 1000
     finally:
-        await _cleanup(core.store.client, f"{prefix}:*")
-        await core.close()
+        await core.discard()
     return {
         "store": core.store.description,
         "scopes": scopes,
@@ -127,17 +126,6 @@ async def bench_ingest(
         if ping_ms and statistics.median(ping_ms) > 0
         else None,
     }
-
-
-async def _cleanup(client: Any, pattern: str) -> None:
-    batch: list[str] = []
-    async for key in client.scan_iter(match=pattern, count=1000):
-        batch.append(key)
-        if len(batch) >= 500:
-            await client.delete(*batch)
-            batch.clear()
-    if batch:
-        await client.delete(*batch)
 
 
 class LatencyLLM:
@@ -224,7 +212,6 @@ async def bench_rollover(
     llm = LatencyLLM(latency_ms / 1000)
     core = await build_core(run_settings, clock=day0, llm=llm, autosave=False)
     rng = random.Random(11)
-    client = core.store.client
     try:
         # Idle scopes: active two days ago, rolled over since, silent now.
         for i in range(idle):
@@ -253,8 +240,7 @@ async def bench_rollover(
         elapsed = time.perf_counter() - started
         calls = llm.stats.calls() - calls_before
     finally:
-        await _cleanup(client, f"{prefix}:*")
-        await core.close()
+        await core.discard()
     return {
         "store": core.store.description,
         "scopes": scopes,
@@ -343,6 +329,5 @@ async def bench_recall(
                 }
             )
     finally:
-        await _cleanup(core.store.client, f"{prefix}:*")
-        await core.close()
+        await core.discard()
     return {"store": core.store.description, "queries": queries, "sizes": results}

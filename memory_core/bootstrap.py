@@ -21,7 +21,7 @@ from memory_core.ratelimit import FleetRateLimiter
 from memory_core.recall import RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scheduler import RolloverScheduler
-from memory_core.store import Store, open_store
+from memory_core.store import Store, delete_matching, open_store
 from memory_core.summarize import Summarizer
 from memory_core.tokens import TokenCounter
 
@@ -56,6 +56,16 @@ class Core:
             where = llm.base_url or "api.openai.com"
             llm_line = f"LLM: {llm.chat_model} (summaries: {llm.summary_model}) at {where}"
         return [f"Memory: {self.store.description}", llm_line]
+
+    async def discard(self) -> None:
+        """Close a throwaway core (benchmarks, evaluation) and delete every key under its
+        private key prefix, metrics included."""
+        await self.scheduler.stop()
+        await self.pipeline.drain()
+        await self.metrics.stop()
+        await delete_matching(self.store.client, f"{self.store.keys.prefix}:*")
+        await self.llm.close()
+        await self.store.close()
 
     async def close(self) -> None:
         await self.scheduler.stop()

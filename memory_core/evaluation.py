@@ -525,8 +525,7 @@ async def evaluate_locomo(
             report.results.extend(results)
     finally:
         if core is not None:
-            await _delete_prefix(core.store.client, f"{run_settings.store.key_prefix}:*")
-            await core.close()
+            await core.discard()
         if answer_llm is not None:
             await answer_llm.close()
         if scratch is not None:
@@ -620,14 +619,3 @@ async def _answer(
 
     await asyncio.gather(*(one(r, p) for r, p in zip(results, prompts, strict=True)))
     return failures
-
-
-async def _delete_prefix(client: Any, pattern: str) -> None:
-    batch: list[str] = []
-    async for key in client.scan_iter(match=pattern, count=1000):
-        batch.append(key)
-        if len(batch) >= 500:
-            await client.delete(*batch)
-            batch.clear()
-    if batch:
-        await client.delete(*batch)

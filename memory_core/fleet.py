@@ -27,6 +27,9 @@ DUE_FIELDS = (
     "unsum_tokens",
     "unsum_count",
     "last_ms",
+    "short_upto",
+    "trimmed_ms",
+    "created_ms",
 )
 
 

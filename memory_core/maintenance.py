@@ -37,7 +37,7 @@ from memory_core.summarize import FactDraft, Summarizer
 
 log = logging.getLogger(__name__)
 
-MAX_STEPS = 500  # a safety stop; a scope needs a handful of steps per missed day
+MAX_STEPS = 5000  # a safety stop: a scope catching up after a year needs ~3 steps a day
 READ_LIMIT = 5000  # entries read per step; a backlog is eaten in several steps
 
 
@@ -147,8 +147,10 @@ class Maintainer:
             if state.last_ms >= calendar.to_ms(calendar.day_start(state.day, tz)):
                 return True
             week_start = self.settings.week_start
-            return calendar.week_of(state.day, week_start) != calendar.week_of(today, week_start)
-        return self.compaction_due(state.unsum_tokens, state.unsum_count)
+            if calendar.week_of(state.day, week_start) != calendar.week_of(today, week_start):
+                return True
+            return self._trim_due(state)
+        return self.compaction_due(state.unsum_tokens, state.unsum_count) or self._trim_due(state)
 
     # -- the loop ----------------------------------------------------------------------
     async def run(self, scope: str, *, lock: bool = True) -> MaintenanceReport:
@@ -191,6 +193,12 @@ class Maintainer:
             return await self._refresh(scope, state, report, known.days)
         if self.compaction_due(state.unsum_tokens, state.unsum_count):
             return await self._compact(scope, state, report, final=False)
+        if self._trim_due(state):
+            # A quiet scope closes no more days, so retention runs on its own here.
+            minid, target_ms = self._trim_target(state)
+            await self.repo.trim_log_before(scope, minid)
+            await self.repo.set_fields(scope, {"trimmed_ms": target_ms})
+            return None
         return None
 
     def _waiting(self, state: ScopeState, report: MaintenanceReport) -> bool:
@@ -376,7 +384,8 @@ class Maintainer:
             week=week,
             now_iso=_iso(self.clock.now()),
             epoch=state.epoch,
-            trim_before_ms=self._trim_before(state),
+            trim_before=self._trim_target(state)[0],
+            trimmed_ms=self._trim_target(state)[1],
             episodes_max=self.settings.weeks_max * 7,  # as long as the weeks list reaches
         )
         if result == -1 and after is not None:
@@ -444,13 +453,26 @@ class Maintainer:
         report.weeks += 1 if week_summary else 0
         return _Known(state=after)
 
-    def _trim_before(self, state: ScopeState) -> int:
-        """Retention: raw messages older than the setting go, never unsummarised ones (the
-        day being closed is summarised up to ``short_upto``)."""
-        if not state.short_upto:
-            return 0
+    def _trim_due(self, state: ScopeState) -> bool:
+        """Summarised raw messages passed retention and are still here (checked at most once
+        a day a scope: a quiet scope closes no more days, so this is how it gets trimmed)."""
+        minid, target_ms = self._trim_target(state)
+        if not minid:
+            return False
         cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
-        return min(cutoff, int(state.short_upto.split("-", 1)[0]))
+        oldest_left = max(state.created_ms, state.trimmed_ms)
+        return oldest_left < target_ms and cutoff - state.trimmed_ms > 86_400_000
+
+    def _trim_target(self, state: ScopeState) -> tuple[str, int]:
+        """Retention: the XTRIM MINID that drops raw messages older than the setting, never
+        unsummarised ones (the log is summarised up to ``short_upto``); and its time."""
+        if not state.short_upto:
+            return "", 0
+        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
+        ms, _, seq = state.short_upto.partition("-")
+        if cutoff <= int(ms):
+            return str(cutoff), cutoff
+        return f"{ms}-{int(seq or 0) + 1}", int(ms) + 1  # everything summarised has expired
 
 
 def _drop_newest(entries: Sequence[LogEntry], keep_tokens: int) -> list[LogEntry]:

@@ -99,6 +99,7 @@ class ScopeState:
     fact_seq: int = 0  # facts ever made in the scope (0: no need to read the facts hash)
     short_at: str = ""
     name: str = ""  # the place's human name, as the platform last gave it
+    trimmed_ms: int = 0  # retention: raw messages before this were trimmed
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:

@@ -316,12 +316,13 @@ class MemoryRepo:
         week: str,
         now_iso: str,
         epoch: int,
-        trim_before_ms: int = 0,
+        trim_before: str = "",
+        trimmed_ms: int = 0,
         episodes_max: int = 366,
     ) -> tuple[int, ScopeState | None, list[DaySummary]]:
         """(1, state, days): closed now; (0, None, []): already closed or moved on;
-        (-1, state, []): a week refresh must run first. ``trim_before_ms``: retention, raw
-        messages older than this go in the same step."""
+        (-1, state, []): a week refresh must run first. ``trim_before``: retention, the
+        XTRIM MINID applied in the same step ("" for none)."""
         k = self.k(scope)
         reply = await run_script(
             self.client,
@@ -339,8 +340,9 @@ class MemoryRepo:
                 now_iso,
                 expected_upto,
                 str(epoch),
-                str(trim_before_ms) if trim_before_ms > 0 else "",
+                trim_before,
                 episodes_max,
+                trimmed_ms,
             ],
         )
         result, state, days = _cas_reply(reply)
@@ -432,10 +434,11 @@ class MemoryRepo:
         deleted, _ = await pipe.execute()
         return int(deleted)
 
-    async def trim_log_before(self, scope: str, min_ms: int) -> int:
-        if min_ms <= 0:
+    async def trim_log_before(self, scope: str, minid: str) -> int:
+        """Drop raw messages with ids below ``minid`` (retention)."""
+        if not minid:
             return 0
-        return int(await self.client.xtrim(self.k(scope).log, minid=str(min_ms), approximate=False))
+        return int(await self.client.xtrim(self.k(scope).log, minid=minid, approximate=False))
 
     async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
         await self._replace_list(self.k(scope).days, [d.to_json() for d in days])

@@ -89,7 +89,7 @@ return {1, redis.call('HGETALL', st)}
 # nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
 # days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
 # trim min id ('' = no retention trim: raw messages older than it go, all summarised by now),
-# episodes_max.
+# episodes_max, the trim's time (ms) for the state.
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 # Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
@@ -122,7 +122,10 @@ if ARGV[3] ~= '' or ARGV[8] ~= '' then
 end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
-if ARGV[12] ~= '' then redis.call('XTRIM', KEYS[4], 'MINID', ARGV[12]) end
+if ARGV[12] ~= '' then
+  redis.call('XTRIM', KEYS[4], 'MINID', ARGV[12])
+  redis.call('HSET', st, 'trimmed_ms', ARGV[14])
+end
 return {1, redis.call('HGETALL', st), redis.call('LRANGE', days, 0, -1)}
 """
 )

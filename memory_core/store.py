@@ -78,3 +78,17 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
             "Start Redis, fix REDIS_URL, or unset it to use the embedded store."
         ) from exc
     return Store(client=client, keys=keys, description=f"Redis at {masked}")
+
+
+async def delete_matching(client: Any, pattern: str) -> int:
+    """Delete every key matching ``pattern`` (SCAN, in batches): throwaway data only."""
+    deleted = 0
+    batch: list[str] = []
+    async for key in client.scan_iter(match=pattern, count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            deleted += int(await client.delete(*batch))
+            batch.clear()
+    if batch:
+        deleted += int(await client.delete(*batch))
+    return deleted

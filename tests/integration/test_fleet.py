@@ -307,3 +307,23 @@ async def test_retention_trims_only_summarised_messages(
     texts = [e.text for e in await core.repo.all_entries("console:r")]
     assert "console:r day 5 note 0" in texts
     assert (await core.repo.state("console:r")).day == "2025-08-16"
+
+
+async def test_retention_reaches_scopes_that_went_quiet(make_core: CoreFactory) -> None:
+    clock = ManualClock(START)
+    core = await make_core(
+        clock=clock, offline=True, memory={**NO_COMPACTION, "retention_days": 3}
+    )
+    await _day_of_messages(core, clock, ["console:quiet"], 0)
+    clock.set(START + timedelta(days=1, hours=1))
+    await core.scheduler.sweep()  # the day is closed; the scope goes quiet
+    clock.set(START + timedelta(days=2, hours=1))
+    assert (await core.scheduler.sweep()).queued == 0  # not yet past retention: not due
+    clock.set(START + timedelta(days=4, hours=1))  # the messages are now 3 days + 1 hour old
+    assert (await core.scheduler.sweep()).queued == 1
+    assert await core.repo.all_entries("console:quiet") == []
+    assert len(await core.repo.days("console:quiet")) == 1  # the summary stays
+    clock.set(START + timedelta(days=6, hours=1))
+    assert (await core.scheduler.sweep()).queued == 0  # nothing left to trim: quiet again
+    clock.set(START + timedelta(days=8, hours=1))  # a new week: its quiet days are closed
+    assert (await core.scheduler.sweep()).days_closed == 0

@@ -1,0 +1,294 @@
+"""A local fake of an OpenAI-compatible server (aiohttp), for tests and benchmarks.
+
+It records every request, answers with scripted or default replies, and fails, rate-limits,
+delays or returns garbage on demand. The real ``openai`` client is pointed at it through its
+base URL; nothing is mocked inside the client.
+
+Default answers are deterministic and carry the input forward, so tests can see that text
+flowed through: a reply echoes the last user message; a summary call returns JSON whose
+fields quote the start of the conversation text it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+PURPOSE_HEADER = "X-Memorybot-Purpose"
+
+
+@dataclass
+class RecordedRequest:
+    purpose: str
+    model: str
+    messages: list[dict[str, Any]]
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n".join(str(m.get("content", "")) for m in self.messages)
+
+
+@dataclass
+class Fault:
+    kind: str  # "status", "ratelimit", "malformed", "empty", "timeout"
+    status: int = 500
+    retry_after: float = 0.0
+    purposes: tuple[str, ...] = ()  # empty = any purpose
+
+
+Responder = Callable[[RecordedRequest], Awaitable[str | None] | str | None]
+
+
+def _between(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return match.group(1).strip() if match else ""
+
+
+SAME_MEANING = {"feline": "cat", "kitty": "cat", "kitten": "cat", "pet": "cat", "pets": "cat"}
+FUNCTION_WORDS = {"any", "the", "and", "with", "was", "what", "who", "how", "you", "are", "did"}
+
+
+def embed_text(text: str, dims: int = 64) -> list[float]:
+    """Content words only, as a meaning model would weigh them."""
+    vec = [0.0] * dims
+    for word in re.findall(r"[a-z]{3,}", text.lower()):
+        if word in FUNCTION_WORDS:
+            continue
+        word = SAME_MEANING.get(word, word)
+        vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 1.0
+    return vec
+
+
+def default_answer(request: RecordedRequest) -> str:
+    """A deterministic answer that shows what it was given."""
+    if request.purpose == "reply":
+        last = request.messages[-1].get("content", "") if request.messages else ""
+        return f"ACK: {str(last)[:200]}"
+    text = request.prompt_text
+    if request.purpose == "compact":
+        previous = _between(text, "previous")
+        messages = _between(text, "messages")
+        merged = (previous + " | " if previous else "") + messages.replace("\n", " / ")
+        return json.dumps({"summary": "S: " + merged[:600], "facts": []}, ensure_ascii=False)
+    days = _between(text, "days").replace("\n", " / ")
+    long = _between(text, "long")
+    answer = {"mid": "MID: " + days[:500], "overview": "OV: " + (long[:200] + " " + days[:300])}
+    if "<week>" in text:
+        week = _between(text, "week").replace("\n", " / ")
+        answer["week"] = "WEEK: " + week[:500]
+        answer["long"] = "LONG: " + (long[:300] + " " + week[:300])
+    return json.dumps(answer, ensure_ascii=False)
+
+
+@dataclass
+class FakeOpenAI:
+    """Start with ``await fake.start()``; point clients at ``fake.base_url``."""
+
+    host: str = "127.0.0.1"
+    delay: float = 0.0
+    down: bool = False  # every request fails with 503 while True
+    responder: Responder | None = None  # None: default_answer
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _faults: list[Fault] = field(default_factory=list)
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, 0)
+        await site.start()
+        server: Any = site._server  # aiohttp keeps the listening socket here
+        self.port = server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAI:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- failure injection -------------------------------------------------------------
+    def fail_next(
+        self, count: int = 1, *, status: int = 500, purposes: tuple[str, ...] = ()
+    ) -> None:
+        self._faults.extend(Fault("status", status=status, purposes=purposes) for _ in range(count))
+
+    def rate_limit_next(
+        self, count: int = 1, *, retry_after: float = 0.05, purposes: tuple[str, ...] = ()
+    ) -> None:
+        self._faults.extend(
+            Fault("ratelimit", status=429, retry_after=retry_after, purposes=purposes)
+            for _ in range(count)
+        )
+
+    def malformed_next(self, count: int = 1, *, purposes: tuple[str, ...] = ()) -> None:
+        self._faults.extend(Fault("malformed", purposes=purposes) for _ in range(count))
+
+    def empty_next(self, count: int = 1, *, purposes: tuple[str, ...] = ()) -> None:
+        self._faults.extend(Fault("empty", purposes=purposes) for _ in range(count))
+
+    def timeout_next(self, count: int = 1, *, seconds: float = 5.0) -> None:
+        self._faults.extend(Fault("timeout", retry_after=seconds) for _ in range(count))
+
+    # -- queries -----------------------------------------------------------------------
+    def of(self, purpose: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.purpose == purpose]
+
+    def count(self, *purposes: str) -> int:
+        if not purposes:
+            return len(self.requests)
+        return sum(1 for r in self.requests if r.purpose in purposes)
+
+    # -- handlers ----------------------------------------------------------------------
+    def _take_fault(self, purpose: str) -> Fault | None:
+        for i, fault in enumerate(self._faults):
+            if not fault.purposes or purpose in fault.purposes:
+                return self._faults.pop(i)
+        return None
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """Deterministic 64-dimension bag-of-words vectors, where a few words share a meaning
+        (so tests can show a match by meaning that no shared word explains)."""
+        body = await request.json()
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        self.requests.append(
+            RecordedRequest(
+                "embed", str(body.get("model", "")), [], body, dict(request.headers), time.time()
+            )
+        )
+        if self.down:
+            return _error(503, "the fake LLM is down")
+        data = [
+            {"object": "embedding", "index": i, "embedding": embed_text(text)}
+            for i, text in enumerate(texts)
+        ]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            }
+        )
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        recorded = RecordedRequest(
+            purpose=request.headers.get(PURPOSE_HEADER, "unknown"),
+            model=str(body.get("model", "")),
+            messages=list(body.get("messages", [])),
+            body=body,
+            headers=dict(request.headers),
+            at=time.time(),
+        )
+        self.requests.append(recorded)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.down:
+            return _error(503, "the fake LLM is down")
+        fault = self._take_fault(recorded.purpose)
+        text: str | None
+        if fault is not None and fault.kind == "status":
+            return _error(fault.status, "injected failure")
+        if fault is not None and fault.kind == "ratelimit":
+            return _error(429, "rate limited", headers={"Retry-After": str(fault.retry_after)})
+        if fault is not None and fault.kind == "timeout":
+            await asyncio.sleep(fault.retry_after)
+            return _error(504, "too slow")
+        if fault is not None and fault.kind == "malformed":
+            text = "this is {not json" if recorded.purpose != "reply" else "\u0000"
+        elif fault is not None and fault.kind == "empty":
+            text = ""
+        else:
+            text = await self._answer(recorded)
+            if text is None:
+                text = default_answer(recorded)
+        if body.get("stream"):
+            return await self._stream(request, recorded, text)
+        prompt_tokens = max(1, len(recorded.prompt_text) // 4)
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": recorded.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": max(1, len(text) // 4),
+                    "total_tokens": prompt_tokens + max(1, len(text) // 4),
+                },
+            }
+        )
+
+    async def _answer(self, recorded: RecordedRequest) -> str | None:
+        if self.responder is None:
+            return None
+        answer = self.responder(recorded)
+        if asyncio.iscoroutine(answer) or isinstance(answer, Awaitable):
+            return await answer
+        return answer
+
+    async def _stream(
+        self, request: web.Request, recorded: RecordedRequest, text: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        pieces = [text[i : i + 20] for i in range(0, len(text), 20)] or [""]
+        for piece in pieces:
+            chunk = {
+                "id": "chatcmpl-stream",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": recorded.model,
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(
+        {"error": {"message": message, "type": "fake_error", "code": status}},
+        status=status,
+        headers=headers,
+    )

@@ -1,0 +1,231 @@
+"""docs/benchmarks.md and its plots, from one run's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _plots(results: dict[str, Any], img: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    img.mkdir(parents=True, exist_ok=True)
+    names: dict[str, str] = {}
+    # LLM calls per 100 messages.
+    cost = results["llm_cost"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, title in (
+        (axes[0], "llm_calls_per_100", "LLM calls per 100 channel messages"),
+        (axes[1], "llm_tokens_per_100", "LLM tokens sent per 100 channel messages"),
+    ):
+        memories = list(dict.fromkeys(r["memory"] for r in cost))
+        for offset, replies in ((-0.2, "off"), (0.2, "on")):
+            values = [
+                next(r[key] for r in cost if r["memory"] == m and r["replies"] == replies)
+                for m in memories
+            ]
+            ax.bar(
+                [i + offset for i in range(len(memories))],
+                values,
+                width=0.4,
+                label=f"replies {replies}",
+            )
+        ax.set_xticks(range(len(memories)))
+        ax.set_xticklabels(memories, rotation=15)
+        ax.set_title(title)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(img / "bench-llm-cost.png", dpi=100)
+    plt.close(fig)
+    names["cost"] = "img/bench-llm-cost.png"
+    # Prompt tokens as history grows.
+    growth = results["prompt_growth"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for memory in dict.fromkeys(r["memory"] for r in growth):
+        points = [(r["history"], r["prompt_tokens"]) for r in growth if r["memory"] == memory]
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=memory)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("messages in the channel")
+    ax.set_ylabel("prompt tokens of one reply")
+    ax.set_title("Prompt size as history grows")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(img / "bench-prompt-growth.png", dpi=100)
+    plt.close(fig)
+    names["growth"] = "img/bench-prompt-growth.png"
+    return names
+
+
+def write_report(results: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plots = _plots(results, out.parent / "img")
+    m = results["machine"]
+    parts = [
+        "# Benchmarks",
+        "",
+        "Written by `memorybot bench all" + (" --quick" if results["quick"] else "") + "`; "
+        "every comparison below was measured side by side in this one run. The machine is "
+        "shared and noisy: compare rows within a table, not with another run.",
+        "",
+        _table(
+            ["", ""], [[k, v] for k, v in m.items()] + [["run time", f"{results['seconds']} s"]]
+        ),
+        "",
+        "## 1. Pipeline time per message (no LLM)",
+        "",
+        "Storing a message (`ingest`: token count + one Lua script + the scope index, one round "
+        "trip) and assembling a reply prompt, next to a Redis PING and a bare RPUSH of a JSON "
+        "message, in the same run. Medians of repeated runs.",
+        "",
+        _table(
+            [
+                "active scopes",
+                "ingest p50 ms",
+                "ingest p99 ms",
+                "msgs/s",
+                "assembly p50 ms",
+                "PING ms",
+                "RPUSH ms",
+                "ingest / RPUSH",
+            ],
+            [
+                [
+                    r["scopes"],
+                    r["ingest_p50_ms"],
+                    r["ingest_p99_ms"],
+                    r["msgs_per_s"],
+                    r["assemble_p50_ms"],
+                    r["ping_ms"],
+                    r["rpush_p50_ms"],
+                    f"{r['ingest_p50_ms'] / r['rpush_p50_ms']:.1f}x" if r["rpush_p50_ms"] else "-",
+                ]
+                for r in results["pipeline"]
+            ],
+        ),
+        "",
+        "## 2. LLM calls and tokens per 100 channel messages",
+        "",
+        "The same synthetic multi-party channel fed to each memory; all four point at one fake "
+        "OpenAI-compatible server that counts requests and the tokens sent. Replies off: the "
+        "bot only remembers; replies on: it answers every message. memorybot runs here with a "
+        "2,000-token prompt budget, the size of LangChain's buffer (its default is 3,000).",
+        "",
+        _table(
+            ["memory", "replies", "LLM calls / 100 msgs", "LLM tokens sent / 100 msgs"],
+            [
+                [r["memory"], r["replies"], r["llm_calls_per_100"], r["llm_tokens_per_100"]]
+                for r in results["llm_cost"]
+            ],
+        ),
+        "",
+        f"![LLM cost]({plots['cost']})",
+        "",
+        "## 3. Prompt tokens per reply as history grows",
+        "",
+        "memorybot (2,000-token budget here) fills its budget and stays there, however long "
+        "the history; a full-history prompt grows without bound.",
+        "",
+        _table(
+            ["memory", *[str(h) for h in sorted({r["history"] for r in results["prompt_growth"]})]],
+            [
+                [
+                    memory,
+                    *[
+                        next(
+                            (
+                                r["prompt_tokens"]
+                                for r in results["prompt_growth"]
+                                if r["memory"] == memory and r["history"] == h
+                            ),
+                            "-",
+                        )
+                        for h in sorted({r["history"] for r in results["prompt_growth"]})
+                    ],
+                ]
+                for memory in dict.fromkeys(r["memory"] for r in results["prompt_growth"])
+            ],
+        ),
+        "",
+        f"![Prompt growth]({plots['growth']})",
+        "",
+        "## 4. Rollover",
+        "",
+        "A day's rollover of every active scope through the scheduler's sweep, with a stand-in "
+        "model of 100 ms latency (ideal: concurrency / (2 calls x 100 ms)); idle scopes "
+        "alongside (they must cost nothing: 'idle queued' counts any that were queued). "
+        "Overhead: one scope at a time with a zero-latency model.",
+        "",
+        _table(
+            [
+                "scopes",
+                "idle",
+                "concurrency",
+                "scopes/s",
+                "ideal",
+                "LLM calls/scope",
+                "idle queued",
+                "overhead ms/scope",
+            ],
+            [
+                [
+                    r["scopes"],
+                    r["idle_scopes"],
+                    r["concurrency"],
+                    r["scopes_per_s"],
+                    r["ideal_scopes_per_s"],
+                    r["llm_calls_per_scope"],
+                    r["queued"] - r["rolled_over"],
+                    r["overhead_ms_per_scope"],
+                ]
+                for r in results["rollover"]
+            ],
+        ),
+        "",
+        "## 5. Redis memory",
+        "",
+        _table(
+            [
+                "simulated days",
+                "messages sent",
+                "kept (retention 30 days)",
+                "bytes / kept message",
+                "busy scope bytes",
+                "idle scope bytes",
+            ],
+            [
+                [
+                    results["redis_memory"][k]
+                    for k in (
+                        "days",
+                        "messages_sent",
+                        "messages_kept",
+                        "bytes_per_kept_message",
+                        "busy_scope_bytes",
+                        "idle_scope_bytes",
+                    )
+                ]
+            ],
+        ),
+        "",
+        "## 6. Recall latency",
+        "",
+        _table(
+            ["messages in the scope", "first query ms (builds the index)", "p50 ms", "p99 ms"],
+            [
+                [r["messages"], r["first_query_ms"], r["p50_ms"], r["p99_ms"]]
+                for r in results["recall"]
+            ],
+        ),
+        "",
+    ]
+    out.write_text("\n".join(parts), encoding="utf-8")
