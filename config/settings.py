@@ -175,7 +175,12 @@ class SchedulerSettings(_Section):
     weekly_hour: int = Field(default=0, ge=0, le=23)
     concurrency: int = Field(default=8, ge=1, le=1024, description="Scopes worked at once.")
     lease_s: float = Field(
-        default=600.0, ge=5, description="A claimed scope returns to the queue after this."
+        default=600.0, ge=1, description="A claimed scope returns to the queue after this."
+    )
+    lock_ttl_s: float = Field(
+        default=30.0,
+        ge=0.3,
+        description="A scope's maintenance lock, renewed while held: a dead worker's expires.",
     )
 
 

@@ -82,6 +82,56 @@ class ForgetReport:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ForgetRequest:
+    """What to forget, written down before any of it is done, so a forget that a crash
+    interrupts is finished later (a forgotten text stays forgotten)."""
+
+    kind: str  # "text" | "user" | "message"
+    text: str = ""
+    user_id: str = ""
+    names: tuple[str, ...] = ()
+    platform_id: str = ""
+    needles: tuple[str, ...] = ()  # for "message": the deleted messages' texts
+
+    def drop_entry(self, entry: LogEntry) -> bool:
+        if self.kind == "text":
+            return contains(entry.text, self.text)
+        if self.kind == "message":
+            return entry.platform_id == self.platform_id
+        if entry.role == "assistant":
+            return False
+        if self.user_id and entry.author_id:
+            return entry.author_id == self.user_id
+        return entry.author in self.names
+
+    def drop_fact(self, fact: Fact) -> bool:
+        if self.kind == "text":
+            return any(contains(t, self.text) for t in (fact.text, fact.subject, *fact.history))
+        if self.kind == "message":
+            return False
+        people = {fact.subject, fact.by}
+        return bool(people & set(self.names)) or any(contains(fact.text, n) for n in self.names)
+
+    def redactions(self) -> list[str]:
+        return [self.text] if self.kind == "text" else list(self.names or self.needles)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str) -> ForgetRequest:
+        data = json.loads(raw)
+        return cls(
+            kind=str(data.get("kind", "text")),
+            text=str(data.get("text", "")),
+            user_id=str(data.get("user_id", "")),
+            names=tuple(str(x) for x in data.get("names", [])),
+            platform_id=str(data.get("platform_id", "")),
+            needles=tuple(str(x) for x in data.get("needles", [])),
+        )
+
+
 class MemoryAdmin:
     def __init__(self, *, repo: MemoryRepo, settings: Settings, clock: Clock) -> None:
         self.repo = repo
@@ -124,94 +174,91 @@ class MemoryAdmin:
         needle = text.strip()
         if len(needle) < 2:
             raise InputError("give the text to forget (at least 2 characters)")
-        return await self._forget(
-            scope,
-            needles=[needle],
-            drop_entry=lambda e: contains(e.text, needle),
-            drop_fact=lambda f: any(contains(t, needle) for t in (f.text, f.subject, *f.history)),
-        )
+        return await self._forget(scope, ForgetRequest(kind="text", text=needle))
 
     async def forget_user(
         self, scope: str, *, user_id: str, names: Sequence[str] = ()
     ) -> ForgetReport:
         """Forget one person: their messages, facts about or by them, summary sentences
-        that name them."""
+        that name them, and what is known about them across the guild."""
         scope = parse_scope(scope)
         if not user_id and not names:
             raise InputError("forget me needs a user id or a name")
-        names = [n for n in names if len(n.strip()) >= 2]
+        names = tuple(n for n in names if len(n.strip()) >= 2)
+        return await self._forget(scope, ForgetRequest(kind="user", user_id=user_id, names=names))
 
-        def by_user(entry: LogEntry) -> bool:
-            if entry.role == "assistant":
-                return False
-            if user_id and entry.author_id:
-                return entry.author_id == user_id
-            return entry.author in names
-
-        def about_user(fact: Fact) -> bool:
-            people = {fact.subject, fact.by}
-            return bool(people & set(names)) or any(contains(fact.text, n) for n in names)
-
-        report = await self._forget(scope, needles=names, drop_entry=by_user, drop_fact=about_user)
-        person = user_scope(scope, user_id)
-        if person:  # what is known about them across the guild goes too
-            report.facts += len(await self.repo.facts(person))
-            await self.repo.forget_scope(person)
+    async def _forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        # Written down first (and the epoch moved, so any summary being computed from the old
+        # text is refused): a crash from here on leaves a pending forget, finished later.
+        await self.repo.begin_forget(scope, request.to_json())
+        report = await self._apply_forget(scope, request)
+        await self.repo.end_forget(scope, request.to_json())
         return report
 
-    async def _forget(
-        self,
-        scope: str,
-        *,
-        needles: Sequence[str],
-        drop_entry: Any,
-        drop_fact: Any,
-    ) -> ForgetReport:
+    async def resume_forgets(self, scope: str) -> int:
+        """Finish the forgets a crash interrupted (maintenance calls this). Idempotent."""
+        pending = await self.repo.pending_forgets(scope)
+        for raw in pending:
+            request = ForgetRequest.from_json(raw)
+            await self._apply_forget(scope, request)
+            await self.repo.end_forget(scope, raw)
+        if not pending:
+            await self.repo.end_forget(scope, None)
+        return len(pending)
+
+    async def _apply_forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
         report = ForgetReport()
-        # Move the epoch first: any summary computed from the old text is now refused.
-        await self.repo.bump_epoch(scope)
         entries = await self.repo.all_entries(scope)
-        doomed = [e.id for e in entries if drop_entry(e)]
+        doomed = [e.id for e in entries if request.drop_entry(e)]
         report.messages = await self.repo.delete_entries(scope, doomed)
         facts = await self.repo.facts(scope)
-        report.facts = await self.repo.delete_facts(scope, [f.id for f in facts if drop_fact(f)])
+        gone = [f.id for f in facts if request.drop_fact(f)]
+        report.facts = await self.repo.delete_facts(scope, gone)
         # Facts about the people who spoke here, learned here, live in their own scopes.
         people = sorted({p for e in entries if (p := user_scope(scope, e.author_id))})
         for person, person_facts in (await self.repo.facts_of(people)).items():
-            gone = [f.id for f in person_facts if f.origin == scope and drop_fact(f)]
+            gone = [f.id for f in person_facts if f.origin == scope and request.drop_fact(f)]
             report.facts += await self.repo.delete_facts(person, gone)
+        own = user_scope(scope, request.user_id) if request.kind == "user" else None
+        if own:  # everything known about them across the guild
+            report.facts += len(await self.repo.facts(own))
+            await self.repo.forget_scope(own)
+        needles = request.redactions()
         if needles:
-            state = await self.repo.state(scope)
-            changed: dict[str, str | int] = {}
-            for name in TIER_FIELDS:
-                before = str(getattr(state, name))
-                after = redact(before, needles)
-                if after != before:
-                    changed[name] = after
-                    report.tiers.append(name)
-            if changed:
-                await self.repo.set_fields(scope, changed)
-            days = await self.repo.days(scope)
-            new_days = [_redact_day(d, needles) for d in days]
-            report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
-            if report.days:
-                await self.repo.replace_days(scope, new_days)
-            episodes = await self.repo.episodes(scope)
-            new_episodes = [_redact_day(d, needles) for d in episodes]
-            if new_episodes != episodes:
-                await self.repo.replace_episodes(scope, new_episodes)
-            weeks = await self.repo.weeks(scope)
-            new_weeks = [
-                WeekSummary(w.week, redact(w.summary, needles), w.days, w.degraded) for w in weeks
-            ]
-            report.weeks = sum(
-                a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True)
-            )
-            if report.weeks:
-                await self.repo.replace_weeks(scope, new_weeks)
+            await self._redact(scope, needles, report)
         # Counters are triggers only; re-derive them after deleting unsummarised messages.
         await self._resync_counters(scope)
         return report
+
+    async def _redact(self, scope: str, needles: Sequence[str], report: ForgetReport) -> None:
+        """Drop summary sentences that mention any of ``needles``: tiers, days, day records,
+        weeks."""
+        state = await self.repo.state(scope)
+        changed: dict[str, str | int] = {}
+        for name in TIER_FIELDS:
+            before = str(getattr(state, name))
+            after = redact(before, needles)
+            if after != before:
+                changed[name] = after
+                report.tiers.append(name)
+        if changed:
+            await self.repo.set_fields(scope, changed)
+        days = await self.repo.days(scope)
+        new_days = [_redact_day(d, needles) for d in days]
+        report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
+        if report.days:
+            await self.repo.replace_days(scope, new_days)
+        episodes = await self.repo.episodes(scope)
+        new_episodes = [_redact_day(d, needles) for d in episodes]
+        if new_episodes != episodes:
+            await self.repo.replace_episodes(scope, new_episodes)
+        weeks = await self.repo.weeks(scope)
+        new_weeks = [
+            WeekSummary(w.week, redact(w.summary, needles), w.days, w.degraded) for w in weeks
+        ]
+        report.weeks = sum(a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True))
+        if report.weeks:
+            await self.repo.replace_weeks(scope, new_weeks)
 
     async def _resync_counters(self, scope: str) -> None:
         state = await self.repo.state(scope)
@@ -236,14 +283,9 @@ class MemoryAdmin:
         doomed = [e for e in entries if e.platform_id == platform_id]
         if not doomed:
             return 0
-        needles = [e.text for e in doomed if len(e.text) >= 12]
-        report = await self._forget(
-            scope,
-            needles=needles,
-            drop_entry=lambda e: e.platform_id == platform_id,
-            drop_fact=lambda f: False,
-        )
-        return report.messages
+        needles = tuple(e.text for e in doomed if len(e.text) >= 12)
+        request = ForgetRequest(kind="message", platform_id=platform_id, needles=needles)
+        return (await self._forget(scope, request)).messages
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)

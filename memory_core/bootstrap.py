@@ -98,14 +98,12 @@ async def build_core(
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys)
     summarizer = Summarizer(llm, counter)
-    llm_s = settings.llm
-    step_s = llm_s.timeout_s * (llm_s.max_retries + 1) + llm_s.backoff_max_s * llm_s.max_retries
     maintainer = Maintainer(
         repo=repo,
         summarizer=summarizer,
         settings=settings.memory,
         clock=clock,
-        lock_ttl_ms=int((step_s + 60) * 1000),
+        lock_ttl_ms=int(settings.scheduler.lock_ttl_s * 1000),
     )
     pipeline = MemoryPipeline(
         settings=settings,
@@ -123,6 +121,7 @@ async def build_core(
         background=background,
     )
     admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)
+    maintainer.recover = admin.resume_forgets
     metrics = Metrics(
         store.client,
         store.keys,

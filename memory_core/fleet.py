@@ -30,6 +30,7 @@ DUE_FIELDS = (
     "short_upto",
     "trimmed_ms",
     "created_ms",
+    "forgets_pending",
 )
 
 

@@ -19,6 +19,7 @@ class ScopeKeys:
     # for the retention period: what recall searches once a day has left the days list
     facts: str  # Hash: fact id -> JSON fact
     vectors: str  # Hash: log entry id -> base64 float16 embedding (when embeddings are on)
+    forgets: str  # List of JSON forget requests written down before they are carried out
     done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
     lock: str  # String: the maintenance lock (SET NX PX)
 
@@ -41,6 +42,7 @@ class KeySchema:
             episodes=f"{base}:episodes",
             facts=f"{base}:facts",
             vectors=f"{base}:vec",
+            forgets=f"{base}:forgets",
             done=f"{base}:done",
             lock=f"{base}:lock",
         )

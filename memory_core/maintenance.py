@@ -18,8 +18,10 @@ summary stands in so memory keeps moving.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -115,15 +117,18 @@ class Maintainer:
         summarizer: Summarizer,
         settings: MemorySettings,
         clock: Clock,
-        lock_ttl_ms: int = 10 * 60 * 1000,
+        lock_ttl_ms: int = 30_000,
+        recover: Callable[[str], Awaitable[int]] | None = None,
     ) -> None:
         self.repo = repo
         self.summarizer = summarizer
         self.settings = settings
         self.clock = clock
-        # Longer than one step can take (an LLM call with its retries): a worker that dies
-        # holding the lock delays the scope's maintenance by at most this much.
+        # Renewed every third of itself while the work goes on, so a slow LLM call keeps it,
+        # and a worker that dies delays the scope's maintenance by at most this much.
         self.lock_ttl_ms = lock_ttl_ms
+        # Finishes forgets a crash interrupted, before any summary reads the scope.
+        self.recover = recover
 
     # -- cheap checks ------------------------------------------------------------------
     def tz(self, state: ScopeState) -> str:
@@ -137,6 +142,8 @@ class Maintainer:
         """Whether ``state`` has work now. Idle scopes are not due: a day with no messages
         has nothing to summarise (it is closed, for free, when the next message comes),
         except once at a week boundary, so a week that ended quietly is consolidated."""
+        if state.forgets_pending:
+            return True
         if not state.day:
             return False
         if state.refresh_pending:
@@ -165,6 +172,7 @@ class Maintainer:
         if token is None:
             report.skipped = True
             return report
+        keeper = asyncio.create_task(self._keep_lock(scope, token)) if token else None
         try:
             for _ in range(MAX_STEPS):
                 step = await self._step(scope, report, known)
@@ -174,13 +182,27 @@ class Maintainer:
             else:
                 log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
         finally:
+            if keeper is not None:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
             if token:
                 await self.repo.unlock(scope, token)
         return report
 
+    async def _keep_lock(self, scope: str, token: str) -> None:
+        while True:
+            await asyncio.sleep(self.lock_ttl_ms / 3000)
+            if not await self.repo.renew_lock(scope, token, self.lock_ttl_ms):
+                log.warning("lost the maintenance lock of %s; its writes stay safe", scope)
+                return
+
     async def _step(self, scope: str, report: MaintenanceReport, known: _Known) -> _Known | None:
         """One step; returns what it learned of the state after it (None: nothing to do)."""
         state = known.state or await self.repo.state(scope)
+        if state.forgets_pending and self.recover is not None:
+            await self.recover(scope)  # finish an interrupted forget before summarising
+            return _Known()
         if not state.day:
             return None
         now = self.clock.now()

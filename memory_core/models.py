@@ -100,6 +100,7 @@ class ScopeState:
     short_at: str = ""
     name: str = ""  # the place's human name, as the platform last gave it
     trimmed_ms: int = 0  # retention: raw messages before this were trimmed
+    forgets_pending: bool = False  # a forget was interrupted: maintenance finishes it
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:

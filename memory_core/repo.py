@@ -397,6 +397,11 @@ class MemoryRepo:
         ok = await self.client.set(self.k(scope).lock, token, nx=True, px=ttl_ms)
         return token if ok else None
 
+    async def renew_lock(self, scope: str, token: str, ttl_ms: int) -> bool:
+        return bool(
+            await run_script(self.client, "renew_lock", [self.k(scope).lock], [token, ttl_ms])
+        )
+
     async def unlock(self, scope: str, token: str) -> None:
         await run_script(self.client, "release_lock", [self.k(scope).lock], [token])
 
@@ -406,6 +411,29 @@ class MemoryRepo:
 
     async def bump_epoch(self, scope: str) -> int:
         return int(await self.client.hincrby(self.k(scope).state, "epoch", 1))
+
+    async def begin_forget(self, scope: str, request: str) -> None:
+        """Write a forget down (and move the epoch) before doing any of it."""
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.rpush(k.forgets, request)
+        pipe.hincrby(k.state, "epoch", 1)
+        pipe.hset(k.state, "forgets_pending", 1)
+        await pipe.execute()
+
+    async def end_forget(self, scope: str, request: str | None) -> None:
+        """Cross a finished forget off (``None``: just settle the flag with the list)."""
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=True)
+        if request is not None:
+            pipe.lrem(k.forgets, 1, request)
+        pipe.llen(k.forgets)
+        *_, left = await pipe.execute()
+        if not int(left):
+            await self.client.hset(k.state, "forgets_pending", 0)
+
+    async def pending_forgets(self, scope: str) -> list[str]:
+        return [str(x) for x in await self.client.lrange(self.k(scope).forgets, 0, -1)]
 
     async def put_fact(self, scope: str, fact: Fact) -> Fact:
         """Store a new fact under a fresh id (ids come from the scope's own counter)."""

@@ -173,6 +173,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# KEYS: lock. ARGV: token, ttl (ms). Keeps a lock we still hold alive.
+RENEW_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
 # KEYS: the rate log. ARGV: now (ms), window (ms), limit, a unique member.
 # A sliding-window log shared by the fleet: admits a request if fewer than `limit` were
 # admitted in the last window, else says how many ms to wait.
@@ -210,6 +216,7 @@ SCRIPTS: dict[str, str] = {
     "close_day": CLOSE_DAY,
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
+    "renew_lock": RENEW_LOCK,
     "write_facts": WRITE_FACTS,
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,
