@@ -12,8 +12,10 @@ fields quote the start of the conversation text it was given.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import random
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -97,11 +99,18 @@ class FakeOpenAI:
 
     host: str = "127.0.0.1"
     delay: float = 0.0
+    slow: dict[str, float] = field(default_factory=dict)  # extra delay by purpose
+    chaos: float = 0.0  # share of requests that fail at random (500, 429, timeout, garbage)
+    chaos_seed: int = 1
+    faulted: list[RecordedRequest] = field(default_factory=list)  # requests that failed
     down: bool = False  # every request fails with 503 while True
     responder: Responder | None = None  # None: default_answer
     requests: list[RecordedRequest] = field(default_factory=list)
     _faults: list[Fault] = field(default_factory=list)
     _runner: web.AppRunner | None = None
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _rng: random.Random | None = None
+    chaos_timeout_s: float = 2.0  # how long a "timeout" answer hangs (above the client's)
     port: int = 0
 
     @property
@@ -121,7 +130,14 @@ class FakeOpenAI:
         self.port = server.sockets[0].getsockname()[1]
         return self
 
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, but wake at once when the server stops (a slow answer must not hold up
+        the test that stops it)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -165,6 +181,24 @@ class FakeOpenAI:
         return sum(1 for r in self.requests if r.purpose in purposes)
 
     # -- handlers ----------------------------------------------------------------------
+    def _chaos(self, purpose: str) -> Fault | None:
+        if not self.chaos:
+            return None
+        if self._rng is None:
+            self._rng = random.Random(self.chaos_seed)
+        if self._rng.random() >= self.chaos:
+            return None
+        kinds = ["status", "ratelimit", "timeout"]
+        kinds.append("empty" if purpose == "reply" else "malformed")
+        kind = self._rng.choice(kinds)
+        if kind == "status":
+            return Fault("status", status=self._rng.choice([500, 502, 503]))
+        if kind == "ratelimit":
+            return Fault("ratelimit", status=429, retry_after=0.05)
+        if kind == "timeout":
+            return Fault("timeout", retry_after=self.chaos_timeout_s)
+        return Fault(kind)
+
     def _take_fault(self, purpose: str) -> Fault | None:
         for i, fault in enumerate(self._faults):
             if not fault.purposes or purpose in fault.purposes:
@@ -213,18 +247,20 @@ class FakeOpenAI:
             at=time.time(),
         )
         self.requests.append(recorded)
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if self.delay or recorded.purpose in self.slow:
+            await self._pause(self.delay + self.slow.get(recorded.purpose, 0.0))
         if self.down:
             return _error(503, "the fake LLM is down")
-        fault = self._take_fault(recorded.purpose)
+        fault = self._take_fault(recorded.purpose) or self._chaos(recorded.purpose)
+        if fault is not None:
+            self.faulted.append(recorded)
         text: str | None
         if fault is not None and fault.kind == "status":
             return _error(fault.status, "injected failure")
         if fault is not None and fault.kind == "ratelimit":
             return _error(429, "rate limited", headers={"Retry-After": str(fault.retry_after)})
         if fault is not None and fault.kind == "timeout":
-            await asyncio.sleep(fault.retry_after)
+            await self._pause(fault.retry_after)
             return _error(504, "too slow")
         if fault is not None and fault.kind == "malformed":
             text = "this is {not json" if recorded.purpose != "reply" else "\u0000"

@@ -63,11 +63,23 @@ class Sizes:
     rollover_concurrency: tuple[int, ...]
     year_days: int
     recall: tuple[int, ...]
+    load: tuple[int, int, int]  # rate per second, scopes, seconds
 
     @classmethod
     def of(cls, quick: bool) -> Sizes:
         if quick:
-            return cls((1, 100), 600, 1, 200, (10, 100, 500), 300, (8, 32), 60, (1000, 10000))
+            return cls(
+                (1, 100),
+                600,
+                1,
+                200,
+                (10, 100, 500),
+                300,
+                (8, 32),
+                60,
+                (1000, 10000),
+                (50, 200, 15),
+            )
         return cls(
             (1, 1000, 10000),
             10000,
@@ -75,9 +87,10 @@ class Sizes:
             1000,
             (10, 100, 1000, 10000),
             10000,
-            (8, 32, 64),
+            (16, 64, 128),
             365,
             (1000, 10000, 100000),
+            (200, 1000, 600),
         )
 
 

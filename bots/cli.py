@@ -569,6 +569,46 @@ def bench_all(
     out.print(f"Wrote {out_file} in {result['seconds']} s.", markup=False)
 
 
+@bench_app.command("load")
+def bench_load(
+    rate: Annotated[int, typer.Option("--rate", min=1, help="Messages per second.")] = 200,
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1000,
+    seconds: Annotated[int, typer.Option("--seconds", min=1)] = 600,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A steady stream of messages on loopback: lost messages, latency, memory over time."""
+    try:
+        from bench.load import load_run
+    except ImportError as exc:
+        raise fail(
+            f"the benchmarks need their extra: pip install -e '.[bench]' ({exc.name})", 2
+        ) from exc
+    s = settings()
+
+    async def go() -> dict[str, Any]:
+        with _progress(quiet=as_json) as progress:
+            task = progress.add_task("load", total=seconds)
+            return await load_run(
+                s,
+                rate=rate,
+                scopes=scopes,
+                seconds=seconds,
+                progress=lambda n: progress.update(task, completed=n),
+            )
+
+    result = run(go())
+    if as_json:
+        out.print(json.dumps(result), markup=False)
+        return
+    out.print(
+        f"{result['sent']} messages at {result['achieved_rate_per_s']}/s over {scopes} scopes: "
+        f"{result['stored']} stored, {result['lost']} lost, {result['refused']} refused; ingest "
+        f"p50 {result['ingest_p50_ms']} ms, p99 {result['ingest_p99_ms']} ms; "
+        f"{result['replies']} replies; RSS {result['rss_mb_start']} -> {result['rss_mb_end']} MB",
+        markup=False,
+    )
+
+
 @bench_app.command("recall")
 def bench_recall(
     sizes: Annotated[str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")] = (

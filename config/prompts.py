@@ -33,6 +33,7 @@ class PromptSet:
     offline_nothing: str
     offline_recent: str
     apology: str
+    store_down: str
     ui: dict[str, str]
 
     def render(self, template: str, **values: object) -> str:
@@ -80,5 +81,6 @@ def load_prompts(language: str) -> PromptSet:
         offline_nothing=offline["nothing"],
         offline_recent=offline["recent"],
         apology=errors["apology"],
+        store_down=errors["store_down"],
         ui={str(k): str(v) for k, v in _section(data, "ui").items()},
     )

@@ -66,6 +66,11 @@ class StoreSettings(_Section):
     cluster: bool = False
     snapshot_interval_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
+    outage_buffer: int = Field(
+        default=10_000,
+        ge=0,
+        description="Messages held in memory while Redis is unreachable (0: refuse at once).",
+    )
 
 
 class LLMSettings(_Section):

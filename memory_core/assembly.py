@@ -99,6 +99,7 @@ class PromptAssembler:
     def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
         self.counter = counter
         self.settings = settings
+        self._author_tokens: dict[str, int] = {}
 
     def _section(self, heading: str, body: str, limit: int) -> str:
         if not body.strip() or limit <= 0:
@@ -209,8 +210,20 @@ class PromptAssembler:
         window.reverse()
         return window, ids, used
 
+    def _doc_cost(self, doc: Doc) -> int:
+        """A recalled line's tokens, from the count stored with the message (tokenising
+        hundreds of candidate lines per reply would cost more than the rest of assembly)."""
+        if doc.kind != "message" or not doc.tokens:
+            return self.counter.count(render_recalled(doc)) + 1
+        author = self._author_tokens.get(doc.author)
+        if author is None:
+            author = self.counter.count(f"{doc.author or 'someone'}: ")
+            if len(self._author_tokens) < 10_000:
+                self._author_tokens[doc.author] = author
+        return doc.tokens + author + 2  # +1 for the newline, +1 where the name meets the text
+
     def _hit_cost(self, hit: Hit) -> int:
-        return sum(self.counter.count(render_recalled(d)) + 1 for d in hit.docs) + DATE_LINE
+        return sum(self._doc_cost(d) for d in hit.docs) + DATE_LINE
 
     def _recall(
         self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
@@ -227,7 +240,7 @@ class PromptAssembler:
             if not docs:
                 continue
             new_days = {_day(d, data.tz) for d in docs} - days
-            cost = sum(self.counter.count(render_recalled(d)) + 1 for d in docs)
+            cost = sum(self._doc_cost(d) for d in docs)
             cost += DATE_LINE * len(new_days)
             if used + cost > budget:
                 continue  # a smaller hit further down may still fit

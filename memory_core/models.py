@@ -231,6 +231,7 @@ class IngestResult:
     unsum_count: int
     retry_at: int
     truncated: bool = False
+    buffered: bool = False  # Redis was away: held in memory, stored when it is back
 
 
 @dataclass(frozen=True, slots=True)

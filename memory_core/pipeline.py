@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
 
 from config.prompts import load_prompts
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
 from memory_core.clock import Clock
-from memory_core.errors import EmptyMessage, LLMBadOutput, LLMUnavailable
+from memory_core.errors import (
+    EmptyMessage,
+    LLMBadOutput,
+    LLMUnavailable,
+    StoreError,
+    StoreUnavailable,
+)
 from memory_core.language import resolve
 from memory_core.llm import LLM
 from memory_core.maintenance import Maintainer, MaintenanceReport
@@ -79,6 +88,8 @@ class MemoryPipeline:
         self.reports: list[MaintenanceReport] = []
         self.on_report: Callable[[MaintenanceReport], None] | None = None
         self.metrics: Metrics | None = None  # set by bootstrap
+        self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
 
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
@@ -102,8 +113,24 @@ class MemoryPipeline:
         )
 
     async def ingest(self, msg: IncomingMessage) -> IngestResult:
-        """Store one message (one round trip) and hand the scope to maintenance if due."""
+        """Store one message (one round trip) and hand the scope to maintenance if due.
+
+        If Redis cannot be reached, the message waits in a bounded in-memory buffer and is
+        stored, in order, as soon as Redis is back (``IngestResult.buffered``). Past the
+        bound, StoreUnavailable says the message was not kept, so the front door does not
+        acknowledge it as stored."""
         p = self.prepare(msg)
+        if self._buffer:  # an outage is being caught up: stay in order behind it
+            return self._hold(p, msg)
+        try:
+            result = await self._store(p, msg, replay=False)
+        except StoreUnavailable:
+            return self._hold(p, msg)
+        if result.stored and self._due_after_ingest(result, p.ts_ms):
+            await self.schedule(p.scope)
+        return result
+
+    async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
         result = await self.repo.ingest(
             p.scope,
             ts_ms=p.ts_ms,
@@ -116,14 +143,72 @@ class MemoryPipeline:
             day=calendar.local_day_ms(p.ts_ms, self.settings.memory.timezone),
             parent=p.parent or "",
             place_name=msg.place_name[:120],
+            replay=replay,
         )
         if p.truncated:
             result = replace(result, truncated=True)
         if self.metrics is not None and result.stored:
             self.metrics.incr("messages")
-        if result.stored and self._due_after_ingest(result, p.ts_ms):
-            await self.schedule(p.scope)
         return result
+
+    def _hold(self, p: Prepared, msg: IncomingMessage) -> IngestResult:
+        limit = self.settings.store.outage_buffer
+        if len(self._buffer) >= limit:
+            if self.metrics is not None:
+                self.metrics.incr("messages_refused")
+            raise StoreUnavailable(
+                f"Redis is unreachable and {limit} messages already wait in memory "
+                f"(store.outage_buffer): this message in {p.scope} was NOT stored"
+            )
+        if not self._buffer:
+            log.error(
+                "Redis is unreachable: holding messages in memory (up to %d, "
+                "store.outage_buffer) and storing them when it is back",
+                limit,
+            )
+        self._buffer.append((p, msg))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        return IngestResult(
+            stored=False,
+            id="",
+            state_day="",
+            tz="",
+            mode="",
+            lang="",
+            unsum_tokens=0,
+            unsum_count=0,
+            retry_at=0,
+            buffered=True,
+        )
+
+    async def _drain(self) -> None:
+        """Store the held messages in order once Redis answers again."""
+        delay = 0.1
+        stored = 0
+        while self._buffer:
+            p, msg = self._buffer[0]
+            try:
+                result = await self._store(p, msg, replay=True)
+            except StoreUnavailable:
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+                continue
+            except Exception:  # one message Redis refuses must not hold up the rest
+                log.exception("a held message in %s could not be stored; dropped", p.scope)
+                self._buffer.popleft()
+                continue
+            self._buffer.popleft()
+            stored += 1
+            delay = 0.1
+            if result.stored and self._due_after_ingest(result, p.ts_ms):
+                await self.schedule(p.scope)
+        log.warning("Redis is back: %d held messages stored", stored)
+
+    @property
+    def held(self) -> int:
+        """Messages waiting in memory for Redis to come back."""
+        return len(self._buffer)
 
     def _due_after_ingest(self, result: IngestResult, ts_ms: int) -> bool:
         tz = result.tz or self.settings.memory.timezone
@@ -169,7 +254,13 @@ class MemoryPipeline:
         return report
 
     async def drain(self) -> None:
-        """Wait for background maintenance to finish (shutdown, end of a replay)."""
+        """Wait for background maintenance to finish (shutdown, end of a replay), and for
+        messages held during an outage to be stored, if Redis is there to take them."""
+        if self._drainer is not None and not self._drainer.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._drainer), timeout=10)
+            except TimeoutError:
+                log.error("%d held messages could not be stored before shutdown", self.held)
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
 
@@ -250,7 +341,13 @@ class MemoryPipeline:
     ) -> Reply:
         """Answer ``msg``; the answer is stored. With ``on_progress`` the answer streams in
         and ``on_progress`` gets the text so far after each piece (the caller throttles)."""
-        prompt = await self.build_prompt(msg, exclude_id=exclude_id)
+        try:
+            prompt = await self.build_prompt(msg, exclude_id=exclude_id)
+        except (RedisError, StoreError) as exc:
+            # Memory is out of reach (the message itself is held until Redis is back).
+            log.warning("reply in %s without memory: %s", msg.scope, exc)
+            language = resolve(self.settings.memory.language, [msg.text])
+            return self._count_reply(Reply(text=load_prompts(language).store_down, kind="apology"))
         prompts = load_prompts(prompt.language)
         if self.llm.offline:
             text = await self.offline_text(msg.scope, prompt.language)

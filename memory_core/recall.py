@@ -56,6 +56,7 @@ class Doc:
     text: str
     kind: str  # "message" | "day"
     n_terms: int
+    tokens: int = 0  # of the text (the message's stored count; for a day record, estimated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,7 @@ class RecallIndex:
                     text=entry.text,
                     kind="message",
                     n_terms=len(doc_terms),
+                    tokens=entry.tokens,
                 ),
                 doc_terms,
             )
@@ -228,6 +230,7 @@ class RecallIndex:
                 text=text,
                 kind="day",
                 n_terms=len(doc_terms),
+                tokens=len(text) // 3 + 1,  # an over-estimate: costs are re-measured later
             ),
             doc_terms,
         )

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.keys import KeySchema, ScopeKeys
@@ -99,10 +101,24 @@ class MemoryRepo:
         day: str,
         parent: str,
         place_name: str = "",
+        replay: bool = False,
     ) -> IngestResult:
-        """Store one message and touch the scope index: one round trip."""
+        """Store one message and touch the scope index: one round trip. ``replay``: a message
+        buffered during an outage, which must not be stored twice."""
         k = self.k(scope)
-        args = [ts_ms, role, author, author_id, text, platform_id, tokens, day, parent, place_name]
+        args = [
+            ts_ms,
+            role,
+            author,
+            author_id,
+            text,
+            platform_id,
+            tokens,
+            day,
+            parent,
+            place_name,
+            "1" if replay else "",
+        ]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
@@ -115,8 +131,12 @@ class MemoryRepo:
                     raise
                 await self.client.script_load(SCRIPTS["ingest"])
                 continue
-            except (ConnectionError, OSError, RedisError) as exc:
-                raise StoreUnavailable(f"could not store the message: {exc}") from exc
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                raise StoreUnavailable(
+                    f"could not reach Redis to store the message: {exc}"
+                ) from exc
+            except RedisError as exc:
+                raise StoreError(f"Redis refused the message: {exc}") from exc
             break
         entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result
         return IngestResult(

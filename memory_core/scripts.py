@@ -14,7 +14,8 @@ from typing import Any
 from redis.exceptions import NoScriptError
 
 # KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent,
-# place name.
+# place name, replay ("1": a message buffered while Redis was away; if it did get stored
+# before the connection broke, return that entry instead of storing it twice).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip.
@@ -22,6 +23,18 @@ INGEST = """
 local st = KEYS[2]
 if redis.call('HGET', st, 'paused') == '1' then
   return {'', 0, 0, '', '', '', '', 0, 1}
+end
+if ARGV[11] == '1' then
+  for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+    if f['ts'] == ARGV[1] and f['u'] == ARGV[4] and f['t'] == ARGV[5] then
+      local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at',
+        'unsum_tokens', 'unsum_count')
+      return {e[1], tonumber(g[6] or '0'), tonumber(g[7] or '0'), g[1] or '', g[2] or '',
+        g[3] or '', g[4] or '', tonumber(g[5] or '0'), 0}
+    end
+  end
 end
 local ms = tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', st, 'last_ms') or '0')

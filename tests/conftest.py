@@ -238,9 +238,10 @@ def make_settings(
     data_dir: Path | None = None,
     memory: dict[str, Any] | None = None,
     llm: dict[str, Any] | None = None,
+    store: dict[str, Any] | None = None,
     **sections: Any,
 ) -> Settings:
-    store: dict[str, Any] = {"cluster": cluster}
+    store = {"cluster": cluster, **(store or {})}
     if redis_url:
         store["redis_url"] = redis_url
     if data_dir:
