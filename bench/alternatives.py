@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import openai
 
 from config.settings import Settings
+from memory_core.bench import private_settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
@@ -196,13 +197,10 @@ class Memorybot:
     async def create(cls, settings: Settings, base_url: str, scope: str) -> Memorybot:
         """A core on a private key prefix (deleted on close), so a benchmark never touches
         real memory, pointed at the benchmark's fake server."""
-        import secrets
-
-        llm = settings.llm.model_copy(
-            update={"base_url": base_url, "api_key": None, "max_retries": 0, "rpm_limit": 0}
+        run_settings = private_settings(
+            settings,
+            llm={"base_url": base_url, "api_key": None, "max_retries": 0, "rpm_limit": 0},
         )
-        store = settings.store.model_copy(update={"key_prefix": f"mbbench{secrets.token_hex(3)}"})
-        run_settings = settings.model_copy(update={"llm": llm, "store": store})
         clock = ManualClock()
         core = await build_core(run_settings, clock=clock, background=False, autosave=False)
         return cls(core, clock, scope)

@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.fake_llm import FakeOpenAI
 from config.settings import Settings
+from memory_core.bench import private_settings
 from memory_core.bootstrap import build_core
 from memory_core.models import IncomingMessage
 
@@ -47,14 +48,11 @@ async def load_run(
 ) -> dict[str, Any]:
     rng = random.Random(3)
     async with FakeOpenAI(delay=llm_latency_ms / 1000) as fake:
-        import secrets
-
-        llm = settings.llm.model_copy(
-            update={"base_url": fake.base_url, "api_key": None, "max_retries": 0}
-        )
-        store = settings.store.model_copy(update={"key_prefix": f"mbbench{secrets.token_hex(3)}"})
         core = await build_core(
-            settings.model_copy(update={"llm": llm, "store": store}), autosave=False
+            private_settings(
+                settings, llm={"base_url": fake.base_url, "api_key": None, "max_retries": 0}
+            ),
+            autosave=False,
         )
         latencies: list[float] = []
         memory: list[tuple[float, float]] = []

@@ -66,6 +66,41 @@ def _plots(results: dict[str, Any], img: Path) -> dict[str, str]:
     return names
 
 
+def _load_table(load: dict[str, Any]) -> str:
+    return _table(
+        [
+            "rate/s (achieved)",
+            "scopes",
+            "seconds",
+            "sent",
+            "stored",
+            "lost",
+            "ingest p50 ms",
+            "ingest p99 ms",
+            "replies",
+            "LLM calls reply/compact/refresh",
+            "model ms",
+            "RSS MB start / mid / end",
+        ],
+        [
+            [
+                f"{load['rate_per_s']} ({load['achieved_rate_per_s']})",
+                load["scopes"],
+                load["seconds"],
+                load["sent"],
+                load["stored"],
+                load["lost"],
+                load["ingest_p50_ms"],
+                load["ingest_p99_ms"],
+                load["replies"],
+                "/".join(str(v) for v in load["llm_calls"].values()),
+                load["llm_latency_ms"],
+                f"{load['rss_mb_start']} / {load['rss_mb_mid']} / {load['rss_mb_end']}",
+            ]
+        ],
+    )
+
+
 def write_report(results: dict[str, Any], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     plots = _plots(results, out.parent / "img")
@@ -226,6 +261,14 @@ def write_report(results: dict[str, Any], out: Path) -> None:
                 for r in results["recall"]
             ],
         ),
+        "",
+        "## 7. Load",
+        "",
+        "Messages at a steady rate across many scopes on loopback, every 20th answered by a fake "
+        "model with the latency shown, maintenance in the background as in production. Lost "
+        "must be zero and memory flat.",
+        "",
+        _load_table(results["load"]),
         "",
     ]
     out.write_text("\n".join(parts), encoding="utf-8")

@@ -40,8 +40,9 @@ from bench.alternatives import (
     conversation,
 )
 from bench.fake_llm import FakeOpenAI
+from bench.load import load_run
 from config.settings import Settings
-from memory_core.bench import bench_ingest, bench_recall, bench_rollover
+from memory_core.bench import bench_ingest, bench_recall, bench_rollover, private_settings
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.llm import OfflineLLM
@@ -126,8 +127,8 @@ async def pipeline_time(settings: Settings, sizes: Sizes, log: Log) -> list[dict
 
 async def _rpush_baseline(settings: Settings, *, messages: int) -> float:
     """The least a Redis-backed bot does per message: RPUSH one JSON document."""
-    core = await build_core(settings, llm=OfflineLLM(), autosave=False)
-    key = f"mbbench{secrets.token_hex(3)}:rpush"
+    core = await build_core(private_settings(settings), llm=OfflineLLM(), autosave=False)
+    key = f"{core.store.keys.prefix}:rpush"
     times = []
     try:
         for i in range(messages):
@@ -136,8 +137,7 @@ async def _rpush_baseline(settings: Settings, *, messages: int) -> float:
             await core.store.client.rpush(key, doc)
             times.append((time.perf_counter() - t0) * 1000)
     finally:
-        await core.store.client.delete(key)
-        await core.close()
+        await core.discard()
     return round(statistics.median(times), 4)
 
 
@@ -243,12 +243,9 @@ async def rollover(settings: Settings, sizes: Sizes, log: Log) -> list[dict[str,
 async def redis_memory(settings: Settings, sizes: Sizes, log: Log) -> dict[str, Any]:
     """A busy scope (40 messages a day) and an idle one through a simulated year, retention
     30 days, offline summaries; bytes measured with MEMORY USAGE on every key of each."""
-    prefix = f"mbbench{secrets.token_hex(3)}"
-    memory = settings.memory.model_copy(update={"retention_days": 30})
-    store = settings.store.model_copy(update={"key_prefix": prefix})
     clock = ManualClock(START)
     core = await build_core(
-        settings.model_copy(update={"memory": memory, "store": store}),
+        private_settings(settings, memory={"retention_days": 30}),
         clock=clock,
         llm=OfflineLLM(),
         background=False,
@@ -312,6 +309,9 @@ async def run_all(settings: Settings, *, quick: bool, out: Path, log: Log) -> di
     results["recall"] = (await bench_recall(settings, sizes=list(sizes.recall), queries=50))[
         "sizes"
     ]
+    rate, scopes, seconds = sizes.load
+    results["load"] = await load_run(settings, rate=rate, scopes=scopes, seconds=seconds)
+    log(f"load: { {k: v for k, v in results['load'].items() if k != 'rss_samples'} }")
     results["seconds"] = round(time.perf_counter() - started, 1)
     from bench.report import write_report
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bots.cli_bench import register as register_bench
 from bots.cli_eval import register as register_eval
 from bots.commands import Actor, execute, parse_command
 from config.settings import Settings, SettingsError, load_settings
@@ -49,6 +50,7 @@ app = typer.Typer(
 bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 register_eval(app)
+register_bench(bench_app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -466,186 +468,6 @@ def doctor() -> None:
     out.print(table)
     if any(status == "fail" for _, status, _ in rows):
         raise typer.Exit(1)
-
-
-# -- bench -----------------------------------------------------------------------------
-@bench_app.command("ingest")
-def bench_ingest(
-    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1,
-    messages: Annotated[int, typer.Option("--messages", min=1)] = 2000,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Pipeline time per message without the LLM, next to a Redis PING."""
-    from memory_core.bench import bench_ingest as do_bench
-
-    s = settings()
-
-    async def go() -> dict[str, Any]:
-        with _progress(quiet=as_json) as progress:
-            task = progress.add_task("ingest", total=messages)
-            return await do_bench(
-                s,
-                scopes=scopes,
-                messages=messages,
-                progress=lambda n: progress.update(task, completed=n),
-            )
-
-    result = run(go())
-    if as_json:
-        out.print(json.dumps(result), markup=False)
-        return
-    out.print(
-        f"{result['messages']} messages over {result['scopes']} scopes on {result['store']}:\n"
-        f"  ingest p50 {result['p50_ms']:.3f} ms, p99 {result['p99_ms']:.3f} ms, "
-        f"{result['msgs_per_s']:.0f} msgs/s\n"
-        f"  prompt assembly p50 {result['assemble_p50_ms']:.3f} ms, "
-        f"p99 {result['assemble_p99_ms']:.3f} ms\n"
-        f"  Redis PING {result['redis_ping_ms']:.3f} ms (ingest p50 = "
-        f"{result['p50_over_ping']}x PING)",
-        markup=False,
-    )
-
-
-@bench_app.command("rollover")
-def bench_rollover(
-    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 10000,
-    idle: Annotated[int, typer.Option("--idle", min=0, help="Idle scopes (must cost 0).")] = 1000,
-    latency_ms: Annotated[float, typer.Option("--latency-ms", min=0)] = 200.0,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """A day's rollover over many scopes, with a stand-in model of set latency."""
-    from memory_core.bench import bench_rollover as do_bench
-
-    s = settings()
-
-    async def go() -> dict[str, Any]:
-        with _progress(quiet=as_json) as progress:
-            task = progress.add_task("rollover", total=scopes)
-            return await do_bench(
-                s,
-                scopes=scopes,
-                idle=idle,
-                latency_ms=latency_ms,
-                concurrency=concurrency,
-                progress=lambda n: progress.update(task, completed=n),
-            )
-
-    result = run(go())
-    if as_json:
-        out.print(json.dumps(result), markup=False)
-        return
-    out.print(
-        f"{result['rolled_over']} scopes rolled over in {result['seconds']}s at concurrency "
-        f"{concurrency} with a {latency_ms:.0f} ms model: {result['scopes_per_s']} scopes/s "
-        f"(ideal {result['ideal_scopes_per_s']}); {result['llm_calls_per_scope']} LLM calls "
-        f"per scope; {result['idle_scopes']} idle scopes queued: "
-        f"{result['queued'] - result['rolled_over']}.\n"
-        f"Overhead outside the model: {result['overhead_ms_per_scope']} ms per scope.",
-        markup=False,
-    )
-
-
-@bench_app.command("all")
-def bench_all(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Small sizes: a few minutes (CI).")
-    ] = False,
-    out_file: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path(
-        "docs/benchmarks.md"
-    ),
-) -> None:
-    """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
-    try:
-        from bench.runner import run as run_benchmarks
-    except ImportError as exc:
-        raise fail(
-            f"the benchmarks need their extra: pip install -e '.[bench]' ({exc.name})", 2
-        ) from exc
-    s = settings()
-    result = run_benchmarks(
-        s, quick=quick, out=out_file, log=lambda line: err.print(line, markup=False)
-    )
-    out.print(f"Wrote {out_file} in {result['seconds']} s.", markup=False)
-
-
-@bench_app.command("load")
-def bench_load(
-    rate: Annotated[int, typer.Option("--rate", min=1, help="Messages per second.")] = 200,
-    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1000,
-    seconds: Annotated[int, typer.Option("--seconds", min=1)] = 600,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """A steady stream of messages on loopback: lost messages, latency, memory over time."""
-    try:
-        from bench.load import load_run
-    except ImportError as exc:
-        raise fail(
-            f"the benchmarks need their extra: pip install -e '.[bench]' ({exc.name})", 2
-        ) from exc
-    s = settings()
-
-    async def go() -> dict[str, Any]:
-        with _progress(quiet=as_json) as progress:
-            task = progress.add_task("load", total=seconds)
-            return await load_run(
-                s,
-                rate=rate,
-                scopes=scopes,
-                seconds=seconds,
-                progress=lambda n: progress.update(task, completed=n),
-            )
-
-    result = run(go())
-    if as_json:
-        out.print(json.dumps(result), markup=False)
-        return
-    out.print(
-        f"{result['sent']} messages at {result['achieved_rate_per_s']}/s over {scopes} scopes: "
-        f"{result['stored']} stored, {result['lost']} lost, {result['refused']} refused; ingest "
-        f"p50 {result['ingest_p50_ms']} ms, p99 {result['ingest_p99_ms']} ms; "
-        f"{result['replies']} replies; RSS {result['rss_mb_start']} -> {result['rss_mb_end']} MB",
-        markup=False,
-    )
-
-
-@bench_app.command("recall")
-def bench_recall(
-    sizes: Annotated[str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")] = (
-        "1000,10000,100000"
-    ),
-    queries: Annotated[int, typer.Option("--queries", min=1)] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Recall query latency as a scope grows."""
-    from memory_core.bench import bench_recall as do_bench
-
-    try:
-        counts = [int(x) for x in sizes.split(",") if x.strip()]
-    except ValueError as exc:
-        raise fail(f"--sizes {sizes!r}: give numbers like 1000,10000", 1) from exc
-    s = settings()
-
-    async def go() -> dict[str, Any]:
-        with _progress(quiet=as_json) as progress:
-            task = progress.add_task("recall", total=queries * len(counts))
-            return await do_bench(
-                s,
-                sizes=counts,
-                queries=queries,
-                progress=lambda n: progress.update(task, completed=n),
-            )
-
-    result = run(go())
-    if as_json:
-        out.print(json.dumps(result), markup=False)
-        return
-    for row in result["sizes"]:
-        out.print(
-            f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
-            f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms",
-            markup=False,
-        )
 
 
 def main() -> None:

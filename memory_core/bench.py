@@ -53,6 +53,17 @@ WORDS = [
 ]
 
 
+def private_settings(settings: Settings, **sections: dict[str, Any]) -> Settings:
+    """``settings`` on a private key prefix (a throwaway core deletes its keys with
+    ``Core.discard()``), with some sections' fields changed: benchmarks never touch memory."""
+    updates: dict[str, Any] = {
+        "store": settings.store.model_copy(update={"key_prefix": f"mbbench{secrets.token_hex(3)}"})
+    }
+    for name, fields in sections.items():
+        updates[name] = getattr(settings, name).model_copy(update=fields)
+    return settings.model_copy(update=updates)
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -73,13 +84,8 @@ async def bench_ingest(
     assemble_every: int = 10,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    prefix = f"mbbench{secrets.token_hex(3)}"
-    memory = settings.memory.model_copy(
-        # No maintenance during the measurement: this times the pipeline, not summaries.
-        update={"compact_trigger_tokens": 10**9}
-    )
-    store = settings.store.model_copy(update={"key_prefix": prefix})
-    run_settings = settings.model_copy(update={"memory": memory, "store": store})
+    # No maintenance during the measurement: this times the pipeline, not summaries.
+    run_settings = private_settings(settings, memory={"compact_trigger_tokens": 10**9})
     clock = ManualClock()
     core = await build_core(run_settings, clock=clock, llm=OfflineLLM(), autosave=False)
     rng = random.Random(7)
@@ -201,12 +207,10 @@ async def bench_rollover(
     """Scopes per second for a day's rollover at a concurrency, with a model of set latency;
     the per-scope overhead outside the model, measured with a zero-latency model one scope
     at a time; and proof that idle scopes cost nothing."""
-    prefix = f"mbbench{secrets.token_hex(3)}"
-    memory = settings.memory.model_copy(update={"compact_trigger_tokens": 10**9})
-    store = settings.store.model_copy(update={"key_prefix": prefix})
-    sched = settings.scheduler.model_copy(update={"concurrency": concurrency, "lease_s": 3600})
-    run_settings = settings.model_copy(
-        update={"memory": memory, "store": store, "scheduler": sched}
+    run_settings = private_settings(
+        settings,
+        memory={"compact_trigger_tokens": 10**9},
+        scheduler={"concurrency": concurrency, "lease_s": 3600},
     )
     day0 = ManualClock(datetime_at(2025, 8, 11, 9))
     llm = LatencyLLM(latency_ms / 1000)
@@ -275,10 +279,7 @@ async def bench_recall(
 ) -> dict[str, Any]:
     """Recall query latency at several scope sizes: the first query (which builds the
     in-process index from Redis) and warm queries (one sync round trip plus the ranking)."""
-    prefix = f"mbbench{secrets.token_hex(3)}"
-    store = settings.store.model_copy(update={"key_prefix": prefix})
-    run_settings = settings.model_copy(update={"store": store})
-    core = await build_core(run_settings, llm=OfflineLLM(), autosave=False)
+    core = await build_core(private_settings(settings), llm=OfflineLLM(), autosave=False)
     rng = random.Random(13)
     vocabulary = [f"{w}{i}" for w in WORDS for i in range(40)]  # ~1,000 distinct words
     results: list[dict[str, Any]] = []
