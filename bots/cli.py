@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bots.cli_bench import register as register_bench
+from bots.cli_dashboard import register as register_dashboard
 from bots.cli_eval import register as register_eval
 from bots.commands import Actor, execute, parse_command
 from config.settings import Settings, SettingsError, load_settings
@@ -51,6 +52,7 @@ bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 register_eval(app)
 register_bench(bench_app)
+register_dashboard(app)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -142,6 +144,9 @@ def run_command(
     shard_ids: Annotated[
         str | None, typer.Option("--shard-ids", help="Discord: this process's shards, e.g. 0,1.")
     ] = None,
+    dashboard: Annotated[
+        bool, typer.Option("--dashboard", help="Serve the admin dashboard too (DASHBOARD_TOKEN).")
+    ] = False,
 ) -> None:
     """Run the bots (with their scheduler) until stopped."""
     from bots.runner import run_bots
@@ -162,6 +167,7 @@ def run_command(
             s,
             discord=discord,
             slack=slack,
+            dashboard=dashboard,
             sync_commands=sync_commands,
             shard_count=shard_count,
             shard_ids=ids,

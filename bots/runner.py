@@ -20,14 +20,15 @@ async def run_bots(
     *,
     discord: bool,
     slack: bool,
+    dashboard: bool = False,
     sync_commands: bool = False,
     shard_count: int | None = None,
     shard_ids: list[int] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM. Each front door runs as a task; when one fails, the others
     are stopped and the error is raised (a bad token is a ConfigError: exit status 2)."""
-    if not (discord or slack):
-        raise ConfigError("nothing to run: choose --discord and/or --slack")
+    if not (discord or slack or dashboard):
+        raise ConfigError("nothing to run: choose --discord, --slack and/or --dashboard")
     core = await build_core(settings)
     for line in core.describe():
         print(line, file=sys.stderr)
@@ -44,6 +45,7 @@ async def run_bots(
             core,
             discord=discord,
             slack=slack,
+            dashboard=dashboard,
             stop=stop,
             sync_commands=sync_commands,
             shard_count=shard_count,
@@ -58,6 +60,7 @@ async def _serve(
     *,
     discord: bool,
     slack: bool,
+    dashboard: bool,
     stop: asyncio.Event,
     sync_commands: bool,
     shard_count: int | None,
@@ -83,6 +86,10 @@ async def _serve(
                 from bots.slack_bot import run_slack
 
                 tasks.append(group.create_task(run_slack(core)))
+            if dashboard:
+                from dashboard.server import serve_dashboard
+
+                tasks.append(group.create_task(serve_dashboard(core)))
             waiter = group.create_task(stop.wait())
             await waiter
             log.warning("stopping")

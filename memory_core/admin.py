@@ -30,6 +30,7 @@ EXPORT_VERSION = 1
 MODES = ("mention", "all", "off")
 LANGUAGE_SETTINGS = ("auto", "en", "ja")
 TIER_FIELDS = ("short", "mid", "long", "overview")
+MAX_FACT_CHARS = 500
 # State fields an export carries; counters and locks are rebuilt, not copied.
 EXPORTED_STATE = (
     "day",
@@ -297,11 +298,9 @@ class MemoryAdmin:
     # -- remember ----------------------------------------------------------------------
     async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:
         scope = parse_scope(scope)
-        text = " ".join(text.split())
-        if not text:
-            raise InputError("give the text to remember, e.g. /memory remember standup is at 10:00")
-        if len(text) > 500:
-            raise InputError(f"a note holds at most 500 characters (this one has {len(text)})")
+        text = _fact_text(
+            text, "give the text to remember, e.g. /memory remember standup is at 10:00"
+        )
         fact = Fact(
             id="",
             kind="note",
@@ -314,9 +313,30 @@ class MemoryAdmin:
         return await self.repo.put_fact(scope, fact)
 
     async def edit_tier(self, scope: str, tier: str, text: str) -> None:
+        """An admin's own words for a tier. The epoch moves first, so a summary being written
+        from the old tier at that moment is refused instead of overwriting the edit."""
         if tier not in TIER_FIELDS:
             raise InputError(f"unknown tier {tier!r}: choose one of {', '.join(TIER_FIELDS)}")
-        await self.repo.set_fields(parse_scope(scope), {tier: text.strip()})
+        scope = parse_scope(scope)
+        await self.repo.bump_epoch(scope)
+        await self.repo.set_fields(scope, {tier: text.strip()})
+
+    async def edit_fact(self, scope: str, fact_id: str, text: str, *, by: str = "") -> Fact:
+        """New text for a fact; the old text joins its history (provenance stays honest, and
+        forget <text> still reaches it). The epoch moves first, as for a tier edit."""
+        scope = parse_scope(scope)
+        text = _fact_text(text, "a fact needs some text (to remove it, forget it)")
+        for fact in await self.repo.facts(scope):
+            if fact.id == fact_id:
+                if fact.text != text:
+                    await self.repo.bump_epoch(scope)
+                    fact.history = [*fact.history, fact.text][-5:]
+                    fact.text = text
+                    fact.ts = self._now_iso()
+                    fact.by = by or fact.by
+                    await self.repo.replace_fact(scope, fact)
+                return fact
+        raise InputError(f"there is no fact {fact_id!r} in {scope} (see /memory show facts)")
 
     # -- pause / config ----------------------------------------------------------------
     async def set_paused(self, scope: str, paused: bool) -> None:
@@ -339,9 +359,9 @@ class MemoryAdmin:
         if timezone is not None:
             try:
                 ZoneInfo(timezone)
-            except (ZoneInfoNotFoundError, ValueError) as exc:
+            except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: "Asia"
                 raise InputError(
-                    f"unknown timezone {timezone!r}: use an IANA name such as Asia/Tokyo"
+                    f"unknown timezone {timezone[:80]!r}: use an IANA name such as Asia/Tokyo"
                 ) from exc
             changes["tz"] = timezone
         if language is not None:
@@ -452,3 +472,15 @@ def parse_export(data: Mapping[str, Any]) -> ScopeDump:
     return ScopeDump(
         state=state, log=log, days=days, weeks=weeks, facts=facts, done=done, episodes=episodes
     )
+
+
+def _fact_text(text: str, if_empty: str) -> str:
+    """A note's or fact's text on one line, refused when empty or over 500 characters."""
+    text = " ".join(text.split())
+    if not text:
+        raise InputError(if_empty)
+    if len(text) > MAX_FACT_CHARS:
+        raise InputError(
+            f"a note holds at most {MAX_FACT_CHARS} characters (this one has {len(text)})"
+        )
+    return text

@@ -1,0 +1,157 @@
+"""Who may use the dashboard: the token, signed session cookies, CSRF tokens, a login throttle.
+
+There are no accounts: whoever knows DASHBOARD_TOKEN is the admin. Logging in trades the token
+for a session cookie, so the token itself is typed once and never stored in the browser.
+
+Sessions are stateless, so any number of dashboard processes sharing one token accept each
+other's cookies: a cookie is ``v1.<expiry>.<session id>.<signature>``, signed with HMAC-SHA256
+under a key derived from the token. Changing DASHBOARD_TOKEN therefore ends every session. The
+CSRF token of a session is derived from its id with the same key, so it needs no storage either
+and differs per session. Logout clears the cookie and also revokes its id in this process
+(a copied cookie would otherwise stay valid until it expires).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass
+
+COOKIE_NAME = "mb_session"
+SESSION_TTL_S = 8 * 3600
+_VERSION = "v1"
+_KEY_LABEL = b"memorybot dashboard session v1"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    sid: str
+    expires: int  # unix seconds
+    csrf: str
+
+
+class SessionSigner:
+    """Issues and checks session cookies and bearer tokens for one DASHBOARD_TOKEN."""
+
+    def __init__(self, token: str, *, ttl_s: int = SESSION_TTL_S) -> None:
+        if not token.strip():
+            raise ValueError("the dashboard token is empty")
+        self._token = token.encode()
+        # A derived key, so that the token itself never signs anything an attacker can see.
+        self._key = hmac.new(self._token, _KEY_LABEL, hashlib.sha256).digest()
+        self.ttl_s = ttl_s
+        self._revoked: dict[str, int] = {}  # session id -> its expiry (then it can be dropped)
+
+    # -- the token ---------------------------------------------------------------------
+    def token_matches(self, candidate: str) -> bool:
+        return hmac.compare_digest(candidate.encode(), self._token)
+
+    def bearer_matches(self, authorization: str | None) -> bool:
+        """``Authorization: Bearer <token>``, for scrapers of /metrics."""
+        if not authorization:
+            return False
+        scheme, _, value = authorization.partition(" ")
+        return scheme.lower() == "bearer" and self.token_matches(value.strip())
+
+    # -- sessions ----------------------------------------------------------------------
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
+
+    def csrf_for(self, sid: str) -> str:
+        return _b64(hmac.new(self._key, f"csrf.{sid}".encode(), hashlib.sha256).digest())
+
+    def issue(self, *, now: float | None = None) -> tuple[str, Session]:
+        """A new session: (cookie value, session)."""
+        expires = int((now if now is not None else time.time()) + self.ttl_s)
+        sid = secrets.token_urlsafe(18)
+        payload = f"{_VERSION}.{expires}.{sid}"
+        return f"{payload}.{self._sign(payload)}", Session(sid, expires, self.csrf_for(sid))
+
+    def verify(self, cookie: str | None, *, now: float | None = None) -> Session | None:
+        """The session a cookie stands for, or None if it is forged, expired or revoked."""
+        if not cookie or len(cookie) > 200:
+            return None
+        parts = cookie.split(".")
+        if len(parts) != 4 or parts[0] != _VERSION:
+            return None
+        version, expires_s, sid, signature = parts
+        if not hmac.compare_digest(signature, self._sign(f"{version}.{expires_s}.{sid}")):
+            return None
+        try:
+            expires = int(expires_s)
+        except ValueError:
+            return None
+        if expires <= (now if now is not None else time.time()) or sid in self._revoked:
+            return None
+        return Session(sid, expires, self.csrf_for(sid))
+
+    def csrf_matches(self, session: Session, sent: str | None) -> bool:
+        return bool(sent) and hmac.compare_digest(str(sent).encode(), session.csrf.encode())
+
+    def revoke(self, session: Session, *, now: float | None = None) -> None:
+        moment = now if now is not None else time.time()
+        self._revoked = {sid: exp for sid, exp in self._revoked.items() if exp > moment}
+        self._revoked[session.sid] = session.expires
+
+
+class LoginThrottle:
+    """Slows down guessing: after a few failed logins from one address, each further answer
+    waits longer (up to ``max_delay_s``). Per process and in memory: a speed bump for a
+    dashboard bound to localhost or behind a proxy, not an account lockout (which would let
+    anyone lock the admin out)."""
+
+    def __init__(
+        self,
+        *,
+        free_failures: int = 3,
+        window_s: float = 600.0,
+        max_delay_s: float = 5.0,
+        max_clients: int = 10_000,
+    ) -> None:
+        self.free_failures = free_failures
+        self.window_s = window_s
+        self.max_delay_s = max_delay_s
+        self.max_clients = max_clients
+        self._failures: dict[str, deque[float]] = {}
+
+    def _recent(self, client: str, now: float) -> deque[float]:
+        times = self._failures.get(client, deque())
+        while times and times[0] < now - self.window_s:
+            times.popleft()
+        return times
+
+    def delay_for(self, client: str, *, now: float | None = None) -> float:
+        """How long to wait before answering this client's next failed login."""
+        moment = now if now is not None else time.monotonic()
+        excess = len(self._recent(client, moment)) - self.free_failures
+        if excess < 0:
+            return 0.0
+        return float(min(self.max_delay_s, 0.25 * 2**excess))
+
+    def failed(self, client: str, *, now: float | None = None) -> None:
+        moment = now if now is not None else time.monotonic()
+        if client not in self._failures and len(self._failures) >= self.max_clients:
+            self._failures.clear()  # bounded memory beats perfect bookkeeping here
+        times = self._recent(client, moment)
+        times.append(moment)
+        self._failures[client] = times
+
+    def succeeded(self, client: str) -> None:
+        self._failures.pop(client, None)
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after logging in: a local path only (no open redirect to another site)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    if target.startswith(("/login", "/logout")):
+        return "/"
+    return target

@@ -1,0 +1,34 @@
+"""Shared by the browser tests and the dashboard's HTTP tests: every route of the app, with
+sample path parameters, so a route added later is covered by the auth and CSRF tests
+without anyone remembering to list it."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+TOKEN = "dashboard-test-token-4f1c9e2a7b"
+PUBLIC = {"/login"}
+
+
+def routes(app: FastAPI, *, scope: str, fact_id: str = "f1") -> list[tuple[str, str]]:
+    """(method, path) of every API route, path parameters filled in."""
+    found: list[tuple[str, str]] = []
+    for route in app.routes:
+        if not isinstance(route, APIRoute):
+            continue
+        path = route.path.replace("{scope}", scope).replace("{fact_id}", fact_id)
+        assert not re.search(r"{\w+}", path), f"no sample value for a parameter of {route.path}"
+        found += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
+    return found
+
+
+def change_routes(app: FastAPI, *, scope: str, fact_id: str = "f1") -> list[str]:
+    """Every POST route that changes something (all but the login form)."""
+    return [
+        path
+        for method, path in routes(app, scope=scope, fact_id=fact_id)
+        if method == "POST" and path not in PUBLIC
+    ]
