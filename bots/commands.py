@@ -81,6 +81,11 @@ def _usage(problem: str) -> UsageError:
     return UsageError(f"{problem}\n\nUsage:\n{USAGE}")
 
 
+def _quote(text: str, limit: int = 80) -> str:
+    """User input echoed in an answer, cut so that a huge argument leaves it readable."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def parse_command(text: str) -> Command:
     """Parse the words after ``/memory`` (the leading "/memory" or "memory" is optional)."""
     words = text.strip().split()
@@ -95,7 +100,7 @@ def parse_command(text: str) -> Command:
     if verb == "show":
         section = rest[0].lower() if rest else "overview"
         if section not in SHOW_SECTIONS or len(rest) > 1:
-            raise _usage(f"unknown section {rest_text!r} for /memory show")
+            raise _usage(f"unknown section {_quote(rest_text)} for /memory show")
         return Command("show", arg=section)
     if verb == "forget":
         if not rest:
@@ -130,7 +135,7 @@ def parse_command(text: str) -> Command:
         if key == "language" and value.lower() not in LANGUAGE_SETTINGS:
             raise _usage(f"language must be one of {', '.join(LANGUAGE_SETTINGS)}")
         return Command("config", key=key, arg=value if key == "timezone" else value.lower())
-    raise _usage(f"unknown /memory command {verb!r}")
+    raise _usage(f"unknown /memory command {_quote(verb)}")
 
 
 def _action_name(command: Command) -> str:
@@ -186,8 +191,8 @@ async def execute(
             if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide
                 target, fact_id = user_scope(scope, actor.user_id) or scope, fact_id[3:]
             if await admin.forget_fact(target, fact_id):
-                return CommandResult(title=p.say("forgot_fact", id=command.arg))
-            return CommandResult(title=p.say("no_such_fact", id=command.arg), ok=False)
+                return CommandResult(title=p.say("forgot_fact", id=command.arg[:80]))
+            return CommandResult(title=p.say("no_such_fact", id=command.arg[:80]), ok=False)
         case "remember":
             fact = await admin.remember(scope, command.arg, by=actor.name)
             return CommandResult(title=p.say("remembered", id=fact.id, text=fact.text))

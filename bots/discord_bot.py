@@ -27,7 +27,12 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from redis.exceptions import RedisError
 
-from bots.discord_commands import MemoryCommands, memory_group, sync_command_tree
+from bots.discord_commands import (
+    MemoryCommands,
+    answer_command_error,
+    memory_group,
+    sync_command_tree,
+)
 from bots.discord_events import CONVERSATION_TYPES, Place, incoming_message, is_allowed, place_of
 from bots.discord_replies import ChannelProblems, Draft, can_send, keep_typing, send_reply
 from config.settings import DiscordSettings
@@ -70,6 +75,7 @@ class MemoryBot(discord.AutoShardedClient):
         self.memory_commands = MemoryCommands(core)
         self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
         self.tree.add_command(memory_group(self.memory_commands))
+        self.tree.error(answer_command_error)
 
     # -- messages ------------------------------------------------------------------------
     async def on_message(self, message: discord.Message) -> None:

@@ -167,7 +167,9 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
     @forget.command(name="all", description="Forget everything in this channel (admins)")
     @app_commands.describe(confirm="Skip the confirmation buttons")
     async def forget_all(interaction: discord.Interaction, confirm: bool = False) -> None:
-        await runner.run(interaction, Command("forget_all", confirmed=confirm))
+        # Only the boolean true skips the buttons: discord.py passes option values through
+        # unchecked, and a stray "false" must not delete the channel's memory.
+        await runner.run(interaction, Command("forget_all", confirmed=confirm is True))
 
     @forget.command(name="me", description="Forget your messages and facts about you")
     async def forget_me(interaction: discord.Interaction) -> None:
@@ -216,6 +218,25 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
         await runner.run(interaction, Command("config", key="language", arg=value))
 
     return memory
+
+
+async def answer_command_error(
+    interaction: discord.Interaction, error: app_commands.AppCommandError
+) -> None:
+    """The command tree's error handler: a /memory invocation that could not run (a
+    subcommand or options this bot does not know, when Discord's copy of the commands is
+    out of date or a client sends garbage, or a bug) gets a private answer instead of
+    Discord's "This interaction failed"."""
+    if isinstance(error, app_commands.CommandInvokeError):
+        log.error("/memory failed: %s", error.original, exc_info=error.original)
+    else:
+        log.warning("/memory could not be run: %s", error)
+    try:
+        await send_ephemeral(
+            interaction, content=texts_for(interaction_language(interaction))["failed"]
+        )
+    except discord.HTTPException as exc:
+        log.warning("could not answer a /memory that failed: %s %s", exc.status, exc.code)
 
 
 async def sync_command_tree(tree: app_commands.CommandTree, guild_ids: list[int]) -> None:

@@ -157,6 +157,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "not_here": "Memory is not enabled in this channel.",
         "too_big": "The export is larger than Discord allows here; use "
         "`memorybot memory export --scope {scope}` on the server.",
+        "failed": "That /memory command could not be run. Try `/memory show`; "
+        "if this keeps happening, an admin can re-register the commands "
+        "(`memorybot run --sync-commands`).",
     },
     "ja": {
         "confirm": "削除する",
@@ -167,6 +170,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "not_here": "このチャンネルではメモリーが有効になっていません。",
         "too_big": "エクスポートが Discord の上限を超えています。サーバーで "
         "`memorybot memory export --scope {scope}` を使ってください。",
+        "failed": "この /memory コマンドは実行できませんでした。`/memory show` をお試しください。"
+        "繰り返し起きる場合は、管理者がコマンドを再登録できます"
+        "（`memorybot run --sync-commands`）。",
     },
 }
 

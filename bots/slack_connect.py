@@ -3,7 +3,9 @@ the HTTP server. Every failure a person can fix is a ConfigError naming the vari
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +26,8 @@ from config.settings import SlackSettings
 from memory_core.errors import ConfigError
 
 EVENTS_PATH = "/slack/events"  # events, slash commands and interactivity alike
+log = logging.getLogger(__name__)
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def error_code(exc: Exception) -> str:
@@ -153,10 +157,44 @@ async def connect_socket(app: AsyncApp, app_token: str) -> AsyncSocketModeHandle
     return handler
 
 
+@web.middleware
+async def _refuse_malformed(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Bolt reads a request's body assuming Slack's shapes (its "user" a string or an
+    object, ...) before any listener runs; a body it chokes on is answered 400, with one
+    log line, instead of escaping into the server as a 500 with a traceback."""
+    try:
+        response = await handler(request)
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as exc:
+        log.warning("Slack: refused a malformed request (%s)", type(exc).__name__)
+        return web.Response(status=400, text="malformed request")
+    # Bolt answers 500 when its own middleware chokes on a signed event_callback whose
+    # "event" is not an object; a 500 asks Slack to retry what can never succeed.
+    if response.status == 500 and await _event_is_not_an_object(request):
+        log.warning("Slack: refused an event_callback whose event is not an object")
+        return web.Response(status=400, text="malformed request")
+    return response
+
+
+async def _event_is_not_an_object(request: web.Request) -> bool:
+    if request.content_type != "application/json":
+        return False
+    try:
+        payload = json.loads(await request.read())  # aiohttp keeps the body: Bolt read it
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(payload, dict)
+        and payload.get("type") == "event_callback"
+        and not isinstance(payload.get("event"), dict)
+    )
+
+
 @asynccontextmanager
 async def serve_http(app: AsyncApp, *, host: str, port: int) -> AsyncIterator[str]:
     """Bolt's aiohttp app on host:port (port 0: any free port). Yields the events URL."""
-    runner = web.AppRunner(app.web_app(path=EVENTS_PATH, port=port), access_log=None)
+    web_app = app.web_app(path=EVENTS_PATH, port=port)
+    web_app.middlewares.append(_refuse_malformed)
+    runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

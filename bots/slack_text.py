@@ -17,6 +17,10 @@ from typing import Any
 # changes, bot_message...) is not conversation and is ignored.
 HUMAN_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message"})
 
+# What Slack's ids and timestamps look like. Anything else did not come from Slack and must
+# not name a scope or a Redis key (a channel "C1:C2" would read as a thread of C1).
+_SLACK_ID = re.compile(r"[A-Z0-9]{1,40}")
+_SLACK_TS = re.compile(r"\d{1,12}\.\d{1,9}")
 _MARKUP = re.compile(r"<([^<>\n]+)>")
 _USER_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -92,13 +96,21 @@ class Deletion:
     ts: str  # the deleted message's ts: the platform_id it was stored with
 
 
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) and _SLACK_ID.fullmatch(value) is not None
+
+
+def _is_ts(value: object) -> bool:
+    return isinstance(value, str) and _SLACK_TS.fullmatch(value) is not None
+
+
 def parse_message(
     event: Mapping[str, Any], *, team_id: str, bot_user_id: str
 ) -> SlackMessage | None:
     """A ``message`` or ``app_mention`` event -> the message to remember, or None to ignore
     it (bots, the bot itself, edits, joins and other non-conversation subtypes)."""
     subtype = event.get("subtype")
-    if subtype is not None and subtype not in HUMAN_SUBTYPES:
+    if subtype is not None and (not isinstance(subtype, str) or subtype not in HUMAN_SUBTYPES):
         return None
     if event.get("bot_id") or event.get("bot_profile"):
         return None
@@ -107,8 +119,12 @@ def parse_message(
         return None
     if not (user and channel and ts) or user == bot_user_id:
         return None
-    text = str(event.get("text") or "")
     thread_ts = event.get("thread_ts")
+    if not (_is_id(team_id) and _is_id(channel) and _is_id(user) and _is_ts(ts)):
+        return None
+    if thread_ts and not _is_ts(thread_ts):
+        return None
+    text = str(event.get("text") or "")
     return SlackMessage(
         team_id=team_id,
         channel_id=channel,
@@ -131,7 +147,11 @@ def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None
     deleted_ts = event.get("deleted_ts") or previous.get("ts")
     if not isinstance(channel, str) or not isinstance(deleted_ts, str) or not deleted_ts:
         return None
+    if not (_is_id(team_id) and _is_id(channel) and _is_ts(deleted_ts)):
+        return None
     thread_ts = previous.get("thread_ts") or event.get("thread_ts")
+    if thread_ts and not _is_ts(thread_ts):
+        return None
     scope, _ = message_scope(
         team_id, channel, deleted_ts, thread_ts if isinstance(thread_ts, str) else None
     )

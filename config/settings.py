@@ -13,6 +13,7 @@ environment variables, the well-known variables (``REDIS_URL``, ``OPENAI_API_KEY
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 ENV_PREFIX = "MEMORYBOT_"
 ENV_DELIMITER = "__"
@@ -155,7 +157,7 @@ class MemorySettings(_Section):
     def _known_timezone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: "Asia", too long
             raise ValueError(
                 f"unknown timezone {value!r} (use an IANA name such as Asia/Tokyo)"
             ) from exc
@@ -287,17 +289,26 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: not UTF-8 at byte {exc.start}") from exc
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting too deep
+        raise SettingsError(f"{path}: not valid TOML: {type(exc).__name__}") from exc
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read the settings file: {exc.strerror}") from exc
 
 
 def _describe(error: Mapping[str, Any], from_file: Path | None) -> str:
     loc = [str(part) for part in error.get("loc", ())]
-    where = ".".join(loc) or "(settings)"
+    where = ".".join(part or '""' for part in loc) or "(settings)"
     hint = ""
     if len(loc) >= 2:
         hint = f" (env {env_name_for(loc[0], loc[1])}"
         hint += f" or [{loc[0]}] {loc[1]} in {from_file})" if from_file else ")"
+    elif loc:  # a whole section, or an unknown top-level key of the file
+        known = loc[0] in Settings.model_fields
+        places = [f"env {ENV_PREFIX}{loc[0].upper()}"] if known else []
+        places += [f"in {from_file}"] if from_file else []
+        hint = f" ({' or '.join(places)})" if places else ""
     msg = str(error.get("msg", "invalid"))
     if error.get("type") == "extra_forbidden":
         msg = "unknown setting"
@@ -342,6 +353,21 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as exc:
         lines = [_describe(err, path) for err in exc.errors()]
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from exc
+    except (PydanticSettingsError, RecursionError) as exc:
+        raise SettingsError(_env_problem(exc)) from exc
+
+
+def _env_problem(exc: Exception) -> str:
+    """pydantic-settings could not decode a list or table given as JSON in the environment."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    prefix = f"{ENV_PREFIX}{found.group(1).upper()}" if found else ENV_PREFIX
+    suspects = sorted(name for name in os.environ if name.startswith(prefix))
+    cause = exc.__cause__ if isinstance(exc, PydanticSettingsError) else exc
+    return (
+        f"invalid settings: {', '.join(suspects) or prefix + '*'}: not valid JSON "
+        f"({type(cause).__name__}); lists and tables from the environment must be JSON, "
+        "e.g. [1, 2]"
+    )
 
 
 class _DictSource(PydanticBaseSettingsSource):

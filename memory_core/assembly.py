@@ -117,7 +117,8 @@ class PromptAssembler:
 
         # 1. Fixed cost: the system message (header only for now) and the new message.
         fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
-        if fixed > budget // 2:  # a tiny budget: the header must give way too
+        rules_whole = fixed <= budget // 2
+        if not rules_whole:  # a tiny budget: the header must give way too
             header = self.counter.truncate(
                 header, budget // 2 - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
             )
@@ -128,8 +129,10 @@ class PromptAssembler:
         new_content = self.counter.truncate(new_line, new_cap)
         remaining = budget - fixed - count(new_content)
 
-        # 2. Memory: at most half of what is left, by priority.
-        memory_parts, sections = self._memory(prompts, data, remaining // 2)
+        # 2. Memory: at most half of what is left, by priority; none unless the whole of the
+        # rules that say memory is data comes before it.
+        memory_room = remaining // 2 if rules_whole else 0
+        memory_parts, sections = self._memory(prompts, data, memory_room)
         remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
 
         # 3. The working window (newest verbatim messages) and recalled messages share what
@@ -140,7 +143,8 @@ class PromptAssembler:
         window, window_ids, used = self._window(
             data, today, min(s.window_tokens, remaining - recall_cap)
         )
-        recall_text, recall_cost = self._recall(prompts, data, remaining - used, exclude=window_ids)
+        recall_room = remaining - used if rules_whole else 0
+        recall_text, recall_cost = self._recall(prompts, data, recall_room, exclude=window_ids)
         if recall_text:
             memory_parts.append(recall_text)
             sections["recall"] = recall_cost

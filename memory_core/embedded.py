@@ -535,7 +535,9 @@ class EmbeddedStore:
     def __init__(self, path: Path, server: fakeredis.FakeServer, lock_fd: int) -> None:
         """Use :meth:`open`; this constructor neither locks nor loads anything."""
         self.path = path
-        self.client = fakeredis.FakeAsyncRedis(server=server, decode_responses=True)
+        self.client = fakeredis.FakeAsyncRedis(
+            server=server, decode_responses=True, encoding_errors="replace"
+        )
         # A second client on the same server that reads and writes bytes: the snapshot must
         # handle values that are not UTF-8, which the decoding client cannot even read.
         self._raw: redis.asyncio.Redis = fakeredis.FakeAsyncRedis(server=server)

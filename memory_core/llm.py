@@ -132,6 +132,14 @@ class OfflineLLM:
         return None
 
 
+def _sendable(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """The messages as JSON can carry them: lone surrogates (a "\\ud800" escape in a
+    platform's JSON) are not UTF-8 and would fail the request, so they become "?"."""
+    return [
+        {k: v.encode("utf-8", "replace").decode("utf-8") for k, v in m.items()} for m in messages
+    ]
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
     headers = exc.response.headers
     for name in ("retry-after-ms", "retry-after"):
@@ -199,7 +207,7 @@ class OpenAICompatLLM:
                 try:
                     response = await self._client.embeddings.create(
                         model=model,
-                        input=list(texts),
+                        input=[t.encode("utf-8", "replace").decode("utf-8") for t in texts],
                         extra_headers={PURPOSE_HEADER: "embed"},
                     )
                 except openai.OpenAIError as exc:
@@ -305,7 +313,7 @@ class OpenAICompatLLM:
             try:
                 # The SDK's overloads want TypedDict messages; ours are plain mappings.
                 create: Any = self._client.chat.completions.create
-                response = await create(messages=[dict(m) for m in messages], **kwargs)
+                response = await create(messages=_sendable(messages), **kwargs)
             except openai.OpenAIError as exc:
                 raise self._translate(exc, model) from exc
         choices = getattr(response, "choices", None) or []
@@ -340,7 +348,7 @@ class OpenAICompatLLM:
         async with self._gate:
             try:
                 create: Any = self._client.chat.completions.create
-                response = await create(messages=[dict(m) for m in messages], stream=True, **kwargs)
+                response = await create(messages=_sendable(messages), stream=True, **kwargs)
                 async for chunk in response:
                     choices = getattr(chunk, "choices", None) or []
                     delta = choices[0].delta.content if choices and choices[0].delta else None

@@ -46,6 +46,8 @@ def parse_line(line_no: int, raw: str) -> ReplayLine:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ReplayLineError(line_no, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting too deep
+        raise ReplayLineError(line_no, f"not valid JSON ({type(exc).__name__})") from exc
     if not isinstance(data, dict):
         raise ReplayLineError(line_no, 'expected a JSON object like {"ts": ..., "user": ...}')
     unknown = set(data) - {"ts", "user", "text", "role", "scope"}

@@ -39,7 +39,9 @@ end
 local ms = tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', st, 'last_ms') or '0')
 if ms < last then ms = last end
-local id = redis.call('XADD', KEYS[1], ms .. '-*', 'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4],
+-- %d: Lua would write a time past year 5138 (15+ digits) as 2.5e+14, not a stream id.
+local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', 'r', ARGV[2],
+  'a', ARGV[3], 'u', ARGV[4],
   't', ARGV[5], 'ts', ARGV[1], 'p', ARGV[6], 'k', ARGV[7])
 redis.call('HSET', st, 'last_ms', ms)
 redis.call('HSETNX', st, 'day', ARGV[8])

@@ -18,8 +18,11 @@ from memory_core.scripts import load_scripts
 
 
 def mask_url(url: str) -> str:
-    """Hide the password in a Redis URL (redis://user:secret@host -> redis://user:***@host)."""
-    return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
+    """Hide the password in a Redis URL (redis://user:secret@host -> redis://user:***@host),
+    also one holding "@" (masked up to the last "@" of the host part) or given in the query
+    (?password=secret)."""
+    masked = re.sub(r"(//[^:/@]*:)[^/?#]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&#\s]*", r"\1***", masked, flags=re.I)
 
 
 @dataclass
@@ -58,6 +61,9 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
     masked = mask_url(url)
     options: dict[str, Any] = {
         "decode_responses": True,
+        # Lone surrogates (a JSON "\ud800" escape from a platform or a file) are not UTF-8:
+        # stored as "?" rather than failing the write.
+        "encoding_errors": "replace",
         "socket_connect_timeout": settings.connect_timeout_s,
         "socket_timeout": max(settings.connect_timeout_s, 10.0),
     }
@@ -69,7 +75,7 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
             client = Redis.from_url(url, health_check_interval=30, **options)
         await client.ping()
         await load_scripts(client)
-    except (RedisError, OSError, ValueError) as exc:
+    except (RedisError, OSError, ValueError, TypeError) as exc:  # TypeError: ?unknown=1
         reason = (str(exc) or type(exc).__name__).rstrip(".")
         if client is not None:
             await client.aclose()

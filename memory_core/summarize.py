@@ -23,15 +23,20 @@ from memory_core.llm import LLM, ChatMessage
 from memory_core.models import FACT_KINDS, DaySummary, Fact, LogEntry
 from memory_core.tokens import TokenCounter
 
-_FENCE_CLOSE = re.compile(r"</", re.I)
+# "</" anywhere, and the opening tags config/prompts/*.toml wrap untrusted text in: their
+# "<" gets a backslash. (Other markup, "<b>", "<img ...>", stays as it was written.)
+_FENCE_TAG = re.compile(
+    r"<(?=/|(?:memory|messages|previous|known_facts|days|long|week)\b)", re.IGNORECASE
+)
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _FACT_ID = re.compile(r"^[fp]\d{1,9}$")  # f: the channel's facts; p: people's (aliases)
 
 
 def fence(text: str) -> str:
-    """Keep untrusted text inside its tags: it cannot close a tag such as </messages>."""
-    return _FENCE_CLOSE.sub("<\\/", text)
+    """Keep untrusted text inside its tags: it can neither close a tag such as </messages>
+    nor open one of ours such as <memory> (which would make a second block look real)."""
+    return _FENCE_TAG.sub("<\\\\", text)
 
 
 def render_entry(entry: LogEntry, tz: str, *, with_date: bool = True) -> str:

@@ -311,9 +311,7 @@ async def test_retention_trims_only_summarised_messages(
 
 async def test_retention_reaches_scopes_that_went_quiet(make_core: CoreFactory) -> None:
     clock = ManualClock(START)
-    core = await make_core(
-        clock=clock, offline=True, memory={**NO_COMPACTION, "retention_days": 3}
-    )
+    core = await make_core(clock=clock, offline=True, memory={**NO_COMPACTION, "retention_days": 3})
     await _day_of_messages(core, clock, ["console:quiet"], 0)
     clock.set(START + timedelta(days=1, hours=1))
     await core.scheduler.sweep()  # the day is closed; the scope goes quiet
