@@ -228,29 +228,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         "## 5. Redis memory",
         "",
-        _table(
-            [
-                "simulated days",
-                "messages sent",
-                "kept (retention 30 days)",
-                "bytes / kept message",
-                "busy scope bytes",
-                "idle scope bytes",
-            ],
-            [
-                [
-                    results["redis_memory"][k]
-                    for k in (
-                        "days",
-                        "messages_sent",
-                        "messages_kept",
-                        "bytes_per_kept_message",
-                        "busy_scope_bytes",
-                        "idle_scope_bytes",
-                    )
-                ]
-            ],
-        ),
+        _redis_memory_table(results["redis_memory"]),
         "",
         "## 6. Recall latency",
         "",
@@ -272,3 +250,27 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
+
+
+def _redis_memory_table(rm: dict[str, Any]) -> str:
+    if "skipped" in rm:
+        return f"Not measured: {rm['skipped']}."
+    keys = (
+        "days",
+        "messages_sent",
+        "messages_kept",
+        "bytes_per_kept_message",
+        "busy_scope_bytes",
+        "idle_scope_bytes",
+    )
+    return _table(
+        [
+            "simulated days",
+            "messages sent",
+            "kept (retention 30 days)",
+            "bytes / kept message",
+            "busy scope bytes",
+            "idle scope bytes",
+        ],
+        [[rm[k] for k in keys]],
+    )

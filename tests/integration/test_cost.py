@@ -1,5 +1,5 @@
 """What memory costs in LLM calls: a 1,000-message replay with replies off makes at most 50
-compaction calls plus at most 3 calls per rolled-over day."""
+compaction calls plus at most 3 calls per rolled-over day; an answered message costs one call."""
 
 from __future__ import annotations
 
@@ -65,3 +65,32 @@ async def test_summary_prompts_do_not_grow_with_history(
     limit = core.settings.memory.compact_max_input_tokens * 6 + 8000  # chars, generous
     assert max(sizes) < limit
     assert max(sizes[len(sizes) // 2 :]) < 2 * max(sizes[: len(sizes) // 2])
+
+
+async def test_one_model_call_per_answered_message(
+    make_core: CoreFactory, fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    """200 answered messages in one day: exactly one reply call each, and summaries in the
+    background at most once per compaction batch (never per message)."""
+    path = tmp_path / "chat.jsonl"
+    write_transcript(path, messages=200, days=1)
+    clock = ManualClock(START)
+    core = await make_core(clock=clock)
+    report = await replay(
+        core.pipeline, clock, read_lines(path), default_scope="console:replay", reply=True
+    )
+    await core.pipeline.drain()
+    assert report.stored == 200
+    assert fake_llm.count("reply") == 200
+    # The log holds the 200 messages and the 200 answers; one compaction folds at least
+    # compact_min_messages of them, and a day that rolls over (the replay crosses midnight)
+    # costs one compaction of its rest and one tier refresh.
+    logged = await core.repo.log_length("console:replay")
+    rolled = sum(r.days_closed for r in core.pipeline.reports)
+    assert logged == 400 and rolled <= 1
+    batch = core.settings.memory.compact_min_messages
+    compact = fake_llm.count("compact")
+    assert 0 < compact <= logged // batch + rolled, compact
+    assert fake_llm.count("refresh") <= rolled
+    others = fake_llm.count() - fake_llm.count("reply", "compact", "refresh", "embed")
+    assert others == 0, sorted({r.purpose for r in fake_llm.requests})
