@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from redis.exceptions import RedisError
@@ -81,6 +82,7 @@ def create_app(core: Core) -> FastAPI:
     app.add_api_route("/metrics", metrics, methods=["GET"])
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(InputError, _input_error)
+    app.add_exception_handler(RequestValidationError, _form_error)
     app.add_exception_handler(StoreError, _store_error)
     app.add_exception_handler(RedisError, _store_error)
     return app
@@ -144,6 +146,17 @@ async def _input_error(request: Request, exc: Exception) -> Response:
     # The core's messages say what to fix; they are shown as they are (escaped).
     return render(
         request, "error.html", {"title": "That did not work", "detail": str(exc)}, status=400
+    )
+
+
+async def _form_error(request: Request, exc: Exception) -> Response:
+    # A form or query a page of ours never sends (a field missing, a value of the wrong
+    # type): say which field, as a page, not FastAPI's JSON.
+    assert isinstance(exc, RequestValidationError)
+    names = sorted({str(e.get("loc", ("", "?"))[-1]) for e in exc.errors()})
+    detail = f"The form could not be read (check: {', '.join(names)}); reload the page."
+    return render(
+        request, "error.html", {"title": "That did not work", "detail": detail}, status=400
     )
 
 
