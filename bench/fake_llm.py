@@ -118,7 +118,7 @@ class FakeOpenAI:
         return f"http://{self.host}:{self.port}/v1"
 
     async def start(self) -> FakeOpenAI:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # full history grows past 1 MB
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/embeddings", self._embeddings)

@@ -191,6 +191,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             ],
         ),
         "",
+        *_over_context(results["prompt_growth"]),
         f"![Prompt growth]({plots['growth']})",
         "",
         "## 4. Rollover",
@@ -274,3 +275,16 @@ def _redis_memory_table(rm: dict[str, Any]) -> str:
         ],
         [[rm[k] for k in keys]],
     )
+
+
+CONTEXT_WINDOW = 128_000  # tokens of gpt-4o-class models
+
+
+def _over_context(growth: list[dict[str, Any]]) -> list[str]:
+    """A sentence for each memory whose prompt no 128k-context model would take."""
+    over = [r for r in growth if r["prompt_tokens"] > CONTEXT_WINDOW]
+    return [
+        f"At {r['history']:,} messages the {r['memory']} prompt ({r['prompt_tokens']:,} tokens) "
+        f"is past a {CONTEXT_WINDOW:,}-token context window: a real model would refuse it.\n"
+        for r in over
+    ]
