@@ -68,6 +68,13 @@ class StoreSettings(_Section):
     cluster: bool = False
     snapshot_interval_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
+    max_connections: int = Field(
+        default=128,
+        ge=2,
+        le=10_000,
+        description="Redis connections per process; past it, a command waits for a free one "
+        "(redis-py's default pool fails at once with 'Too many connections').",
+    )
     outage_buffer: int = Field(
         default=10_000,
         ge=0,

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
@@ -70,9 +70,19 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
     client: Any = None
     try:
         if settings.cluster:
-            client = RedisCluster.from_url(url, **options)
+            client = RedisCluster.from_url(url, max_connections=settings.max_connections, **options)
         else:
-            client = Redis.from_url(url, health_check_interval=30, **options)
+            # A blocking pool: under a burst (a rollover at high concurrency, a flood of
+            # messages) a command waits for a connection rather than failing.
+            pool = BlockingConnectionPool.from_url(
+                url,
+                max_connections=settings.max_connections,
+                timeout=max(settings.connect_timeout_s, 10.0),
+                health_check_interval=30,
+                **options,
+            )
+            client = Redis(connection_pool=pool)
+            client.auto_close_connection_pool = True  # aclose() closes the pool too
         await client.ping()
         await load_scripts(client)
     except (RedisError, OSError, ValueError, TypeError) as exc:  # TypeError: ?unknown=1
