@@ -66,16 +66,14 @@ def dashboard(
 
 
 async def _serve(s: Settings) -> None:
-    from dashboard.server import DashboardServer
+    from dashboard.server import serve_dashboard
     from memory_core.bootstrap import build_core
 
     core = await build_core(s)
     try:
-        server = DashboardServer(core)
         for line in core.describe():
             print(line, file=sys.stderr)
-        print(f"Dashboard: {server.url}/ (log in with DASHBOARD_TOKEN)", file=sys.stderr)
-        task = asyncio.create_task(server.run())
+        task = asyncio.create_task(serve_dashboard(core))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

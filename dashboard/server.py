@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import uvicorn
@@ -97,7 +98,9 @@ class DashboardServer:
 async def serve_dashboard(core: Core) -> None:
     """Serve the dashboard on settings.dashboard.host/port in the current event loop until
     cancelled. Raises ConfigError when DASHBOARD_TOKEN is unset or the port is taken."""
-    await DashboardServer(core).run()
+    server = DashboardServer(core)  # the socket is bound here: the URL is known
+    print(f"Dashboard: {server.url}/ (log in with DASHBOARD_TOKEN)", file=sys.stderr)
+    await server.run()
 
 
 @contextlib.asynccontextmanager

@@ -348,22 +348,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-# `memorybot dashboard`, as installed. bots/cli.py registers the command; until it does,
-# this wrapper adds it the same way (register(app)), never twice.
-CLI = (
-    "from bots.cli import app\n"
-    "from bots.cli_dashboard import register\n"
-    "if not any(c.name == 'dashboard' for c in app.registered_commands):\n"
-    "    register(app)\n"
-    "app(prog_name='memorybot')\n"
-)
-
-
 async def memorybot(tmp: Path, *args: str, **env: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        CLI,
+        "-m",
+        "bots.cli",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -393,10 +382,25 @@ async def test_cli_refuses_to_start_without_a_token(tmp_path: Path, clean_redis:
     assert proc.returncode == 2 and "cannot listen" in err.decode()
 
 
-async def test_cli_serves_until_sigterm(tmp_path: Path, clean_redis: str) -> None:
+async def test_run_dashboard_refuses_to_start_without_a_token(
+    tmp_path: Path, clean_redis: str
+) -> None:
+    proc = await memorybot(tmp_path, "run", "--dashboard", REDIS_URL=clean_redis)
+    _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 2, err.decode()
+    assert "DASHBOARD_TOKEN" in err.decode() and "Traceback" not in err.decode()
+
+
+@pytest.mark.parametrize("command", ["dashboard", "run --dashboard"])
+async def test_cli_serves_until_sigterm(tmp_path: Path, clean_redis: str, command: str) -> None:
+    """``memorybot dashboard`` on its own, and inside ``memorybot run --dashboard``."""
     port = free_port()
     proc = await memorybot(
-        tmp_path, "dashboard", "--port", str(port), REDIS_URL=clean_redis, DASHBOARD_TOKEN=TOKEN
+        tmp_path,
+        *command.split(),
+        REDIS_URL=clean_redis,
+        DASHBOARD_TOKEN=TOKEN,
+        MEMORYBOT_DASHBOARD__PORT=str(port),
     )
     try:
         async with client() as http:
