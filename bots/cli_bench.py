@@ -22,6 +22,7 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("recall")(recall)
     bench_app.command("load")(load)
     bench_app.command("all")(all_benchmarks)
+    bench_app.command("report")(report)
 
 
 def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[str, Any]:
@@ -196,3 +197,24 @@ def all_benchmarks(
         s, quick=quick, out=out_file, log=lambda line: err.print(line, markup=False)
     )
     _say(f"Wrote {out_file} in {result['seconds']} s.")
+
+
+def report(
+    source: Annotated[
+        Path, typer.Option("--from", help="A run's saved figures (written next to its report).")
+    ] = Path("docs/benchmarks.json"),
+    out_file: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path(
+        "docs/benchmarks.md"
+    ),
+) -> None:
+    """Write the report (and its plots) again from a run's saved figures, measuring nothing."""
+    from bots.cli import fail
+
+    _bench_extra()
+    from bench.report import write_from_json
+
+    try:
+        write_from_json(source, out_file)
+    except (OSError, ValueError, KeyError) as exc:
+        raise fail(f"cannot write the report from {source}: {exc!r}", 1) from exc
+    _say(f"Wrote {out_file} from {source}.")

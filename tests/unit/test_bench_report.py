@@ -1,0 +1,35 @@
+"""The benchmark report is written from a run's saved figures: docs/benchmarks.json gives
+back docs/benchmarks.md, and what a reader must be told (a prompt past any context window,
+a load rate that was not held, a section that needs Redis) is said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.report import write_from_json, write_report
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_published_report_is_what_its_figures_give(tmp_path: Path) -> None:
+    out = tmp_path / "benchmarks.md"
+    write_from_json(DOCS / "benchmarks.json", out)
+    assert out.read_text(encoding="utf-8") == (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    assert (tmp_path / "img" / "bench-llm-cost.png").stat().st_size > 10_000
+
+
+def test_shortfalls_are_said(tmp_path: Path) -> None:
+    results = json.loads((DOCS / "benchmarks.json").read_text(encoding="utf-8"))
+    results["load"].update(rate_per_s=200, achieved_rate_per_s=120.0, elapsed_s=1000.0)
+    results["redis_memory"] = {"skipped": "needs a real Redis: run with REDIS_URL set"}
+    big = {"memory": "full history", "history": 20000, "prompt_tokens": 590_000}
+    results["prompt_growth"].append(big)
+    write_report(results, tmp_path / "b.md")
+    text = (tmp_path / "b.md").read_text(encoding="utf-8")
+    assert "The offered 200 messages/s was not held" in text and "over 1000.0 s" in text
+    assert "Not measured: needs a real Redis" in text
+    assert "590,000 tokens) is past a 128,000-token context window" in text
+    results["load"].update(achieved_rate_per_s=199.0)
+    write_report(results, tmp_path / "c.md")
+    assert "was not held" not in (tmp_path / "c.md").read_text(encoding="utf-8")
