@@ -1,10 +1,15 @@
-"""Test helpers that read Redis directly, to check what is really stored."""
+"""Test helpers that read Redis directly, to check what is really stored, and that run
+``memorybot`` as a user does."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import random
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from memory_core.bootstrap import Core
@@ -88,3 +93,27 @@ async def feed(
             await core.pipeline.ingest(msg)
         count += 1
     return count
+
+
+async def spawn_memorybot(
+    home: Path, *args: str, env: Mapping[str, str] | None = None
+) -> asyncio.subprocess.Process:
+    """``memorybot ARGS`` in its own process, run from ``home`` with HOME and the data
+    directory there; of this environment only PATH goes in (no MEMORYBOT_* or keys leak in)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bots.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=home,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "XDG_DATA_HOME": str(home / "data"),
+            "PYTHONIOENCODING": "utf-8",
+            **(env or {}),
+        },
+    )

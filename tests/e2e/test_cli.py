@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +14,7 @@ import redis
 
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import spawn_memorybot
 
 
 @dataclass
@@ -28,25 +27,9 @@ class Run:
 class CLI:
     def __init__(self, home: Path) -> None:
         self.home = home
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "XDG_DATA_HOME": str(home / "data"),
-            "PYTHONIOENCODING": "utf-8",
-        }
 
     async def __call__(self, *args: str, stdin: str = "", **env: str) -> Run:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bots.cli",
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=self.home,
-            env={**self.env, **env},
-        )
+        proc = await spawn_memorybot(self.home, *args, env=env)
         out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
         assert proc.returncode is not None
         return Run(proc.returncode, out.decode(), err.decode())

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -34,6 +32,7 @@ from memory_core.store import mask_url, open_store
 from tests.conftest import START, RedisServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import serve_web_app
+from tests.helpers import spawn_memorybot
 
 TAG = uuid.uuid4().hex[:10]
 PASSWORD = f"S3cretPw{TAG}"
@@ -308,23 +307,7 @@ class Run:
 
 
 async def cli(home: Path, *args: str, env: Mapping[str, str], stdin: str = "") -> Run:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bots.cli",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=home,
-        env={
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "XDG_DATA_HOME": str(home / "data"),
-            "PYTHONIOENCODING": "utf-8",
-            **env,
-        },
-    )
+    proc = await spawn_memorybot(home, *args, env=env)
     out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
     assert proc.returncode is not None
     return Run(args, proc.returncode, out.decode(), err.decode())

@@ -5,11 +5,9 @@ large index, and how ``memorybot dashboard`` starts and refuses to start."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from memory_core.models import Fact, IncomingMessage
 from tests.browser.support import TOKEN, change_routes, routes
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import spawn_memorybot
 
 SCOPE = "discord:10:20"
 MARKER = "Quokka-5512"  # appears only in the scope's memory
@@ -349,22 +348,7 @@ def free_port() -> int:
 
 
 async def memorybot(tmp: Path, *args: str, **env: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bots.cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=tmp,
-        env={
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp),
-            "XDG_DATA_HOME": str(tmp / "data"),
-            "PYTHONIOENCODING": "utf-8",
-            **env,
-        },
-    )
+    return await spawn_memorybot(tmp, *args, env=env)
 
 
 async def test_cli_refuses_to_start_without_a_token(tmp_path: Path, clean_redis: str) -> None:

@@ -261,8 +261,11 @@ async def test_rpm_limit_holds_across_processes(
     elapsed = time.monotonic() - started
     times = sorted(r.at for r in fake_llm.of("reply"))
     assert len(times) == 12
+    # The limit holds where requests are admitted; at the provider each arrives up to a
+    # transit time later (more on a busy machine), so a window shortened by that slack.
+    slack = 0.25
     for i, t in enumerate(times):
-        in_window = [x for x in times[i:] if x < t + window - 0.01]
+        in_window = [x for x in times[i:] if x < t + window - slack]
         assert len(in_window) <= limit, f"{len(in_window)} requests within {window}s"
     assert elapsed >= 2 * window * 0.9  # 12 requests at 4 per window need 3 windows
 
