@@ -254,9 +254,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
-    out.with_suffix(".json").write_text(
-        json.dumps(results, indent=1) + "\n", encoding="utf-8"
-    )
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 def _load_shortfall(load: dict[str, Any]) -> list[str]:
