@@ -44,20 +44,38 @@ async def load_run(
     seconds: int = 600,
     reply_every: int = 20,
     llm_latency_ms: float = 400,
+    llm_concurrency: int = 16,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
+    """``rate`` messages a second for ``seconds`` over ``scopes`` scopes, every
+    ``reply_every``-th answered. The model's concurrency is raised from the default 4 to
+    ``llm_concurrency``: at 400 ms a call, 4 in flight answer 10 calls a second, fewer than
+    this load asks for (10 replies a second plus compaction), and replies would queue."""
     rng = random.Random(3)
     async with FakeOpenAI(delay=llm_latency_ms / 1000) as fake:
         core = await build_core(
             private_settings(
-                settings, llm={"base_url": fake.base_url, "api_key": None, "max_retries": 0}
+                settings,
+                llm={
+                    "base_url": fake.base_url,
+                    "api_key": None,
+                    "max_retries": 0,
+                    "concurrency": llm_concurrency,
+                },
             ),
             autosave=False,
         )
         latencies: list[float] = []
+        reply_ms: list[float] = []
         memory: list[tuple[float, float]] = []
         sent = replies = failed = 0
         pending: set[asyncio.Task[None]] = set()
+        calls = dict.fromkeys(("reply", "compact", "refresh"), 0)
+
+        def tally(into: dict[str, int]) -> None:
+            for purpose in into:
+                into[purpose] += fake.count(purpose)
+            fake.requests.clear()
 
         async def one(i: int) -> None:
             nonlocal replies, failed
@@ -78,6 +96,7 @@ async def load_run(
             if msg.direct and stored.stored:
                 reply = await core.pipeline.reply(msg, exclude_id=stored.id)
                 replies += reply.kind == "llm"
+                reply_ms.append((time.perf_counter() - t0) * 1000)
 
         started = time.perf_counter()
         try:
@@ -94,9 +113,13 @@ async def load_run(
                     if delay > 0:
                         await asyncio.sleep(delay)
                 if second % 5 == 0:
+                    # The fake model shares this process and keeps every request it saw:
+                    # count them and let them go, so RSS measures the bot, not the fake.
+                    tally(calls)
                     memory.append((round(time.perf_counter() - started, 1), round(rss_mb(), 1)))
                 if progress is not None:
                     progress(second + 1)
+            sending_s = time.perf_counter() - started
             await asyncio.gather(*pending)
             await core.pipeline.drain()
             elapsed = time.perf_counter() - started
@@ -107,14 +130,15 @@ async def load_run(
         finally:
             await core.discard()
         memory.append((round(time.perf_counter() - started, 1), round(rss_mb(), 1)))
-        calls = {p: fake.count(p) for p in ("reply", "compact", "refresh")}
+        tally(calls)
     half = len(memory) // 2
     return {
         "rate_per_s": rate,
         "scopes": scopes,
         "seconds": seconds,
         "elapsed_s": round(elapsed, 1),
-        "achieved_rate_per_s": round(sent / elapsed, 1),
+        "achieved_rate_per_s": round(sent / sending_s, 1),  # while sending
+        "drain_s": round(elapsed - sending_s, 1),  # answering and summarising what was left
         "sent": sent,
         "stored": user_stored,
         "lost": sent - user_stored - failed,
@@ -124,6 +148,9 @@ async def load_run(
         if latencies
         else None,
         "replies": replies,
+        "reply_p50_ms": _percentile(reply_ms, 0.5),
+        "reply_p99_ms": _percentile(reply_ms, 0.99),
+        "llm_concurrency": llm_concurrency,
         "llm_calls": calls,
         "llm_latency_ms": llm_latency_ms,
         "rss_mb_start": memory[0][1] if memory else None,
@@ -131,3 +158,10 @@ async def load_run(
         "rss_mb_end": memory[-1][1] if memory else None,
         "rss_samples": memory,
     }
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[int(q * (len(ordered) - 1))], 1)

@@ -173,7 +173,9 @@ def load(
         _say(
             f"{r['sent']} messages at {r['achieved_rate_per_s']}/s over {scopes} scopes: "
             f"{r['stored']} stored, {r['lost']} lost, {r['refused']} refused; ingest "
-            f"p50 {r['ingest_p50_ms']} ms, p99 {r['ingest_p99_ms']} ms; {r['replies']} replies; "
+            f"p50 {r['ingest_p50_ms']} ms, p99 {r['ingest_p99_ms']} ms; {r['replies']} replies "
+            f"(p50 {r['reply_p50_ms']} ms, p99 {r['reply_p99_ms']} ms), {r['drain_s']} s to "
+            "drain; "
             f"RSS {r['rss_mb_start']} -> {r['rss_mb_end']} MB"
         )
 

@@ -21,13 +21,13 @@ def test_the_published_report_is_what_its_figures_give(tmp_path: Path) -> None:
 
 def test_shortfalls_are_said(tmp_path: Path) -> None:
     results = json.loads((DOCS / "benchmarks.json").read_text(encoding="utf-8"))
-    results["load"].update(rate_per_s=200, achieved_rate_per_s=120.0, elapsed_s=1000.0)
+    results["load"].update(rate_per_s=200, achieved_rate_per_s=120.0)
     results["redis_memory"] = {"skipped": "needs a real Redis: run with REDIS_URL set"}
     big = {"memory": "full history", "history": 20000, "prompt_tokens": 590_000}
     results["prompt_growth"].append(big)
     write_report(results, tmp_path / "b.md")
     text = (tmp_path / "b.md").read_text(encoding="utf-8")
-    assert "The offered 200 messages/s was not held" in text and "over 1000.0 s" in text
+    assert "The offered 200 messages/s was not held: 120.0 messages/s were sent" in text
     assert "Not measured: needs a real Redis" in text
     assert "590,000 tokens) is past a 128,000-token context window" in text
     results["load"].update(achieved_rate_per_s=199.0)
