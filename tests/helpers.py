@@ -16,6 +16,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 async def scope_values(core: Core, scope: str) -> list[str]:
     """Every key name and value stored for ``scope``, found by SCAN (not by our key list)."""
@@ -114,6 +116,8 @@ async def spawn_memorybot(
             "HOME": str(home),
             "XDG_DATA_HOME": str(home / "data"),
             "PYTHONIOENCODING": "utf-8",
+            # The code beside these tests, not whichever checkout is pip-installed.
+            "PYTHONPATH": str(ROOT),
             **(env or {}),
         },
     )

@@ -16,6 +16,8 @@ from memory_core.models import IncomingMessage
 from tests.browser.conftest import Served, Watch, login
 from tests.helpers import scope_values
 
+ROOT = str(Path(__file__).resolve().parents[2])
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GENERAL = "discord:100:200"
@@ -63,6 +65,7 @@ async def ask_dry_run(served: Served, scope: str, text: str, tmp: Path) -> dict[
         "HOME": str(tmp),
         "XDG_DATA_HOME": str(tmp / "data"),
         "PYTHONIOENCODING": "utf-8",
+        "PYTHONPATH": ROOT,
         "REDIS_URL": served.redis_url,
     }
     proc = await asyncio.create_subprocess_exec(

@@ -29,7 +29,7 @@ async def _spawn(action: str, env: dict[str, str]) -> asyncio.subprocess.Process
         "tests.faults.child",
         action,
         cwd=ROOT,
-        env={**os.environ, **env},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
