@@ -25,6 +25,7 @@ Action = Literal[
     "forget_text",
     "forget_fact",
     "remember",
+    "remember_me",
     "export",
     "pause",
     "resume",
@@ -41,7 +42,7 @@ CONFIRM_WORDS = ("confirm", "yes", "はい")
 
 USAGE = """/memory show [overview|tiers|facts|stats]
 /memory forget all | me | fact <id> | <text>
-/memory remember <text>
+/memory remember <text> | me <text about you>
 /memory export
 /memory pause | resume
 /memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>"""
@@ -121,6 +122,10 @@ def parse_command(text: str) -> Command:
     if verb == "remember":
         if not rest:
             raise _usage("remember what? e.g. /memory remember standup is at 10:00")
+        if rest[0].lower() == "me":
+            if len(rest) == 1:
+                raise _usage("remember what about you? e.g. /memory remember me I am vegetarian")
+            return Command("remember_me", arg=" ".join(rest[1:]))
         return Command("remember", arg=rest_text)
     if verb in ("export", "pause", "resume"):
         if rest:
@@ -164,7 +169,7 @@ async def execute(
             await admin.forget_all(scope)
             return CommandResult(title=p.say("forgot_all", scope=scope))
         case "forget_me":
-            report = await admin.forget_user(scope, user_id=actor.user_id, names=[actor.name])
+            report = await admin.forget_user(scope, user_id=actor.user_id, name=actor.name)
             return CommandResult(
                 title=p.say(
                     "forgot_me",
@@ -196,6 +201,13 @@ async def execute(
         case "remember":
             fact = await admin.remember(scope, command.arg, by=actor.name)
             return CommandResult(title=p.say("remembered", id=fact.id, text=fact.text))
+        case "remember_me":
+            fact = await admin.remember_me(
+                scope, command.arg, user_id=actor.user_id, name=actor.name
+            )
+            travels = user_scope(scope, actor.user_id) is not None  # not in a DM
+            key = "remembered_me" if travels else "remembered"
+            return CommandResult(title=p.say(key, id=fact.id, text=fact.text))
         case "export":
             data = await admin.export(scope)
             blob = json.dumps(data, ensure_ascii=False, indent=2).encode()

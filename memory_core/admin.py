@@ -10,7 +10,7 @@ the old text at that moment is discarded instead of bringing it back.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -21,7 +21,7 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
-from memory_core.redact import contains, redact
+from memory_core.redact import contains, redact, redact_quotes
 from memory_core.repo import MemoryRepo, ScopeDump
 from memory_core.scopes import parse_scope, user_scope
 
@@ -86,36 +86,50 @@ class ForgetReport:
 @dataclass(frozen=True)
 class ForgetRequest:
     """What to forget, written down before any of it is done, so a forget that a crash
-    interrupts is finished later (a forgotten text stays forgotten)."""
+    interrupts is finished later (a forgotten text stays forgotten).
 
-    kind: str  # "text" | "user" | "message"
+    Forgetting a person or a message never matches a name inside text: it goes by platform
+    user id (or, where a place has no ids, such as the console or a replay without
+    ``user_id``, by the exact author name), and it reaches summaries and facts through what
+    was said (``quotes``) and where facts came from (``entry_ids``)."""
+
+    kind: str  # "text" | "user" | "message" | "all"
     text: str = ""
     user_id: str = ""
-    names: tuple[str, ...] = ()
+    name: str = ""  # "user" in a place without user ids: the author, exactly
     platform_id: str = ""
-    needles: tuple[str, ...] = ()  # for "message": the deleted messages' texts
+    entry_ids: tuple[str, ...] = ()  # the raw messages it removes, found before removing any
+    quotes: tuple[str, ...] = ()  # their texts: summary sentences that repeat them go too
 
     def drop_entry(self, entry: LogEntry) -> bool:
+        if entry.id in self.entry_ids or self.kind == "all":
+            return True
         if self.kind == "text":
             return contains(entry.text, self.text)
         if self.kind == "message":
-            return entry.platform_id == self.platform_id
-        if entry.role == "assistant":
+            return bool(self.platform_id) and entry.platform_id == self.platform_id
+        if self.kind != "user" or entry.role == "assistant":
             return False
-        if self.user_id and entry.author_id:
+        if self.user_id:
             return entry.author_id == self.user_id
-        return entry.author in self.names
+        return not entry.author_id and entry.author == self.name
 
-    def drop_fact(self, fact: Fact) -> bool:
+    def drop_fact(self, fact: Fact, removed: set[str]) -> bool:
+        if self.kind == "all" or removed.intersection(fact.message_ids):
+            return True  # made from a removed message
         if self.kind == "text":
             return any(contains(t, self.text) for t in (fact.text, fact.subject, *fact.history))
-        if self.kind == "message":
-            return False
-        people = {fact.subject, fact.by}
-        return bool(people & set(self.names)) or any(contains(fact.text, n) for n in self.names)
+        if self.kind == "user":
+            if self.user_id:
+                return fact.subject_id == self.user_id
+            return not fact.subject_id and fact.subject.casefold() == self.name.casefold()
+        return False
 
-    def redactions(self) -> list[str]:
-        return [self.text] if self.kind == "text" else list(self.names or self.needles)
+    def redact(self, text: str) -> str:
+        """A summary without what this forget removes."""
+        if self.kind == "text":
+            return redact(text, [self.text])
+        return redact_quotes(text, self.quotes)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -123,13 +137,15 @@ class ForgetRequest:
     @classmethod
     def from_json(cls, raw: str) -> ForgetRequest:
         data = json.loads(raw)
+        names = data.get("names") or [""]  # written by an older version
         return cls(
             kind=str(data.get("kind", "text")),
             text=str(data.get("text", "")),
             user_id=str(data.get("user_id", "")),
-            names=tuple(str(x) for x in data.get("names", [])),
+            name=str(data.get("name", names[0])),
             platform_id=str(data.get("platform_id", "")),
-            needles=tuple(str(x) for x in data.get("needles", [])),
+            entry_ids=tuple(str(x) for x in data.get("entry_ids", [])),
+            quotes=tuple(str(x) for x in data.get("quotes", data.get("needles", []))),
         )
 
 
@@ -167,8 +183,18 @@ class MemoryAdmin:
 
     # -- forget ------------------------------------------------------------------------
     async def forget_all(self, scope: str) -> int:
-        """Delete every key of the scope. Returns how many keys were deleted."""
-        return await self.repo.forget_scope(parse_scope(scope))
+        """Delete everything learned in the scope: its keys (raw log, tiers, days, weeks, day
+        records, facts, vectors, markers) and the facts about people that were learned here.
+        The epoch survives and moves on, so a summary being written from the forgotten
+        memory right now is refused. Returns how many keys were deleted."""
+        scope = parse_scope(scope)
+        request = ForgetRequest(kind="all")
+        await self.repo.begin_forget(scope, request.to_json())
+        return await self._forget_everything(scope)
+
+    async def _forget_everything(self, scope: str) -> int:
+        await self._forget_person_facts(scope, request=ForgetRequest(kind="all"), removed=set())
+        return await self.repo.forget_scope(scope)  # the pending request goes with it
 
     async def forget_text(self, scope: str, text: str) -> ForgetReport:
         scope = parse_scope(scope)
@@ -177,20 +203,39 @@ class MemoryAdmin:
             raise InputError("give the text to forget (at least 2 characters)")
         return await self._forget(scope, ForgetRequest(kind="text", text=needle))
 
-    async def forget_user(
-        self, scope: str, *, user_id: str, names: Sequence[str] = ()
-    ) -> ForgetReport:
-        """Forget one person: their messages, facts about or by them, summary sentences
-        that name them, and what is known about them across the guild."""
+    async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
+        """Forget one person here: their own messages (by user id; by exact name only where
+        the place has no ids), the facts about them or made of their messages, the summary
+        sentences that repeat what they said, and what is known about them across the guild.
+        Nobody else's memory goes: a name inside someone else's text is not them."""
         scope = parse_scope(scope)
-        if not user_id and not names:
+        if not user_id and not name.strip():
             raise InputError("forget me needs a user id or a name")
-        names = tuple(n for n in names if len(n.strip()) >= 2)
-        return await self._forget(scope, ForgetRequest(kind="user", user_id=user_id, names=names))
+        return await self._forget(
+            scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
+        )
+
+    async def forget_message(self, scope: str, platform_id: str) -> int:
+        """A message deleted on its platform: delete it here too, with the facts made of it
+        and the summary sentences that repeat it. Returns how many raw messages went."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return 0
+        return (
+            await self._forget(scope, ForgetRequest(kind="message", platform_id=platform_id))
+        ).messages
 
     async def _forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
-        # Written down first (and the epoch moved, so any summary being computed from the old
-        # text is refused): a crash from here on leaves a pending forget, finished later.
+        # What goes is found first and written down with the request (and the epoch moved, so
+        # a summary being computed from the old text is refused): a crash from here on leaves
+        # a pending forget that maintenance finishes, even once the messages are gone.
+        entries = await self.repo.all_entries(scope)
+        doomed = [e for e in entries if request.drop_entry(e)]
+        request = replace(
+            request,
+            entry_ids=tuple(e.id for e in doomed),
+            quotes=tuple(e.text for e in doomed) if request.kind != "text" else (),
+        )
         await self.repo.begin_forget(scope, request.to_json())
         report = await self._apply_forget(scope, request)
         await self.repo.end_forget(scope, request.to_json())
@@ -201,6 +246,9 @@ class MemoryAdmin:
         pending = await self.repo.pending_forgets(scope)
         for raw in pending:
             request = ForgetRequest.from_json(raw)
+            if request.kind == "all":
+                await self._forget_everything(scope)
+                return len(pending)
             await self._apply_forget(scope, request)
             await self.repo.end_forget(scope, raw)
         if not pending:
@@ -211,51 +259,70 @@ class MemoryAdmin:
         report = ForgetReport()
         entries = await self.repo.all_entries(scope)
         doomed = [e.id for e in entries if request.drop_entry(e)]
+        removed = {*request.entry_ids, *doomed}
         report.messages = await self.repo.delete_entries(scope, doomed)
         facts = await self.repo.facts(scope)
-        gone = [f.id for f in facts if request.drop_fact(f)]
+        gone = [f.id for f in facts if request.drop_fact(f, removed)]
         report.facts = await self.repo.delete_facts(scope, gone)
-        # Facts about the people who spoke here, learned here, live in their own scopes.
-        people = sorted({p for e in entries if (p := user_scope(scope, e.author_id))})
-        for person, person_facts in (await self.repo.facts_of(people)).items():
-            gone = [f.id for f in person_facts if f.origin == scope and request.drop_fact(f)]
-            report.facts += await self.repo.delete_facts(person, gone)
+        report.facts += await self._forget_person_facts(
+            scope, request=request, removed=removed, entries=entries
+        )
         own = user_scope(scope, request.user_id) if request.kind == "user" else None
         if own:  # everything known about them across the guild
             report.facts += len(await self.repo.facts(own))
             await self.repo.forget_scope(own)
-        needles = request.redactions()
-        if needles:
-            await self._redact(scope, needles, report)
+        await self._redact(scope, request, report)
         # Counters are triggers only; re-derive them after deleting unsummarised messages.
         await self._resync_counters(scope)
         return report
 
-    async def _redact(self, scope: str, needles: Sequence[str], report: ForgetReport) -> None:
-        """Drop summary sentences that mention any of ``needles``: tiers, days, day records,
-        weeks."""
+    async def _forget_person_facts(
+        self,
+        scope: str,
+        *,
+        request: ForgetRequest,
+        removed: set[str],
+        entries: Sequence[LogEntry] = (),
+    ) -> int:
+        """Facts about people learned in ``scope`` live in their own scopes: found through the
+        scope's record of them (and, for facts written before that record existed, through
+        the authors still in the raw log)."""
+        people = set(await self.repo.people_of(scope))
+        people.update(p for e in entries if (p := user_scope(scope, e.author_id)))
+        count = 0
+        for person, person_facts in (await self.repo.facts_of(sorted(people))).items():
+            gone = [
+                f.id for f in person_facts if f.origin == scope and request.drop_fact(f, removed)
+            ]
+            count += await self.repo.delete_facts(person, gone)
+        return count
+
+    async def _redact(self, scope: str, request: ForgetRequest, report: ForgetReport) -> None:
+        """Drop the summary sentences the forget reaches: tiers, days, day records, weeks."""
+        if not (request.text if request.kind == "text" else request.quotes):
+            return
         state = await self.repo.state(scope)
         changed: dict[str, str | int] = {}
         for name in TIER_FIELDS:
             before = str(getattr(state, name))
-            after = redact(before, needles)
+            after = request.redact(before)
             if after != before:
                 changed[name] = after
                 report.tiers.append(name)
         if changed:
             await self.repo.set_fields(scope, changed)
         days = await self.repo.days(scope)
-        new_days = [_redact_day(d, needles) for d in days]
+        new_days = [_redact_day(d, request.redact) for d in days]
         report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
         if report.days:
             await self.repo.replace_days(scope, new_days)
         episodes = await self.repo.episodes(scope)
-        new_episodes = [_redact_day(d, needles) for d in episodes]
+        new_episodes = [_redact_day(d, request.redact) for d in episodes]
         if new_episodes != episodes:
             await self.repo.replace_episodes(scope, new_episodes)
         weeks = await self.repo.weeks(scope)
         new_weeks = [
-            WeekSummary(w.week, redact(w.summary, needles), w.days, w.degraded) for w in weeks
+            WeekSummary(w.week, request.redact(w.summary), w.days, w.degraded) for w in weeks
         ]
         report.weeks = sum(a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True))
         if report.weeks:
@@ -274,19 +341,6 @@ class MemoryAdmin:
                 "msg_count": await self.repo.log_length(scope),
             },
         )
-
-    async def forget_message(self, scope: str, platform_id: str) -> int:
-        """A message deleted on its platform: delete it here too. Returns how many went."""
-        scope = parse_scope(scope)
-        if not platform_id:
-            return 0
-        entries = await self.repo.all_entries(scope)
-        doomed = [e for e in entries if e.platform_id == platform_id]
-        if not doomed:
-            return 0
-        needles = tuple(e.text for e in doomed if len(e.text) >= 12)
-        request = ForgetRequest(kind="message", platform_id=platform_id, needles=needles)
-        return (await self._forget(scope, request)).messages
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)
@@ -311,6 +365,34 @@ class MemoryAdmin:
             pinned=True,
         )
         return await self.repo.put_fact(scope, fact)
+
+    async def remember_me(self, scope: str, text: str, *, user_id: str, name: str) -> Fact:
+        """A person pins something about themselves. Their choice, so it follows them across
+        the guild or workspace (their person scope); in a DM or the console it stays there."""
+        scope = parse_scope(scope)
+        text = _fact_text(
+            text, "give the text to remember, e.g. /memory remember me I am vegetarian"
+        )
+        if not user_id:
+            raise InputError("remember me needs to know who you are (a user id)")
+        fact = Fact(
+            id="",
+            kind="profile",
+            text=text,
+            subject=name,
+            source="remember",
+            by=name,
+            ts=self._now_iso(),
+            pinned=True,
+            origin=scope,
+            subject_id=user_id,
+            shared=True,
+        )
+        person = user_scope(scope, user_id)
+        if person is None:
+            return await self.repo.put_fact(scope, fact)
+        await self.repo.note_person(scope, person)
+        return await self.repo.put_fact(person, fact)
 
     async def edit_tier(self, scope: str, tier: str, text: str) -> None:
         """An admin's own words for a tier. The epoch moves first, so a summary being written
@@ -417,16 +499,16 @@ class MemoryAdmin:
         return len(dump.log)
 
 
-def _redact_day(day: DaySummary, needles: Sequence[str]) -> DaySummary:
-    """A day record without the sentences that mention any of ``needles``."""
+def _redact_day(day: DaySummary, redact_text: Callable[[str], str]) -> DaySummary:
+    """A day record without the sentences a forget reaches."""
 
     def keep(items: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(x for x in (redact(i, needles) for i in items) if x)
+        return tuple(x for x in (redact_text(i) for i in items) if x)
 
     return replace(
         day,
-        summary=redact(day.summary, needles),
-        topic=redact(day.topic, needles),
+        summary=redact_text(day.summary),
+        topic=redact_text(day.topic),
         decisions=keep(day.decisions),
         follow_ups=keep(day.follow_ups),
     )

@@ -1,22 +1,27 @@
-"""Facts: merging what a summary call extracted into what the scope already knows.
+"""Facts: merging what a summary call extracted into what a scope already knows.
 
-A fact that says the same thing again is kept once; a fact about the same subject and kind
-that is close but different replaces the old text (newest wins) and keeps the old one in its
-history, so "Alice prefers tea" followed by "Alice prefers coffee now" leaves one fact.
+A fact that says the same thing again is kept once (and counts as confirmed); a fact about
+the same subject and kind that is close but different replaces the old text (newest wins)
+and keeps the old one in its history, so "Alice prefers tea" followed by "Alice prefers
+coffee now" leaves one fact. Every fact records the raw messages it was drawn from, so that
+forgetting or deleting a message reaches the facts made of it. When a scope holds
+``facts_max`` facts, a new one evicts the unpinned fact confirmed least recently.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
-from memory_core.models import Fact
+from memory_core.models import Fact, LogEntry
 from memory_core.summarize import FactDraft
 
 _WORD = re.compile(r"\w+", re.U)
 SIMILAR = 0.5  # trigram overlap above which two facts about one subject are "the same fact"
 HISTORY_MAX = 5
+PROVENANCE_MAX = 50  # message ids kept per fact
 
 
 def normalise(text: str) -> str:
@@ -36,30 +41,64 @@ def similarity(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb)
 
 
+def _content(text: str) -> set[str]:
+    """Words worth matching on: longer words, and pairs of characters of unspaced scripts."""
+    out: set[str] = set()
+    for word in normalise(text).split():
+        if word.isascii():
+            if len(word) >= 4:
+                out.add(word)
+        else:
+            out.update(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+    return out
+
+
+def provenance(text: str, subject_id: str, chunk: Sequence[LogEntry]) -> tuple[str, ...]:
+    """The messages of ``chunk`` a fact was drawn from, as well as we can tell without
+    asking the model: its subject's messages (everyone's when the subject is unknown) that
+    share words with it; all of those when none does."""
+    people = [e for e in chunk if e.role == "user"]
+    if subject_id:
+        people = [e for e in people if e.author_id == subject_id] or people
+    words = _content(text)
+    matching = [e for e in people if words & _content(e.text)]
+    chosen = matching or people or list(chunk)
+    return tuple(e.id for e in chosen)[-PROVENANCE_MAX:]
+
+
 def merge_ops(
     existing: Sequence[Fact],
     drafts: Sequence[FactDraft],
     *,
     now_iso: str,
-    message_ids: Sequence[str],
     facts_max: int,
     origin: str = "",
+    shared: bool = False,
 ) -> list[list[str]]:
-    """Operations for the compaction script: ["new", "", json] or ["upd", id, json]."""
+    """Operations for the fact scripts: ["new", "", json], ["upd", id, json], ["del", id, ""].
+
+    ``shared``: the facts may follow their subject across the guild or workspace (they go
+    to the person's own scope, learned where everyone could see)."""
     ops: list[list[str]] = []
     known = {normalise(f.text): f for f in existing}
     by_id = {f.id: f for f in existing}
-    room = max(0, facts_max - len(existing))
+    live = {f.id: f for f in existing}  # what is left after the ops so far
     for draft in drafts:
         norm = normalise(draft.text)
-        if not norm or norm in known:
+        if not norm:
+            continue
+        same = known.get(norm)
+        if same is not None:
+            if same.id in live and same.seen[:10] != now_iso[:10]:
+                confirmed = _confirmed(same, draft, now_iso)
+                ops.append(["upd", same.id, confirmed.to_json()])
+                known[norm] = live[same.id] = confirmed
             continue
         # The model named the fact it changes; otherwise find the same fact by its wording.
         rival = by_id.get(draft.id) if draft.id else None
         if rival is None:
-            rival = _closest(existing, draft)
-        if rival is not None and not rival.pinned:
-            history = [*rival.history, rival.text][-HISTORY_MAX:]
+            rival = _closest(list(live.values()), draft)
+        if rival is not None and not rival.pinned and rival.id in live:
             updated = Fact(
                 id=rival.id,
                 kind=draft.kind if rival.kind == "question" else rival.kind,
@@ -68,17 +107,23 @@ def merge_ops(
                 source="summary",
                 by=draft.subject or rival.by,
                 ts=now_iso,
-                message_ids=[*rival.message_ids, *message_ids][-20:],
+                message_ids=[*rival.message_ids, *draft.message_ids][-PROVENANCE_MAX:],
                 pinned=False,
-                history=history,
+                history=[*rival.history, rival.text][-HISTORY_MAX:],
                 origin=rival.origin or origin,
+                subject_id=rival.subject_id or draft.subject_id,
+                shared=rival.shared and shared,
+                seen=now_iso,
             )
             ops.append(["upd", rival.id, updated.to_json()])
-            known[norm] = updated
+            known[norm] = live[rival.id] = updated
             continue
-        if room <= 0:
-            continue
-        room -= 1
+        if len(live) + sum(op[0] == "new" for op in ops) >= facts_max:
+            victim = _least_confirmed(live.values())
+            if victim is None:
+                continue  # everything is pinned: a pinned note is never pushed out
+            ops.append(["del", victim.id, ""])
+            del live[victim.id]
         fact = Fact(
             id="",
             kind=draft.kind,
@@ -87,12 +132,28 @@ def merge_ops(
             source="summary",
             by=draft.subject,
             ts=now_iso,
-            message_ids=list(message_ids)[-20:],
+            message_ids=list(draft.message_ids),
             origin=origin,
+            subject_id=draft.subject_id,
+            shared=shared,
+            seen=now_iso,
         )
         ops.append(["new", "", fact.to_json()])
         known[norm] = fact
     return ops
+
+
+def _confirmed(fact: Fact, draft: FactDraft, now_iso: str) -> Fact:
+    """The same fact said again: remember when, and that these messages say it too."""
+    ids = [*fact.message_ids, *(i for i in draft.message_ids if i not in fact.message_ids)]
+    return replace(fact, message_ids=ids[-PROVENANCE_MAX:], seen=now_iso)
+
+
+def _least_confirmed(facts: Iterable[Fact]) -> Fact | None:
+    candidates = [f for f in facts if not f.pinned]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda f: (f.seen or f.ts, f.id))
 
 
 def _closest(existing: Sequence[Fact], draft: FactDraft) -> Fact | None:

@@ -30,7 +30,7 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.episodes import episode
 from memory_core.errors import LLMUnavailable
-from memory_core.facts import merge_ops
+from memory_core.facts import merge_ops, provenance
 from memory_core.language import resolve
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
 from memory_core.repo import MemoryRepo
@@ -59,11 +59,17 @@ class MaintenanceReport:
 
 @dataclass
 class KnownFacts:
-    """Facts shown to a summary call, and where the facts it extracts go."""
+    """Facts shown to a summary call, and where the facts it extracts go.
+
+    A fact about a person is theirs only by platform user id, never by display name: a name
+    that two speakers of the chunk share names nobody. It may follow them across the guild
+    or workspace (their person scope) only if everything they said in the chunk was said
+    where the whole guild could see it; otherwise it stays in the place it was learned."""
 
     channel: list[Fact]
-    people: dict[str, list[Fact]]  # person scope -> their facts
-    names: dict[str, str]  # speaker name (casefolded) -> their person scope
+    people: dict[str, list[Fact]]  # person scope -> their facts, for travellers only
+    speakers: dict[str, str]  # casefolded name -> user id, names one speaker alone uses
+    travellers: dict[str, str]  # user id -> person scope, for speakers heard only in public
 
     def for_prompt(self, limit: int = 40) -> list[Fact]:
         """Newest first, the channel's ids as they are, people's as p<n> aliases."""
@@ -75,10 +81,12 @@ class KnownFacts:
         return [(scope, fact) for scope in sorted(self.people) for fact in self.people[scope]]
 
     def route(
-        self, drafts: Sequence[FactDraft]
+        self, drafts: Sequence[FactDraft], chunk: Sequence[LogEntry]
     ) -> tuple[list[FactDraft], dict[str, list[FactDraft]]]:
-        """Facts about a speaker (preferences, profile) go to that person; the rest (decisions,
-        open questions, notes) stay with the channel. p<n> aliases map back to their fact."""
+        """Facts about a travelling speaker (preferences, profile) go to that person; the rest
+        (decisions, open questions, notes, and anything said in a private place) stay with
+        the channel. Each gets its subject's user id and its provenance. p<n> aliases map
+        back to their fact."""
         aliases = {
             f"p{n}": (scope, fact) for n, (scope, fact) in enumerate(self._people_facts(), 1)
         }
@@ -87,14 +95,46 @@ class KnownFacts:
         for draft in drafts:
             if draft.id in aliases:
                 scope, fact = aliases[draft.id]
-                personal.setdefault(scope, []).append(replace(draft, id=fact.id))
+                sourced = self._sourced(replace(draft, id=fact.id), fact.subject_id, chunk)
+                personal.setdefault(scope, []).append(sourced)
                 continue
-            person = self.names.get(draft.subject.casefold()) if draft.subject else None
+            user_id = self.speakers.get(draft.subject.casefold(), "") if draft.subject else ""
+            if draft.id.startswith("p"):
+                draft = replace(draft, id="")  # an alias we did not offer
+            sourced = self._sourced(draft, user_id, chunk)
+            person = self.travellers.get(user_id) if user_id else None
             if person and draft.kind in ("preference", "profile") and not draft.id:
-                personal.setdefault(person, []).append(draft)
+                personal.setdefault(person, []).append(sourced)
             else:
-                channel.append(draft)
+                channel.append(sourced)
         return channel, personal
+
+    @staticmethod
+    def _sourced(draft: FactDraft, user_id: str, chunk: Sequence[LogEntry]) -> FactDraft:
+        return replace(
+            draft, subject_id=user_id, message_ids=provenance(draft.text, user_id, chunk)
+        )
+
+
+def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], dict[str, str]]:
+    """(name -> user id for unambiguous names, user id -> person scope for those whose every
+    message in ``chunk`` was said in public) of the people speaking in ``chunk``."""
+    ids_by_name: dict[str, set[str]] = {}
+    private: set[str] = set()
+    for entry in chunk:
+        if entry.role != "user" or not entry.author_id:
+            continue
+        ids_by_name.setdefault(entry.author.casefold(), set()).add(entry.author_id)
+        if not entry.public:
+            private.add(entry.author_id)
+    speakers = {name: next(iter(ids)) for name, ids in ids_by_name.items() if len(ids) == 1}
+    travellers = {
+        user_id: person
+        for ids in ids_by_name.values()
+        for user_id in ids
+        if user_id not in private and (person := user_scope(scope, user_id))
+    }
+    return speakers, travellers
 
 
 @dataclass
@@ -296,15 +336,13 @@ class Maintainer:
         except LLMUnavailable as exc:
             return await self._llm_failed(scope, state, exc, report)
         now_iso = _iso(self.clock.now())
-        provenance = [chunk[0].id, chunk[-1].id]
-        channel_drafts, personal = known.route(outcome.facts)
+        channel_drafts, personal = known.route(outcome.facts, chunk)
         ops: list[list[str]] = []
         if channel_drafts:
             ops = merge_ops(
                 known.channel,
                 channel_drafts,
                 now_iso=now_iso,
-                message_ids=provenance,
                 facts_max=s.facts_max,
                 origin=scope,
             )
@@ -324,16 +362,19 @@ class Maintainer:
             return _Known()  # someone else moved the scope on: read it again
         report.compactions += 1
         for person_scope, drafts in personal.items():
-            await self.repo.apply_fact_ops(
+            await self.repo.apply_person_facts(
                 person_scope,
                 merge_ops(
                     known.people.get(person_scope, []),
                     drafts,
                     now_iso=now_iso,
-                    message_ids=provenance,
                     facts_max=s.facts_max,
                     origin=scope,
+                    shared=True,
                 ),
+                before=known.people.get(person_scope, []),
+                origin=scope,
+                epoch=state.epoch,
             )
         return _Known(state=after)
 
@@ -341,19 +382,17 @@ class Maintainer:
         self, scope: str, state: ScopeState, chunk: Sequence[LogEntry], extractive: bool
     ) -> KnownFacts:
         """The facts a summary call may update: the channel's, and those about the people
-        speaking in ``chunk`` (kept guild- or workspace-wide, never from a DM)."""
-        people = {
-            e.author.casefold(): person
-            for e in chunk
-            if e.role == "user" and (person := user_scope(scope, e.author_id))
-        }
+        speaking in ``chunk`` who may carry facts across the guild or workspace."""
+        speakers, travellers = speakers_of(scope, chunk)
         if extractive or self.summarizer.llm.offline:
-            return KnownFacts(channel=[], people={}, names=people)
+            return KnownFacts(channel=[], people={}, speakers=speakers, travellers=travellers)
         channel = await self.repo.facts(scope) if state.fact_seq else []
+        people = await self.repo.facts_of(sorted(set(travellers.values())))
         return KnownFacts(
             channel=channel,
-            people=await self.repo.facts_of(sorted(set(people.values()))),
-            names=people,
+            people={p: [f for f in facts if f.shared] for p, facts in people.items()},
+            speakers=speakers,
+            travellers=travellers,
         )
 
     async def _finish_day(

@@ -32,6 +32,10 @@ class IncomingMessage:
     addressed: bool = False  # mentioned or replied to: the bot is asked
     direct: bool = False  # a DM or the console: always answered, whatever the reply mode
     place_name: str = ""  # a human name for the place ("#general (My Server)"), if known
+    # The whole guild or workspace can see the place (Discord: @everyone may view the channel;
+    # Slack: a public channel), as the front door knows when the message arrives. Only then
+    # may what is learned about a person follow them to other places. Unknown: private.
+    public: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,7 @@ class LogEntry:
     text: str
     tokens: int
     platform_id: str = ""
+    public: bool = False  # said where the whole guild or workspace could see it
 
     @property
     def ms(self) -> int:
@@ -64,6 +69,7 @@ class LogEntry:
             text=fields.get("t", ""),
             tokens=int(fields.get("k") or 0),
             platform_id=fields.get("p", ""),
+            public=fields.get("v") == "1",
         )
 
 
@@ -187,14 +193,19 @@ class Fact:
     id: str
     kind: str
     text: str
-    subject: str = ""  # who it is about ("" = the channel)
+    subject: str = ""  # who it is about, by name, as shown ("" = the channel)
     source: str = ""  # "remember" or "summary"
     by: str = ""  # who pinned it, or who said it
     ts: str = ""  # ISO time it was learned
     message_ids: list[str] = field(default_factory=list)  # provenance in the raw log
     pinned: bool = False
     history: list[str] = field(default_factory=list)  # earlier texts, newest last
-    origin: str = ""  # the scope it was learned in (facts about a person travel the guild)
+    origin: str = ""  # the scope it was learned in
+    subject_id: str = ""  # the platform user id of the person it is about ("" = unknown)
+    # It may follow its subject across the guild or workspace: learned in a place the whole
+    # guild could see, or pinned by the person themself (/memory remember me).
+    shared: bool = False
+    seen: str = ""  # ISO time it was last said again (eviction keeps what is still confirmed)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -214,6 +225,9 @@ class Fact:
             pinned=bool(data.get("pinned", False)),
             history=[str(x) for x in data.get("history", [])],
             origin=str(data.get("origin", "")),
+            subject_id=str(data.get("subject_id", "") or ""),
+            shared=bool(data.get("shared", False)),
+            seen=str(data.get("seen", "") or ""),
         )
 
 

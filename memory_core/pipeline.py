@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -33,7 +33,7 @@ from memory_core.errors import (
 from memory_core.language import resolve
 from memory_core.llm import LLM
 from memory_core.maintenance import Maintainer, MaintenanceReport
-from memory_core.models import IncomingMessage, IngestResult, Reply
+from memory_core.models import Fact, IncomingMessage, IngestResult, Reply
 from memory_core.recall import Hit, RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scopes import check_parent, parse_scope, user_scope
@@ -144,6 +144,7 @@ class MemoryPipeline:
             parent=p.parent or "",
             place_name=msg.place_name[:120],
             replay=replay,
+            public=msg.public,
         )
         if p.truncated:
             result = replace(result, truncated=True)
@@ -318,7 +319,7 @@ class MemoryPipeline:
             AssemblyInput(
                 scope=scope,
                 state=snap.state,
-                facts=[*snap.facts, *snap.user_facts],
+                facts=[*snap.facts, *travelling(snap.user_facts, scope)],
                 recent=snap.recent,
                 new_author=msg.author,
                 new_text=new_text,
@@ -415,3 +416,9 @@ class MemoryPipeline:
         if len(parts) == 1:
             parts.append(prompts.offline_nothing)
         return "\n\n".join(parts)
+
+
+def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
+    """Of the facts about the person asking, those that may be used here: learned where the
+    whole guild or workspace could see (or pinned by them), or learned in this very place."""
+    return [f for f in facts if f.shared or f.origin == scope]

@@ -102,6 +102,7 @@ class MemoryRepo:
         parent: str,
         place_name: str = "",
         replay: bool = False,
+        public: bool = False,
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip. ``replay``: a message
         buffered during an outage, which must not be stored twice."""
@@ -118,6 +119,7 @@ class MemoryRepo:
             parent,
             place_name,
             "1" if replay else "",
+            "1" if public else "",
         ]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
@@ -184,12 +186,44 @@ class MemoryRepo:
         rows = await pipe.execute()
         return {scope: _facts(row) for scope, row in zip(scopes, rows, strict=True)}
 
-    async def apply_fact_ops(self, scope: str, ops: Sequence[Sequence[str]]) -> None:
-        """New and updated facts for a scope that has no summary of its own (a person's)."""
-        if ops:
-            k = self.k(scope)
-            payload = json.dumps([list(op) for op in ops], ensure_ascii=False)
-            await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+    async def apply_person_facts(
+        self,
+        person: str,
+        ops: Sequence[Sequence[str]],
+        *,
+        before: Sequence[Fact],
+        origin: str,
+        epoch: int,
+    ) -> None:
+        """Facts about a person learned in ``origin``, written to their own scope.
+
+        The origin records the person first, so that forgetting in it finds these facts. The
+        person's scope is another hash slot, so this cannot be one atomic step with the
+        summary that made the facts: if a forget moved the origin's epoch meanwhile (it may
+        have swept the person's facts before these landed), they are taken back."""
+        if not ops:
+            return
+        await self.note_person(origin, person)
+        k = self.k(person)
+        payload = json.dumps([list(op) for op in ops], ensure_ascii=False)
+        made = await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+        if int(await self.client.hget(self.k(origin).state, "epoch") or 0) == epoch:
+            return
+        old = {f.id: f for f in before}
+        undo = [["del", str(fact_id), ""] for fact_id in made or []]
+        undo += [
+            ["upd", op[1], old[op[1]].to_json()] for op in ops if op[0] == "upd" and op[1] in old
+        ]
+        payload = json.dumps(undo, ensure_ascii=False)
+        await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+
+    async def note_person(self, origin: str, person: str) -> None:
+        """Record that ``person``'s scope holds facts learned in ``origin``."""
+        await self.client.sadd(self.k(origin).people, person)
+
+    async def people_of(self, scope: str) -> list[str]:
+        """The person scopes holding facts learned in ``scope``."""
+        return sorted(str(p) for p in await self.client.smembers(self.k(scope).people))
 
     # -- reads -------------------------------------------------------------------------
     async def state(self, scope: str) -> ScopeState:
@@ -293,7 +327,13 @@ class MemoryRepo:
         return int(await self.client.zcard(self.keys.scopes_index))
 
     async def scope_exists(self, scope: str) -> bool:
-        return bool(await self.client.exists(*self.k(scope).all()))
+        """Whether the scope holds any memory (a forgotten scope keeps only its epoch)."""
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(*(key for key in k.all() if key != k.state))
+        pipe.hkeys(k.state)
+        others, fields = await pipe.execute()
+        return bool(others) or any(f != "epoch" for f in fields)
 
     # -- atomic transitions (Lua) -----------------------------------------------------
     async def advance_short(
@@ -505,11 +545,12 @@ class MemoryRepo:
         await pipe.execute()
 
     async def forget_scope(self, scope: str) -> int:
-        """Delete every key of the scope and its index entry."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.delete(*self.k(scope).all())
-        pipe.zrem(self.keys.scopes_index, scope)
-        deleted, _ = await pipe.execute()
+        """Delete every key of the scope and its index entry; the epoch moves on (it is the
+        only thing left), so nothing computed from the old memory can be written back."""
+        k = self.k(scope)
+        keys = [k.state, *(key for key in k.all() if key != k.state)]
+        deleted = await run_script(self.client, "forget_scope", keys, [])
+        await self.client.zrem(self.keys.scopes_index, scope)
         return int(deleted)
 
     async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:

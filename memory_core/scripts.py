@@ -15,7 +15,8 @@ from redis.exceptions import NoScriptError
 
 # KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent,
 # place name, replay ("1": a message buffered while Redis was away; if it did get stored
-# before the connection broke, return that entry instead of storing it twice).
+# before the connection broke, return that entry instead of storing it twice), public ("1":
+# the place is visible to the whole guild or workspace).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip.
@@ -40,9 +41,11 @@ local ms = tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', st, 'last_ms') or '0')
 if ms < last then ms = last end
 -- %d: Lua would write a time past year 5138 (15+ digits) as 2.5e+14, not a stream id.
-local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', 'r', ARGV[2],
-  'a', ARGV[3], 'u', ARGV[4],
-  't', ARGV[5], 'ts', ARGV[1], 'p', ARGV[6], 'k', ARGV[7])
+local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', ARGV[1],
+  'p', ARGV[6], 'k', ARGV[7]}
+-- 'v': said in a place the whole guild or workspace can see (absent: private).
+if ARGV[12] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
+local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
 redis.call('HSET', st, 'last_ms', ms)
 redis.call('HSETNX', st, 'day', ARGV[8])
 redis.call('HSETNX', st, 'created_ms', ARGV[1])
@@ -64,18 +67,25 @@ local function consume(st, tokens, count)
   local n = redis.call('HINCRBY', st, 'unsum_count', 0 - tonumber(count))
   if n < 0 then redis.call('HSET', st, 'unsum_count', 0) end
 end
+-- ops: {"new", "", json} | {"upd", id, json} (only if it still exists) | {"del", id, ""}.
+-- Returns the ids of the new facts.
 local function write_facts(st, facts_key, ops_json)
-  if ops_json == '' then return end
+  local made = {}
+  if ops_json == '' then return made end
   for _, op in ipairs(cjson.decode(ops_json)) do
     if op[1] == 'new' then
       local id = 'f' .. redis.call('HINCRBY', st, 'fact_seq', 1)
       local fact = cjson.decode(op[3])
       fact['id'] = id
       redis.call('HSET', facts_key, id, cjson.encode(fact))
+      made[#made + 1] = id
+    elseif op[1] == 'del' then
+      redis.call('HDEL', facts_key, op[2])
     elseif redis.call('HEXISTS', facts_key, op[2]) == 1 then
       redis.call('HSET', facts_key, op[2], op[3])
     end
   end
+  return made
 end
 """
 
@@ -174,11 +184,11 @@ return {1, redis.call('HGETALL', st)}
 """
 
 # KEYS: state, facts. ARGV: fact ops (JSON list). Facts about a person, in their scope.
+# Returns the ids of the new facts.
 WRITE_FACTS = (
     _CONSUME
     + """
-write_facts(KEYS[1], KEYS[2], ARGV[1])
-return 1
+return write_facts(KEYS[1], KEYS[2], ARGV[1])
 """
 )
 
@@ -225,6 +235,16 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), item[1])
 return item[1]
 """
 
+# KEYS: every key of one scope, its state first. Deletes them all but the forget generation:
+# the state keeps only a moved epoch, so a summary computed from the forgotten memory at this
+# moment is refused (its compare-and-set expects the old epoch) instead of writing it back.
+FORGET_SCOPE = """
+local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+local deleted = redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], 'epoch', epoch + 1)
+return deleted
+"""
+
 SCRIPTS: dict[str, str] = {
     "ingest": INGEST,
     "advance_short": ADVANCE_SHORT,
@@ -235,6 +255,7 @@ SCRIPTS: dict[str, str] = {
     "write_facts": WRITE_FACTS,
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,
+    "forget_scope": FORGET_SCOPE,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

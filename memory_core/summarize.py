@@ -71,6 +71,10 @@ class FactDraft:
     text: str
     subject: str = ""
     id: str = ""  # a known fact this one replaces (the model saw it was changed)
+    # Filled in when the fact is routed, not by the model: who it is about (platform user id)
+    # and the raw messages it was drawn from (provenance, so forgetting them reaches it).
+    subject_id: str = ""
+    message_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

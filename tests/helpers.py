@@ -8,6 +8,7 @@ import os
 import random
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,26 +25,33 @@ async def scope_values(core: Core, scope: str) -> list[str]:
     client: Any = core.store.client
     values: list[str] = []
     async for key in client.scan_iter(match=core.store.keys.scope_pattern(scope), count=500):
-        values.append(key)
-        kind = await client.type(key)
-        if kind == "string":
-            values.append(await client.get(key) or "")
-        elif kind == "hash":
-            for field, value in (await client.hgetall(key)).items():
+        values += await key_values(core, key)
+    return values
+
+
+async def key_values(core: Core, key: str) -> list[str]:
+    """A key's name and everything stored in it, as strings."""
+    client: Any = core.store.client
+    values = [key]
+    kind = await client.type(key)
+    if kind == "string":
+        values.append(await client.get(key) or "")
+    elif kind == "hash":
+        for field, value in (await client.hgetall(key)).items():
+            values += [field, value]
+    elif kind == "list":
+        values += await client.lrange(key, 0, -1)
+    elif kind == "set":
+        values += list(await client.smembers(key))
+    elif kind == "zset":
+        values += [m for m, _ in await client.zrange(key, 0, -1, withscores=True)]
+    elif kind == "stream":
+        for entry_id, fields in await client.xrange(key):
+            values.append(entry_id)
+            for field, value in fields.items():
                 values += [field, value]
-        elif kind == "list":
-            values += await client.lrange(key, 0, -1)
-        elif kind == "set":
-            values += list(await client.smembers(key))
-        elif kind == "zset":
-            values += [m for m, _ in await client.zrange(key, 0, -1, withscores=True)]
-        elif kind == "stream":
-            for entry_id, fields in await client.xrange(key):
-                values.append(entry_id)
-                for field, value in fields.items():
-                    values += [field, value]
-        else:
-            raise AssertionError(f"unexpected key type {kind} for {key}")
+    elif kind != "none":  # gone since it was listed
+        raise AssertionError(f"unexpected key type {kind} for {key}")
     return values
 
 
@@ -80,17 +88,18 @@ async def feed(
     messages: Iterator[tuple[datetime, str, str]] | list[tuple[datetime, str, str]],
     *,
     reply: bool = False,
+    public: bool = False,
 ) -> int:
+    """Store ``messages`` (or have them answered); ``public``: said where the whole guild or
+    workspace can see it."""
     count = 0
     for when, author, text in messages:
         clock.set(when)
-        msg = IncomingMessage(scope=scope, text=text, author=author, author_id=author.lower())
+        msg = IncomingMessage(
+            scope=scope, text=text, author=author, author_id=author.lower(), public=public
+        )
         if reply:
-            await core.pipeline.handle(
-                IncomingMessage(
-                    scope=scope, text=text, author=author, author_id=author.lower(), direct=True
-                )
-            )
+            await core.pipeline.handle(replace(msg, direct=True))
         else:
             await core.pipeline.ingest(msg)
         count += 1

@@ -28,11 +28,22 @@ def scripted(facts_by_call: list[list[dict[str, object]]]):  # type: ignore[no-u
     return answer
 
 
-async def _talk(core, clock: ManualClock, scope: str, lines: list[tuple[str, str]]) -> None:  # type: ignore[no-untyped-def]
+async def _talk(  # type: ignore[no-untyped-def]
+    core, clock: ManualClock, scope: str, lines: list[tuple[str, str]], *, public: bool = False
+) -> None:
+    """``lines`` as (name, text); the user id is the lower-cased name unless given as
+    "Name#id"."""
     for who, text in lines:
         clock.advance(timedelta(minutes=1))
+        name, _, user_id = who.partition("#")
         await core.pipeline.ingest(
-            IncomingMessage(scope=scope, text=text, author=who, author_id=who.lower())
+            IncomingMessage(
+                scope=scope,
+                text=text,
+                author=name,
+                author_id=user_id or name.lower(),
+                public=public,
+            )
         )
 
 
@@ -61,12 +72,14 @@ async def test_people_facts_travel_the_guild_and_update_by_id(
         ("Alice", "I really like green tea, every morning " * 8),
         ("Bob", "we ship friday " * 10),
     ]
-    await _talk(core, clock, "discord:1:10", chat * 2)
+    await _talk(core, clock, "discord:1:10", chat * 2, public=True)
     person = "discord:1:user:alice"
     assert [f.text for f in await core.repo.facts(person)] == ["Alice likes green tea"]
     assert [f.text for f in await core.repo.facts("discord:1:10")] == ["Release on Friday"]
     # In another channel of the same guild, Alice's fact is known; the model sees it by alias.
-    await _talk(core, clock, "discord:1:20", [("Alice", "switched to coffee lately " * 8)] * 4)
+    await _talk(
+        core, clock, "discord:1:20", [("Alice", "switched to coffee lately " * 8)] * 4, public=True
+    )
     compact = fake_llm.of("compact")[-1].prompt_text
     assert "p1 [preference] Alice: Alice likes green tea" in compact
     [fact] = await core.repo.facts(person)
@@ -101,6 +114,64 @@ async def test_people_facts_travel_the_guild_and_update_by_id(
     assert "me:f1" in shown.text() and "Alice prefers coffee now" in shown.text()
     await execute(core.admin, scope="discord:1:10", command=parse_command("forget me"), actor=alice)
     assert await core.repo.facts(person) == []
+
+
+async def test_a_fact_learned_in_a_private_place_stays_there(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """Said in a channel the whole guild cannot see: the fact about Alice is the channel's,
+    shown in its prompts only, never in another channel's, and not offered to update her
+    guild-wide facts."""
+    fake_llm.responder = scripted(
+        [
+            [{"kind": "preference", "subject": "Alice", "text": "Alice likes green tea"}],
+            [{"kind": "profile", "subject": "Alice", "text": "Alice is pregnant"}],
+        ]
+    )
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, memory=SMALL)
+    await _talk(
+        core, clock, "discord:1:10", [("Alice", "green tea every morning " * 8)] * 4, public=True
+    )
+    await _talk(core, clock, "discord:1:99", [("Alice", "between us: I am pregnant " * 8)] * 4)
+    person = "discord:1:user:alice"
+    assert [f.text for f in await core.repo.facts(person)] == ["Alice likes green tea"]
+    [secret] = await core.repo.facts("discord:1:99")
+    assert (secret.text, secret.subject_id, secret.shared) == ("Alice is pregnant", "alice", False)
+    assert "p1" not in fake_llm.of("compact")[-1].prompt_text  # her shared facts not offered
+    here = await core.pipeline.build_prompt(
+        IncomingMessage(scope="discord:1:99", text="tea?", author="Alice", author_id="alice")
+    )
+    assert "pregnant" in here.messages[0]["content"]
+    for scope in ("discord:1:10", "discord:1:30"):
+        elsewhere = await core.pipeline.build_prompt(
+            IncomingMessage(scope=scope, text="tea?", author="Alice", author_id="alice")
+        )
+        assert "pregnant" not in json.dumps(elsewhere.messages)
+        assert "green tea" in elsewhere.messages[0]["content"]
+
+
+async def test_facts_follow_a_user_id_never_a_display_name(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """Two members called Sam speak in one public channel: a fact about "Sam" cannot say
+    which of them it is about, so it follows neither; each Sam's prompts elsewhere stay clean."""
+    fake_llm.responder = scripted(
+        [[{"kind": "preference", "subject": "Sam", "text": "Sam wants this kept between us"}]]
+    )
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, memory=SMALL)
+    lines = [("Sam#u1", "keep this between us please " * 8), ("Sam#u2", "sure thing " * 10)]
+    await _talk(core, clock, "discord:1:10", lines * 2, public=True)
+    assert await core.repo.facts("discord:1:user:u1") == []
+    assert await core.repo.facts("discord:1:user:u2") == []
+    [fact] = await core.repo.facts("discord:1:10")
+    assert fact.subject_id == ""
+    for user_id in ("u1", "u2"):
+        prompt = await core.pipeline.build_prompt(
+            IncomingMessage(scope="discord:1:30", text="hi", author="Sam", author_id=user_id)
+        )
+        assert "between us" not in json.dumps(prompt.messages)
 
 
 async def test_nothing_learned_in_a_dm_leaves_it(
