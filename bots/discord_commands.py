@@ -185,10 +185,16 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
     async def forget_fact(interaction: discord.Interaction, fact_id: str) -> None:
         await runner.run(interaction, Command("forget_fact", arg=fact_id))
 
-    @memory.command(name="remember", description="Pin a note to this channel's memory (admins)")
-    @app_commands.describe(text="The note")
-    async def remember(interaction: discord.Interaction, text: str) -> None:
-        await runner.run(interaction, Command("remember", arg=text))
+    @memory.command(
+        name="remember", description="Pin a note to this channel (admins), or about yourself"
+    )
+    @app_commands.describe(
+        text="The note",
+        about_me="A note about you, for everyone: it follows you across this server",
+    )
+    async def remember(interaction: discord.Interaction, text: str, about_me: bool = False) -> None:
+        action = "remember_me" if about_me is True else "remember"
+        await runner.run(interaction, Command(action, arg=text))
 
     @memory.command(name="export", description="Download this channel's memory as JSON (admins)")
     async def export(interaction: discord.Interaction) -> None:

@@ -120,6 +120,20 @@ def is_addressed(message: discord.Message, bot_id: int) -> bool:
     return isinstance(replied, discord.Message) and replied.author.id == bot_id
 
 
+def visible_to_everyone(channel: object, guild: discord.Guild | None) -> bool:
+    """Whether the whole server can see the place: ``@everyone`` may view the channel (a
+    public thread: its parent channel; a private thread: never). Unknown counts as no."""
+    if guild is None:
+        return False
+    if isinstance(channel, discord.Thread):
+        if channel.is_private() or channel.parent is None:
+            return False
+        channel = channel.parent
+    if not isinstance(channel, discord.abc.GuildChannel):
+        return False  # not cached (a PartialMessageable): visibility unknown
+    return bool(channel.permissions_for(guild.default_role).view_channel)
+
+
 def incoming_message(
     message: discord.Message, place: Place, *, bot_id: int, bot_name: str
 ) -> IncomingMessage | None:
@@ -146,6 +160,7 @@ def incoming_message(
         addressed=is_addressed(message, bot_id),
         direct=place.is_dm,
         place_name=place_name(message),
+        public=visible_to_everyone(message.channel, message.guild),
     )
 
 

@@ -220,6 +220,9 @@ class SlackBot:
         text = plain_text(
             msg.raw_text, bot_user_id=bot_user_id, bot_name=self.core.settings.bot.name, names=names
         )
+        public = msg.public
+        if public is None and not msg.direct:
+            public = await self.directory.is_public(client, msg.team_id, msg.channel_id)
         return IncomingMessage(
             scope=msg.scope,
             text=text,
@@ -230,6 +233,7 @@ class SlackBot:
             parent_scope=msg.parent_scope,
             addressed=msg.addressed,
             direct=msg.direct,
+            public=bool(public),
         )
 
     async def _answer(

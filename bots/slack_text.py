@@ -53,6 +53,15 @@ def is_direct(event: Mapping[str, Any]) -> bool:
     return str(event.get("channel", "")).startswith("D")
 
 
+def is_public(event: Mapping[str, Any]) -> bool | None:
+    """A public channel ("channel"), not a private one ("group"), a DM ("im") or a group DM
+    ("mpim"); None when the event carries no channel_type."""
+    channel_type = event.get("channel_type")
+    if channel_type is None:
+        return None
+    return bool(channel_type == "channel")
+
+
 @dataclass(frozen=True, slots=True)
 class SlackMessage:
     """A person's message, as far as memory is concerned."""
@@ -65,6 +74,9 @@ class SlackMessage:
     raw_text: str  # Slack markup; see plain_text
     addressed: bool
     direct: bool
+    # A public channel (the whole workspace can see it), from the event's channel_type;
+    # None when the event does not say (app_mention): the front door looks it up.
+    public: bool | None = None
 
     @property
     def scope(self) -> str:
@@ -134,6 +146,7 @@ def parse_message(
         raw_text=text,
         addressed=event.get("type") == "app_mention" or f"<@{bot_user_id}" in text,
         direct=is_direct(event),
+        public=is_public(event),
     )
 
 

@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 
 NAMES = "slack-user"
 ADMINS = "slack-admin"
+CHANNELS = "slack-public"
 NAME_TTL_S = 86400
 ADMIN_TTL_S = 60
+CHANNEL_TTL_S = 600  # a channel made private stops counting as public within minutes
 
 # A failed lookup must not fail the message: the name falls back to the user id.
 _LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
@@ -75,6 +77,33 @@ class SlackDirectory:
             return cached == "1"
         user = await self._fetch(client, team_id, user_id)
         return user is not None and _is_workspace_admin(user)
+
+    async def is_public(self, client: AsyncWebClient, team_id: str, channel_id: str) -> bool:
+        """Whether the whole workspace can see ``channel_id`` (a public channel), from
+        ``conversations.info`` (channels:read, groups:read), cached for a few minutes. A
+        failed lookup counts as private: what is learned there then stays there."""
+        cached = await self._cached(CHANNELS, team_id, channel_id)
+        if cached is not None:
+            return cached == "1"
+        try:
+            response = await client.conversations_info(channel=channel_id)
+        except _LOOKUP_ERRORS as exc:
+            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+            log.warning(
+                "conversations.info for %s in team %s failed: %s", channel_id, team_id, code
+            )
+            return False
+        channel = response.get("channel")
+        channel = channel if isinstance(channel, Mapping) else {}
+        public = channel.get("is_channel") is True and channel.get("is_private") is False
+        try:
+            flag = "1" if public else "0"
+            await self.platform.cache(
+                CHANNELS, f"{team_id}:{channel_id}", flag, ttl_s=CHANNEL_TTL_S
+            )
+        except _CACHE_ERRORS as exc:
+            log.warning("could not cache Slack channel %s: %s", channel_id, exc)
+        return public
 
     async def _fetch(
         self, client: AsyncWebClient, team_id: str, user_id: str

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +30,13 @@ async def scope_values(core: Core, scope: str) -> list[str]:
     async for key in client.scan_iter(match=core.store.keys.scope_pattern(scope), count=500):
         values += await key_values(core, key)
     return values
+
+
+async def forgotten(core: Core, scope: str) -> bool:
+    """Whether nothing of ``scope`` is left but its forget generation (the state holding
+    only its epoch, so nothing computed from the old memory can be written back)."""
+    values = await scope_values(core, scope)
+    return values[:2] == [core.store.keys.scope(scope).state, "epoch"] and len(values) == 3
 
 
 async def key_values(core: Core, key: str) -> list[str]:
@@ -130,3 +140,33 @@ async def spawn_memorybot(
             **(env or {}),
         },
     )
+
+
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d (.+?): (.*)$")
+FactsFor = Callable[[list[tuple[str, str]]], list[dict[str, str]]]
+
+
+def _tagged(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def sentence_summaries(facts: FactsFor | None = None) -> Callable[[RecordedRequest], str]:
+    """A fake model that summarises as an LLM does: one sentence per message, naming its
+    speaker ("alice said that ..."), after the previous summary; ``facts`` gives the facts
+    to extract from the (speaker, text) lines of a compaction."""
+
+    def answer(request: RecordedRequest) -> str:
+        if request.purpose != "compact":
+            return default_answer(request)
+        lines = [
+            (m.group(1), m.group(2).strip().rstrip("."))
+            for line in _tagged(request.prompt_text, "messages").splitlines()
+            if (m := _LOG_LINE.match(line.strip()))
+        ]
+        said = " ".join(f"{who} said that {text}." for who, text in lines)
+        previous = _tagged(request.prompt_text, "previous")
+        summary = f"{previous} {said}".strip()
+        return json.dumps({"summary": summary, "facts": facts(lines) if facts else []})
+
+    return answer
