@@ -193,8 +193,10 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
         about_me="A note about you, for everyone: it follows you across this server",
     )
     async def remember(interaction: discord.Interaction, text: str, about_me: bool = False) -> None:
-        action = "remember_me" if about_me is True else "remember"
-        await runner.run(interaction, Command(action, arg=text))
+        if about_me is True:  # only the boolean: an unchecked "false" string is not yes
+            await runner.run(interaction, Command("remember_me", arg=text))
+        else:
+            await runner.run(interaction, Command("remember", arg=text))
 
     @memory.command(name="export", description="Download this channel's memory as JSON (admins)")
     async def export(interaction: discord.Interaction) -> None:
