@@ -2,9 +2,13 @@
 
 Redis holds the truth (the scope's raw log and its day records); each process keeps a
 search index per scope in memory, built from the log on first use and then synced
-incrementally in one round trip per search (new entries since the last one, plus the
-scope's epoch and first entry id). A forget moves the epoch and retention trimming moves the
-first id: either rebuilds the index, so nothing forgotten or expired is ever recalled. The
+incrementally in one round trip per search (new entries since the last one, the scope's
+epoch and first entry id, and the newest day record). A forget moves the epoch (and an index
+built while a forget was still being carried out is built again once it is done); retention
+trimming moves the first id: either rebuilds the index, so nothing forgotten or expired is
+ever recalled. Day records are known by their day: a new one is noticed however full the
+list is, and one trimmed off the list is retired from the index too. One scope syncs one
+search at a time (a lock per scope), so concurrent replies never add an entry twice. The
 least recently used scopes are dropped when the cached documents pass a limit.
 
 Ranking: BM25 over message terms (:mod:`memory_core.textsearch`), a boost for messages by a
@@ -14,13 +18,15 @@ question before a short answer, the answer after a question).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
+import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +35,7 @@ import numpy as np
 from memory_core.calendar import day_start, to_ms, zone
 from memory_core.errors import MemorybotError
 from memory_core.models import DaySummary, LogEntry
+from memory_core.scripts import run_script
 from memory_core.textsearch import BM25, terms
 
 log = logging.getLogger(__name__)
@@ -54,9 +61,10 @@ class Doc:
     ms: int
     author: str
     text: str
-    kind: str  # "message" | "day"
+    kind: str  # "message" | "day" | "retired" (a day record trimmed off the list)
     n_terms: int
     tokens: int = 0  # of the text (the message's stored count; for a day record, estimated)
+    day: str = ""  # a day record's day (its identity: one record per day and scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +84,12 @@ class _ScopeIndex:
     epoch: int = -1
     first_id: str = ""
     last_id: str = ""
-    days_seen: int = 0
+    # Built (in part) while a forget was written down but not yet carried out: it may hold
+    # what the forget deletes, so it is built again once the forget is done.
+    provisional: bool = False
+    day_rows: dict[str, int] = field(default_factory=dict)  # day -> its record's document
+    retired: list[int] = field(default_factory=list)  # documents of records no longer listed
+    newest_record: str = ""  # the newest day record as stored, to notice a new one cheaply
     docs: list[Doc] = field(default_factory=list)
     bm25: BM25 = field(default_factory=BM25)
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
@@ -84,7 +97,8 @@ class _ScopeIndex:
     ms: array[int] = field(default_factory=lambda: array("q"))
     # Embeddings (when configured): one row per document, unit length; zero until known.
     vectors: np.ndarray | None = None
-    vectors_done: int = 0  # documents before this one have been given a vector (or tried)
+    vectors_done: int = 0  # documents before this one have been looked up in Redis
+    unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
     speaker: array[int] = field(default_factory=lambda: array("i"))
     speaker_ids: dict[str, int] = field(default_factory=dict)
 
@@ -103,7 +117,10 @@ class _ScopeIndex:
 
 Embedder = Callable[[list[str]], Awaitable[list[list[float]]]]
 EMBED_BATCH = 64  # texts per embeddings request
-EMBED_PER_SEARCH = 512  # at most this many new messages embedded while a reply waits
+# At most this many messages embedded while a reply waits (the newest first); the rest get
+# theirs in the next searches. Vectors already stored are all loaded, however many.
+EMBED_PER_SEARCH = 512
+VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading them
 VECTOR_MIN = 0.3  # cosine below this is not a match by meaning
 RRF_K = 60  # reciprocal rank fusion constant (the usual one)
 
@@ -132,6 +149,13 @@ def _put_row(index: _ScopeIndex, row: int, vec: np.ndarray) -> None:
     index.vectors[row] = vec
 
 
+def _retire(index: _ScopeIndex, row: int) -> None:
+    """Take a day record out of recall without rebuilding the index: its document stays in
+    place (rows are positions) but empty, and ranking never scores it."""
+    index.docs[row] = replace(index.docs[row], kind="retired", text="", n_terms=0)
+    index.retired.append(row)
+
+
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
@@ -151,19 +175,30 @@ class RecallIndex:
         self.max_cached_docs = max_cached_docs
         self.embedder = embedder
         self._indexes: OrderedDict[str, _ScopeIndex] = OrderedDict()
+        # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
+        # then appends; two at once would append the same entries twice. A lock lives while
+        # someone holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
-    # -- keeping the index in step with Redis ------------------------------------------
+    def _lock(self, scope: str) -> asyncio.Lock:
+        lock = self._locks.get(scope)
+        if lock is None:
+            lock = self._locks[scope] = asyncio.Lock()
+        return lock
+
+    # -- keeping the index in step with Redis (callers hold the scope's lock) -------------
     async def _sync(self, scope: str) -> _ScopeIndex:
         k = self.keys.scope(scope)
         index = self._indexes.get(scope) or _ScopeIndex()
         pipe = self.client.pipeline(transaction=False)
-        pipe.hget(k.state, "epoch")
+        pipe.hmget(k.state, ["epoch", "forgets_pending"])
         pipe.xrange(k.log, min="-", max="+", count=1)
         start = f"({index.last_id}" if index.last_id else "-"
         pipe.xrange(k.log, min=start, max="+", count=SYNC_BATCH)
-        pipe.llen(k.episodes)
-        epoch_raw, first, fresh, days_len = await pipe.execute()
+        pipe.lindex(k.episodes, -1)
+        (epoch_raw, pending_raw), first, fresh, newest_record = await pipe.execute()
         epoch = int(epoch_raw or 0)
+        forget_pending = pending_raw == "1"
         first_id = first[0][0] if first else ""
         stale = (
             index.epoch != epoch
@@ -171,24 +206,35 @@ class RecallIndex:
                 index.first_id
                 and (not first_id or _stream_id_key(first_id) > _stream_id_key(index.first_id))
             )
-            or int(days_len) < index.days_seen
+            or (index.provisional and not forget_pending)
         )
         if stale and index.docs:
             return await self._rebuild(scope, epoch, first_id)
         index.epoch, index.first_id = epoch, index.first_id or first_id
+        index.provisional = forget_pending or (index.provisional and not stale)
         self._append_entries(index, fresh)
         while len(fresh) == SYNC_BATCH:
             fresh = await self.client.xrange(
                 k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
             )
             self._append_entries(index, fresh)
-        if int(days_len) > index.days_seen:
-            raw = await self.client.lrange(k.episodes, index.days_seen, -1)
-            for blob in raw:
-                self._add_day(index, DaySummary.from_json(blob))
-            index.days_seen = int(days_len)
+        if (newest_record or "") != index.newest_record:
+            await self._sync_days(scope, index)
+            index.newest_record = newest_record or ""
         self._remember(scope, index)
         return index
+
+    async def _sync_days(self, scope: str, index: _ScopeIndex) -> None:
+        """Index the day records not indexed yet, and retire those no longer listed. The list
+        is trimmed from its oldest end, so records are known by their day (one record per
+        day), never by their place in it."""
+        raw = await self.client.lrange(self.keys.scope(scope).episodes, 0, -1)
+        listed = [DaySummary.from_json(blob) for blob in raw]
+        for gone in index.day_rows.keys() - {day.day for day in listed}:
+            _retire(index, index.day_rows.pop(gone))
+        for day in listed:
+            if day.day not in index.day_rows:
+                self._add_day(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> _ScopeIndex:
         self._indexes.pop(scope, None)
@@ -231,9 +277,11 @@ class RecallIndex:
                 kind="day",
                 n_terms=len(doc_terms),
                 tokens=len(text) // 3 + 1,  # an over-estimate: costs are re-measured later
+                day=day.day,
             ),
             doc_terms,
         )
+        index.day_rows[day.day] = len(index.docs) - 1
 
     def _remember(self, scope: str, index: _ScopeIndex) -> None:
         self._indexes[scope] = index
@@ -258,60 +306,109 @@ class RecallIndex:
     ) -> list[Hit]:
         """The best groups for ``query``, best first; [] when nothing is relevant. ``tz``:
         the scope's timezone, for questions that name a day."""
-        index = await self._sync(scope)
         excluded = {x for x in exclude_ids if x}  # "" would exclude every day record
-        similarity = await self._similarity(scope, index, query) if self.embedder else None
-        return rank(index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity)
+        q_vec = await self._embed_query(scope, query) if self.embedder else None
+        async with self._lock(scope):
+            index = await self._sync(scope)
+            similarity = None
+            if q_vec is not None:
+                await self._sync_vectors(scope, index)
+                similarity = _similarity(index, q_vec)
+            # Ranked under the lock too: no other sync may grow the index meanwhile.
+            return rank(
+                index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
+            )
+
+    async def warm(self, scope: str) -> int:
+        async with self._lock(scope):
+            return len((await self._sync(scope)).docs)
 
     # -- embeddings (optional) ---------------------------------------------------------
-    async def _similarity(self, scope: str, index: _ScopeIndex, query: str) -> np.ndarray | None:
-        """Cosine similarity of the query to every message, or None if embeddings failed
-        (recall then runs on words alone: a reply never fails for want of a vector)."""
+    async def _embed_query(self, scope: str, query: str) -> np.ndarray | None:
+        """The query's unit vector, or None if embeddings failed (recall then runs on words
+        alone: a reply never fails for want of a vector)."""
         assert self.embedder is not None
         try:
-            await self._sync_vectors(scope, index)
             [q] = await self.embedder([query])
         except MemorybotError as exc:
             log.warning("embeddings unavailable for %s, recalling by words only: %s", scope, exc)
             return None
-        if index.vectors is None or not len(index.docs):
-            return None
-        q_vec = _unit(np.asarray(q, dtype=np.float32))
-        if q_vec.shape[0] != index.vectors.shape[1]:
-            return None
-        sims: np.ndarray = index.vectors[: len(index.docs)].astype(np.float32) @ q_vec
-        return sims
+        return _unit(np.asarray(q, dtype=np.float32))
 
     async def _sync_vectors(self, scope: str, index: _ScopeIndex) -> None:
-        """Vectors for documents that have none yet: from Redis if another process made them,
-        else from the model (in batches), stored in Redis for the whole fleet."""
-        assert self.embedder is not None
-        todo = [
-            i for i in range(index.vectors_done, len(index.docs)) if index.docs[i].kind == "message"
-        ][-EMBED_PER_SEARCH:]
-        if not todo:
-            index.vectors_done = len(index.docs)
-            return
+        """Every vector stored for the index's messages (another process, or this one before
+        a restart, made them), then vectors from the model for the newest messages that have
+        none yet (in batches), stored in Redis for the whole fleet."""
         key = self.keys.scope(scope).vectors
-        stored = await self.client.hmget(key, [index.docs[i].id for i in todo])
-        missing = [i for i, blob in zip(todo, stored, strict=True) if not blob]
-        fresh: dict[str, str] = {}
-        for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start : start + EMBED_BATCH]
-            for i, vec in zip(
-                batch, await self.embedder([index.docs[i].text for i in batch]), strict=True
-            ):
-                fresh[index.docs[i].id] = _encode(_unit(np.asarray(vec, dtype=np.float32)))
-        if fresh:
-            await self.client.hset(key, mapping=fresh)
-        for i, blob in zip(todo, stored, strict=True):
-            encoded = blob or fresh.get(index.docs[i].id)
-            if encoded:
-                _put_row(index, i, _decode(encoded))
+        if index.vectors_done == 0 and index.docs:
+            await self._load_stored_vectors(key, index)
+        elif index.vectors_done < len(index.docs):
+            await self._fetch_new_vectors(key, index)
         index.vectors_done = len(index.docs)
+        try:
+            await self._embed_missing(scope, index)
+        except MemorybotError as exc:
+            log.warning("could not embed new messages of %s (later, then): %s", scope, exc)
 
-    async def warm(self, scope: str) -> int:
-        return len((await self._sync(scope)).docs)
+    async def _load_stored_vectors(self, key: str, index: _ScopeIndex) -> None:
+        """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
+        rows = {d.id: i for i, d in enumerate(index.docs) if d.kind == "message"}
+        found: set[int] = set()
+        cursor = 0
+        while True:
+            cursor, batch = await self.client.hscan(key, cursor, count=VECTOR_SCAN_BATCH)
+            for entry_id, blob in batch.items():
+                row = rows.get(entry_id)
+                if row is not None:  # (a vector for an entry newer than the index: later)
+                    _put_row(index, row, _decode(blob))
+                    found.add(row)
+            if not int(cursor):
+                break
+        index.unembedded = sorted(row for row in rows.values() if row not in found)
+
+    async def _fetch_new_vectors(self, key: str, index: _ScopeIndex) -> None:
+        """The stored vectors of the messages indexed since the last look."""
+        new = [
+            i for i in range(index.vectors_done, len(index.docs)) if index.docs[i].kind == "message"
+        ]
+        for start in range(0, len(new), VECTOR_SCAN_BATCH):
+            rows = new[start : start + VECTOR_SCAN_BATCH]
+            stored = await self.client.hmget(key, [index.docs[i].id for i in rows])
+            for row, blob in zip(rows, stored, strict=True):
+                if blob:
+                    _put_row(index, row, _decode(blob))
+                else:
+                    index.unembedded.append(row)
+
+    async def _embed_missing(self, scope: str, index: _ScopeIndex) -> None:
+        """Embed up to EMBED_PER_SEARCH of the messages without a vector, newest first. A
+        vector is stored only while its message is (a forget may delete it meanwhile)."""
+        assert self.embedder is not None
+        k = self.keys.scope(scope)
+        budget = EMBED_PER_SEARCH
+        while index.unembedded and budget > 0:
+            rows = index.unembedded[-min(EMBED_BATCH, budget) :]
+            vecs = await self.embedder([index.docs[i].text for i in rows])
+            units = [_unit(np.asarray(v, dtype=np.float32)) for v in vecs]
+            args: list[str] = []
+            for row, unit in zip(rows, units, strict=True):
+                args += [index.docs[row].id, _encode(unit)]
+            kept = await run_script(self.client, "store_vectors", [k.log, k.vectors], args)
+            for row, unit, stored in zip(rows, units, kept, strict=True):
+                if int(stored):
+                    _put_row(index, row, unit.astype(np.float16))
+            del index.unembedded[-len(rows) :]
+            budget -= len(rows)
+
+
+def _similarity(index: _ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
+    """Cosine similarity of the query to every document (zero where no vector is known)."""
+    if index.vectors is None or not index.docs or q_vec.shape[0] != index.vectors.shape[1]:
+        return None
+    sims = np.zeros(len(index.docs), dtype=np.float32)
+    known = min(len(index.docs), index.vectors.shape[0])
+    sims[:known] = index.vectors[:known].astype(np.float32) @ q_vec
+    return sims
 
 
 def _named_authors(index: _ScopeIndex, query: str) -> set[str]:
@@ -376,6 +473,7 @@ def rank(
     weights = {t: NAME_WEIGHT for t in (n.lower() for n in named)}
     bm25 = index.bm25
     scores = bm25.score_array(q_terms, weights=weights)
+    _drop_retired(index, scores)
     if not scores.any() and (similarity is None or float(similarity.max()) < VECTOR_MIN):
         return []
     _expand(index, scores, q_terms, weights)
@@ -393,6 +491,7 @@ def rank(
     if (~records).any():
         oldest = int(times[~records].min())
         scores[records & (times >= oldest - 86_400_000)] = 0.0
+    _drop_retired(index, scores)  # (again: the expansion and the date boost may score them)
     if named:
         ids = [index.speaker_ids[n] for n in named if n in index.speaker_ids]
         by_named = np.isin(np.frombuffer(index.speaker, dtype=np.int32), ids)
@@ -418,6 +517,12 @@ def rank(
         used.update(group)
         hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=float(scores[doc_i])))
     return hits
+
+
+def _drop_retired(index: _ScopeIndex, scores: np.ndarray) -> None:
+    """Day records trimmed off the records list are recalled no more."""
+    if index.retired:
+        scores[index.retired] = 0.0
 
 
 def _fuse(

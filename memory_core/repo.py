@@ -382,12 +382,13 @@ class MemoryRepo:
     ) -> tuple[int, ScopeState | None, list[DaySummary]]:
         """(1, state, days): closed now; (0, None, []): already closed or moved on;
         (-1, state, []): a week refresh must run first. ``trim_before``: retention, the
-        XTRIM MINID applied in the same step ("" for none)."""
+        XTRIM MINID applied in the same step ("" for none), the trimmed messages' vectors
+        with them."""
         k = self.k(scope)
         reply = await run_script(
             self.client,
             "close_day",
-            [k.state, k.days, k.done, k.log, k.episodes],
+            [k.state, k.days, k.done, k.log, k.episodes, k.vectors],
             [
                 day,
                 next_day,
@@ -523,10 +524,12 @@ class MemoryRepo:
         return int(deleted)
 
     async def trim_log_before(self, scope: str, minid: str) -> int:
-        """Drop raw messages with ids below ``minid`` (retention)."""
+        """Drop raw messages with ids below ``minid`` (retention), and their vectors with
+        them in the same atomic step."""
         if not minid:
             return 0
-        return int(await self.client.xtrim(self.k(scope).log, minid=minid, approximate=False))
+        k = self.k(scope)
+        return int(await run_script(self.client, "trim_log", [k.log, k.vectors], [minid]))
 
     async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
         await self._replace_list(self.k(scope).days, [d.to_json() for d in days])

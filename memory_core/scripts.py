@@ -89,6 +89,52 @@ local function write_facts(st, facts_key, ops_json)
 end
 """
 
+# Shared by the scripts that apply retention: drop raw messages with ids below a MINID and
+# their embeddings with them, in the same atomic step (a vector says what its message said).
+_TRIM = """
+local function trim_log(log, vectors, minid)
+  -- A MINID of milliseconds alone means ms-0; XRANGE's exclusive end needs the full id.
+  if not string.find(minid, '-', 1, true) then minid = minid .. '-0' end
+  if minid ~= '0-0' and redis.call('EXISTS', vectors) == 1 then
+    local start = '-'
+    while true do
+      local batch = redis.call('XRANGE', log, start, '(' .. minid, 'COUNT', 1000)
+      if #batch == 0 then break end
+      local ids = {}
+      for i, e in ipairs(batch) do ids[i] = e[1] end
+      redis.call('HDEL', vectors, unpack(ids))
+      if #batch < 1000 then break end
+      start = '(' .. ids[#ids]
+    end
+  end
+  return redis.call('XTRIM', log, 'MINID', minid)
+end
+"""
+
+# KEYS: log, vectors. ARGV: minid. Retention for a scope that closes no more days.
+TRIM_LOG = (
+    _TRIM
+    + """
+return trim_log(KEYS[1], KEYS[2], ARGV[1])
+"""
+)
+
+# KEYS: log, vectors. ARGV: entry id, vector, entry id, vector, ...
+# Stores each vector only while its message is still in the log: a forget or a retention
+# trim may have deleted it while the vector was being computed. Returns 1/0 per vector.
+STORE_VECTORS = """
+local kept = {}
+for i = 1, #ARGV, 2 do
+  if #redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i], 'COUNT', 1) > 0 then
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+    kept[#kept + 1] = 1
+  else
+    kept[#kept + 1] = 0
+  end
+end
+return kept
+"""
+
 # KEYS: state, facts. ARGV: expected short_upto, expected day, new short_upto, new short,
 # tokens consumed, messages consumed, now (ISO), fact ops (JSON list), expected epoch.
 # The epoch moves on every forget, so work computed from text that was forgotten meanwhile is
@@ -110,15 +156,17 @@ return {1, redis.call('HGETALL', st)}
 """
 )
 
-# KEYS: state, days, done, log, episodes. ARGV: day, next day, day JSON ('' = idle day,
+# KEYS: state, days, done, log, episodes, vectors. ARGV: day, next day, day JSON ('' = idle day,
 # nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
 # days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
-# trim min id ('' = no retention trim: raw messages older than it go, all summarised by now),
+# trim min id ('' = no retention trim: raw messages older than it go, all summarised by now,
+# with their vectors),
 # episodes_max, the trim's time (ms) for the state.
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 # Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
     _CONSUME
+    + _TRIM
     + """
 local st, days, done = KEYS[1], KEYS[2], KEYS[3]
 local day = ARGV[1]
@@ -148,7 +196,7 @@ end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
 if ARGV[12] ~= '' then
-  redis.call('XTRIM', KEYS[4], 'MINID', ARGV[12])
+  trim_log(KEYS[4], KEYS[6], ARGV[12])
   redis.call('HSET', st, 'trimmed_ms', ARGV[14])
 end
 return {1, redis.call('HGETALL', st), redis.call('LRANGE', days, 0, -1)}
@@ -249,6 +297,8 @@ SCRIPTS: dict[str, str] = {
     "ingest": INGEST,
     "advance_short": ADVANCE_SHORT,
     "close_day": CLOSE_DAY,
+    "trim_log": TRIM_LOG,
+    "store_vectors": STORE_VECTORS,
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
     "renew_lock": RENEW_LOCK,

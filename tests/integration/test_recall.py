@@ -3,13 +3,18 @@ does, and forgotten or expired text is never recalled."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from memory_core.admin import ForgetRequest
+from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
-from memory_core.models import IncomingMessage
+from memory_core.models import DaySummary, IncomingMessage
+from memory_core.recall import RecallIndex
 from tests.conftest import START, CoreFactory
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, embed_text
 from tests.helpers import conversation, feed
 
 OLD = [
@@ -174,3 +179,211 @@ async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
     # With the embedding model down, recall falls back to words and replies still work.
     fake_llm.down = True
     assert (await core.pipeline.build_prompt(question)).tokens > 0
+
+
+class FakeEmbedder:
+    """Deterministic vectors without a model (the fake server's meaning: "feline" is "cat"),
+    counting what it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def __call__(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return [embed_text(t, dims=1024) for t in texts]
+
+
+def _recall_of(core: Core, embedder: FakeEmbedder | None = None) -> RecallIndex:
+    """A RecallIndex of its own on the core's Redis: a process of the fleet, or a restart."""
+    return RecallIndex(core.store.client, core.store.keys, embedder=embedder)
+
+
+def _indexed(recall: RecallIndex, scope: str) -> list[Any]:
+    """The documents the index holds for ``scope`` (read after a sync)."""
+    return list(recall._indexes[scope].docs)
+
+
+def _record_days(recall: RecallIndex, scope: str) -> list[str]:
+    """The days of the day records in the index (a record sits at its day's midday UTC)."""
+    return [
+        datetime.fromtimestamp(d.ms / 1000, tz=UTC).date().isoformat()
+        for d in _indexed(recall, scope)
+        if d.kind == "day"
+    ]
+
+
+async def _vector_ids(core: Core, scope: str) -> set[str]:
+    client: Any = core.store.client  # decodes replies: names are str
+    return set(await client.hkeys(core.store.keys.scope(scope).vectors))
+
+
+async def _log_ids(core: Core, scope: str) -> set[str]:
+    return {e.id for e in await core.repo.all_entries(scope)}
+
+
+async def test_concurrent_searches_in_one_scope_index_each_message_once(
+    make_core: CoreFactory,
+) -> None:
+    """Replies in one scope search at once; each must not append what the other appends."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:race"
+    recall = _recall_of(core)
+    await feed(core, clock, scope, conversation(START, days=1, per_day=5))
+    # A cold index, built by many searches at once.
+    await asyncio.gather(*(recall.search(scope, "coffee budget") for _ in range(20)))
+    assert await recall.warm(scope) == 5
+    # A warm index, brought up to date by many searches at once (each reads where the
+    # index ends, then waits on Redis: all of them read the same place).
+    await feed(core, clock, scope, conversation(START, days=1, per_day=3, seed=2))
+    await asyncio.gather(*(recall.search(scope, "coffee budget") for _ in range(20)))
+    ids = [d.id for d in _indexed(recall, scope)]
+    assert len(ids) == len(set(ids)) == 8
+    assert set(ids) == await _log_ids(core, scope)
+
+
+async def test_a_full_list_of_day_records_still_brings_new_ones(make_core: CoreFactory) -> None:
+    """The day records list keeps weeks_max * 7 records, trimmed from the oldest; once it is
+    full, each new day still reaches recall, and a record that left the list leaves recall."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"weeks_max": 1})  # 7 records
+    scope = "console:diary"
+    recall = _recall_of(core)
+    for day in range(10):
+        clock.set(START + timedelta(days=day))
+        await core.pipeline.ingest(
+            IncomingMessage(scope="diary", text=f"Day {day}: we planned the garden.", author="A")
+        )
+        clock.set(START + timedelta(days=day + 1, minutes=-30))
+        await core.scheduler.sweep(force=True)
+        await recall.warm(scope)  # the index follows the list day by day
+    listed = [d.day for d in await core.repo.episodes(scope)]
+    assert len(listed) == 7 and listed[-1] == "2025-08-20"
+    assert _record_days(recall, scope) == listed
+    # A restart sees the same.
+    fresh = _recall_of(core)
+    await fresh.warm(scope)
+    assert _record_days(fresh, scope) == listed
+
+
+def _texts(hits: list[Any]) -> str:
+    return " | ".join(d.text for h in hits for d in h.docs)
+
+
+async def test_a_day_record_trimmed_off_the_list_is_no_longer_recalled(
+    make_core: CoreFactory,
+) -> None:
+    """Only day records are left of a scope (its messages expired); the list is full, so a
+    new record pushes the oldest out, as close_day does: the new one is recalled, the old
+    one not."""
+    core = await make_core(offline=True)
+    scope = "console:old"
+    client: Any = core.store.client
+    key = core.store.keys.scope(scope).episodes
+
+    def record(day: str, text: str) -> str:
+        return DaySummary(day=day, summary=text, topic=text).to_json()
+
+    await client.rpush(
+        key,
+        record("2025-01-01", "We chose the Blue Heron cafe for offsites."),
+        record("2025-01-02", "Budget review done."),
+    )
+    recall = _recall_of(core)
+    question = "Which cafe for offsites?"
+    assert "Blue Heron" in _texts(await recall.search(scope, question))
+    await client.rpush(key, record("2025-01-03", "Offsites move to the Red Fox cafe."))
+    await client.ltrim(key, -2, -1)
+    recalled_now = _texts(await recall.search(scope, question))
+    assert "Red Fox" in recalled_now and "Blue Heron" not in recalled_now
+
+
+async def test_all_stored_vectors_are_used_after_a_restart(make_core: CoreFactory) -> None:
+    """More than one search's worth (512) of messages have vectors in Redis: a new process
+    loads them all, the oldest too, and embeds only the question."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    first = _recall_of(core, FakeEmbedder())
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    # Two halves, each searched: every message gets its vector, stored for the fleet.
+    await feed(core, clock, scope, conversation(START + timedelta(hours=1), days=1, per_day=350))
+    await first.search(scope, "Any feline?")
+    await feed(core, clock, scope, conversation(START + timedelta(days=1), days=1, per_day=350))
+    await first.search(scope, "Any feline?")
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+    embedder = FakeEmbedder()
+    restarted = _recall_of(core, embedder)
+    hits = await restarted.search(scope, "Any feline?")
+    assert any("adopted a cat named Bailey" in d.text for h in hits for d in h.docs)
+    assert embedder.texts == ["Any feline?"]  # every message's vector came from Redis
+
+
+async def test_retention_trims_vectors_with_their_messages(make_core: CoreFactory) -> None:
+    """Retention drops raw messages at rollover (close_day) and in a scope that closes no
+    more days (the trim step); their vectors go with them, in the same atomic step."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"retention_days": 2})
+    scope = "console:keep"
+    recall = _recall_of(core, FakeEmbedder())
+    for day in range(4):
+        await feed(core, clock, scope, conversation(START + timedelta(days=day), days=1, per_day=4))
+        await recall.search(scope, "any news about the garden?")
+        assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+        clock.set(START + timedelta(days=day + 1, hours=-8))
+        await core.scheduler.sweep(force=True)  # closes the day; trims past retention
+        assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+    left = sorted(await _log_ids(core, scope), key=lambda i: int(i.split("-")[0]))
+    assert 0 < len(left) < 16  # retention did trim, at rollover
+    # The trim maintenance runs on its own when a scope closes no more days (_step).
+    newest_ms = int(left[-1].split("-")[0])
+    assert await core.repo.trim_log_before(scope, str(newest_ms)) == len(left) - 1
+    assert await _log_ids(core, scope) == await _vector_ids(core, scope) == {left[-1]}
+
+
+async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
+    make_core: CoreFactory,
+) -> None:
+    """A forget written down but not yet carried out (its process crashed): a search then
+    indexes the message still there; once maintenance finishes the forget, it is gone from
+    recall too, though the epoch did not move again."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:team"
+    recall = _recall_of(core)
+    await feed(core, clock, scope, conversation(START, days=1, per_day=10))
+    clock.set(START + timedelta(hours=13))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="team", text="The cafe near the river is Blue Heron", author="M")
+    )
+    question = "Which cafe near the river?"
+    await core.repo.begin_forget(scope, ForgetRequest(kind="text", text="Blue Heron").to_json())
+    assert any("Blue Heron" in d.text for h in await recall.search(scope, question) for d in h.docs)
+    assert await core.admin.resume_forgets(scope) == 1
+    hits = await recall.search(scope, question)
+    assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
+
+
+async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
+    make_core: CoreFactory,
+) -> None:
+    """A search embeds a message while a forget deletes it: the vector must not outlive it."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    await feed(core, clock, scope, conversation(START, days=1, per_day=5))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+
+    class ForgetsMeanwhile(FakeEmbedder):
+        async def __call__(self, texts: list[str]) -> list[list[float]]:
+            if any("Bailey" in t for t in texts):
+                await core.admin.forget_text("pets", "Bailey")
+            return await super().__call__(texts)
+
+    await _recall_of(core, ForgetsMeanwhile()).search(scope, "Any feline?")
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+    assert len(await _log_ids(core, scope)) == 5
