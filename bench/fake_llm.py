@@ -111,6 +111,8 @@ class FakeOpenAI:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rng: random.Random | None = None
     chaos_timeout_s: float = 2.0  # how long a "timeout" answer hangs (above the client's)
+    stream_piece_chars: int = 20  # a streamed answer comes in pieces of this many characters
+    stream_piece_delay: float = 0.0  # ...this many seconds apart (a slow model)
     port: int = 0
 
     @property
@@ -307,19 +309,30 @@ class FakeOpenAI:
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        pieces = [text[i : i + 20] for i in range(0, len(text), 20)] or [""]
-        for piece in pieces:
-            chunk = {
-                "id": "chatcmpl-stream",
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": recorded.model,
-                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
-            }
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        size = max(1, self.stream_piece_chars)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        for i, piece in enumerate(pieces):
+            if i and self.stream_piece_delay:
+                await self._pause(self.stream_piece_delay)
+            delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+            await response.write(_event(recorded, delta, None))
+        # As OpenAI does: a last chunk with an empty delta and the finish reason.
+        await response.write(_event(recorded, {}, "stop"))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+
+def _event(recorded: RecordedRequest, delta: dict[str, str], finish: str | None) -> bytes:
+    """One server-sent event of a streamed chat completion."""
+    chunk = {
+        "id": "chatcmpl-stream",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": recorded.model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

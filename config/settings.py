@@ -18,6 +18,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -107,6 +108,13 @@ class LLMSettings(_Section):
         default=0, ge=0, description="Requests per minute for the whole fleet (0: no limit)."
     )
     rpm_window_s: float = Field(default=60.0, gt=0, description="The window rpm_limit counts in.")
+    reply_deadline_s: float = Field(
+        default=45.0,
+        gt=0,
+        le=3600,
+        description="One reply, retries and streaming included, ends within this: what has "
+        "streamed in by then is sent with a marker, otherwise the apology.",
+    )
 
     @property
     def offline(self) -> bool:
@@ -173,6 +181,13 @@ class MemorySettings(_Section):
 
 class BotSettings(_Section):
     name: str = "memorybot"
+    reply_max_chars: int = Field(
+        default=4000,
+        ge=200,
+        le=1_000_000,
+        description="A longer answer is cut to this many characters, with a marker "
+        "(Discord posts 2,000 a message).",
+    )
 
 
 class SchedulerSettings(_Section):
@@ -261,6 +276,34 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _WellKnownEnvSource(settings_cls))
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret in clear (each ``SecretStr`` setting, and the password
+        inside the Redis URL on its own): what must never appear in a reply."""
+        found: list[str] = []
+        for name in type(self).model_fields:
+            section = getattr(self, name)
+            for field in type(section).model_fields:
+                value = getattr(section, field)
+                if isinstance(value, SecretStr):
+                    found.append(value.get_secret_value())
+        if self.store.redis_url is not None:
+            found += _url_passwords(self.store.redis_url.get_secret_value())
+        return [value for value in dict.fromkeys(found) if value]
+
+
+def _url_passwords(url: str) -> list[str]:
+    """The password of a Redis URL, as written and decoded, from the user info (up to the
+    last "@") and from a ``?password=`` query parameter."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unparsable (the store says so at start-up); the whole URL is masked
+        return []
+    written = [parts.password or ""]
+    written += [
+        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.casefold() == "password"
+    ]
+    return [form for value in written if value for form in (value, unquote(value))]
 
 
 class _WellKnownEnvSource(PydanticBaseSettingsSource):

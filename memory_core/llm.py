@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -86,7 +86,7 @@ class LLM(Protocol):
         *,
         purpose: Purpose = "reply",
         max_tokens: int | None = None,
-    ) -> AsyncIterator[str]: ...
+    ) -> AsyncGenerator[str, None]: ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
@@ -121,7 +121,7 @@ class OfflineLLM:
         *,
         purpose: Purpose = "reply",
         max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
         yield ""  # pragma: no cover - makes this an async generator
 
@@ -336,8 +336,9 @@ class OpenAICompatLLM:
         *,
         purpose: Purpose = "reply",
         max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
-        """The answer piece by piece (no retries: a reply that fails is an apology)."""
+    ) -> AsyncGenerator[str, None]:
+        """The answer piece by piece (no retries: a reply that fails is an apology). A
+        caller that stops reading early closes the generator, which closes the response."""
         import openai
 
         kwargs = self._kwargs(purpose, False, max_tokens)
@@ -347,15 +348,19 @@ class OpenAICompatLLM:
         got_text = False
         async with self._gate:
             try:
+                # A streamed request is a request like any other for the fleet's rpm limit.
+                if self._limiter is not None:
+                    await self._limiter.acquire()
                 create: Any = self._client.chat.completions.create
                 response = await create(messages=_sendable(messages), stream=True, **kwargs)
-                async for chunk in response:
-                    choices = getattr(chunk, "choices", None) or []
-                    delta = choices[0].delta.content if choices and choices[0].delta else None
-                    if delta:
-                        got_text = True
-                        stats.completion_tokens += 1
-                        yield delta
+                async with response:
+                    async for chunk in response:
+                        choices = getattr(chunk, "choices", None) or []
+                        delta = choices[0].delta.content if choices and choices[0].delta else None
+                        if delta:
+                            got_text = True
+                            stats.completion_tokens += 1
+                            yield delta
             except openai.OpenAIError as exc:
                 stats.failures += 1
                 raise self._translate(exc, kwargs["model"]) from exc

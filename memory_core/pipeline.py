@@ -10,6 +10,7 @@ the fleet (a Redis lock inside the maintainer).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,6 +22,7 @@ from redis.exceptions import RedisError
 from config.prompts import load_prompts
 from config.settings import Settings
 from memory_core import calendar
+from memory_core.answers import SecretMask, StreamedAnswer, capped, with_marker
 from memory_core.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
 from memory_core.clock import Clock
 from memory_core.errors import (
@@ -82,6 +84,7 @@ class MemoryPipeline:
         self.clock = clock
         self.recall = recall
         self.background = background
+        self.secrets = SecretMask(settings.secret_values())
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
@@ -341,7 +344,11 @@ class MemoryPipeline:
         on_progress: Callable[[str], Awaitable[None]] | None = None,
     ) -> Reply:
         """Answer ``msg``; the answer is stored. With ``on_progress`` the answer streams in
-        and ``on_progress`` gets the text so far after each piece (the caller throttles)."""
+        and ``on_progress`` gets the text so far after each piece (the caller throttles).
+
+        What is sent, streamed and stored has the configured secrets masked and is at most
+        ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
+        ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
         try:
             prompt = await self.build_prompt(msg, exclude_id=exclude_id)
         except (RedisError, StoreError) as exc:
@@ -353,26 +360,34 @@ class MemoryPipeline:
         if self.llm.offline:
             text = await self.offline_text(msg.scope, prompt.language)
             return self._count_reply(Reply(text=text, kind="offline", prompt_tokens=prompt.tokens))
-        max_tokens = self.settings.llm.reply_max_tokens
+        max_chars = self.settings.bot.reply_max_chars
+        deadline_s = self.settings.llm.reply_deadline_s
+        streamed = StreamedAnswer(self.secrets, max_chars=max_chars)
         try:
-            if on_progress is None:
-                result = await self.llm.complete(
-                    prompt.messages, purpose="reply", max_tokens=max_tokens
+            # One deadline for the whole answer: every retry and every streamed piece.
+            async with asyncio.timeout(deadline_s) as deadline:
+                if on_progress is None:
+                    text = self.secrets.mask(await self._complete_reply(prompt))
+                else:
+                    text = await self._stream_reply(prompt, streamed, on_progress)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # not ours: some step's own timeout
+            if not streamed.shown.strip():
+                log.warning(
+                    "reply in %s gave up after %ss (llm.reply_deadline_s)", msg.scope, deadline_s
                 )
-                text = result.text
-            else:
-                parts: list[str] = []
-                async for piece in self.llm.stream(
-                    prompt.messages, purpose="reply", max_tokens=max_tokens
-                ):
-                    parts.append(piece)
-                    await on_progress("".join(parts))
-                text = "".join(parts).strip()
+                return self._apology(prompt, prompts.apology)
+            log.warning(
+                "reply in %s cut at %ss (llm.reply_deadline_s): sent what had streamed in",
+                msg.scope,
+                deadline_s,
+            )
+            text = with_marker(streamed.shown, prompts.say("reply_cut_slow"), max_chars)
         except (LLMUnavailable, LLMBadOutput) as exc:
             log.warning("reply in %s failed: %s", msg.scope, exc)
-            return self._count_reply(
-                Reply(text=prompts.apology, kind="apology", prompt_tokens=prompt.tokens)
-            )
+            return self._apology(prompt, prompts.apology)
+        text = capped(text, max_chars, prompts.say("reply_cut_long"))
         stored = await self.ingest(
             IncomingMessage(
                 scope=msg.scope,
@@ -387,6 +402,35 @@ class MemoryPipeline:
         return self._count_reply(
             Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
         )
+
+    def _apology(self, prompt: Prompt, text: str) -> Reply:
+        return self._count_reply(Reply(text=text, kind="apology", prompt_tokens=prompt.tokens))
+
+    async def _complete_reply(self, prompt: Prompt) -> str:
+        result = await self.llm.complete(
+            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
+        )
+        return result.text
+
+    async def _stream_reply(
+        self,
+        prompt: Prompt,
+        answer: StreamedAnswer,
+        on_progress: Callable[[str], Awaitable[None]],
+    ) -> str:
+        """Stream the answer into ``answer``, showing only what is settled (secrets masked,
+        no secret's first half at a piece boundary); stop reading once past the length cap."""
+        pieces = self.llm.stream(
+            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
+        )
+        async with contextlib.aclosing(pieces):
+            async for piece in pieces:
+                answer.add(piece)
+                if answer.too_long:
+                    return answer.shown  # capped by the caller; the rest is not read
+                if answer.shown.strip():
+                    await on_progress(answer.shown)
+        return answer.finished()
 
     async def offline_text(self, scope: str, language: str) -> str:
         """The offline reply: say no LLM is configured and show what is remembered."""

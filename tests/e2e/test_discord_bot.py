@@ -385,7 +385,7 @@ async def test_a_long_answer_is_split_under_2000_characters(
     answer = "\n\n".join([paragraph, code, paragraph, paragraph])
     assert len(answer) > 5000
     fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
-    core = await make_core()
+    core = await make_core(bot={"reply_max_chars": 10_000})
     async with serving(fake, core) as bot:
         trigger = await say(fake, bot, world.general, world.alice, "explain", mentions_bot=True)
         await fake.wait_for(lambda: len(fake.sent_messages) >= 3, what="three parts")
@@ -404,6 +404,38 @@ async def test_a_long_answer_is_split_under_2000_characters(
         (m.content or "").replace("```python", "").replace("```", "") for m in messages
     )
     assert joined.count("print('line") == 120
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["posted", "streamed"])
+async def test_a_huge_answer_is_cut_to_a_few_messages_with_a_marker(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI, streamed: bool
+) -> None:
+    """A 1 MB answer was once posted whole, as 527 messages: it is cut at
+    bot.reply_max_chars (4,000 by default), so two or three messages, the last ending with
+    the marker; memory holds the cut answer."""
+    answer = "All work and no play makes memorybot a dull bot.\n" * 21_000
+    assert len(answer) > 1_000_000
+    fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
+    fake_llm.stream_piece_chars = 1000
+    core = await make_core(discord={"stream_replies": streamed, "stream_interval_s": 0.2})
+    marker = load_prompts("en").say("reply_cut_long")
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "say it all", mentions_bot=True)
+        await fake.wait_for(
+            lambda: (
+                any((m.content or "").endswith(marker) for m in fake.sent_messages)
+                or any((e.content or "").endswith(marker) for e in fake.edits)
+            ),
+            what="the marker",
+        )
+        messages = list(fake.sent_messages)
+    assert 2 <= len(messages) <= 3, len(messages)
+    contents = [fake.messages[m.id]["content"] for m in messages]  # after any edits
+    assert all(len(c) <= 2000 for c in contents)
+    assert contents[-1].endswith(marker)
+    assert sum(len(c) for c in contents) <= 4000 + 10  # parts split on lines
+    [*_, stored] = await texts_in(core, world.scope(world.general))
+    assert len(stored) <= 4000 and stored.endswith(marker)
 
 
 async def test_an_llm_failure_is_an_apology_and_the_message_is_remembered(

@@ -512,8 +512,9 @@ async def test_two_workspaces_never_mix(slack: Harness) -> None:
 
 async def test_long_answer_is_split_in_the_thread(slack: Harness) -> None:
     paragraph = "The plan has many careful steps to follow in order. " * 12
-    answer = "\n\n".join(f"Step {n}. {paragraph.strip()}" for n in range(10))
-    assert len(answer) > 5000
+    answer = "\n\n".join(f"Step {n}. {paragraph.strip()}" for n in range(6))
+    # Over one Slack message, within bot.reply_max_chars (4,000): split, not cut.
+    assert MESSAGE_CHARS < len(answer) <= 4000
     slack.llm.responder = lambda request: answer if request.purpose == "reply" else None
     asked = await slack.mention("tell me everything")
     await slack.fake.wait_for_calls("chat.postMessage", count=2)

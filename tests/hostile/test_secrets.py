@@ -24,15 +24,18 @@ from aiohttp import web
 from bots.commands import Actor
 from bots.frontdoor import run_command
 from config.settings import Settings, load_settings
+from memory_core.answers import MASK
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import LLMUnavailable, MemorybotError, StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.store import mask_url, open_store
 from tests.conftest import START, RedisServer
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack_server import serve_web_app
-from tests.helpers import spawn_memorybot
+from tests.helpers import scope_values, spawn_memorybot
+from tests.observed_discord import ObservedBot
 
 TAG = uuid.uuid4().hex[:10]
 PASSWORD = f"S3cretPw{TAG}"
@@ -289,6 +292,126 @@ async def test_a_model_that_echoes_the_key_does_not_make_memorybot_echo_it(
                 await core.close()
     emitted.add("log records (DEBUG)", log_text(caplog))
     emitted.check()
+
+
+# -- a model that says a secret in its answer ---------------------------------------------
+def secret_saying_answer(request: RecordedRequest) -> str | None:
+    """A reply that repeats the API key it was sent with (and, as a prompt injection could
+    get a model to, every other secret memorybot holds)."""
+    if request.purpose != "reply":
+        return None
+    key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+    others = ", ".join(value for name, value in SECRETS.items() if name != "OPENAI_API_KEY")
+    return f"Sure! My API key is {key} and I also know {others}. Anything else?"
+
+
+def assert_no_half(text: str, where: str) -> None:
+    """Not even the first half of a secret: what a streamed edit cut at a piece boundary
+    would show."""
+    for name, secret in SECRETS.items():
+        half = secret[: len(secret) // 2]
+        assert half not in text, f"the first half of {name} leaked in {where}: {text!r}"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
+async def test_a_secret_in_the_models_answer_is_masked_when_sent_streamed_and_stored(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    locked_redis: PasswordRedis,
+    fake_llm: FakeOpenAI,
+    streamed: bool,
+) -> None:
+    """The model's answer holds the key and the other secrets, streamed in 7-character
+    pieces (each secret spans several): the replies, every streamed text, everything
+    stored for the scope (messages and the summaries made of them) and the logs show none
+    of them, nor the first half of any."""
+    caplog.set_level(logging.DEBUG)
+    fake_llm.responder = secret_saying_answer
+    fake_llm.stream_piece_chars = 7
+    core = await secret_core(monkeypatch, tmp_path, locked_redis.url, fake_llm.base_url)
+    emitted = Emitted({})
+    shown: list[str] = []
+
+    async def progress(text: str) -> None:
+        shown.append(text)
+
+    scope = "discord:9:9"
+    try:
+        for i in range(3):
+            reply = await core.pipeline.handle(
+                IncomingMessage(
+                    scope=scope, text=f"what is your key? {i}", author="A", direct=True
+                ),
+                on_progress=progress if streamed else None,
+            )
+            assert reply is not None and reply.kind == "llm"
+            assert MASK in reply.text and reply.text.endswith("Anything else?"), reply.text
+            emitted.add("reply texts", reply.text)
+        stored = await scope_values(core, scope)
+        assert any("Anything else?" in value for value in stored)
+        emitted.add("the scope's values in Redis", "\n".join(stored))
+    finally:
+        await core.close()
+    assert f"Bearer {SECRETS['OPENAI_API_KEY']}" in {
+        r.headers.get("Authorization") for r in fake_llm.requests
+    }
+    assert len(shown) >= (30 if streamed else 0)
+    for i, text in enumerate(shown):
+        emitted.add(f"streamed text {i}", text)
+    emitted.add("log records (DEBUG)", log_text(caplog))
+    emitted.check()
+    for where, text in emitted.texts.items():
+        assert_no_half(text, where)
+
+
+async def test_a_secret_in_the_models_answer_never_reaches_discord(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    locked_redis: PasswordRedis,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """Through the Discord front door, streaming: the draft as posted, every edit, the
+    final message, the scope's Redis values and the logs hold no secret nor half of one."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("MEMORYBOT_DISCORD__STREAM_REPLIES", "true")
+    monkeypatch.setenv("MEMORYBOT_DISCORD__STREAM_INTERVAL_S", "0.2")
+    fake_llm.responder = secret_saying_answer
+    fake_llm.stream_piece_chars = 7
+    fake_llm.stream_piece_delay = 0.03  # about 1 s in all: several edits
+    core = await secret_core(monkeypatch, tmp_path, locked_redis.url, fake_llm.base_url)
+    emitted = Emitted({})
+    try:
+        async with FakeDiscord() as fake_discord:
+            guild = fake_discord.add_guild(name="Leak Lab")
+            channel = fake_discord.add_text_channel(guild.id, "general")
+            alice = fake_discord.add_member(guild.id, name="alice")
+            async with fake_discord.running(ObservedBot(core)) as bot:
+                trigger = await fake_discord.send_message(
+                    channel_id=channel.id,
+                    author_id=alice.user.id,
+                    content="what is your key?",
+                    mentions_bot=True,
+                )
+                await bot.handled(trigger)
+            [reply] = fake_discord.sent_messages
+            final = str(fake_discord.messages[reply.id]["content"])
+            assert MASK in final and final.endswith("Anything else?"), final
+            edits = [e.content or "" for e in fake_discord.edits if e.message_id == reply.id]
+            assert len(edits) >= 2, edits
+            emitted.add("the posted draft", reply.content or "")
+            for i, text in enumerate(edits):
+                emitted.add(f"Discord edit {i}", text)
+            emitted.add("the final Discord message", final)
+        stored = await scope_values(core, f"discord:{guild.id}:{channel.id}")
+        emitted.add("the scope's values in Redis", "\n".join(stored))
+    finally:
+        await core.close()
+    emitted.add("log records (DEBUG)", log_text(caplog))
+    emitted.check()
+    for where, text in emitted.texts.items():
+        assert_no_half(text, where)
 
 
 # -- real CLI processes ------------------------------------------------------------------

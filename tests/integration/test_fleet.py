@@ -235,11 +235,16 @@ async def test_scheduler_registers_its_jobs(make_core: CoreFactory) -> None:
         await core.scheduler.stop()
 
 
+async def _shown(text: str) -> None:
+    return None
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
 async def test_rpm_limit_holds_across_processes(
-    make_core: CoreFactory, fake_llm: FakeOpenAI
+    make_core: CoreFactory, fake_llm: FakeOpenAI, streamed: bool
 ) -> None:
     """Two cores (two connections, as two processes) share one requests-per-window limit,
-    counted where it matters: at the (fake) provider."""
+    counted where it matters: at the (fake) provider. Streamed replies count like others."""
     window, limit = 2.0, 4
     settings = {"llm": {"rpm_limit": limit, "rpm_window_s": window}}
     a = await make_core(**settings)
@@ -247,7 +252,8 @@ async def test_rpm_limit_holds_across_processes(
 
     async def ask(core: Core, i: int) -> None:
         reply = await core.pipeline.handle(
-            IncomingMessage(scope=f"r{i}", text="hello", author="A", direct=True)
+            IncomingMessage(scope=f"r{i}", text="hello", author="A", direct=True),
+            on_progress=_shown if streamed else None,
         )
         assert reply is not None and reply.kind == "llm"
 
@@ -261,6 +267,7 @@ async def test_rpm_limit_holds_across_processes(
     elapsed = time.monotonic() - started
     times = sorted(r.at for r in fake_llm.of("reply"))
     assert len(times) == 12
+    assert all(bool(r.body.get("stream")) == streamed for r in fake_llm.of("reply"))
     # The limit holds where requests are admitted; at the provider each arrives up to a
     # transit time later (more on a busy machine), so a window shortened by that slack.
     slack = 0.25

@@ -67,6 +67,39 @@ def test_secrets_are_not_printed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "discord-secret-token" not in dumped
 
 
+def test_secret_values_lists_every_secret_setting_and_the_redis_password() -> None:
+    """The one list the reply masking reads: each SecretStr setting, wherever it is, and
+    the Redis password as written in the URL, decoded, and from a query parameter."""
+    s = Settings.model_validate(
+        {
+            "store": {"redis_url": "redis://admin:p%40ss-word-1@db:6379/0?Password=query-pass-2"},
+            "llm": {"api_key": "sk-key"},
+            "discord": {"token": "discord-token"},
+            "slack": {
+                "bot_token": "xoxb-bot",
+                "app_token": "xapp-app",
+                "signing_secret": "signing",
+            },
+            "dashboard": {"token": "dash-token"},
+        }
+    )
+    found = s.secret_values()
+    assert set(found) == {
+        "redis://admin:p%40ss-word-1@db:6379/0?Password=query-pass-2",
+        "p%40ss-word-1",
+        "p@ss-word-1",
+        "query-pass-2",
+        "sk-key",
+        "discord-token",
+        "xoxb-bot",
+        "xapp-app",
+        "signing",
+        "dash-token",
+    }
+    assert len(found) == len(set(found))
+    assert Settings().secret_values() == []
+
+
 def test_example_file_matches_the_defaults() -> None:
     example = Path(__file__).parents[2] / "memorybot.example.toml"
     from_file = load_settings(example)
@@ -75,3 +108,4 @@ def test_example_file_matches_the_defaults() -> None:
     assert from_file.llm.model_dump(exclude={"api_key", "base_url"}) == defaults.llm.model_dump(
         exclude={"api_key", "base_url"}
     )
+    assert from_file.bot == defaults.bot
