@@ -21,9 +21,10 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
-from memory_core.redact import contains, redact
+from memory_core.redact import contains, redact, removed_spans
 from memory_core.repo import MemoryRepo, ScopeDump
 from memory_core.scopes import parse_scope, user_scope
+from memory_core.tokens import TokenCounter
 
 EXPORT_FORMAT = "memorybot-export"
 EXPORT_VERSION = 1
@@ -31,6 +32,10 @@ MODES = ("mention", "all", "off")
 LANGUAGE_SETTINGS = ("auto", "en", "ja")
 TIER_FIELDS = ("short", "mid", "long", "overview")
 MAX_FACT_CHARS = 500
+# Finding a message by its platform id: stream ids never go below a message's own time, so
+# the log is read from a little before it (clock skew), a bounded window, before a full scan.
+LOOKUP_MARGIN_MS = 60_000
+LOOKUP_WINDOW = 300
 # State fields an export carries; counters and locks are rebuilt, not copied.
 EXPORTED_STATE = (
     "day",
@@ -88,12 +93,19 @@ class ForgetRequest:
     """What to forget, written down before any of it is done, so a forget that a crash
     interrupts is finished later (a forgotten text stays forgotten)."""
 
-    kind: str  # "text" | "user" | "message"
-    text: str = ""
+    kind: str  # "text" | "user" | "message" | "edit"
+    text: str = ""  # for "edit": the message's new text
     user_id: str = ""
     names: tuple[str, ...] = ()
     platform_id: str = ""
-    needles: tuple[str, ...] = ()  # for "message": the deleted messages' texts
+    needles: tuple[str, ...] = ()  # "message": the deleted texts; "edit": what it removed
+    # "message" and "edit": the stored entries of the message, and its original send time
+    entry_ids: tuple[str, ...] = ()
+    ts_ms: int = 0
+    # "edit": who wrote the message (its new text is stored as theirs)
+    author: str = ""
+    author_id: str = ""
+    role: str = "user"
 
     def drop_entry(self, entry: LogEntry) -> bool:
         if self.kind == "text":
@@ -109,8 +121,12 @@ class ForgetRequest:
     def drop_fact(self, fact: Fact) -> bool:
         if self.kind == "text":
             return any(contains(t, self.text) for t in (fact.text, fact.subject, *fact.history))
-        if self.kind == "message":
-            return False
+        if self.kind in ("message", "edit"):
+            # Drawn from the message (provenance), or quoting what went: re-derived later
+            # from the edited text, if it still says so.
+            return bool(set(fact.message_ids) & set(self.entry_ids)) or any(
+                contains(t, n) for n in self.needles for t in (fact.text, *fact.history)
+            )
         people = {fact.subject, fact.by}
         return bool(people & set(self.names)) or any(contains(fact.text, n) for n in self.names)
 
@@ -130,6 +146,11 @@ class ForgetRequest:
             names=tuple(str(x) for x in data.get("names", [])),
             platform_id=str(data.get("platform_id", "")),
             needles=tuple(str(x) for x in data.get("needles", [])),
+            entry_ids=tuple(str(x) for x in data.get("entry_ids", [])),
+            ts_ms=int(data.get("ts_ms", 0)),
+            author=str(data.get("author", "")),
+            author_id=str(data.get("author_id", "")),
+            role="assistant" if data.get("role") == "assistant" else "user",
         )
 
 
@@ -208,8 +229,13 @@ class MemoryAdmin:
         return len(pending)
 
     async def _apply_forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        if request.kind == "edit":
+            return await self._apply_edit(scope, request)
         report = ForgetReport()
-        entries = await self.repo.all_entries(scope)
+        if request.kind == "message":  # one message: read around its time, not the whole log
+            entries = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        else:
+            entries = await self.repo.all_entries(scope)
         doomed = [e.id for e in entries if request.drop_entry(e)]
         report.messages = await self.repo.delete_entries(scope, doomed)
         facts = await self.repo.facts(scope)
@@ -275,18 +301,123 @@ class MemoryAdmin:
             },
         )
 
-    async def forget_message(self, scope: str, platform_id: str) -> int:
-        """A message deleted on its platform: delete it here too. Returns how many went."""
+    async def forget_message(
+        self, scope: str, platform_id: str, *, when: datetime | None = None
+    ) -> int:
+        """A message deleted on its platform: delete it here too. Returns how many went.
+        ``when``: the message's original send time, so its entry is found without reading
+        the whole log."""
         scope = parse_scope(scope)
         if not platform_id:
             return 0
-        entries = await self.repo.all_entries(scope)
-        doomed = [e for e in entries if e.platform_id == platform_id]
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        doomed = await self._message_entries(scope, platform_id, from_ms)
         if not doomed:
             return 0
         needles = tuple(e.text for e in doomed if len(e.text) >= 12)
-        request = ForgetRequest(kind="message", platform_id=platform_id, needles=needles)
+        request = ForgetRequest(
+            kind="message",
+            platform_id=platform_id,
+            needles=needles,
+            entry_ids=tuple(e.id for e in doomed),
+            ts_ms=min(calendar.to_ms(e.ts) for e in doomed),  # a resumed forget finds it fast
+        )
         return (await self._forget(scope, request)).messages
+
+    async def edit_message(
+        self, scope: str, platform_id: str, text: str, *, when: datetime | None = None
+    ) -> bool:
+        """A message edited on its platform: its new text replaces the stored one (one copy,
+        same author and original time), summary sentences with the text the edit removed
+        are dropped, and facts drawn from the message go (the next summary of the new text
+        learns them again if they still hold). The same text again (platforms send updates
+        for embeds and link previews) changes nothing; an edit down to no text is a delete.
+        Returns whether memory changed. ``when``: as for :meth:`forget_message`."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return False
+        new_text = self._stored_text(text)
+        if not new_text:
+            return bool(await self.forget_message(scope, platform_id, when=when))
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        stored = await self._message_entries(scope, platform_id, from_ms)
+        if not stored or [e.text for e in stored] == [new_text]:
+            return False
+        first = stored[0]
+        needles = {n: None for e in stored for n in removed_spans(e.text, new_text)}
+        request = ForgetRequest(
+            kind="edit",
+            text=new_text,
+            platform_id=platform_id,
+            needles=tuple(needles),
+            entry_ids=tuple(e.id for e in stored),
+            ts_ms=calendar.to_ms(first.ts),
+            author=first.author,
+            author_id=first.author_id,
+            role=first.role,
+        )
+        await self._forget(scope, request)
+        return True
+
+    async def _apply_edit(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        """Carry out an edit; safe to run again after a crash (the old entries are deleted
+        by id, the new text is stored only if no copy of it is there yet)."""
+        report = ForgetReport()
+        report.messages = await self.repo.delete_entries(scope, request.entry_ids)
+        await self._store_edited(scope, request)
+        report.facts = await self._drop_facts(scope, request)
+        person = user_scope(scope, request.author_id)
+        if person:  # what was learned here about the author, kept guild-wide
+            report.facts += await self._drop_facts(person, request, origin=scope)
+        if request.needles:
+            await self._redact(scope, request.needles, report)
+        await self._resync_counters(scope)
+        return report
+
+    async def _store_edited(self, scope: str, request: ForgetRequest) -> None:
+        copies = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        if any(e.text == request.text for e in copies):
+            return  # stored by an earlier run of this edit
+        await self.repo.ingest(
+            scope,
+            ts_ms=request.ts_ms,
+            role=request.role,
+            author=request.author,
+            author_id=request.author_id,
+            text=request.text,
+            platform_id=request.platform_id,
+            tokens=TokenCounter().count(request.text),
+            day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
+            parent="",
+        )
+
+    async def _drop_facts(self, scope: str, request: ForgetRequest, *, origin: str = "") -> int:
+        """Delete the facts of ``scope`` the request reaches (with ``origin``: only those
+        learned there)."""
+        facts = await self.repo.facts(scope)
+        gone = [f.id for f in facts if (not origin or f.origin == origin) and request.drop_fact(f)]
+        return await self.repo.delete_facts(scope, gone)
+
+    async def _message_entries(self, scope: str, platform_id: str, from_ms: int) -> list[LogEntry]:
+        """The stored entries of one platform message. Its entry's id is never below its
+        send time (``from_ms``), so a window of the log from just before then is read first;
+        the whole log only when the message is not in it (or no time is known)."""
+        if from_ms > 0:
+            window = await self.repo.entries_from(
+                scope, max(0, from_ms - LOOKUP_MARGIN_MS), limit=LOOKUP_WINDOW
+            )
+            found = [e for e in window if e.platform_id == platform_id]
+            if found:
+                return found
+        return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
+
+    def _stored_text(self, text: str) -> str:
+        """A message's text as the pipeline stores it: trimmed, cut at max_message_chars."""
+        text = text.strip()
+        cap = self.settings.memory.max_message_chars
+        if len(text) > cap:
+            text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
+        return text
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)

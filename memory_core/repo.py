@@ -237,6 +237,11 @@ class MemoryRepo:
         entries = _entries(raw)
         return entries[0] if entries else None
 
+    async def entries_from(self, scope: str, from_ms: int, *, limit: int) -> list[LogEntry]:
+        """At most ``limit`` entries with an id time of ``from_ms`` or later, oldest first."""
+        raw = await self.client.xrange(self.k(scope).log, min=str(from_ms), max="+", count=limit)
+        return _entries(raw)
+
     async def all_entries(self, scope: str) -> list[LogEntry]:
         return _entries(await self.client.xrange(self.k(scope).log))
 
