@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +48,30 @@ async def scope_values(core: Core, scope: str) -> list[str]:
         else:
             raise AssertionError(f"unexpected key type {kind} for {key}")
     return values
+
+
+def quoting_facts(*needles: str) -> Callable[[RecordedRequest], str]:
+    """A fake model (``FakeOpenAI.responder``) whose summaries quote what they are given, as
+    the default one does, and whose compactions also turn any of ``needles`` into facts:
+    one for the channel, one about each speaker who said it. The worst case for forgetting."""
+
+    def answer(request: RecordedRequest) -> str:
+        text = default_answer(request)
+        if request.purpose != "compact":
+            return text
+        data = json.loads(text)
+        said = re.search(r"<messages>(.*?)</messages>", request.prompt_text, re.S)
+        for needle in needles:
+            for line in (said.group(1) if said else "").splitlines():
+                if needle in line and ": " in line:
+                    speaker = line.split(": ", 1)[0].rsplit(" ", 1)[-1]
+                    data["facts"] += [
+                        {"kind": "decision", "subject": "", "text": f"we noted {needle}"},
+                        {"kind": "profile", "subject": speaker, "text": f"{speaker}: {needle}"},
+                    ]
+        return json.dumps(data)
+
+    return answer
 
 
 async def all_keys(core: Core) -> list[str]:
