@@ -216,7 +216,9 @@ class MemoryBot(discord.AutoShardedClient):
             return
         try:
             for message_id in message_ids:
-                if await self.core.admin.forget_message(place.scope, str(message_id)):
+                # A snowflake carries its send time: memory is read from there, not all of it.
+                when = discord.utils.snowflake_time(message_id)
+                if await self.core.admin.forget_message(place.scope, str(message_id), when=when):
                     log.info("forgot deleted message %s in %s", message_id, place.scope)
         except (MemorybotError, RedisError) as exc:
             log.error("deleted messages in %s not forgotten: %s", place.scope, exc)

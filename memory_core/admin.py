@@ -314,11 +314,14 @@ class MemoryAdmin:
         doomed = await self._message_entries(scope, platform_id, from_ms)
         if not doomed:
             return 0
-        needles = tuple(e.text for e in doomed if len(e.text) >= 12)
+        # The whole text, and its specific words (a number, a name of a thing) that a summary
+        # or a day's decisions repeat without quoting the message: as an edit removing it all.
+        needles = {e.text: None for e in doomed if len(e.text) >= 12}
+        needles |= {n: None for e in doomed for n in removed_spans(e.text, "")}
         request = ForgetRequest(
             kind="message",
             platform_id=platform_id,
-            needles=needles,
+            needles=tuple(needles),
             entry_ids=tuple(e.id for e in doomed),
             ts_ms=min(calendar.to_ms(e.ts) for e in doomed),  # a resumed forget finds it fast
         )

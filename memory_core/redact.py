@@ -49,7 +49,10 @@ PHRASE_MIN_WORDS = 3
 
 def _distinctive(word: str) -> bool:
     """Whether a removed word may serve as a needle: redact() drops every summary sentence
-    that contains it, so a short common word ("tea", "Tuesday", "5") never may."""
+    that contains it, so a short common word ("tea", "Tuesday", "5") never may, nor a
+    mention (``@memorybot``, ``#general``): a name, which summaries repeat everywhere."""
+    if word[:1] in ("@", "#"):
+        return False
     if len(word) >= WORD_MIN_LETTERS:
         return True
     if len(word) < WORD_MIN_DIGITS:

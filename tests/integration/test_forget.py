@@ -242,3 +242,15 @@ async def test_an_interrupted_edit_is_finished_once(
     copies = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
     assert [(e.text, e.ts) for e in copies] == [("my login is [gone] ok?", entry.ts)]
     assert not (await core.repo.state(SCOPE)).forgets_pending
+
+
+async def test_an_edit_while_paused_forgets_the_old_text_and_stores_nothing_new(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, _, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    length = await core.repo.log_length(SCOPE)
+    await core.admin.set_paused(SCOPE, True)
+    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert not present(await scope_values(core, SCOPE), SECRET)
+    assert [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"] == []
+    assert await core.repo.log_length(SCOPE) == length - 1

@@ -49,6 +49,12 @@ def test_a_short_common_word_is_never_a_needle() -> None:
     assert removed_spans("Alice likes tea", "Alice likes coffee") == []
     assert removed_spans("meet on Tuesday", "meet on Friday") == []
     assert removed_spans("it is 5 pm", "it is 6 pm") == []
+    assert removed_spans("@memorybot see #general-2025", "see") == []  # names, not secrets
+
+
+def test_a_deleted_message_yields_its_specific_words() -> None:
+    spans = removed_spans("@memorybot my number is 555-0142, ok?", "")
+    assert spans == ["@memorybot my number is 555-0142, ok", "555-0142"]
 
 
 def test_identical_or_added_text_removes_nothing() -> None:
