@@ -323,7 +323,7 @@ class MemoryAdmin:
             platform_id=platform_id,
             needles=tuple(needles),
             entry_ids=tuple(e.id for e in doomed),
-            ts_ms=min(calendar.to_ms(e.ts) for e in doomed),  # a resumed forget finds it fast
+            ts_ms=min(_stored_ms(e) for e in doomed),  # a resumed forget finds it fast
         )
         return (await self._forget(scope, request)).messages
 
@@ -354,7 +354,7 @@ class MemoryAdmin:
             platform_id=platform_id,
             needles=tuple(needles),
             entry_ids=tuple(e.id for e in stored),
-            ts_ms=calendar.to_ms(first.ts),
+            ts_ms=_stored_ms(first),
             author=first.author,
             author_id=first.author_id,
             role=first.role,
@@ -392,6 +392,7 @@ class MemoryAdmin:
             tokens=TokenCounter().count(request.text),
             day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
             parent="",
+            touch_index=False,
         )
 
     async def _drop_facts(self, scope: str, request: ForgetRequest, *, origin: str = "") -> int:
@@ -549,6 +550,11 @@ class MemoryAdmin:
         await self.repo.restore(scope, dump, last_activity_ms=last_ms)
         await self._resync_counters(scope)
         return len(dump.log)
+
+
+def _stored_ms(entry: LogEntry) -> int:
+    """The ms an entry's ``ts`` field holds (rounded: the float round trip can fall short)."""
+    return round(entry.ts.timestamp() * 1000)
 
 
 def _redact_day(day: DaySummary, needles: Sequence[str]) -> DaySummary:

@@ -102,9 +102,11 @@ class MemoryRepo:
         parent: str,
         place_name: str = "",
         replay: bool = False,
+        touch_index: bool = True,
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip. ``replay``: a message
-        buffered during an outage, which must not be stored twice."""
+        buffered during an outage, which must not be stored twice. ``touch_index=False``:
+        an edited message stored again, which is no new activity in the scope."""
         k = self.k(scope)
         args = [
             ts_ms,
@@ -123,9 +125,10 @@ class MemoryRepo:
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
             pipe.execute_command("EVALSHA", SHAS["ingest"], 2, k.log, k.state, *args)
-            pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
+            if touch_index:
+                pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
             try:
-                result, _ = await pipe.execute()
+                result, *_ = await pipe.execute()
             except NoScriptError:
                 if attempt:
                     raise

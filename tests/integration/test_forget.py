@@ -178,6 +178,7 @@ async def test_an_edit_replaces_the_message_and_forgets_what_it_removed(
     assert present(await scope_values(core, SCOPE), SECRET)
     assert any(SECRET.lower() in d.summary.lower() for d in await core.repo.days(SCOPE))
     length = await core.repo.log_length(SCOPE)
+    active = dict(await core.repo.scopes())[SCOPE]
 
     assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
 
@@ -188,6 +189,7 @@ async def test_an_edit_replaces_the_message_and_forgets_what_it_removed(
         (EDITED, "Bob", "bob", entry.ts)
     ]
     assert await core.repo.log_length(SCOPE) == length
+    assert dict(await core.repo.scopes())[SCOPE] == active  # an edit is no new activity
     facts = [f.text for f in await core.repo.facts(SCOPE)]
     assert "Bob shared how he logs in" not in facts and "Alice likes tea" in facts
     assert [f.text for f in await core.repo.facts("discord:1:user:bob")] == []
