@@ -33,7 +33,15 @@ from bots.discord_commands import (
     memory_group,
     sync_command_tree,
 )
-from bots.discord_events import CONVERSATION_TYPES, Place, incoming_message, is_allowed, place_of
+from bots.discord_events import (
+    CONVERSATION_TYPES,
+    Place,
+    incoming_message,
+    is_allowed,
+    is_text_edit,
+    message_text,
+    place_of,
+)
 from bots.discord_replies import ChannelProblems, Draft, can_send, keep_typing, send_reply
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
@@ -145,6 +153,44 @@ class MemoryBot(discord.AutoShardedClient):
         )
         await send_reply(message, reply.text, draft=draft, mention=mention, problems=self.problems)
 
+    # -- edits ---------------------------------------------------------------------------
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        """A message edited on Discord: memory holds its new text instead, and forgets what
+        the edit took out (raw: an edit of a message sent before the client started, or
+        pushed out of its cache, is an edit too)."""
+        translated = self.translate_edit(event)
+        if translated is None:
+            return
+        place, text = translated
+        message = event.message
+        try:
+            changed = await self.core.admin.edit_message(
+                place.scope, str(message.id), text, when=message.created_at
+            )
+        except (MemorybotError, RedisError) as exc:
+            log.error("edit of message %s in %s not applied: %s", message.id, place.scope, exc)
+            return
+        if changed:
+            log.info("applied the edit of message %s in %s", message.id, place.scope)
+
+    def translate_edit(self, event: discord.RawMessageUpdateEvent) -> tuple[Place, str] | None:
+        """(place, new text) of a person's edit, or None for what memorybot ignores, as for
+        new messages, and for updates that do not change the text (link previews)."""
+        me, message = self.user, event.message
+        if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
+            return None
+        if not is_text_edit(event):
+            return None
+        place = place_of(
+            message.channel,
+            guild_id=event.guild_id,
+            channel_id=event.channel_id,
+            user_id=message.author.id,
+        )
+        if not is_allowed(place, self.settings):
+            return None
+        return place, message_text(message, bot_id=me.id, bot_name=self.bot_name)
+
     # -- deletions -----------------------------------------------------------------------
     async def on_raw_message_delete(self, event: discord.RawMessageDeleteEvent) -> None:
         """A message deleted on Discord is deleted from memory too."""
@@ -170,7 +216,9 @@ class MemoryBot(discord.AutoShardedClient):
             return
         try:
             for message_id in message_ids:
-                if await self.core.admin.forget_message(place.scope, str(message_id)):
+                # A snowflake carries its send time: memory is read from there, not all of it.
+                when = discord.utils.snowflake_time(message_id)
+                if await self.core.admin.forget_message(place.scope, str(message_id), when=when):
                     log.info("forgot deleted message %s in %s", message_id, place.scope)
         except (MemorybotError, RedisError) as exc:
             log.error("deleted messages in %s not forgotten: %s", place.scope, exc)

@@ -134,12 +134,9 @@ def visible_to_everyone(channel: object, guild: discord.Guild | None) -> bool:
     return bool(channel.permissions_for(guild.default_role).view_channel)
 
 
-def incoming_message(
-    message: discord.Message, place: Place, *, bot_id: int, bot_name: str
-) -> IncomingMessage | None:
-    """The core's view of a message, or None when there is nothing to remember (attachments
-    or stickers only)."""
-    text = readable_text(
+def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str:
+    """A message's text as memory keeps it (mentions as names), new or edited alike."""
+    return readable_text(
         message.content,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -147,6 +144,24 @@ def incoming_message(
         roles={role.id: role.name for role in message.role_mentions},
         channels={channel.id: channel.name for channel in message.channel_mentions},
     )
+
+
+def is_text_edit(event: discord.RawMessageUpdateEvent) -> bool:
+    """Whether a MESSAGE_UPDATE is someone editing the text. Discord also sends one when it
+    adds link previews or embeds, or a message is pinned: then nobody edited it (no
+    ``edited_timestamp``) or the text is what it was."""
+    if "content" not in event.data or not event.data.get("edited_timestamp"):
+        return False
+    before = event.cached_message
+    return before is None or before.content != event.message.content
+
+
+def incoming_message(
+    message: discord.Message, place: Place, *, bot_id: int, bot_name: str
+) -> IncomingMessage | None:
+    """The core's view of a message, or None when there is nothing to remember (attachments
+    or stickers only)."""
+    text = message_text(message, bot_id=bot_id, bot_name=bot_name)
     if not text:
         return None
     return IncomingMessage(

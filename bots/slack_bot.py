@@ -1,7 +1,9 @@
 """The Slack front door: Bolt's ``AsyncApp`` translating Slack to the memory core and back.
 
     message / app_mention event -> SlackMessage -> IncomingMessage -> pipeline -> thread reply
-    message_deleted             -> admin.forget_message(scope, ts)
+    message_changed             -> admin.edit_message(scope, ts, new text)
+    message_deleted, or message_changed to a tombstone (a thread parent deleted)
+                                -> admin.forget_message(scope, ts)
     /memory ...                 -> run_command -> ephemeral Block Kit answer (export: a file
                                    in a DM; forget all: confirmation buttons)
 
@@ -52,10 +54,12 @@ from bots.slack_connect import (
 from bots.slack_send import SEND_ERRORS, ThreadReply
 from bots.slack_text import (
     Deletion,
+    Edit,
     SlackMessage,
     channel_scope,
     escape,
     mentioned_users,
+    parse_change,
     parse_deletion,
     parse_message,
     plain_text,
@@ -168,9 +172,22 @@ class SlackBot:
             team_id, bot_user_id = context.team_id, context.bot_user_id or ""
             if not team_id:
                 return
-            deletion = parse_deletion(event, team_id=team_id)
+            event_id = str(body.get("event_id") or "")
+            change = parse_change(event, team_id=team_id, bot_user_id=bot_user_id)
+            deletion = (
+                change if isinstance(change, Deletion) else parse_deletion(event, team_id=team_id)
+            )
             if deletion is not None:
-                await self._forget_deleted(deletion, event_id=str(body.get("event_id") or ""))
+                await self._forget_deleted(deletion, event_id=event_id)
+                return
+            if isinstance(change, Edit):
+                await self._apply_edit(
+                    change,
+                    team_id=team_id,
+                    bot_user_id=bot_user_id,
+                    event_id=event_id,
+                    client=client,
+                )
                 return
             msg = parse_message(event, team_id=team_id, bot_user_id=bot_user_id)
             if msg is not None:
@@ -215,10 +232,8 @@ class SlackBot:
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
     ) -> IncomingMessage:
         author = await self.directory.name(client, msg.team_id, msg.user_id)
-        mentioned = mentioned_users(msg.raw_text, exclude=bot_user_id)
-        names = await self.directory.names(client, msg.team_id, mentioned)
-        text = plain_text(
-            msg.raw_text, bot_user_id=bot_user_id, bot_name=self.core.settings.bot.name, names=names
+        text = await self._plain_text(
+            msg.raw_text, team_id=msg.team_id, bot_user_id=bot_user_id, client=client
         )
         public = msg.public
         if public is None and not msg.direct:
@@ -235,6 +250,15 @@ class SlackBot:
             direct=msg.direct,
             public=bool(public),
         )
+
+    async def _plain_text(
+        self, raw_text: str, *, team_id: str, bot_user_id: str, client: AsyncWebClient
+    ) -> str:
+        """Slack markup -> what memory keeps, mentions by name (new and edited alike)."""
+        mentioned = mentioned_users(raw_text, exclude=bot_user_id)
+        names = await self.directory.names(client, team_id, mentioned)
+        bot_name = self.core.settings.bot.name
+        return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
 
     async def _answer(
         self,
@@ -269,7 +293,9 @@ class SlackBot:
             try:
                 if not await platform.first_delivery("slack", event_id):
                     return
-                removed = await self.core.admin.forget_message(deletion.scope, deletion.ts)
+                removed = await self.core.admin.forget_message(
+                    deletion.scope, deletion.ts, when=slack_time(deletion.ts)
+                )
             except (*STORE_ERRORS, InputError) as exc:
                 log.error(
                     "Slack: could not forget a deleted message in %s: %s", deletion.scope, exc
@@ -278,6 +304,36 @@ class SlackBot:
                     await platform.forget_delivery("slack", event_id)
                 return
         log.info("Slack: deleted message forgotten in %s (%d entries)", deletion.scope, removed)
+
+    async def _apply_edit(
+        self,
+        edit: Edit,
+        *,
+        team_id: str,
+        bot_user_id: str,
+        event_id: str,
+        client: AsyncWebClient,
+    ) -> None:
+        """The new text replaces the stored one (in the scope's queue, so an edit right after
+        the message never overtakes it). Not applied: the claim is released for a retry."""
+        platform = self.core.platform
+        async with self._queue.hold(edit.scope):
+            try:
+                if not await platform.first_delivery("slack", event_id):
+                    return
+                text = await self._plain_text(
+                    edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
+                )
+                changed = await self.core.admin.edit_message(
+                    edit.scope, edit.ts, text, when=slack_time(edit.ts)
+                )
+            except (*STORE_ERRORS, InputError) as exc:
+                log.error("Slack: could not apply an edit in %s: %s", edit.scope, exc)
+                with suppress(*STORE_ERRORS):
+                    await platform.forget_delivery("slack", event_id)
+                return
+        if changed:
+            log.info("Slack: edited message %s updated in %s", edit.ts, edit.scope)
 
     # -- /memory -----------------------------------------------------------------------
     async def on_memory_command(

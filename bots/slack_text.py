@@ -1,7 +1,7 @@
 """Slack payloads to core values and back: scopes, message events, text. No I/O here.
 
 Slack events are dicts; this module decides what a ``message`` / ``app_mention`` event means
-for memory (a message to store, a deletion, or nothing), which scope it belongs to, and how
+for memory (a message to store, an edit, a deletion, or nothing), which scope it belongs to, and how
 Slack's markup becomes plain text for memory (``<@U123>`` -> ``@Alice``) and how an answer
 becomes Slack ``mrkdwn`` (escaped, so a model can never ping ``<!channel>``).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
-# Message subtypes that are a person saying something. Everything else (edits, joins, topic
-# changes, bot_message...) is not conversation and is ignored.
+# Message subtypes that are a person saying something. Everything else (joins, topic changes,
+# bot_message...) is not conversation and is ignored; edits and deletions have parsers below.
 HUMAN_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message"})
 
 # What Slack's ids and timestamps look like. Anything else did not come from Slack and must
@@ -108,11 +108,11 @@ class Deletion:
     ts: str  # the deleted message's ts: the platform_id it was stored with
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _SLACK_ID.fullmatch(value) is not None
 
 
-def _is_ts(value: object) -> bool:
+def _is_ts(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _SLACK_TS.fullmatch(value) is not None
 
 
@@ -169,6 +169,47 @@ def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None
         team_id, channel, deleted_ts, thread_ts if isinstance(thread_ts, str) else None
     )
     return Deletion(scope=scope, ts=deleted_ts)
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    scope: str
+    ts: str  # the edited message's ts: the platform_id it was stored with
+    user_id: str
+    raw_text: str  # the new text, Slack markup; see plain_text
+
+
+def parse_change(
+    event: Mapping[str, Any], *, team_id: str, bot_user_id: str
+) -> Edit | Deletion | None:
+    """A ``message_changed`` event -> a person's edit, or a deletion: a deleted message that
+    has thread replies (every message the bot answered) stays as a ``tombstone`` and
+    arrives as a change, not as ``message_deleted``. None for everything else: bots' and
+    the bot's own messages, non-conversation subtypes, and changes that leave the text as
+    it was (link previews, files, language metadata)."""
+    if event.get("subtype") != "message_changed":
+        return None
+    message, previous = event.get("message"), event.get("previous_message")
+    if not isinstance(message, Mapping):
+        return None
+    previous = previous if isinstance(previous, Mapping) else {}
+    channel, ts, thread_ts = event.get("channel"), message.get("ts"), message.get("thread_ts")
+    if not (_is_id(team_id) and _is_id(channel) and _is_ts(ts)):
+        return None
+    if thread_ts is not None and not _is_ts(thread_ts):
+        return None
+    scope, _ = message_scope(team_id, channel, ts, thread_ts if thread_ts else None)
+    subtype = message.get("subtype")
+    if subtype == "tombstone":
+        return Deletion(scope=scope, ts=ts)
+    if subtype is not None and subtype not in HUMAN_SUBTYPES:
+        return None
+    user, text = message.get("user"), message.get("text")
+    if message.get("bot_id") or message.get("bot_profile") or not isinstance(text, str):
+        return None
+    if not _is_id(user) or user == bot_user_id or previous.get("text") == text:
+        return None
+    return Edit(scope=scope, ts=ts, user_id=user, raw_text=text)
 
 
 def mentioned_users(text: str, *, exclude: str = "") -> list[str]:

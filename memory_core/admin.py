@@ -10,7 +10,7 @@ the old text at that moment is discarded instead of bringing it back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -21,9 +21,10 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
-from memory_core.redact import contains, redact, redact_quotes
+from memory_core.redact import contains, redact, redact_quotes, removed_spans
 from memory_core.repo import MemoryRepo, ScopeDump
 from memory_core.scopes import parse_scope, user_scope
+from memory_core.tokens import TokenCounter
 
 EXPORT_FORMAT = "memorybot-export"
 EXPORT_VERSION = 1
@@ -31,6 +32,10 @@ MODES = ("mention", "all", "off")
 LANGUAGE_SETTINGS = ("auto", "en", "ja")
 TIER_FIELDS = ("short", "mid", "long", "overview")
 MAX_FACT_CHARS = 500
+# Finding a message by its platform id: stream ids never go below a message's own time, so
+# the log is read from a little before it (clock skew), a bounded window, before a full scan.
+LOOKUP_MARGIN_MS = 60_000
+LOOKUP_WINDOW = 300
 # State fields an export carries; counters and locks are rebuilt, not copied.
 EXPORTED_STATE = (
     "day",
@@ -93,20 +98,28 @@ class ForgetRequest:
     ``user_id``, by the exact author name), and it reaches summaries and facts through what
     was said (``quotes``) and where facts came from (``entry_ids``)."""
 
-    kind: str  # "text" | "user" | "message" | "all"
-    text: str = ""
+    kind: str  # "text" | "user" | "message" | "edit" | "all"
+    text: str = ""  # "edit": the message's new text
     user_id: str = ""
     name: str = ""  # "user" in a place without user ids: the author, exactly
     platform_id: str = ""
     entry_ids: tuple[str, ...] = ()  # the raw messages it removes, found before removing any
     quotes: tuple[str, ...] = ()  # their texts: summary sentences that repeat them go too
+    # "message": the deleted text's specific words; "edit": what the edit took out. Summary
+    # sentences and facts that contain one go (a day's decisions repeat a number unquoted).
+    needles: tuple[str, ...] = ()
+    ts_ms: int = 0  # "message", "edit": the message's original send time (to find it fast)
+    # "edit": who wrote the message (its new text is stored as theirs)
+    author: str = ""
+    author_id: str = ""
+    role: str = "user"
 
     def drop_entry(self, entry: LogEntry) -> bool:
         if entry.id in self.entry_ids or self.kind == "all":
             return True
         if self.kind == "text":
             return contains(entry.text, self.text)
-        if self.kind == "message":
+        if self.kind in ("message", "edit"):
             return bool(self.platform_id) and entry.platform_id == self.platform_id
         if self.kind != "user" or entry.role == "assistant":
             return False
@@ -123,13 +136,21 @@ class ForgetRequest:
             if self.user_id:
                 return fact.subject_id == self.user_id
             return not fact.subject_id and fact.subject.casefold() == self.name.casefold()
-        return False
+        # "message", "edit": drawn from it (above), or repeating what went; an edited fact
+        # that still holds is learned again from the new text.
+        return any(contains(t, n) for n in self.needles for t in (fact.text, *fact.history))
 
     def redact(self, text: str) -> str:
         """A summary without what this forget removes."""
         if self.kind == "text":
             return redact(text, [self.text])
-        return redact_quotes(text, self.quotes)
+        if self.kind == "edit":  # what stayed in the message may stay in the summaries
+            return redact(text, self.needles)
+        return redact(redact_quotes(text, self.quotes), self.needles)
+
+    @property
+    def redacts(self) -> bool:
+        return bool(self.text if self.kind == "text" else self.quotes or self.needles)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -145,7 +166,12 @@ class ForgetRequest:
             name=str(data.get("name", names[0])),
             platform_id=str(data.get("platform_id", "")),
             entry_ids=tuple(str(x) for x in data.get("entry_ids", [])),
-            quotes=tuple(str(x) for x in data.get("quotes", data.get("needles", []))),
+            quotes=tuple(str(x) for x in data.get("quotes", [])),
+            needles=tuple(str(x) for x in data.get("needles", [])),
+            ts_ms=int(data.get("ts_ms", 0)),
+            author=str(data.get("author", "")),
+            author_id=str(data.get("author_id", "")),
+            role="assistant" if data.get("role") == "assistant" else "user",
         )
 
 
@@ -193,7 +219,10 @@ class MemoryAdmin:
         return await self._forget_everything(scope)
 
     async def _forget_everything(self, scope: str) -> int:
-        await self._forget_person_facts(scope, request=ForgetRequest(kind="all"), removed=set())
+        authors = {e.author_id for e in await self.repo.all_entries(scope)}
+        await self._forget_person_facts(
+            scope, request=ForgetRequest(kind="all"), removed=set(), authors=authors
+        )
         return await self.repo.forget_scope(scope)  # the pending request goes with it
 
     async def forget_text(self, scope: str, text: str) -> ForgetReport:
@@ -215,27 +244,81 @@ class MemoryAdmin:
             scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
         )
 
-    async def forget_message(self, scope: str, platform_id: str) -> int:
+    async def forget_message(
+        self, scope: str, platform_id: str, *, when: datetime | None = None
+    ) -> int:
         """A message deleted on its platform: delete it here too, with the facts made of it
-        and the summary sentences that repeat it. Returns how many raw messages went."""
+        and the summary sentences that repeat it. Returns how many raw messages went.
+        ``when``: the message's original send time, so its entry is found without reading
+        the whole log."""
         scope = parse_scope(scope)
         if not platform_id:
             return 0
-        return (
-            await self._forget(scope, ForgetRequest(kind="message", platform_id=platform_id))
-        ).messages
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        doomed = await self._message_entries(scope, platform_id, from_ms)
+        if not doomed:
+            return 0
+        # Its specific words (a number, a name of a thing) too, which a summary or a day's
+        # decisions repeat without quoting the message: as an edit removing it all.
+        needles = {n: None for e in doomed for n in removed_spans(e.text, "")}
+        request = ForgetRequest(
+            kind="message",
+            platform_id=platform_id,
+            entry_ids=tuple(e.id for e in doomed),
+            quotes=tuple(e.text for e in doomed),
+            needles=tuple(needles),
+            ts_ms=min(_stored_ms(e) for e in doomed),  # a resumed forget finds it fast
+        )
+        return (await self._forget(scope, request, found=doomed)).messages
 
-    async def _forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
+    async def edit_message(
+        self, scope: str, platform_id: str, text: str, *, when: datetime | None = None
+    ) -> bool:
+        """A message edited on its platform: its new text replaces the stored one (one copy,
+        same author and original time), summary sentences with the text the edit removed
+        are dropped, and facts drawn from the message go (the next summary of the new text
+        learns them again if they still hold). The same text again (platforms send updates
+        for embeds and link previews) changes nothing; an edit down to no text is a delete.
+        Returns whether memory changed. ``when``: as for :meth:`forget_message`."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return False
+        new_text = self._stored_text(text)
+        if not new_text:
+            return bool(await self.forget_message(scope, platform_id, when=when))
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        stored = await self._message_entries(scope, platform_id, from_ms)
+        if not stored or [e.text for e in stored] == [new_text]:
+            return False
+        first = stored[0]
+        needles = {n: None for e in stored for n in removed_spans(e.text, new_text)}
+        request = ForgetRequest(
+            kind="edit",
+            text=new_text,
+            platform_id=platform_id,
+            needles=tuple(needles),
+            entry_ids=tuple(e.id for e in stored),
+            ts_ms=_stored_ms(first),
+            author=first.author,
+            author_id=first.author_id,
+            role=first.role,
+        )
+        await self._forget(scope, request, found=stored)
+        return True
+
+    async def _forget(
+        self, scope: str, request: ForgetRequest, *, found: Sequence[LogEntry] | None = None
+    ) -> ForgetReport:
         # What goes is found first and written down with the request (and the epoch moved, so
         # a summary being computed from the old text is refused): a crash from here on leaves
         # a pending forget that maintenance finishes, even once the messages are gone.
-        entries = await self.repo.all_entries(scope)
-        doomed = [e for e in entries if request.drop_entry(e)]
-        request = replace(
-            request,
-            entry_ids=tuple(e.id for e in doomed),
-            quotes=tuple(e.text for e in doomed) if request.kind != "text" else (),
-        )
+        if found is None:
+            found = [e for e in await self.repo.all_entries(scope) if request.drop_entry(e)]
+            request = replace(
+                request,
+                entry_ids=tuple(e.id for e in found),
+                quotes=tuple(e.text for e in found) if request.kind == "user" else (),
+            )
         await self.repo.begin_forget(scope, request.to_json())
         report = await self._apply_forget(scope, request)
         await self.repo.end_forget(scope, request.to_json())
@@ -256,8 +339,13 @@ class MemoryAdmin:
         return len(pending)
 
     async def _apply_forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        if request.kind == "edit":
+            return await self._apply_edit(scope, request)
         report = ForgetReport()
-        entries = await self.repo.all_entries(scope)
+        if request.kind == "message":  # one message: read around its time, not the whole log
+            entries = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        else:
+            entries = await self.repo.all_entries(scope)
         doomed = [e.id for e in entries if request.drop_entry(e)]
         removed = {*request.entry_ids, *doomed}
         report.messages = await self.repo.delete_entries(scope, doomed)
@@ -265,7 +353,7 @@ class MemoryAdmin:
         gone = [f.id for f in facts if request.drop_fact(f, removed)]
         report.facts = await self.repo.delete_facts(scope, gone)
         report.facts += await self._forget_person_facts(
-            scope, request=request, removed=removed, entries=entries
+            scope, request=request, removed=removed, authors={e.author_id for e in entries}
         )
         own = user_scope(scope, request.user_id) if request.kind == "user" else None
         if own:  # everything known about them across the guild
@@ -282,13 +370,13 @@ class MemoryAdmin:
         *,
         request: ForgetRequest,
         removed: set[str],
-        entries: Sequence[LogEntry] = (),
+        authors: Iterable[str] = (),
     ) -> int:
         """Facts about people learned in ``scope`` live in their own scopes: found through the
         scope's record of them (and, for facts written before that record existed, through
-        the authors still in the raw log)."""
+        ``authors``, the user ids of the people who spoke here)."""
         people = set(await self.repo.people_of(scope))
-        people.update(p for e in entries if (p := user_scope(scope, e.author_id)))
+        people.update(p for a in authors if (p := user_scope(scope, a)))
         count = 0
         for person, person_facts in (await self.repo.facts_of(sorted(people))).items():
             gone = [
@@ -299,7 +387,7 @@ class MemoryAdmin:
 
     async def _redact(self, scope: str, request: ForgetRequest, report: ForgetReport) -> None:
         """Drop the summary sentences the forget reaches: tiers, days, day records, weeks."""
-        if not (request.text if request.kind == "text" else request.quotes):
+        if not request.redacts:
             return
         state = await self.repo.state(scope)
         changed: dict[str, str | int] = {}
@@ -341,6 +429,62 @@ class MemoryAdmin:
                 "msg_count": await self.repo.log_length(scope),
             },
         )
+
+    async def _apply_edit(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        """Carry out an edit; safe to run again after a crash (the old entries are deleted
+        by id, the new text is stored only if no copy of it is there yet)."""
+        report = ForgetReport()
+        report.messages = await self.repo.delete_entries(scope, request.entry_ids)
+        await self._store_edited(scope, request)
+        removed = set(request.entry_ids)
+        facts = await self.repo.facts(scope)
+        gone = [f.id for f in facts if request.drop_fact(f, removed)]
+        report.facts = await self.repo.delete_facts(scope, gone)
+        report.facts += await self._forget_person_facts(
+            scope, request=request, removed=removed, authors=[request.author_id]
+        )
+        await self._redact(scope, request, report)
+        await self._resync_counters(scope)
+        return report
+
+    async def _store_edited(self, scope: str, request: ForgetRequest) -> None:
+        copies = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        if any(e.text == request.text for e in copies):
+            return  # stored by an earlier run of this edit
+        await self.repo.ingest(
+            scope,
+            ts_ms=request.ts_ms,
+            role=request.role,
+            author=request.author,
+            author_id=request.author_id,
+            text=request.text,
+            platform_id=request.platform_id,
+            tokens=TokenCounter().count(request.text),
+            day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
+            parent="",
+            touch_index=False,
+        )
+
+    async def _message_entries(self, scope: str, platform_id: str, from_ms: int) -> list[LogEntry]:
+        """The stored entries of one platform message. Its entry's id is never below its
+        send time (``from_ms``), so a window of the log from just before then is read first;
+        the whole log only when the message is not in it (or no time is known)."""
+        if from_ms > 0:
+            window = await self.repo.entries_from(
+                scope, max(0, from_ms - LOOKUP_MARGIN_MS), limit=LOOKUP_WINDOW
+            )
+            found = [e for e in window if e.platform_id == platform_id]
+            if found:
+                return found
+        return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
+
+    def _stored_text(self, text: str) -> str:
+        """A message's text as the pipeline stores it: trimmed, cut at max_message_chars."""
+        text = text.strip()
+        cap = self.settings.memory.max_message_chars
+        if len(text) > cap:
+            text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
+        return text
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)
@@ -497,6 +641,11 @@ class MemoryAdmin:
         await self.repo.restore(scope, dump, last_activity_ms=last_ms)
         await self._resync_counters(scope)
         return len(dump.log)
+
+
+def _stored_ms(entry: LogEntry) -> int:
+    """The ms an entry's ``ts`` field holds (rounded: the float round trip can fall short)."""
+    return round(entry.ts.timestamp() * 1000)
 
 
 def _redact_day(day: DaySummary, redact_text: Callable[[str], str]) -> DaySummary:

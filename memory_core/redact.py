@@ -2,10 +2,12 @@
 
 Used by forget: a summary sentence that mentions the forgotten text (or the forgotten
 person) is dropped; anything left that still matches is blanked out as a last resort.
+An edit forgets what it took out of a message: :func:`removed_spans` finds those needles.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -40,16 +42,16 @@ def redact(text: str, needles: Sequence[str]) -> str:
 QUOTE_WORDS = 4
 QUOTE_CHARS = 6
 _WORD = re.compile(r"\w+", re.U)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def _quote_grams(text: str) -> set[tuple[str, ...]]:
     """The runs of words (and of CJK characters) by which a sentence could quote ``text``."""
     norm = _norm(text)
     grams: set[tuple[str, ...]] = set()
-    for run in _CJK.findall(norm):
+    for run in _CJK_RUN.findall(norm):
         grams.update(tuple(run[i : i + QUOTE_CHARS]) for i in range(len(run) - QUOTE_CHARS + 1))
-    words = _WORD.findall(_CJK.sub(" ", norm))
+    words = _WORD.findall(_CJK_RUN.sub(" ", norm))
     for i in range(len(words) - QUOTE_WORDS + 1):
         gram = tuple(words[i : i + QUOTE_WORDS])
         if sum(len(w) >= 4 for w in gram) >= 2:  # not a run of small words only
@@ -79,3 +81,52 @@ def redact_quotes(text: str, sources: Sequence[str]) -> str:
         return text
     kept = [s for s in _SENTENCES.findall(text) if s and not quotes_any(s, sources)]
     return re.sub(r"[ \t]+", " ", "".join(kept)).strip()
+
+
+# Words are compared one by one; a character of a script written without spaces (Japanese,
+# Chinese) is a word of its own, so an edit inside a Japanese sentence removes just what went.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_WORDS = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_EDGES = " \t\n.,;:!?()[]{}<>\"'`«»“”‘’、。，．！？「」『』（）"
+WORD_MIN_DIGITS = 4  # "hunter2", "0142", "221B": a digit makes a 4-character word specific
+WORD_MIN_LETTERS = 8  # a word without digits or symbols must be long to be specific
+PHRASE_MIN_CHARS = 16  # a removed run of at least 3 words this long is quoted nowhere by chance
+PHRASE_MIN_WORDS = 3
+
+
+def _distinctive(word: str) -> bool:
+    """Whether a removed word may serve as a needle: redact() drops every summary sentence
+    that contains it, so a short common word ("tea", "Tuesday", "5") never may, nor a
+    mention (``@memorybot``, ``#general``): a name, which summaries repeat everywhere."""
+    if word[:1] in ("@", "#"):
+        return False
+    if len(word) >= WORD_MIN_LETTERS:
+        return True
+    if len(word) < WORD_MIN_DIGITS:
+        return False
+    has_digit = any(c.isdigit() for c in word)
+    has_symbol = any(not c.isalnum() and c not in "-'’" for c in word)
+    return has_digit or (has_symbol and any(c.isalpha() for c in word))
+
+
+def removed_spans(old: str, new: str) -> list[str]:
+    """What an edit took out of ``old``, as needles for :func:`redact`: each removed (or
+    replaced) word that is specific enough (a phone number, a password, a long word) and
+    that ``new`` no longer contains, and each removed run of words long enough to be a
+    phrase. Compared word by word, case- and width-insensitively."""
+    old_words = [m.span() for m in _WORDS.finditer(old)]
+    old_keys = [_norm(old[a:b].strip(_EDGES)) for a, b in old_words]
+    new_keys = [_norm(m.group().strip(_EDGES)) for m in _WORDS.finditer(new)]
+    matcher = difflib.SequenceMatcher(a=old_keys, b=new_keys, autojunk=False)
+    needles: dict[str, None] = {}
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag not in ("delete", "replace"):
+            continue
+        run = old[old_words[i1][0] : old_words[i2 - 1][1]].strip(_EDGES)
+        if i2 - i1 >= PHRASE_MIN_WORDS and len(run) >= PHRASE_MIN_CHARS:
+            needles.setdefault(run, None)
+        for a, b in old_words[i1:i2]:
+            word = old[a:b].strip(_EDGES)
+            if _distinctive(word) and not contains(new, word):
+                needles.setdefault(word, None)
+    return list(needles)

@@ -103,9 +103,11 @@ class MemoryRepo:
         place_name: str = "",
         replay: bool = False,
         public: bool = False,
+        touch_index: bool = True,
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip. ``replay``: a message
-        buffered during an outage, which must not be stored twice."""
+        buffered during an outage, which must not be stored twice. ``touch_index=False``:
+        an edited message stored again, which is no new activity in the scope."""
         k = self.k(scope)
         args = [
             ts_ms,
@@ -125,9 +127,10 @@ class MemoryRepo:
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
             pipe.execute_command("EVALSHA", SHAS["ingest"], 2, k.log, k.state, *args)
-            pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
+            if touch_index:
+                pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
             try:
-                result, _ = await pipe.execute()
+                result, *_ = await pipe.execute()
             except NoScriptError:
                 if attempt:
                     raise
@@ -270,6 +273,11 @@ class MemoryRepo:
         raw = await self.client.xrange(self.k(scope).log, min=str(ms), max="+", count=1)
         entries = _entries(raw)
         return entries[0] if entries else None
+
+    async def entries_from(self, scope: str, from_ms: int, *, limit: int) -> list[LogEntry]:
+        """At most ``limit`` entries with an id time of ``from_ms`` or later, oldest first."""
+        raw = await self.client.xrange(self.k(scope).log, min=str(from_ms), max="+", count=limit)
+        return _entries(raw)
 
     async def all_entries(self, scope: str) -> list[LogEntry]:
         return _entries(await self.client.xrange(self.k(scope).log))

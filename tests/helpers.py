@@ -65,6 +65,30 @@ async def key_values(core: Core, key: str) -> list[str]:
     return values
 
 
+def quoting_facts(*needles: str) -> Callable[[RecordedRequest], str]:
+    """A fake model (``FakeOpenAI.responder``) whose summaries quote what they are given, as
+    the default one does, and whose compactions also turn any of ``needles`` into facts:
+    one for the channel, one about each speaker who said it. The worst case for forgetting."""
+
+    def answer(request: RecordedRequest) -> str:
+        text = default_answer(request)
+        if request.purpose != "compact":
+            return text
+        data = json.loads(text)
+        said = re.search(r"<messages>(.*?)</messages>", request.prompt_text, re.S)
+        for needle in needles:
+            for line in (said.group(1) if said else "").splitlines():
+                if needle in line and ": " in line:
+                    speaker = line.split(": ", 1)[0].rsplit(" ", 1)[-1]
+                    data["facts"] += [
+                        {"kind": "decision", "subject": "", "text": f"we noted {needle}"},
+                        {"kind": "profile", "subject": speaker, "text": f"{speaker}: {needle}"},
+                    ]
+        return json.dumps(data)
+
+    return answer
+
+
 async def all_keys(core: Core) -> list[str]:
     client: Any = core.store.client
     return [k async for k in client.scan_iter(match="*", count=1000)]

@@ -1,9 +1,10 @@
 """The real discord.py bot, observed: :class:`ObservedBot` only signals when it finished
-handling a message or a deletion, so tests wait for the bot instead of sleeping."""
+handling a message, an edit or a deletion, so tests wait for the bot instead of sleeping."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import discord
@@ -23,6 +24,7 @@ class ObservedBot(MemoryBot):
         super().__init__(core, **options)
         self.handled_ids: set[int] = set()
         self.deleted_ids: set[int] = set()
+        self.edit_counts: Counter[int] = Counter()
         self.changed = asyncio.Event()
 
     async def on_message(self, message: discord.Message) -> None:
@@ -40,6 +42,20 @@ class ObservedBot(MemoryBot):
         finally:
             self.deleted_ids.update(message_ids)
             self.changed.set()
+
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        try:
+            await super().on_raw_message_edit(event)
+        finally:
+            self.edit_counts[event.message_id] += 1
+            self.changed.set()
+
+    async def edited(self, message: JSON, *, updates: int = 1) -> None:
+        """Wait until ``updates`` MESSAGE_UPDATEs of ``message`` were handled in all."""
+        async with asyncio.timeout(WAIT):
+            while self.edit_counts[int(message["id"])] < updates:
+                self.changed.clear()
+                await self.changed.wait()
 
     async def handled(self, *messages: JSON | SentMessage) -> None:
         """Wait until on_message has finished with each of ``messages``."""

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -42,7 +43,7 @@ from tests.fakes.discord_server import (
     PermissionOverwrite,
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import forgotten, scope_values
+from tests.helpers import forgotten, quoting_facts, scope_values
 from tests.observed_discord import ObservedBot
 
 
@@ -372,6 +373,117 @@ async def test_messages_deleted_on_discord_are_forgotten(
     assert not any("hunter2" in v for v in await scope_values(core, scope))
     dm_texts = await texts_in(core, f"discord:dm:{world.alice.user.id}")
     assert len(dm_texts) == 1 and dm_texts[0].startswith("ACK:")  # only the bot's answer
+
+
+# -------------------------------------------------------------------------- edits
+
+PHONE = "555-0142"
+DOOR_CODE = "4417-B"
+# Compaction after a handful of messages, so today's short tier holds the text too.
+SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 4, "compact_keep_tokens": 20}
+CHATTER = "on the release plan: we keep the scope small, test early and ship on time"
+
+
+def person_scope(world: World, member: FakeMember) -> str:
+    return f"discord:{world.guild.id}:user:{member.user.id}"
+
+
+async def chatter(fake: FakeDiscord, bot: ObservedBot, world: World, count: int) -> None:
+    for i in range(count):
+        await say(fake, bot, world.general, world.bob, f"bob {i} {CHATTER}")
+
+
+async def copies_of(core: Core, scope: str, message: JSON) -> list[tuple[str, str]]:
+    entries = await core.repo.all_entries(scope)
+    return [(e.text, e.author_id) for e in entries if e.platform_id == message["id"]]
+
+
+async def test_an_edit_removes_the_text_from_every_tier_day_week_and_fact(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.responder = quoting_facts(PHONE)
+    clock = ManualClock(datetime.now(UTC))  # Discord's snowflakes carry the real time
+    core = await make_core(clock=clock, memory=SMALL)
+    scope, person = world.scope(world.general), person_scope(world, world.alice)
+    async with serving(fake, core) as bot:
+        pasted = await say(
+            fake, bot, world.general, world.alice, f"my number is {PHONE}, call me after lunch"
+        )
+        await chatter(fake, bot, world, 8)
+        assert PHONE in (await core.repo.state(scope)).short
+        clock.advance(timedelta(days=8))  # the day and its week close
+        await core.pipeline.maintain(scope)
+        state = await core.repo.state(scope)
+        spread = {
+            "days": any(PHONE in d.summary for d in await core.repo.days(scope)),
+            "episodes": any(PHONE in d.summary for d in await core.repo.episodes(scope)),
+            "weeks": any(PHONE in w.summary for w in await core.repo.weeks(scope)),
+            "mid": PHONE in state.mid,
+            "long": PHONE in state.long,
+            "overview": PHONE in state.overview,
+            "facts": any(PHONE in f.text for f in await core.repo.facts(scope)),
+            "person facts": any(PHONE in f.text for f in await core.repo.facts(person)),
+        }
+        assert all(spread.values()), spread
+
+        await fake.edit_user_message(pasted, content="call me after lunch")
+        await bot.edited(pasted)
+
+    values = await scope_values(core, scope) + await scope_values(core, person)
+    assert not [v for v in values if PHONE in v]
+    assert await copies_of(core, scope, pasted) == [
+        ("call me after lunch", str(world.alice.user.id))
+    ]
+    assert await core.repo.log_length(scope) == 9
+
+
+async def test_an_edit_today_rewrites_the_short_tier_and_link_previews_change_nothing(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.responder = quoting_facts(DOOR_CODE)
+    core = await make_core(clock=ManualClock(datetime.now(UTC)), memory=SMALL)
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        pasted = await say(
+            fake, bot, world.general, world.alice, f"the lab door code is {DOOR_CODE} today"
+        )
+        await chatter(fake, bot, world, 6)
+        assert DOOR_CODE in (await core.repo.state(scope)).short
+        before = await scope_values(core, scope)
+        # Discord adds a link preview, and a no-op edit (same text): memory stays as it is.
+        embed = {"type": "link", "url": "https://example.com/lab", "title": "Lab"}
+        await fake.unfurl_links(pasted, embeds=[embed])
+        await fake.edit_user_message(pasted, content=pasted["content"])
+        await bot.edited(pasted, updates=2)
+        assert await scope_values(core, scope) == before
+
+        await fake.edit_user_message(pasted, content="the lab door code is in the vault")
+        await bot.edited(pasted, updates=3)
+    assert not [v for v in await scope_values(core, scope) if DOOR_CODE in v]
+    assert await copies_of(core, scope, pasted) == [
+        ("the lab door code is in the vault", str(world.alice.user.id))
+    ]
+    assert DOOR_CODE not in (await core.repo.state(scope)).short
+
+
+async def test_edits_in_a_thread_and_a_dm_land_in_their_scopes(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    core = await make_core()
+    thread, dm_scope = world.scope(world.thread), f"discord:dm:{world.alice.user.id}"
+    async with serving(fake, core) as bot:
+        in_thread = await say(fake, bot, world.thread, world.bob, f"thread note {PHONE}")
+        in_dm = await fake.send_dm(user_id=world.alice.user.id, content=f"dm note {DOOR_CODE}")
+        await bot.handled(in_dm)
+        await fake.wait_for_messages(fake.dm_channel_id(world.alice.user.id), 1)
+        await fake.edit_user_message(in_thread, content=f"thread note <@{world.alice.user.id}>")
+        await fake.edit_user_message(in_dm, content="dm note")
+        await bot.edited(in_thread)
+        await bot.edited(in_dm)
+    assert await copies_of(core, thread, in_thread) == [
+        ("thread note @alice", str(world.bob.user.id))  # mentions read as names, as when new
+    ]
+    assert await copies_of(core, dm_scope, in_dm) == [("dm note", str(world.alice.user.id))]
 
 
 # -------------------------------------------------------------------------- answers

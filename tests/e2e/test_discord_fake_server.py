@@ -96,6 +96,10 @@ class RecordingBot(discord.Client):
         self.received: asyncio.Queue[discord.Message] = asyncio.Queue()
         self.errors: asyncio.Queue[Exception] = asyncio.Queue()
         self.clicks: asyncio.Queue[int] = asyncio.Queue()
+        self.edits: asyncio.Queue[discord.RawMessageUpdateEvent] = asyncio.Queue()
+
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        await self.edits.put(event)
 
     async def on_message(self, message: discord.Message) -> None:
         if message.author == self.user:
@@ -342,6 +346,35 @@ async def test_message_content_is_hidden_without_the_intent(
         mentioned = await next_item(bot.received)
         assert mentioned.content == f"<@{fake.bot_user.id}> remember this"
         assert bot.user in mentioned.mentions
+
+
+async def test_a_members_edit_and_a_link_preview_are_message_updates(
+    fake: FakeDiscord, world: World
+) -> None:
+    bot, blind = RecordingBot(), RecordingBot(intents=bot_intents(message_content=False))
+    async with fake.running(bot), fake.running(blind):
+        sent = await fake.send_message(
+            channel_id=world.thread.id, author_id=world.alice.user.id, content="v1 secret"
+        )
+        await fake.edit_user_message(sent, content=f"v2 for <@{world.admin.user.id}>")
+        edit, blind_edit = await next_item(bot.edits), await next_item(blind.edits)
+        await fake.unfurl_links(sent, embeds=[{"type": "link", "url": "https://example.com"}])
+        unfurl = await next_item(bot.edits)
+    message = edit.message
+    assert (edit.message_id, edit.channel_id, edit.guild_id) == (
+        int(sent["id"]),
+        world.thread.id,
+        world.guild.id,
+    )
+    assert message.content == f"v2 for <@{world.admin.user.id}>"
+    assert [u.id for u in message.mentions] == [world.admin.user.id]
+    assert isinstance(message.author, discord.Member) and message.author.id == world.alice.user.id
+    assert isinstance(message.channel, discord.Thread)
+    assert message.edited_at is not None and message.created_at < message.edited_at
+    assert edit.cached_message is not None and edit.cached_message.content == "v1 secret"
+    assert blind_edit.message.content == ""  # MESSAGE_CONTENT rules, as for new messages
+    assert unfurl.data["edited_timestamp"] == edit.data["edited_timestamp"]
+    assert unfurl.message.embeds and unfurl.message.content == message.content
 
 
 async def test_typing_file_upload_and_edit_are_recorded(fake: FakeDiscord, world: World) -> None:

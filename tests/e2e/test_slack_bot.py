@@ -14,8 +14,9 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -25,10 +26,11 @@ from bots.slack_bot import SlackBot, build_app, run_slack
 from bots.slack_connect import connect_socket, serve_http
 from bots.slack_send import MESSAGE_CHARS
 from memory_core.bootstrap import Core
+from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
 from memory_core.models import LogEntry
 from tests.conftest import CoreFactory
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack_server import (
     FakeSlack,
     ResponseUrlPost,
@@ -38,7 +40,7 @@ from tests.fakes.slack_server import (
     signed_headers,
     slash_command_form_body,
 )
-from tests.helpers import all_keys, scope_values
+from tests.helpers import all_keys, quoting_facts, scope_values
 
 BOT_TOKEN = "xoxb-test-bot-token"
 APP_TOKEN = "xapp-1-test-app-token"
@@ -386,6 +388,117 @@ async def test_deleted_message_is_forgotten(slack: Harness) -> None:
     await slack.settle()
     log = await entries(slack.core)
     assert [(e.text, e.platform_id) for e in log] == [("the budget is 40k", kept["ts"])]
+
+
+# ------------------------------------------------------------------- edits and tombstones
+
+PHONE = "555-0142"
+SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 4, "compact_keep_tokens": 20}
+CHATTER = "on the release plan: we keep the scope small, test early and ship on time"
+PERSON = f"slack:{T1}:user:{ALICE}"
+
+
+def quiet_replies(answer: Callable[[RecordedRequest], str]) -> Callable[[RecordedRequest], str]:
+    """Summaries and facts that quote everything; answers that quote nothing (an answer is
+    the bot's own words: deleting the question does not delete it)."""
+    return lambda request: "Noted." if request.purpose == "reply" else answer(request)
+
+
+@pytest.fixture(params=["http", "socket"])
+async def summarising(
+    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    """The app over a core that compacts after a few messages, on a clock the test moves."""
+    fake_llm.responder = quiet_replies(quoting_facts(PHONE))
+    clock = ManualClock(datetime.now(UTC))  # the fake's ts are the real time
+    core = await make_core(slack=slack_settings(fake), clock=clock, memory=SMALL)
+    async for harness in start_harness(request.param, fake, core, fake_llm):
+        yield harness
+
+
+async def spread_everywhere(slack: Harness) -> None:
+    """Chat until today's short tier has the phone number, then close its day and week."""
+    for i in range(6):
+        await slack.say(f"bob {i} {CHATTER}", user=BOB)
+    await slack.settle()
+    assert PHONE in (await slack.core.repo.state(SCOPE)).short
+    clock = slack.core.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(timedelta(days=8))
+    await slack.core.pipeline.maintain(SCOPE)
+    repo, state = slack.core.repo, await slack.core.repo.state(SCOPE)
+    spread = {
+        "days": any(PHONE in d.summary for d in await repo.days(SCOPE)),
+        "episodes": any(PHONE in d.summary for d in await repo.episodes(SCOPE)),
+        "weeks": any(PHONE in w.summary for w in await repo.weeks(SCOPE)),
+        "tiers": all(PHONE in t for t in (state.mid, state.long, state.overview)),
+        "facts": any(PHONE in f.text for f in await repo.facts(SCOPE)),
+        "person facts": any(PHONE in f.text for f in await repo.facts(PERSON)),
+    }
+    assert all(spread.values()), spread
+
+
+async def holding(core: Core, needle: str) -> list[str]:
+    values = await scope_values(core, SCOPE) + await scope_values(core, PERSON)
+    return [v for v in values if needle in v]
+
+
+async def test_an_edit_replaces_the_message_and_forgets_what_it_removed(
+    summarising: Harness,
+) -> None:
+    slack = summarising
+    pasted = await slack.say(f"my number is {PHONE}, call me after lunch")
+    await spread_everywhere(slack)
+    before = await scope_values(slack.core, SCOPE)
+    # Slack adds a link preview: a change with the same text, no edit of it.
+    unfurl = slack.fake.message_changed_event(original=pasted, text=pasted["text"])
+    del unfurl["message"]["edited"]
+    unfurl["message"]["attachments"] = [{"from_url": "https://example.com", "title": "Example"}]
+    await slack.deliver(unfurl)
+    await slack.settle()
+    assert await scope_values(slack.core, SCOPE) == before
+
+    await slack.deliver(
+        slack.fake.message_changed_event(original=pasted, text="call me after lunch")
+    )
+    await slack.settle()
+    assert await holding(slack.core, PHONE) == []
+    copies = [e for e in await entries(slack.core) if e.platform_id == pasted["ts"]]
+    assert [(e.text, e.author_id) for e in copies] == [("call me after lunch", ALICE)]
+
+
+async def test_a_deleted_thread_parent_the_bot_answered_is_forgotten(
+    summarising: Harness,
+) -> None:
+    slack = summarising
+    asked = await slack.mention(f"my number is {PHONE}, can you keep it?")
+    [reply] = await slack.replies(1)
+    assert reply.thread_ts == asked["ts"]  # the question is now a thread parent
+    await spread_everywhere(slack)
+
+    await slack.deliver(slack.fake.tombstone_event(parent=asked))
+    await slack.settle()
+    assert await holding(slack.core, PHONE) == []
+    assert [e for e in await entries(slack.core) if e.platform_id == asked["ts"]] == []
+    # The bot's answer is its own words, and stays.
+    assert [e.text for e in await entries(slack.core) if e.role == "assistant"] == ["Noted."]
+
+
+async def test_an_edit_in_a_thread_is_read_like_a_new_message(slack: Harness) -> None:
+    parent = await slack.say("let's plan the offsite")
+    said = await slack.say("ask carol about dates", thread_ts=parent["ts"], user=BOB)
+    await slack.settle()
+    edit = slack.fake.message_changed_event(
+        original=said, text=f"ask <@{CAROL}> about &lt;dates&gt;"
+    )
+    await slack.deliver(edit, event_id="EvEDIT1")
+    await slack.deliver(edit, event_id="EvEDIT1")  # a retry: handled once
+    await slack.settle()
+    thread = f"{SCOPE}:{parent['ts']}"
+    assert [(e.text, e.platform_id) for e in await entries(slack.core, thread)] == [
+        ("ask @Carol about <dates>", said["ts"])
+    ]
+    assert user_texts(await entries(slack.core)) == ["let's plan the offsite"]
 
 
 async def test_retried_event_is_handled_once(slack: Harness) -> None:

@@ -332,6 +332,51 @@ async def test_message_events_from_the_bot_itself_are_ignored(fake: FakeSlack) -
     assert reply.thread_ts == human["ts"]
 
 
+async def test_edits_and_tombstones_reach_bolts_message_listener(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+    app = AsyncApp(client=client)
+    seen: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    @app.event("message")
+    async def on_message(event: dict[str, Any], say: AsyncSay) -> None:
+        await seen.put(event)
+        if "subtype" not in event:
+            await say(text="noted", thread_ts=event["ts"])
+
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        said = fake.message_event(text="my pin is 1234", user_id=ALICE, channel_id=CHANNEL)
+        with pytest.raises(ValueError, match="message_deleted"):
+            fake.tombstone_event(parent=said)  # no replies yet: Slack would delete it
+        await fake.socket_send_event(event=said)
+        await asyncio.wait_for(seen.get(), 5)
+        await fake.wait_for_messages(count=1)
+        for event in (
+            fake.message_changed_event(original=said, text="my pin is secret"),
+            fake.tombstone_event(parent=said),
+        ):
+            await fake.socket_send_event(event=event)
+        edit, tombstone = [await asyncio.wait_for(seen.get(), 5) for _ in range(2)]
+    finally:
+        await handler.close_async()
+    assert (edit["subtype"], edit["hidden"], edit["channel"]) == ("message_changed", True, CHANNEL)
+    assert edit["message"]["ts"] == said["ts"] != edit["ts"]
+    assert edit["message"]["edited"] == {"user": ALICE, "ts": edit["ts"]}
+    assert (edit["message"]["text"], edit["previous_message"]["text"]) == (
+        "my pin is secret",
+        "my pin is 1234",
+    )
+    gone = tombstone["message"]
+    assert (gone["subtype"], gone["user"], gone["ts"], gone["thread_ts"]) == (
+        "tombstone",
+        "USLACKBOT",
+        said["ts"],
+        said["ts"],
+    )
+    assert gone["reply_count"] == 1 and tombstone["previous_message"]["text"] == "my pin is 1234"
+
+
 # ---------------------------------------------------------------------- (c) /memory + respond
 
 

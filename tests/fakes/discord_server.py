@@ -1587,6 +1587,56 @@ class FakeDiscord:
         await self._flush_sessions(None)
         return message
 
+    async def edit_user_message(
+        self, message: int | SentMessage | JSON, *, content: str, timeout: float = 5.0
+    ) -> JSON:
+        """The message's author edits its text (MESSAGE_UPDATE).
+
+        Since API v10 the update carries the full message object, with the same extra
+        fields as MESSAGE_CREATE (``guild_id``, ``member``) and the same MESSAGE_CONTENT
+        rules; ``edited_timestamp`` is the time of the edit, ``timestamp`` stays the send
+        time. Only messages people wrote: the bot edits its own through the REST API.
+
+        Returns:
+            The message payload as now stored (REST shape).
+        """
+        stored = self._stored_user_message(message)
+        channel = self._channel(int(stored["channel_id"]))
+        await self._wait_for_owner_session(channel.guild_id, timeout)
+        stored["content"] = content
+        stored["mentions"] = [
+            self.users[int(uid)].to_payload()
+            for uid in dict.fromkeys(_USER_MENTION.findall(content))
+            if int(uid) in self.users
+        ]
+        stored["edited_timestamp"] = _now_iso()
+        self._dispatch_message("MESSAGE_UPDATE", stored)
+        await self._flush_sessions(channel.guild_id)
+        return stored
+
+    async def unfurl_links(
+        self, message: int | SentMessage | JSON, *, embeds: Sequence[JSON], timeout: float = 5.0
+    ) -> JSON:
+        """Discord adds link previews to a message after it was sent: a MESSAGE_UPDATE
+        with the new ``embeds`` and the text unchanged (``edited_timestamp`` untouched:
+        nobody edited it)."""
+        stored = self._stored_user_message(message)
+        channel = self._channel(int(stored["channel_id"]))
+        await self._wait_for_owner_session(channel.guild_id, timeout)
+        stored["embeds"] = [*stored.get("embeds", []), *embeds]
+        self._dispatch_message("MESSAGE_UPDATE", stored)
+        await self._flush_sessions(channel.guild_id)
+        return stored
+
+    def _stored_user_message(self, message: int | SentMessage | JSON) -> JSON:
+        mid = self._message_id_of(message)
+        stored = self.messages.get(mid)
+        if stored is None:
+            raise FakeDiscordError(f"unknown message {mid} (deleted, or never sent)")
+        if int(stored["author"]["id"]) == self.bot_user.id:
+            raise FakeDiscordError("the bot edits its own messages through the REST API")
+        return stored
+
     async def invoke_command(
         self,
         *,

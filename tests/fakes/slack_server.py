@@ -892,6 +892,58 @@ class FakeSlack:
             event["thread_ts"] = thread_ts
         return event
 
+    def message_changed_event(
+        self, *, original: Mapping[str, Any], text: str, edited_ts: str | None = None
+    ) -> dict[str, Any]:
+        """Its author edits ``original`` (a ``message_event``): a hidden ``message`` event,
+        subtype ``message_changed``, with the whole new message (same ``ts``, an ``edited``
+        stamp) in ``message`` and the old one in ``previous_message``. The event's own
+        ``ts``/``event_ts`` are the time of the edit."""
+        if original.get("bot_id") or original.get("subtype"):
+            raise ValueError("people edit their own plain messages; the bot uses chat.update")
+        edit_ts = edited_ts or self.next_ts()
+        previous = _as_changed_message(original)
+        message = previous | {
+            "text": text,
+            "blocks": _rich_text_blocks(text),
+            "edited": {"user": original["user"], "ts": edit_ts},
+        }
+        return _changed_event(original, message, previous, edit_ts)
+
+    def tombstone_event(self, *, parent: Mapping[str, Any]) -> dict[str, Any]:
+        """Its author deletes ``parent``, a message with thread replies: Slack keeps a
+        ``tombstone`` in its place ("This message was deleted.", by USLACKBOT) so the thread
+        stays readable, and says so with ``message_changed``, not ``message_deleted``.
+        Replies are those the bot posted in the thread (a message without any is deleted
+        with ``message_deleted``)."""
+        ts = str(parent["ts"])
+        replies = [
+            m for m in self.posted_messages if m.thread_ts == ts and m.channel == parent["channel"]
+        ]
+        if not replies:
+            raise ValueError(f"message {ts} has no replies: its deletion is message_deleted")
+        thread = {
+            "thread_ts": ts,
+            "reply_count": len(replies),
+            "reply_users_count": 1,
+            "latest_reply": replies[-1].ts,
+            "reply_users": [self.bot_user_id],
+            "is_locked": False,
+            "subscribed": False,
+        }
+        tombstone = {
+            "type": "message",
+            "subtype": "tombstone",
+            "text": "This message was deleted.",
+            "user": "USLACKBOT",
+            "hidden": True,
+            "ts": ts,
+            "parent_user_id": "USLACKBOT",
+            **thread,
+        }
+        previous = _as_changed_message(parent) | thread
+        return _changed_event(parent, tombstone, previous, self.next_ts())
+
     def slash_command_payload(
         self,
         *,
@@ -1506,6 +1558,31 @@ class FakeSlack:
             )
         )
         self._notify()
+
+
+def _as_changed_message(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A message event as a message_changed event nests it: no channel, no event_ts."""
+    keep = ("type", "user", "text", "ts", "team", "client_msg_id", "blocks", "thread_ts")
+    return {k: event[k] for k in keep if k in event}
+
+
+def _changed_event(
+    original: Mapping[str, Any],
+    message: Mapping[str, Any],
+    previous: Mapping[str, Any],
+    event_ts: str,
+) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "message": dict(message),
+        "previous_message": dict(previous),
+        "channel": original["channel"],
+        "channel_type": original.get("channel_type", "channel"),
+        "ts": event_ts,
+        "event_ts": event_ts,
+    }
 
 
 def _rich_text_blocks(text: str) -> list[dict[str, Any]]:

@@ -6,8 +6,10 @@ import asyncio
 import json
 from datetime import timedelta
 
+from memory_core import calendar
+from memory_core.admin import ForgetRequest
 from memory_core.clock import ManualClock
-from memory_core.models import IncomingMessage
+from memory_core.models import Fact, IncomingMessage
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
 from tests.helpers import all_keys, conversation, feed, key_values, scope_values
@@ -194,3 +196,126 @@ async def test_forget_all_during_a_summary_in_flight_stays_forgotten(
     assert SECRET.lower() not in state.short.lower()
     everything = [v for key in await all_keys(core) for v in await key_values(core, key)]
     assert not present(everything, SECRET)
+
+
+# -- edits: the edited text replaces the stored one; what the edit removed is forgotten ---------
+
+EDITED = "my login is [removed] ok?"
+
+
+async def _memory_with_an_edited_secret(make_core: CoreFactory, fake_llm: FakeOpenAI):  # type: ignore[no-untyped-def]
+    """Like _memory_with_secret, but the secret message has a platform id, and facts name
+    it as their source (provenance) without quoting it."""
+    fake_llm.responder = quoting_llm
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, memory=SMALL)
+    await feed(core, clock, SCOPE, conversation(START, days=1, per_day=10))
+    clock.advance(timedelta(minutes=5))
+    sent_at = clock.now()
+    await core.pipeline.ingest(
+        IncomingMessage(
+            scope=SCOPE,
+            text=f"my login is {SECRET.upper()} ok?",
+            author="Bob",
+            author_id="bob",
+            ts=sent_at,
+            platform_id="m-secret",
+        )
+    )
+    await feed(core, clock, SCOPE, conversation(START + timedelta(days=1), days=2, per_day=10))
+    [entry] = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    drawn = Fact(id="", kind="profile", text="Bob shared how he logs in", message_ids=[entry.id])
+    await core.repo.put_fact(SCOPE, drawn)
+    await core.repo.put_fact(
+        "discord:1:user:bob",
+        Fact(id="", kind="profile", text="Bob logs in daily", origin=SCOPE, message_ids=[entry.id]),
+    )
+    await core.admin.remember(SCOPE, "Alice likes tea", by="Alice")
+    return core, entry, sent_at
+
+
+async def test_an_edit_replaces_the_message_and_forgets_what_it_removed(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    assert present(await scope_values(core, SCOPE), SECRET)
+    assert any(SECRET.lower() in d.summary.lower() for d in await core.repo.days(SCOPE))
+    length = await core.repo.log_length(SCOPE)
+    active = dict(await core.repo.scopes())[SCOPE]
+
+    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+
+    after = await scope_values(core, SCOPE) + await scope_values(core, "discord:1:user:bob")
+    assert not present(after, SECRET), [v for v in after if SECRET.lower() in v.lower()]
+    copies = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    assert [(e.text, e.author, e.author_id, e.ts) for e in copies] == [
+        (EDITED, "Bob", "bob", entry.ts)
+    ]
+    assert await core.repo.log_length(SCOPE) == length
+    assert dict(await core.repo.scopes())[SCOPE] == active  # an edit is no new activity
+    facts = [f.text for f in await core.repo.facts(SCOPE)]
+    assert "Bob shared how he logs in" not in facts and "Alice likes tea" in facts
+    assert [f.text for f in await core.repo.facts("discord:1:user:bob")] == []
+    state = await core.repo.state(SCOPE)
+    assert state.unsum_count == len(await core.repo.entries_after(SCOPE, state.short_upto))
+
+
+async def test_an_edit_that_changes_nothing_or_an_unknown_message_is_a_no_op(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    before = await scope_values(core, SCOPE)
+    # Platforms send updates for embeds and unfurls: the same text changes nothing.
+    assert not await core.admin.edit_message(SCOPE, "m-secret", entry.text, when=sent_at)
+    assert not await core.admin.edit_message(SCOPE, "never-stored", "hello", when=sent_at)
+    assert not await core.admin.edit_message(SCOPE, "m-secret", entry.text)  # no hint: a scan
+    assert sorted(await scope_values(core, SCOPE)) == sorted(before)  # SCAN order varies
+
+
+async def test_a_short_word_edited_away_redacts_no_summary(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    days = await core.repo.days(SCOPE)
+    state = await core.repo.state(SCOPE)
+    edited = entry.text.replace(" ok?", " fine?")  # "ok" is no needle
+    assert await core.admin.edit_message(SCOPE, "m-secret", edited, when=sent_at)
+    assert await core.repo.days(SCOPE) == days
+    assert (await core.repo.state(SCOPE)).mid == state.mid
+
+
+async def test_an_interrupted_edit_is_finished_once(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert await core.repo.pending_forgets(SCOPE) == []  # finished: nothing left pending
+    # A crash after the request was written down: maintenance runs it again, twice even.
+    request = ForgetRequest(
+        kind="edit",
+        text="my login is [gone] ok?",
+        platform_id="m-secret",
+        entry_ids=tuple(e.id for e in await core.repo.all_entries(SCOPE) if e.text == EDITED),
+        author="Bob",
+        author_id="bob",
+        ts_ms=calendar.to_ms(sent_at),
+    )
+    await core.repo.begin_forget(SCOPE, request.to_json())
+    assert await core.admin.resume_forgets(SCOPE) == 1
+    await core.repo.begin_forget(SCOPE, request.to_json())
+    assert await core.admin.resume_forgets(SCOPE) == 1
+    copies = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    assert [(e.text, e.ts) for e in copies] == [("my login is [gone] ok?", entry.ts)]
+    assert not (await core.repo.state(SCOPE)).forgets_pending
+
+
+async def test_an_edit_while_paused_forgets_the_old_text_and_stores_nothing_new(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core, _, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
+    length = await core.repo.log_length(SCOPE)
+    await core.admin.set_paused(SCOPE, True)
+    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert not present(await scope_values(core, SCOPE), SECRET)
+    assert [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"] == []
+    assert await core.repo.log_length(SCOPE) == length - 1

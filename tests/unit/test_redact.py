@@ -1,4 +1,4 @@
-from memory_core.redact import REDACTED, contains, redact
+from memory_core.redact import REDACTED, contains, redact, removed_spans
 
 
 def test_drops_whole_sentences_that_mention_the_text() -> None:
@@ -27,3 +27,56 @@ def test_text_spanning_sentences_is_blanked() -> None:
 
 def test_untouched_when_absent() -> None:
     assert redact("nothing here", ["zzz"]) == "nothing here"
+
+
+# -- removed_spans: what an edit took out, as needles for redact ------------------------------
+
+
+def test_a_pasted_phone_number_edited_out_is_a_needle() -> None:
+    assert removed_spans("call me on 555-0142 tomorrow", "call me tomorrow") == ["555-0142"]
+
+
+def test_a_replaced_password_is_a_needle_without_its_punctuation() -> None:
+    spans = removed_spans("my password is hunter2.", "my password is [removed].")
+    assert spans == ["hunter2"]
+    assert redact("Bob said his password is hunter2. Alice likes tea.", spans) == (
+        "Alice likes tea."
+    )
+
+
+def test_a_short_common_word_is_never_a_needle() -> None:
+    # Redacting "tea" would drop every sentence about tea (and "team", "steam").
+    assert removed_spans("Alice likes tea", "Alice likes coffee") == []
+    assert removed_spans("meet on Tuesday", "meet on Friday") == []
+    assert removed_spans("it is 5 pm", "it is 6 pm") == []
+    assert removed_spans("@memorybot see #general-2025", "see") == []  # names, not secrets
+
+
+def test_a_deleted_message_yields_its_specific_words() -> None:
+    spans = removed_spans("@memorybot my number is 555-0142, ok?", "")
+    assert spans == ["@memorybot my number is 555-0142, ok", "555-0142"]
+
+
+def test_identical_or_added_text_removes_nothing() -> None:
+    assert removed_spans("same text here", "same text here") == []
+    assert removed_spans("hello", "hello and welcome 555-0142") == []
+    assert removed_spans("", "") == []
+
+
+def test_a_word_that_moved_is_not_removed() -> None:
+    assert removed_spans("token 4f9a2b then bye", "bye then token 4f9a2b") == []
+
+
+def test_a_long_removed_phrase_is_a_needle_with_its_distinctive_words() -> None:
+    old = "standup at ten, and by the way I secretly hate the roadmap"
+    spans = removed_spans(old, "standup at ten")
+    assert "and by the way I secretly hate the roadmap" in spans
+    assert "secretly" in spans and "the" not in spans and "way" not in spans
+
+
+def test_edits_compare_case_and_width_insensitively() -> None:
+    assert removed_spans("Code ＡＢＣ-1234 here", "code abc-1234 here") == []
+    # No spaces in Japanese: each character is compared, so only the number is a needle.
+    assert removed_spans("アリスの番号は090-1234-5678です", "アリスの番号は秘密です") == [
+        "090-1234-5678"
+    ]

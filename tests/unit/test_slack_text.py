@@ -9,8 +9,11 @@ import pytest
 from bots.commands import CommandResult
 from bots.slack_blocks import MAX_BLOCKS, SECTION_CHARS, confirm_blocks, result_blocks
 from bots.slack_text import (
+    Deletion,
+    Edit,
     mentioned_users,
     message_scope,
+    parse_change,
     parse_deletion,
     parse_message,
     plain_text,
@@ -86,6 +89,43 @@ def test_deletion_finds_the_thread_scope() -> None:
     assert found is not None
     assert (found.scope, found.ts) == ("slack:T1:C1:100.1", "200.2")
     assert parse_deletion(event(), team_id="T1") is None
+
+
+def changed(message: dict[str, Any], previous_text: str = "old") -> dict[str, Any]:
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "channel": "C1",
+        "ts": "300.3",
+        "event_ts": "300.3",
+        "message": {"type": "message", "user": "U1", "ts": "200.2", **message},
+        "previous_message": {"type": "message", "user": "U1", "ts": "200.2", "text": previous_text},
+    }
+
+
+def test_a_change_is_an_edit_a_tombstone_or_nothing() -> None:
+    def parse(e: dict[str, Any]) -> Edit | Deletion | None:
+        return parse_change(e, team_id="T1", bot_user_id=BOT)
+
+    assert parse(changed({"text": "new <@U2>"})) == Edit("slack:T1:C1", "200.2", "U1", "new <@U2>")
+    in_thread = parse(changed({"text": "new", "thread_ts": "100.1"}))
+    assert isinstance(in_thread, Edit) and in_thread.scope == "slack:T1:C1:100.1"
+    tombstone = {"subtype": "tombstone", "user": "USLACKBOT", "thread_ts": "200.2"}
+    assert parse(changed(tombstone | {"text": "This message was deleted."})) == Deletion(
+        "slack:T1:C1", "200.2"
+    )
+    for ignored in (
+        changed({"text": "old", "attachments": [{"title": "preview"}]}),  # an unfurl
+        changed({"text": "new", "bot_id": "B1"}),
+        changed({"text": "new", "user": BOT}),
+        changed({"text": "new", "subtype": "channel_join"}),
+        changed({"text": "new", "ts": "../.."}),
+        changed({"text": 5}),
+        {**changed({"text": "new"}), "message": "garbage"},
+        event(),
+    ):
+        assert parse(ignored) is None, ignored
 
 
 def test_plain_text_turns_markup_into_words() -> None:
