@@ -22,7 +22,9 @@ from redis.exceptions import NoScriptError
 INGEST = """
 local st = KEYS[2]
 if redis.call('HGET', st, 'paused') == '1' then
-  return {'', 0, 0, '', '', '', '', 0, 1}
+  -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
+  local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
+  return {'', 0, 0, g[1] or '', g[2] or '', g[3] or '', g[4] or '', tonumber(g[5] or '0'), 1}
 end
 if ARGV[11] == '1' then
   for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
