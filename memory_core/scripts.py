@@ -196,6 +196,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 """
 
+# KEYS: lock. ARGV: the value its holder wrote (as read), our value, ttl (ms).
+# Takes over the lock of a holder found dead, only if that holder still has it: a worker that
+# took it meanwhile (or the dead one's lock expiring and being taken anew) wins.
+TAKE_OVER_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
 # KEYS: the rate log. ARGV: now (ms), window (ms), limit, a unique member.
 # A sliding-window log shared by the fleet: admits a request if fewer than `limit` were
 # admitted in the last window, else says how many ms to wait.
@@ -234,6 +245,7 @@ SCRIPTS: dict[str, str] = {
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
     "renew_lock": RENEW_LOCK,
+    "take_over_lock": TAKE_OVER_LOCK,
     "write_facts": WRITE_FACTS,
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,
