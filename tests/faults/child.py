@@ -85,7 +85,7 @@ async def main(action: str) -> None:
         print(json.dumps(report.as_dict()), flush=True)
     elif action == "sweep-stuck":
         # A short enumeration lease, so the test need not wait long once this one is killed.
-        core.scheduler.enumeration_lease_s = 1.0
+        core.scheduler.enumeration_lease_s = 3.0
         core.scheduler.fleet.states = _stuck_states  # type: ignore[method-assign]
         await core.scheduler.sweep()
     else:
