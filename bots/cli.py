@@ -447,16 +447,39 @@ def rollover(
             return report.as_dict()
 
     totals = run(go())
+    # emoji=False: rich would turn a scope such as "console:locked:" into a padlock.
     if as_json:
-        out.print(json.dumps(totals), markup=False)
+        out.print(json.dumps(totals), markup=False, emoji=False)
     else:
+        left = len(totals["broken"]) + len(totals["held"])
         out.print(
             f"{totals['queued']} scopes due: {totals['days_closed']} days closed, "
             f"{totals['weeks']} weeks, {totals['refreshes']} tier refreshes, "
             f"{totals['compactions']} compactions, {totals['failed']} failed "
-            f"(retried later), in {totals['seconds']:.1f}s.",
+            f"(retried later), {left} scope{'' if left == 1 else 's'} skipped, "
+            f"in {totals['seconds']:.1f}s.",
             markup=False,
         )
+        for line in _skipped_lines(totals):
+            err.print(line, markup=False, emoji=False)
+    if targets is not None and any(b["scope"] in targets for b in totals["broken"]):
+        raise typer.Exit(1)  # the one scope asked for cannot be rolled over until fixed
+
+
+def _skipped_lines(totals: dict[str, Any]) -> list[str]:
+    """One line per scope the sweep left alone, saying why and what happens next."""
+    lines = [f"{b['scope']}: skipped, {b['reason']}" for b in totals["broken"]]
+    for held in totals["held"]:
+        holder = held["holder"]
+        who = "an unknown holder"
+        if holder is not None:
+            since = calendar.from_ms(holder["since_ms"]).strftime("%H:%M:%S")
+            who = f"{holder['host']} pid {holder['pid']} (since {since} UTC)"
+        lines.append(
+            f"{held['scope']}: skipped, its maintenance lock is held by {who} until "
+            f"{held['until'] or 'it is released'}; the next sweep tries again"
+        )
+    return lines
 
 
 # -- doctor ----------------------------------------------------------------------------

@@ -7,13 +7,32 @@ zoneinfo so a day is 23 or 25 hours long across a DST change.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memory_core.errors import UnknownTimezone
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 def zone(name: str) -> ZoneInfo:
-    return ZoneInfo(name)
+    """The zone called ``name``; :class:`UnknownTimezone` (saying what to use instead) when
+    the tz database has none. Every function here that takes a ``tz`` goes through this."""
+    try:
+        return ZoneInfo(name)
+    # ValueError: "" or a path that leaves the database; OSError: a directory ("America").
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise UnknownTimezone(
+            f"unknown timezone {name[:80]!r}: use an IANA name such as Asia/Tokyo"
+        ) from exc
+
+
+def known_zone_or(name: str, default: str) -> str:
+    """``name`` if it is a timezone that exists, else ``default``."""
+    try:
+        zone(name)
+    except UnknownTimezone:
+        return default
+    return name
 
 
 def to_ms(when: datetime) -> int:

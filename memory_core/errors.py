@@ -16,6 +16,7 @@ message says what to fix: the environment variable, the setting, the line of the
     │   ├── EmptyMessage
     │   ├── InvalidScope
     │   ├── ReplayLineError    carries the line number
+    │   ├── UnknownTimezone    a timezone name the tz database does not have
     │   └── UsageError         an unknown or malformed /memory command
     ├── PermissionDenied       an admin-only operation by a non-admin
     └── Retry                  "try again later": raised by background work that knows when
@@ -79,6 +80,10 @@ class ReplayLineError(InputError):
         super().__init__(f"line {line_no}: {reason}")
         self.line_no = line_no
         self.reason = reason
+
+
+class UnknownTimezone(InputError):
+    """A timezone name (a setting, a command, a scope's stored one) that does not exist."""
 
 
 class UsageError(InputError):

@@ -5,6 +5,8 @@ the scopes index and queues the scopes that are due. *Work*: every process claim
 scopes one at a time (a Lua script moves a scope from the queue into an in-flight set with a
 lease) and brings each up to date. A process that dies leaves its claimed scopes in the
 in-flight set; their leases run out and the next claim by anyone puts them back in the queue.
+An enumerator that dies lets its marker's short lease lapse (its heartbeat stops), and the
+next worker to find the queue empty enumerates the slot itself.
 Exactly-once is not the queue's job: the maintainer's compare-and-set scripts and markers
 guarantee it even if two workers end up on one scope.
 """
@@ -34,23 +36,50 @@ DUE_FIELDS = (
 )
 
 
+def _enumerating(worker: str) -> str:
+    return f"enumerating:{worker}"
+
+
 class FleetQueue:
     def __init__(self, client: Any, keys: KeySchema) -> None:
         self.client = client
         self.keys = keys
 
-    async def win_sweep(self, slot: str, worker: str, *, ttl_s: int) -> bool:
-        """True for exactly one process per sweep slot: that one enumerates."""
+    # The slot's marker: "enumerating:<worker>" while its enumerator fills the queue, kept
+    # alive by that enumerator's heartbeat for a short lease (so a dead one frees the slot in
+    # seconds); then "done" for the rest of the slot (so nobody enumerates it twice).
+    async def win_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
+        """True for exactly one live process per sweep slot: that one enumerates."""
         key = self.keys.fleet_sweep(slot)
-        return bool(await self.client.set(key, f"enumerating:{worker}", nx=True, ex=ttl_s))
+        return bool(await self.client.set(key, _enumerating(worker), nx=True, px=lease_ms))
+
+    async def keep_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
+        """The enumerator's heartbeat; False if the slot is no longer its own."""
+        return bool(
+            await run_script(
+                self.client,
+                "renew_lock",
+                [self.keys.fleet_sweep(slot)],
+                [_enumerating(worker), lease_ms],
+            )
+        )
 
     async def mark_enumerated(self, slot: str, *, ttl_s: int) -> None:
         await self.client.set(self.keys.fleet_sweep(slot), "done", xx=True, ex=ttl_s)
 
-    async def enumerating(self, slot: str) -> bool:
-        """True while the slot's enumerator is still filling the queue (workers wait)."""
+    async def abandon_sweep(self, slot: str, worker: str) -> None:
+        """An enumerator that failed frees its slot, so another process enumerates it now."""
+        await run_script(
+            self.client, "release_lock", [self.keys.fleet_sweep(slot)], [_enumerating(worker)]
+        )
+
+    async def sweep_status(self, slot: str) -> str:
+        """ "enumerating" (the queue is still being filled: wait), "done", or "open" (nobody
+        enumerated the slot, or its enumerator died before it finished)."""
         value = await self.client.get(self.keys.fleet_sweep(slot))
-        return bool(value) and str(value).startswith("enumerating")
+        if not value:
+            return "open"
+        return "enumerating" if str(value).startswith("enumerating") else "done"
 
     async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
         """Every scope in the index with the state fields a due-check needs, in batches."""

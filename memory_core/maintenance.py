@@ -19,7 +19,6 @@ summary stands in so memory keeps moving.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,9 +28,10 @@ from config.settings import MemorySettings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.episodes import episode
-from memory_core.errors import LLMUnavailable
+from memory_core.errors import LLMUnavailable, StoreError, UnknownTimezone
 from memory_core.facts import merge_ops, provenance
 from memory_core.language import resolve
+from memory_core.locks import LockHolder
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
 from memory_core.repo import MemoryRepo
 from memory_core.scopes import user_scope
@@ -53,6 +53,9 @@ class MaintenanceReport:
     weeks: int = 0
     failures: int = 0
     skipped: bool = False  # another worker holds the scope
+    held_by: LockHolder | None = None  # when skipped: who holds it (None: not readable)
+    held_until_ms: int = 0  # when skipped: real time its lock runs out unless renewed
+    broken: str = ""  # why the scope cannot be maintained until someone fixes it
     waiting_until: int = 0  # ms: an LLM failure asked us to wait
     closed: list[str] = field(default_factory=list)
 
@@ -172,7 +175,12 @@ class Maintainer:
 
     # -- cheap checks ------------------------------------------------------------------
     def tz(self, state: ScopeState) -> str:
-        return state.tz or self.settings.timezone
+        """The scope's timezone. A stored one that does not exist (an import, a hand edit)
+        raises UnknownTimezone: days cut at a guessed midnight would stay wrong for good, so
+        such a scope is reported and left alone rather than rolled over in another zone."""
+        name = state.tz or self.settings.timezone
+        calendar.zone(name)
+        return name
 
     def compaction_due(self, unsum_tokens: int, unsum_count: int) -> bool:
         s = self.settings
@@ -181,7 +189,8 @@ class Maintainer:
     def due(self, state: ScopeState, now: datetime) -> bool:
         """Whether ``state`` has work now. Idle scopes are not due: a day with no messages
         has nothing to summarise (it is closed, for free, when the next message comes),
-        except once at a week boundary, so a week that ended quietly is consolidated."""
+        except once at a week boundary, so a week that ended quietly is consolidated.
+        Raises UnknownTimezone for a scope whose stored timezone does not exist."""
         if state.forgets_pending:
             return True
         if not state.day:
@@ -205,13 +214,21 @@ class Maintainer:
         depends on it (every write is a compare-and-set); it only saves duplicate LLM calls."""
         report = MaintenanceReport(scope=scope)
         known = _Known()
+        token = ""
         if lock:
-            token, known.state = await self.repo.lock_and_state(scope, self.lock_ttl_ms)
-        else:
-            token = ""
-        if token is None:
-            report.skipped = True
-            return report
+            claim = await self.repo.lock_and_state(scope, self.lock_ttl_ms)
+            if claim.token is None:
+                report.skipped = True
+                report.held_by, report.held_until_ms = claim.holder, claim.expires_ms
+                return report
+            if claim.taken_from is not None:
+                log.warning(
+                    "took over the maintenance lock of %s from pid %d on %s: it is gone",
+                    scope,
+                    claim.taken_from.pid,
+                    claim.taken_from.host,
+                )
+            token, known.state = claim.token, claim.state
         keeper = asyncio.create_task(self._keep_lock(scope, token)) if token else None
         try:
             for _ in range(MAX_STEPS):
@@ -221,21 +238,41 @@ class Maintainer:
                 known = step
             else:
                 log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
+        except UnknownTimezone as exc:
+            report.broken = why_broken(exc)
+            log.warning("maintenance of %s skipped: %s", scope, report.broken)
         finally:
-            if keeper is not None:
-                keeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await keeper
-            if token:
-                await self.repo.unlock(scope, token)
+            await self._release(scope, token, keeper)
         return report
 
     async def _keep_lock(self, scope: str, token: str) -> None:
+        """Renew the lock until cancelled. A renewal Redis refuses is logged and tried again
+        on the next beat: it must never end the work nor hide how the work ended."""
         while True:
             await asyncio.sleep(self.lock_ttl_ms / 3000)
-            if not await self.repo.renew_lock(scope, token, self.lock_ttl_ms):
+            try:
+                held = await self.repo.renew_lock(scope, token, self.lock_ttl_ms)
+            except StoreError as exc:
+                log.warning("%s; trying again, its writes stay safe meanwhile", exc)
+                continue
+            if not held:
                 log.warning("lost the maintenance lock of %s; its writes stay safe", scope)
                 return
+
+    async def _release(self, scope: str, token: str, keeper: asyncio.Task[None] | None) -> None:
+        """Stop renewing and unlock, whatever the work raised: this runs in a ``finally``,
+        so an error here would replace the work's own."""
+        if keeper is not None:
+            keeper.cancel()
+            # The keeper's outcome, not raised: cancelled, or an error it did not expect.
+            (outcome,) = await asyncio.gather(keeper, return_exceptions=True)
+            if not isinstance(outcome, asyncio.CancelledError | type(None)):
+                log.error("renewing the maintenance lock of %s failed: %r", scope, outcome)
+        if token:
+            try:
+                await self.repo.unlock(scope, token)
+            except StoreError as exc:
+                log.warning("%s", exc)
 
     async def _step(self, scope: str, report: MaintenanceReport, known: _Known) -> _Known | None:
         """One step; returns what it learned of the state after it (None: nothing to do)."""
@@ -534,6 +571,13 @@ class Maintainer:
         if cutoff <= int(ms):
             return str(cutoff), cutoff
         return f"{ms}-{int(seq or 0) + 1}", int(ms) + 1  # everything summarised has expired
+
+
+def why_broken(exc: Exception) -> str:
+    """Why a scope cannot be maintained, and what fixes it."""
+    if isinstance(exc, UnknownTimezone):
+        return f"{exc}; set one with /memory config timezone <Area/City>"
+    return str(exc) or type(exc).__name__
 
 
 def _drop_newest(entries: Sequence[LogEntry], keep_tokens: int) -> list[LogEntry]:

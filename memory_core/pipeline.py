@@ -93,6 +93,7 @@ class MemoryPipeline:
         self.metrics: Metrics | None = None  # set by bootstrap
         self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
         self._drainer: asyncio.Task[None] | None = None
+        self._unknown_zones: set[str] = set()  # stored timezones already warned about
 
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
@@ -129,7 +130,7 @@ class MemoryPipeline:
             result = await self._store(p, msg, replay=False)
         except StoreUnavailable:
             return self._hold(p, msg)
-        if result.stored and self._due_after_ingest(result, p.ts_ms):
+        if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
             await self.schedule(p.scope)
         return result
 
@@ -205,7 +206,7 @@ class MemoryPipeline:
             self._buffer.popleft()
             stored += 1
             delay = 0.1
-            if result.stored and self._due_after_ingest(result, p.ts_ms):
+            if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
                 await self.schedule(p.scope)
         log.warning("Redis is back: %d held messages stored", stored)
 
@@ -214,8 +215,28 @@ class MemoryPipeline:
         """Messages waiting in memory for Redis to come back."""
         return len(self._buffer)
 
-    def _due_after_ingest(self, result: IngestResult, ts_ms: int) -> bool:
-        tz = result.tz or self.settings.memory.timezone
+    def _scope_tz(self, scope: str, stored: str) -> str:
+        """The timezone a reply shows the scope's times in. A stored one that does not exist
+        (an import, a hand edit) falls back to the default, with a warning: a bad setting
+        must not cost a reply. Maintenance does not guess: it reports such a scope."""
+        default = self.settings.memory.timezone
+        name = stored or default
+        usable = calendar.known_zone_or(name, default)
+        if usable != name and name not in self._unknown_zones:
+            self._unknown_zones.add(name)
+            log.warning(
+                "%s has an unknown timezone %r: replies use the default %s and its rollover "
+                "waits until it is fixed (/memory config timezone)",
+                scope,
+                name[:80],
+                default,
+            )
+        return usable
+
+    def _due_after_ingest(self, scope: str, result: IngestResult, ts_ms: int) -> bool:
+        tz = self._scope_tz(scope, result.tz)
+        if tz != (result.tz or self.settings.memory.timezone):
+            return False  # its maintenance would only report the bad zone: the sweep does
         if result.state_day and calendar.local_day_ms(ts_ms, tz) > result.state_day:
             return True  # the first message of a new local day: lazy rollover
         if result.retry_at > ts_ms:
@@ -310,7 +331,7 @@ class MemoryPipeline:
             snap = await self.repo.prompt_snapshot(
                 scope, recent=RECENT_FETCH, parent=parent, user=person
             )
-        tz = snap.state.tz or self.settings.memory.timezone
+        tz = self._scope_tz(scope, snap.state.tz)
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
         if self.recall is not None and self.settings.memory.recall_tokens:
@@ -450,7 +471,7 @@ class MemoryPipeline:
             lines = [render_fact(f) for f in snap.facts[-5:]]
             parts.append(f"{h['facts']}:\n" + "\n".join(lines))
         if snap.recent:
-            tz = state.tz or self.settings.memory.timezone
+            tz = self._scope_tz(scope, state.tz)
             lines = []
             for entry in reversed(snap.recent):
                 when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")

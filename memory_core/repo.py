@@ -6,7 +6,7 @@ for scope data; key names come from :mod:`memory_core.keys`, atomic writes from
 from __future__ import annotations
 
 import json
-import secrets
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.keys import KeySchema, ScopeKeys
+from memory_core.locks import LockHolder
 from memory_core.models import DaySummary, Fact, IngestResult, LogEntry, ScopeState, WeekSummary
 from memory_core.scripts import SCRIPTS, SHAS, run_script
 
@@ -42,6 +43,22 @@ class ScopeDump:
     facts: list[Fact]
     done: list[str]
     episodes: list[DaySummary] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class LockClaim:
+    """The outcome of trying to take a scope's maintenance lock."""
+
+    token: str | None  # our lock's value; None: someone else holds the lock
+    state: ScopeState
+    holder: LockHolder | None = None  # who does (None: a value naming nobody readable)
+    expires_ms: int = 0  # real time (ms) the holder's lock runs out unless renewed
+    taken_from: LockHolder | None = None  # a dead holder whose lock we took over
+
+
+def _real_ms() -> int:
+    """Locks live in real time (their TTLs are Redis' clock), whatever the memory clock says."""
+    return int(time.time() * 1000)
 
 
 def _entries(raw: Iterable[tuple[str, Mapping[str, str]]]) -> list[LogEntry]:
@@ -259,15 +276,30 @@ class MemoryRepo:
         following = _entries(after)
         return _entries(day), (following[0] if following else None)
 
-    async def lock_and_state(self, scope: str, ttl_ms: int) -> tuple[str | None, ScopeState]:
-        """Take the maintenance lock and read the state in one round trip."""
-        token = secrets.token_hex(8)
+    async def lock_and_state(self, scope: str, ttl_ms: int) -> LockClaim:
+        """Take the maintenance lock and read the state in one round trip. A lock whose
+        holder is provably gone (killed on this host) is taken over at once, atomically;
+        otherwise the claim says who holds it and when its lock runs out."""
+        mine = LockHolder.this_process(_real_ms()).value()
         k = self.k(scope)
         pipe = self.client.pipeline(transaction=False)
-        pipe.set(k.lock, token, nx=True, px=ttl_ms)
+        pipe.set(k.lock, mine, nx=True, px=ttl_ms)
+        pipe.get(k.lock)
+        pipe.pttl(k.lock)
         pipe.hgetall(k.state)
-        ok, raw = await pipe.execute()
-        return (token if ok else None), ScopeState.from_hash(raw)
+        ok, value, pttl, raw = await pipe.execute()
+        state = ScopeState.from_hash(raw)
+        if ok:
+            return LockClaim(token=mine, state=state)
+        holder = LockHolder.parse(value)
+        if holder is not None and holder.provably_gone():
+            taken = await run_script(self.client, "take_over_lock", [k.lock], [value, mine, ttl_ms])
+            if taken:
+                # Read again: the state above was read before the lock was ours.
+                return LockClaim(token=mine, state=await self.state(scope), taken_from=holder)
+        return LockClaim(
+            token=None, state=state, holder=holder, expires_ms=_real_ms() + max(int(pttl), 0)
+        )
 
     async def first_entry_from(self, scope: str, ms: int) -> LogEntry | None:
         raw = await self.client.xrange(self.k(scope).log, min=str(ms), max="+", count=1)
@@ -462,17 +494,27 @@ class MemoryRepo:
 
     # -- locks -------------------------------------------------------------------------
     async def try_lock(self, scope: str, ttl_ms: int) -> str | None:
-        token = secrets.token_hex(8)
+        token = LockHolder.this_process(_real_ms()).value()
         ok = await self.client.set(self.k(scope).lock, token, nx=True, px=ttl_ms)
         return token if ok else None
 
     async def renew_lock(self, scope: str, token: str, ttl_ms: int) -> bool:
-        return bool(
-            await run_script(self.client, "renew_lock", [self.k(scope).lock], [token, ttl_ms])
-        )
+        """Keep our lock alive; False if it is no longer ours."""
+        try:
+            renewed = await run_script(
+                self.client, "renew_lock", [self.k(scope).lock], [token, ttl_ms]
+            )
+        except RedisError as exc:
+            raise StoreError(f"could not renew the maintenance lock of {scope}: {exc}") from exc
+        return bool(renewed)
 
     async def unlock(self, scope: str, token: str) -> None:
-        await run_script(self.client, "release_lock", [self.k(scope).lock], [token])
+        try:
+            await run_script(self.client, "release_lock", [self.k(scope).lock], [token])
+        except RedisError as exc:
+            raise StoreError(
+                f"could not release the maintenance lock of {scope} (it expires on its own): {exc}"
+            ) from exc
 
     # -- admin writes ------------------------------------------------------------------
     async def set_fields(self, scope: str, values: Mapping[str, str | int]) -> None:

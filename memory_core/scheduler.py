@@ -11,6 +11,8 @@ Jobs (APScheduler 3.x ``AsyncIOScheduler`` inside ``memorybot run``):
 ``memorybot rollover`` calls the same :meth:`RolloverScheduler.sweep`: one code path. Any
 number of processes may fire the same job; the fleet queue shares the scopes out, and the
 maintainer's compare-and-set scripts make each (scope, day) and (scope, week) happen once.
+A scope that cannot be maintained (a stored timezone that does not exist) is skipped and
+listed in the report's ``broken``, with the reason; the others go on.
 """
 
 from __future__ import annotations
@@ -27,14 +29,26 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
+from memory_core.errors import MemorybotError
 from memory_core.fleet import FleetQueue
-from memory_core.maintenance import MaintenanceReport
+from memory_core.maintenance import MaintenanceReport, why_broken
+from memory_core.models import ScopeState
 from memory_core.pipeline import MemoryPipeline
 
 log = logging.getLogger(__name__)
+
+
+# An enumerator's marker lives this long unless its heartbeat renews it: a process that dies
+# while enumerating holds the others up for about this long.
+ENUMERATION_LEASE_S = 10.0
+# How long workers wait, with the queue empty, for a live enumerator to queue more; past it
+# they stop (the enumerator works what it queues itself, the next sweep the rest).
+ENUMERATION_WAIT_S = 60.0
 
 
 @dataclass
@@ -51,6 +65,10 @@ class SweepReport:
     skipped: int = 0
     seconds: float = 0.0
     scopes: list[str] = field(default_factory=list)
+    # Scopes that cannot be maintained until someone fixes them: {"scope", "reason"}.
+    broken: list[dict[str, str]] = field(default_factory=list)
+    # Skipped scopes, with who holds their lock and until when: {"scope", "holder", "until"}.
+    held: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, report: MaintenanceReport) -> None:
         self.worked += 1
@@ -62,11 +80,35 @@ class SweepReport:
         self.failed += int(report.failures > 0)
         self.skipped += int(report.skipped)
         self.scopes.append(report.scope)
+        if report.broken:
+            self.broke(report.scope, report.broken)
+        if report.skipped:
+            holder = report.held_by
+            self.held.append(
+                {
+                    "scope": report.scope,
+                    "holder": holder.as_dict() if holder is not None else None,
+                    "until": _iso_ms(report.held_until_ms),
+                }
+            )
+
+    def broke(self, scope: str, reason: str) -> None:
+        if all(b["scope"] != scope for b in self.broken):
+            self.broken.append({"scope": scope, "reason": reason})
+
+    def figures(self) -> dict[str, Any]:
+        """The counts (what the dashboard shows for the last sweep of each job)."""
+        data = {k: v for k, v in self.__dict__.items() if not isinstance(v, list)}
+        data["seconds"] = round(self.seconds, 3)
+        data["broken"] = len(self.broken)
+        return data
 
     def as_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "scopes"}
-        data["seconds"] = round(self.seconds, 3)
-        return data
+        return {**self.figures(), "broken": list(self.broken), "held": list(self.held)}
+
+
+def _iso_ms(ms: int) -> str:
+    return calendar.from_ms(ms).isoformat(timespec="seconds") if ms else ""
 
 
 def _local_trigger(tz: str, *, hour: int = 0, weekday: str | None = None, offset_s: int = 5) -> Any:
@@ -116,6 +158,8 @@ class RolloverScheduler:
         self._aps: Any = None
         self._running = asyncio.Lock()
         self.last: SweepReport | None = None
+        self.enumeration_lease_s = ENUMERATION_LEASE_S
+        self.enumeration_wait_s = ENUMERATION_WAIT_S
 
     # -- one sweep ---------------------------------------------------------------------
     def slot(self) -> str:
@@ -136,43 +180,119 @@ class RolloverScheduler:
         started = time.perf_counter()
         report = SweepReport()
         slot = self.slot()
-        ttl = self.settings.scheduler.sweep_minutes * 60 * 4
-        if only is not None or force or await self.fleet.win_sweep(slot, self.worker, ttl_s=ttl):
+        if only is not None or force:
             report.enumerated = True
-            report.queued = await self._enumerate(only)
-            await self.fleet.mark_enumerated(slot, ttl_s=ttl)
-        await self._work(report, slot, progress)
+            report.queued = await self._enumerate(only, report)
+        else:
+            await self._enumerate_slot(slot, report)
+        await self._work(report, slot, progress, take_over=only is None and not force)
         report.seconds = time.perf_counter() - started
         self.last = report
         return report
 
-    async def _enumerate(self, only: Sequence[str] | None) -> int:
+    async def _enumerate_slot(self, slot: str, report: SweepReport) -> None:
+        """Enumerate the slot's due scopes, unless another live process is doing so. The
+        marker is renewed by a heartbeat while this runs, and never outlives a failure."""
+        lease_ms = int(self.enumeration_lease_s * 1000)
+        if not await self.fleet.win_sweep(slot, self.worker, lease_ms=lease_ms):
+            return
+        report.enumerated = True
+        heartbeat = asyncio.create_task(self._keep_enumerating(slot, lease_ms))
+        finished = False
+        try:
+            report.queued += await self._enumerate(None, report)
+            finished = True
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            await self._end_enumeration(slot, finished=finished)
+
+    async def _keep_enumerating(self, slot: str, lease_ms: int) -> None:
+        while True:
+            await asyncio.sleep(lease_ms / 3000)
+            try:
+                if not await self.fleet.keep_sweep(slot, self.worker, lease_ms=lease_ms):
+                    log.warning("sweep %s: another process took over enumerating it", slot)
+                    return
+            except RedisError as exc:  # the next beat tries again; the lease is 3 beats long
+                log.warning("sweep %s: could not renew the enumeration marker: %s", slot, exc)
+
+    async def _end_enumeration(self, slot: str, *, finished: bool) -> None:
+        """Mark the slot done, or free it for another process after a failure. Runs in a
+        ``finally``: its own Redis error is logged, never raised over the sweep's."""
+        ttl_s = self.settings.scheduler.sweep_minutes * 60 * 4
+        try:
+            if finished:
+                await self.fleet.mark_enumerated(slot, ttl_s=ttl_s)
+            else:
+                await self.fleet.abandon_sweep(slot, self.worker)
+        except RedisError as exc:
+            log.warning(
+                "sweep %s: could not update its marker (it lapses in %.0fs): %s",
+                slot,
+                self.enumeration_lease_s,
+                exc,
+            )
+
+    async def _enumerate(self, only: Sequence[str] | None, report: SweepReport) -> int:
         now = self.clock.now()
         now_ms = calendar.to_ms(now)
         queued = 0
         if only is not None:
             states = [(scope, await self.pipeline.repo.state(scope)) for scope in only]
-            due = [scope for scope, state in states if self.maintainer.due(state, now)]
-            return await self.fleet.enqueue(due, now_ms=now_ms)
+            return await self.fleet.enqueue(self._due(states, now, report), now_ms=now_ms)
         async for batch in self.fleet.states():
-            due = [scope for scope, state in batch if self.maintainer.due(state, now)]
-            queued += await self.fleet.enqueue(due, now_ms=now_ms)
+            queued += await self.fleet.enqueue(self._due(batch, now, report), now_ms=now_ms)
         return queued
 
+    def _due(
+        self, states: Sequence[tuple[str, ScopeState]], now: datetime, report: SweepReport
+    ) -> list[str]:
+        """The scopes with work now. A scope whose state cannot be read (a timezone that
+        does not exist, a hand-edited day) is reported and skipped: one bad scope never
+        stops the sweep of the others."""
+        due: list[str] = []
+        for scope, state in states:
+            try:
+                if self.maintainer.due(state, now):
+                    due.append(scope)
+            except (MemorybotError, ValueError) as exc:  # ValueError: a day that is no date
+                reason = why_broken(exc)
+                log.warning("rollover of %s skipped: %s", scope, reason)
+                report.broke(scope, reason)
+        return due
+
     async def _work(
-        self, report: SweepReport, slot: str, progress: Callable[[SweepReport], None] | None
+        self,
+        report: SweepReport,
+        slot: str,
+        progress: Callable[[SweepReport], None] | None,
+        *,
+        take_over: bool,
     ) -> None:
+        """Work the queue until it is empty and nobody fills it any more. ``take_over``: a
+        slot whose enumerator died before it finished is enumerated by this process."""
         lease_ms = int(self.settings.scheduler.lease_s * 1000)
 
         async def worker() -> None:
+            idle_since: float | None = None
             while True:
                 # Leases are about processes staying alive: real time, not the clock.
                 scope = await self.fleet.claim(now_ms=int(time.time() * 1000), lease_ms=lease_ms)
                 if scope is None:
-                    if await self.fleet.enumerating(slot):
-                        await asyncio.sleep(0.05)  # the queue is still being filled
+                    status = await self.fleet.sweep_status(slot)
+                    if status == "open" and take_over:
+                        await self._enumerate_slot(slot, report)
                         continue
-                    return
+                    if status != "enumerating":
+                        return
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > self.enumeration_wait_s:
+                        log.warning("sweep %s: its enumerator queued nothing for a while", slot)
+                        return
+                    await asyncio.sleep(0.05)  # the queue is still being filled
+                    continue
+                idle_since = None
                 try:
                     report.add(await self.pipeline.maintain(scope))
                 except Exception:  # one scope's failure never blocks the others
@@ -237,12 +357,12 @@ class RolloverScheduler:
                 return
         await self.record(job, report)
         if report.worked or report.queued:
-            log.info("rollover sweep (%s): %s", job, report.as_dict())
+            log.info("rollover sweep (%s): %s", job, report.figures())
 
     async def record(self, job: str, report: SweepReport) -> None:
         """The last sweep of each job, for the dashboard."""
         entry = {"at": self.clock.now().isoformat(timespec="seconds"), "worker": self.worker}
-        entry.update(report.as_dict())
+        entry.update(report.figures())
         with contextlib.suppress(Exception):  # bookkeeping only: never fails a sweep
             await self.fleet.client.hset(self.fleet.keys.sweeps, job, json.dumps(entry))
 

@@ -23,7 +23,9 @@ from redis.exceptions import NoScriptError
 INGEST = """
 local st = KEYS[2]
 if redis.call('HGET', st, 'paused') == '1' then
-  return {'', 0, 0, '', '', '', '', 0, 1}
+  -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
+  local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
+  return {'', 0, 0, g[1] or '', g[2] or '', g[3] or '', g[4] or '', tonumber(g[5] or '0'), 1}
 end
 if ARGV[11] == '1' then
   for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
@@ -252,6 +254,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 """
 
+# KEYS: lock. ARGV: the value its holder wrote (as read), our value, ttl (ms).
+# Takes over the lock of a holder found dead, only if that holder still has it: a worker that
+# took it meanwhile (or the dead one's lock expiring and being taken anew) wins.
+TAKE_OVER_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
 # KEYS: the rate log. ARGV: now (ms), window (ms), limit, a unique member.
 # A sliding-window log shared by the fleet: admits a request if fewer than `limit` were
 # admitted in the last window, else says how many ms to wait.
@@ -302,6 +315,7 @@ SCRIPTS: dict[str, str] = {
     "apply_refresh": APPLY_REFRESH,
     "release_lock": RELEASE_LOCK,
     "renew_lock": RENEW_LOCK,
+    "take_over_lock": TAKE_OVER_LOCK,
     "write_facts": WRITE_FACTS,
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,

@@ -68,6 +68,17 @@ async def test_pause_stops_remembering_and_resume_restarts(make_core: CoreFactor
     assert [e.text for e in await core.repo.all_entries("console:p")] == ["before", "after"]
 
 
+async def test_a_paused_channel_keeps_its_reply_mode(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    await core.admin.configure("discord:1:2", mode="off")
+    await core.admin.set_paused("discord:1:2", True)
+    mention = IncomingMessage(scope="discord:1:2", text="@bot hi", author="A", addressed=True)
+    assert await core.pipeline.handle(mention) is None, "mode off: a mention gets no answer"
+    assert fake_llm.count("reply") == 0
+
+
 async def test_reply_modes(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:
     core = await make_core()
     heard = IncomingMessage(scope="discord:1:2", text="chatting", author="A")

@@ -89,8 +89,8 @@ async def test_a_dead_workers_scopes_are_finished_by_the_others(make_core: CoreF
     clock.set(START + timedelta(days=1, minutes=1))
     dead = fleet[2].scheduler
     # The dead worker enumerated, claimed five scopes, and died before finishing them.
-    assert await dead.fleet.win_sweep(dead.slot(), "dead", ttl_s=600)
-    await dead._enumerate(None)
+    assert await dead.fleet.win_sweep(dead.slot(), "dead", lease_ms=600_000)
+    await dead._enumerate(None, SweepReport())
     await dead.fleet.mark_enumerated(dead.slot(), ttl_s=600)
     now_ms = int(time.time() * 1000)
     claimed = [await dead.fleet.claim(now_ms=now_ms, lease_ms=5000) for _ in range(5)]

@@ -4,16 +4,19 @@ day and each week is appended exactly once; LLM outages lose nothing and catch u
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from memory_core.clock import ManualClock
+from memory_core.errors import UnknownTimezone
 from memory_core.models import IncomingMessage
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed
+from tests.helpers import conversation, feed, spawn_memorybot
 
 SCOPE = "console:team"
 
@@ -179,3 +182,85 @@ async def test_idle_scope_costs_nothing(make_core: CoreFactory, fake_llm: FakeOp
         report = await core.pipeline.maintain(SCOPE)
         assert report.days_closed == 0
     assert fake_llm.count() == calls
+
+
+async def _scopes_with_one_on_mars(make_core: CoreFactory, **kw: object):  # type: ignore[no-untyped-def]
+    """Two scopes with a day of messages, and a third whose stored timezone does not exist
+    (an imported or hand-edited state)."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, **kw)
+    core.pipeline.schedule = _no_schedule  # type: ignore[method-assign]
+    for scope in ("console:earth", "console:moon", "console:mars"):
+        await core.pipeline.ingest(IncomingMessage(scope=scope, text="hello there", author="A"))
+    await core.store.client.hset(core.store.keys.scope("console:mars").state, "tz", MARS)
+    return core, clock
+
+
+MARS = "Mars/Olympus"
+
+
+async def test_a_scope_with_an_unknown_timezone_is_reported_and_the_rest_roll_over(
+    make_core: CoreFactory, clean_redis: str, redis_target: object, tmp_path: Path
+) -> None:
+    core, _ = await _scopes_with_one_on_mars(make_core, offline=True)
+    env = {"REDIS_URL": clean_redis}
+    if getattr(redis_target, "cluster", False):
+        env["MEMORYBOT_STORE__CLUSTER"] = "true"
+    at = (START + timedelta(days=1, hours=1)).isoformat()
+    proc = await spawn_memorybot(tmp_path, "rollover", "--at", at, "--json", env=env)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
+    assert proc.returncode == 0, err.decode()
+    report = json.loads(out)
+    assert report["days_closed"] == 2
+    [broken] = report["broken"]
+    assert broken["scope"] == "console:mars" and MARS in broken["reason"]
+    for scope in ("console:earth", "console:moon"):
+        assert [d.day for d in await core.repo.days(scope)] == ["2025-08-11"]
+    assert await core.repo.days("console:mars") == []
+    # The sweep's marker is not left saying "enumerating": nobody waits on it.
+    marker = await core.store.client.get(core.store.keys.fleet_sweep(core.scheduler.slot()))
+    assert marker in (None, "done")
+    proc = await spawn_memorybot(tmp_path, "rollover", "--at", at, env=env)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
+    assert proc.returncode == 0, err.decode()
+    assert f"console:mars: skipped, unknown timezone '{MARS}'" in err.decode()
+    assert "1 scope skipped" in out.decode()
+    proc = await spawn_memorybot(tmp_path, "rollover", "--at", at, "--scope", "mars", env=env)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
+    assert proc.returncode == 1, "the one scope asked for could not be rolled over"
+    assert MARS in err.decode()
+
+
+async def test_maintenance_of_a_scope_with_an_unknown_timezone_reports_it(
+    make_core: CoreFactory,
+) -> None:
+    core, clock = await _scopes_with_one_on_mars(make_core, offline=True)
+    clock.set(START + timedelta(days=1, hours=1))
+    with pytest.raises(UnknownTimezone, match=MARS):
+        core.maintainer.due(await core.repo.state("console:mars"), clock.now())
+    report = await core.pipeline.maintain("console:mars")
+    assert MARS in report.broken and report.days_closed == 0
+    sweep = await core.scheduler.sweep()
+    assert sweep.days_closed == 2
+    assert [b["scope"] for b in sweep.broken] == ["console:mars"]
+
+
+async def test_messages_to_a_scope_with_an_unknown_timezone_are_stored_and_answered(
+    make_core: CoreFactory, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reply path falls back to the default timezone (with a warning): a message is
+    never refused, nor a reply lost, over a bad setting."""
+    core, clock = await _scopes_with_one_on_mars(make_core)
+    clock.set(START + timedelta(days=1, hours=1))  # a new local day: the lazy rollover check
+    ask = IncomingMessage(scope="mars", text="what did I say?", author="A", direct=True)
+    reply = await core.pipeline.handle(ask)
+    assert reply is not None and reply.kind == "llm"
+    prompt = await core.pipeline.build_prompt(ask)
+    assert prompt.tokens > 0
+    offline = await make_core(clock=clock, offline=True)
+    assert "hello there" in await offline.pipeline.offline_text("mars", "en")
+    assert [e.text for e in await core.repo.all_entries("console:mars")][:2] == [
+        "hello there",
+        "what did I say?",
+    ]
+    assert any(MARS in r.getMessage() and "default" in r.getMessage() for r in caplog.records)

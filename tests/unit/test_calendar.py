@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory_core import calendar
+from memory_core.errors import UnknownTimezone
 
 
 @pytest.mark.parametrize(
@@ -65,3 +66,16 @@ def test_days_between() -> None:
         "2026-01-01",
     ]
     assert calendar.days_between("2025-01-02", "2025-01-02") == []
+
+
+@pytest.mark.parametrize("name", ["Mars/Olympus", "", "America", "../etc/passwd", "UTC "])
+def test_an_unknown_zone_is_a_clear_error(name: str) -> None:
+    with pytest.raises(UnknownTimezone, match="use an IANA name such as Asia/Tokyo"):
+        calendar.zone(name)
+    with pytest.raises(UnknownTimezone):
+        calendar.local_day(datetime(2025, 8, 13, tzinfo=UTC), name)
+
+
+def test_a_known_zone_or_the_default() -> None:
+    assert calendar.known_zone_or("Asia/Tokyo", "UTC") == "Asia/Tokyo"
+    assert calendar.known_zone_or("Mars/Olympus", "UTC") == "UTC"
