@@ -25,6 +25,7 @@ from memory_core.assembly import AssemblyInput, Prompt, PromptAssembler, render_
 from memory_core.clock import Clock
 from memory_core.errors import (
     EmptyMessage,
+    InvalidScope,
     LLMBadOutput,
     LLMUnavailable,
     StoreError,
@@ -302,10 +303,11 @@ class MemoryPipeline:
             scope, recent=RECENT_FETCH, parent=parent, user=person
         )
         if parent is None and snap.state.parent:
-            parent = snap.state.parent
-            snap = await self.repo.prompt_snapshot(
-                scope, recent=RECENT_FETCH, parent=parent, user=person
-            )
+            parent = _stored_parent(scope, snap.state.parent)
+            if parent is not None:
+                snap = await self.repo.prompt_snapshot(
+                    scope, recent=RECENT_FETCH, parent=parent, user=person
+                )
         tz = snap.state.tz or self.settings.memory.timezone
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
@@ -415,3 +417,13 @@ class MemoryPipeline:
         if len(parts) == 1:
             parts.append(prompts.offline_nothing)
         return "\n\n".join(parts)
+
+
+def _stored_parent(scope: str, stored: str) -> str | None:
+    """The parent the scope's state names, checked again as a live parent is: the hash can
+    be edited by hand, or come from an import, and must not reach another guild."""
+    try:
+        return check_parent(scope, stored)
+    except InvalidScope as exc:
+        log.warning("%s names a parent it may not read; ignored: %s", scope, str(exc)[:300])
+        return None
