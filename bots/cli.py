@@ -54,8 +54,9 @@ register_eval(app)
 register_bench(bench_app)
 register_dashboard(app)
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: rich would print the scope discord:100:3 as "discord💯3".
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 T = TypeVar("T")
 
 ScopeOpt = Annotated[

@@ -25,8 +25,8 @@ from dashboard.scope_view import (
     scope_detail,
 )
 from dashboard.web import dash, render, require_csrf, scope_url, see_other
-from memory_core.admin import LANGUAGE_SETTINGS, MODES, TIER_FIELDS
 from memory_core.errors import InputError
+from memory_core.models import LANGUAGE_SETTINGS, MODES, TIER_FIELDS
 from memory_core.scopes import parse_scope
 
 log = logging.getLogger(__name__)

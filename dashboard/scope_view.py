@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dashboard.listing import ScopeParts, describe, memory_tokens
-from memory_core.admin import TIER_FIELDS, ScopeView
+from memory_core.admin import ScopeView
 from memory_core.assembly import Prompt
 from memory_core.bootstrap import Core
-from memory_core.models import Fact, IncomingMessage, LogEntry
+from memory_core.models import TIER_FIELDS, Fact, IncomingMessage, LogEntry
 from memory_core.scopes import user_scope
 
 HISTORY_PAGE = 50

@@ -10,7 +10,7 @@ the old text at that moment is discarded instead of bringing it back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -20,45 +20,27 @@ from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
-from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
+from memory_core.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
+from memory_core.models import (
+    LANGUAGE_SETTINGS,
+    MAX_FACT_CHARS,
+    MODES,
+    TIER_FIELDS,
+    DaySummary,
+    Fact,
+    LogEntry,
+    ScopeState,
+    WeekSummary,
+)
 from memory_core.redact import contains, redact, redact_quotes, removed_spans
-from memory_core.repo import MemoryRepo, ScopeDump
+from memory_core.repo import MemoryRepo
 from memory_core.scopes import parse_scope, user_scope
 from memory_core.tokens import TokenCounter
 
-EXPORT_FORMAT = "memorybot-export"
-EXPORT_VERSION = 1
-MODES = ("mention", "all", "off")
-LANGUAGE_SETTINGS = ("auto", "en", "ja")
-TIER_FIELDS = ("short", "mid", "long", "overview")
-MAX_FACT_CHARS = 500
 # Finding a message by its platform id: stream ids never go below a message's own time, so
 # the log is read from a little before it (clock skew), a bounded window, before a full scan.
 LOOKUP_MARGIN_MS = 60_000
 LOOKUP_WINDOW = 300
-# State fields an export carries; counters and locks are rebuilt, not copied.
-EXPORTED_STATE = (
-    "day",
-    "short",
-    "short_upto",
-    "mid",
-    "long",
-    "overview",
-    "tiers_at",
-    "msg_count",
-    "last_ms",
-    "created_ms",
-    "paused",
-    "mode",
-    "tz",
-    "lang",
-    "parent",
-    "refresh_pending",
-    "week_pending",
-    "fact_seq",
-    "day_msgs",
-    "last_rollover",
-)
 
 
 @dataclass
@@ -631,10 +613,16 @@ class MemoryAdmin:
             "done": dump.done,
         }
 
-    async def import_(self, scope: str, data: Mapping[str, Any], *, replace: bool = False) -> int:
-        """Load an export into ``scope``. Refuses a non-empty scope unless ``replace``."""
+    async def import_(self, scope: str, data: object, *, replace: bool = False) -> int:
+        """Load an export into ``scope``. Refuses a non-empty scope unless ``replace``. The
+        whole file is checked first, like live input: nothing is written if any of it is bad."""
         scope = parse_scope(scope)
-        dump = parse_export(data)
+        dump = parse_export(
+            data,
+            scope=scope,
+            max_message_chars=self.settings.memory.max_message_chars,
+            now=self.clock.now(),
+        )
         if replace:
             await self.repo.forget_scope(scope)
         last_ms = int(dump.state.get("last_ms") or 0) or calendar.to_ms(self.clock.now())
@@ -663,48 +651,6 @@ def _redact_day(day: DaySummary, redact_text: Callable[[str], str]) -> DaySummar
     )
 
 
-def parse_export(data: Mapping[str, Any]) -> ScopeDump:
-    """Validate an export; every problem names where it is."""
-    if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
-        raise InputError(f'not a memorybot export: expected "format": "{EXPORT_FORMAT}"')
-    if data.get("version") != EXPORT_VERSION:
-        raise InputError(f"unsupported export version {data.get('version')!r} (this reads 1)")
-    try:
-        state = {str(k): str(v) for k, v in dict(data.get("state") or {}).items()}
-        log: list[LogEntry] = []
-        for i, raw in enumerate(data.get("log") or []):
-            entry_id = str(raw["id"])
-            if not entry_id or "-" not in entry_id:
-                raise InputError(
-                    f"log[{i}]: id {entry_id!r} is not a stream id like 1700000000000-0"
-                )
-            role = raw.get("role", "user")
-            log.append(
-                LogEntry(
-                    id=entry_id,
-                    ts=datetime.fromisoformat(str(raw["ts"])),
-                    role="assistant" if role == "assistant" else "user",
-                    author=str(raw.get("author", "")),
-                    author_id=str(raw.get("author_id", "")),
-                    text=str(raw["text"]),
-                    tokens=int(raw.get("tokens", 0)),
-                    platform_id=str(raw.get("platform_id", "")),
-                )
-            )
-        days = [DaySummary.from_json(json.dumps(d)) for d in data.get("days") or []]
-        episodes = [DaySummary.from_json(json.dumps(d)) for d in data.get("episodes") or []]
-        weeks = [WeekSummary.from_json(json.dumps(w)) for w in data.get("weeks") or []]
-        facts = [Fact.from_json(json.dumps(f)) for f in data.get("facts") or []]
-        done = [str(x) for x in data.get("done") or []]
-    except InputError:
-        raise
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"the export is malformed: {type(exc).__name__}: {exc}") from exc
-    return ScopeDump(
-        state=state, log=log, days=days, weeks=weeks, facts=facts, done=done, episodes=episodes
-    )
-
-
 def _fact_text(text: str, if_empty: str) -> str:
     """A note's or fact's text on one line, refused when empty or over 500 characters."""
     text = " ".join(text.split())
@@ -715,3 +661,7 @@ def _fact_text(text: str, if_empty: str) -> str:
             f"a note holds at most {MAX_FACT_CHARS} characters (this one has {len(text)})"
         )
     return text
+
+
+# -- import checks ---------------------------------------------------------------------
+# An export is a file a person can edit: every field is checked as live input would be.

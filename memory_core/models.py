@@ -15,6 +15,10 @@ Role = Literal["user", "assistant"]
 FactKind = Literal["preference", "decision", "profile", "question", "note"]
 FACT_KINDS: tuple[str, ...] = ("preference", "decision", "profile", "question", "note")
 ReplyKind = Literal["llm", "offline", "apology"]
+MODES = ("mention", "all", "off")  # when the bot answers in a scope
+LANGUAGE_SETTINGS = ("auto", "en", "ja")
+TIER_FIELDS = ("short", "mid", "long", "overview")
+MAX_FACT_CHARS = 500
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from memory_core.assembly import AssemblyInput, Prompt, PromptAssembler, render_
 from memory_core.clock import Clock
 from memory_core.errors import (
     EmptyMessage,
+    InvalidScope,
     LLMBadOutput,
     LLMUnavailable,
     StoreError,
@@ -327,10 +328,11 @@ class MemoryPipeline:
             scope, recent=RECENT_FETCH, parent=parent, user=person
         )
         if parent is None and snap.state.parent:
-            parent = snap.state.parent
-            snap = await self.repo.prompt_snapshot(
-                scope, recent=RECENT_FETCH, parent=parent, user=person
-            )
+            parent = _stored_parent(scope, snap.state.parent)
+            if parent is not None:
+                snap = await self.repo.prompt_snapshot(
+                    scope, recent=RECENT_FETCH, parent=parent, user=person
+                )
         tz = self._scope_tz(scope, snap.state.tz)
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
@@ -487,3 +489,13 @@ def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
     """Of the facts about the person asking, those that may be used here: learned where the
     whole guild or workspace could see (or pinned by them), or learned in this very place."""
     return [f for f in facts if f.shared or f.origin == scope]
+
+
+def _stored_parent(scope: str, stored: str) -> str | None:
+    """The parent the scope's state names, checked again as a live parent is: the hash can
+    be edited by hand, or come from an import, and must not reach another guild."""
+    try:
+        return check_parent(scope, stored)
+    except InvalidScope as exc:
+        log.warning("%s names a parent it may not read; ignored: %s", scope, str(exc)[:300])
+        return None

@@ -302,7 +302,8 @@ return item[1]
 FORGET_SCOPE = """
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
 local deleted = redis.call('DEL', unpack(KEYS))
-redis.call('HSET', KEYS[1], 'epoch', epoch + 1)
+-- A scope that never held anything has no summary in flight: leave no key behind.
+if deleted > 0 then redis.call('HSET', KEYS[1], 'epoch', epoch + 1) end
 return deleted
 """
 
