@@ -21,6 +21,8 @@ class ScopeKeys:
     vectors: str  # Hash: log entry id -> base64 float16 embedding (when embeddings are on)
     forgets: str  # List of JSON forget requests written down before they are carried out
     done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
+    ids: str  # Sorted set: platform id -> stream time (ms), the newest stored, so a message
+    # (a platform's delivery, a replayed transcript line) is stored once
     lock: str  # String: the maintenance lock (SET NX PX)
 
     def all(self) -> tuple[str, ...]:
@@ -44,6 +46,7 @@ class KeySchema:
             vectors=f"{base}:vec",
             forgets=f"{base}:forgets",
             done=f"{base}:done",
+            ids=f"{base}:ids",
             lock=f"{base}:lock",
         )
 

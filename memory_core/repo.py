@@ -75,6 +75,11 @@ def _facts(raw: Mapping[str, str]) -> list[Fact]:
     return out
 
 
+# Platform ids remembered per scope to store each message once: the newest this many (a
+# sorted set of ~100 bytes an id, so at most ~10 MB for a scope that big; its log is bigger).
+PLATFORM_IDS_MAX = 100_000
+
+
 class MemoryRepo:
     def __init__(self, client: Redis, keys: KeySchema) -> None:
         # redis-py's annotations do not model decode_responses=True (every reply typed as
@@ -102,9 +107,13 @@ class MemoryRepo:
         parent: str,
         place_name: str = "",
         replay: bool = False,
+        own_day_end_ms: int = 0,
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip. ``replay``: a message
-        buffered during an outage, which must not be stored twice."""
+        buffered during an outage, which must not be stored twice. A non-empty
+        ``platform_id`` is stored once (``outcome`` "duplicate" the next time).
+        ``own_day_end_ms`` (a replayed line): the end of the message's own day; the message
+        is refused (``outcome`` "day_closed") rather than counted in a later day."""
         k = self.k(scope)
         args = [
             ts_ms,
@@ -118,11 +127,13 @@ class MemoryRepo:
             parent,
             place_name,
             "1" if replay else "",
+            own_day_end_ms or "",
+            PLATFORM_IDS_MAX,
         ]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
-            pipe.execute_command("EVALSHA", SHAS["ingest"], 2, k.log, k.state, *args)
+            pipe.execute_command("EVALSHA", SHAS["ingest"], 3, k.log, k.state, k.ids, *args)
             pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
             try:
                 result, _ = await pipe.execute()
@@ -138,9 +149,10 @@ class MemoryRepo:
             except RedisError as exc:
                 raise StoreError(f"Redis refused the message: {exc}") from exc
             break
-        entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result
+        entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
+        outcome = str(result[9]) if len(result) > 9 else ""
         return IngestResult(
-            stored=not int(paused),
+            stored=not int(paused) and outcome != "day_closed",
             id=str(entry_id),
             state_day=str(day_now),
             tz=str(tz),
@@ -149,6 +161,7 @@ class MemoryRepo:
             unsum_tokens=int(ut),
             unsum_count=int(un),
             retry_at=int(retry_at),
+            outcome=outcome,
         )
 
     async def prompt_snapshot(
