@@ -389,7 +389,8 @@ async def _store(
                 )
             if now >= deadline:
                 raise StoreUnavailable(
-                    f"Redis has been unreachable for {wait_s:.0f}s at line {line_no} ({exc}). "
+                    f"Redis has been unreachable for {wait_s:.0f}s at line {line_no} "
+                    f"({str(exc).rstrip('.')}). "
                     "The lines before it are stored, once each: run the same replay again "
                     "to continue (lines already stored are skipped)"
                 ) from exc
