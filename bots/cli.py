@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -205,7 +205,9 @@ def _scope(text: str) -> str:
 # -- replay ----------------------------------------------------------------------------
 @app.command()
 def replay(
-    file: Annotated[Path, typer.Argument(help="JSON lines: {ts, user, text, role?, scope?}")],
+    file: Annotated[
+        Path, typer.Argument(help="JSON lines: {ts, user, text, role?, scope?, id?, user_id?}")
+    ],
     scope: ScopeOpt = "replay",
     no_reply: Annotated[
         bool, typer.Option("--no-reply", help="Store only; do not ask the LLM to answer.")
@@ -214,17 +216,27 @@ def replay(
         bool, typer.Option("--strict", help="Abort on any bad line, before storing anything.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    outage_wait: Annotated[
+        float,
+        typer.Option(
+            "--outage-wait",
+            min=0,
+            help="Seconds to wait for Redis if it goes away mid-replay, before giving up.",
+        ),
+    ] = 60.0,
 ) -> None:
-    """Import a transcript; its timestamps drive the clock, so days and weeks roll over."""
-    from memory_core.replay import read_lines, validate_all
+    """Import a transcript; its timestamps drive the clock, so days and weeks roll over.
+    Each line is stored once, however often the file is replayed."""
+    from memory_core.replay import count_lines, read_lines, validate_all
     from memory_core.replay import replay as do_replay
 
     s = settings()
     target = _scope(scope)
     if not file.is_file():
         raise fail(f"{file} does not exist", 1)
+    now = SystemClock().now()  # lines dated later than a day from now are refused
     if strict:
-        good, bad = validate_all(file)
+        good, bad = run_input(lambda: validate_all(file, now=now))
         if bad:
             for problem in bad:
                 err.print(f"{file}:{problem}", markup=False)
@@ -232,8 +244,8 @@ def replay(
         lines: Any = good
         total = len(good)
     else:
-        lines = read_lines(file)
-        total = sum(1 for raw in file.open(encoding="utf-8") if raw.strip())
+        lines = read_lines(file, now=now)
+        total = run_input(lambda: count_lines(file))
 
     async def go() -> dict[str, Any]:
         clock = ManualClock()
@@ -248,12 +260,14 @@ def replay(
                     default_scope=target,
                     reply=not no_reply,
                     on_line=lambda r: progress.update(task, completed=r.lines),
+                    outage_wait_s=outage_wait,
                 )
             days = sum(r.days_closed for r in core.pipeline.reports)
             stats = core.llm.stats
             return {
                 "lines": report.lines,
                 "stored": report.stored,
+                "duplicates": report.duplicates,
                 "replies": report.replies,
                 "apologies": report.apologies,
                 "skipped": [{"line": e.line_no, "reason": e.reason} for e in report.skipped],
@@ -273,10 +287,25 @@ def replay(
     result = run(go())
     if as_json:
         out.print(json.dumps(result, ensure_ascii=False), markup=False)
-        return
+    else:
+        _print_replay(file, target, result)
+    if result["skipped"] and not result["stored"] and not result["duplicates"]:
+        raise fail(f"no line of {file} could be replayed", 1)
+
+
+def run_input(read: Callable[[], T]) -> T:
+    """Read an input file; a file that cannot be read is bad input (exit status 1)."""
+    try:
+        return read()
+    except InputError as exc:
+        raise fail(str(exc), 1) from exc
+
+
+def _print_replay(file: Path, target: str, result: dict[str, Any]) -> None:
     out.print(
         f"Replayed {result['lines']} lines into {', '.join(result['scopes']) or target}: "
-        f"{result['stored']} stored, {result['replies']} replies, "
+        f"{result['stored']} stored, {result['duplicates']} already stored, "
+        f"{result['replies']} replies, "
         f"{result['days_rolled_over']} days rolled over, "
         f"{result['llm_calls']['total']} LLM calls "
         f"(compaction {result['llm_calls']['compact']}, tiers {result['llm_calls']['refresh']}, "

@@ -433,6 +433,7 @@ class MemoryAdmin:
         copies = await self._message_entries(scope, request.platform_id, request.ts_ms)
         if any(e.text == request.text for e in copies):
             return  # stored by an earlier run of this edit
+        await self.repo.release_platform_id(scope, request.platform_id)
         await self.repo.ingest(
             scope,
             ts_ms=request.ts_ms,

@@ -22,6 +22,8 @@ class ScopeKeys:
     forgets: str  # List of JSON forget requests written down before they are carried out
     done: str  # Set: markers of work done exactly once ("day:2025-08-13", "week:2025-08-11")
     people: str  # Set: the person scopes holding facts learned here (forget reaches them)
+    ids: str  # Sorted set: platform id -> stream time (ms), the newest stored, so a message
+    # (a platform's delivery, a replayed transcript line) is stored once
     lock: str  # String: the maintenance lock (SET NX PX)
 
     def all(self) -> tuple[str, ...]:
@@ -46,6 +48,7 @@ class KeySchema:
             forgets=f"{base}:forgets",
             done=f"{base}:done",
             people=f"{base}:people",
+            ids=f"{base}:ids",
             lock=f"{base}:lock",
         )
 

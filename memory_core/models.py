@@ -250,6 +250,10 @@ class IngestResult:
     retry_at: int
     truncated: bool = False
     buffered: bool = False  # Redis was away: held in memory, stored when it is back
+    # "" stored; "older": stored, older than the scope's newest message; "duplicate": its
+    # platform id was stored before, nothing written; "day_closed": not stored (a replayed
+    # line whose day is closed already)
+    outcome: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ class Prepared:
     truncated: bool
     ts_ms: int
     tokens: int
+    own_day: bool = False  # refused rather than counted in a later day (replay)
 
 
 class MemoryPipeline:
@@ -95,6 +96,9 @@ class MemoryPipeline:
         self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
         self._drainer: asyncio.Task[None] | None = None
         self._unknown_zones: set[str] = set()  # stored timezones already warned about
+        # False: maintenance runs without the fleet lock (replay; correctness never depends
+        # on the lock, it only saves duplicate LLM calls).
+        self.maintenance_lock = True
 
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
@@ -117,25 +121,37 @@ class MemoryPipeline:
             tokens=self.counter.count(text),
         )
 
-    async def ingest(self, msg: IncomingMessage) -> IngestResult:
+    async def ingest(
+        self, msg: IncomingMessage, *, hold: bool = True, own_day: bool = False
+    ) -> IngestResult:
         """Store one message (one round trip) and hand the scope to maintenance if due.
 
         If Redis cannot be reached, the message waits in a bounded in-memory buffer and is
         stored, in order, as soon as Redis is back (``IngestResult.buffered``). Past the
         bound, StoreUnavailable says the message was not kept, so the front door does not
-        acknowledge it as stored."""
+        acknowledge it as stored. ``hold=False``: StoreUnavailable at once instead (replay
+        waits for Redis itself, its clock held at the message). ``own_day``: refuse the
+        message (``outcome`` "day_closed") rather than count it in a later day than its own."""
         p = self.prepare(msg)
+        if own_day:
+            p = replace(p, own_day=True)
         if self._buffer:  # an outage is being caught up: stay in order behind it
+            if not hold:
+                raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
             return self._hold(p, msg)
         try:
             result = await self._store(p, msg, replay=False)
         except StoreUnavailable:
+            if not hold:
+                raise
             return self._hold(p, msg)
         if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
             await self.schedule(p.scope)
         return result
 
     async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
+        tz = self.settings.memory.timezone
+        day = calendar.local_day_ms(p.ts_ms, tz)
         result = await self.repo.ingest(
             p.scope,
             ts_ms=p.ts_ms,
@@ -145,15 +161,16 @@ class MemoryPipeline:
             text=p.text,
             platform_id=msg.platform_id,
             tokens=p.tokens,
-            day=calendar.local_day_ms(p.ts_ms, self.settings.memory.timezone),
+            day=day,
             parent=p.parent or "",
             place_name=msg.place_name[:120],
             replay=replay,
+            own_day_end_ms=calendar.day_end_ms(day, tz) if p.own_day else 0,
             public=msg.public,
         )
         if p.truncated:
             result = replace(result, truncated=True)
-        if self.metrics is not None and result.stored:
+        if self.metrics is not None and result.stored and result.outcome != "duplicate":
             self.metrics.incr("messages")
         return result
 
@@ -216,6 +233,19 @@ class MemoryPipeline:
         """Messages waiting in memory for Redis to come back."""
         return len(self._buffer)
 
+    async def wait_held(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the held messages to be stored; True when none
+        is left. (Replay: its clock must not run past messages that are not stored yet, or
+        the days in between would be closed without them.) Re-raises what stopped the
+        catching up, e.g. an outage during the maintenance it ran."""
+        if not self._buffer:
+            return True
+        if self._drainer is None or self._drainer.done():  # stopped by an error: go on
+            self._drainer = asyncio.create_task(self._drain())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._drainer), seconds)
+        return not self._buffer
+
     def _scope_tz(self, scope: str, stored: str) -> str:
         """The timezone a reply shows the scope's times in. A stored one that does not exist
         (an import, a hand edit) falls back to the default, with a warning: a bad setting
@@ -269,7 +299,7 @@ class MemoryPipeline:
             self._running.pop(scope, None)
 
     async def maintain(self, scope: str) -> MaintenanceReport:
-        report = await self.maintainer.run(scope)
+        report = await self.maintainer.run(scope, lock=self.maintenance_lock)
         self.reports.append(report)
         if self.metrics is not None:
             self.metrics.maintenance(report)

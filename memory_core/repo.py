@@ -92,6 +92,11 @@ def _facts(raw: Mapping[str, str]) -> list[Fact]:
     return out
 
 
+# Platform ids remembered per scope to store each message once: the newest this many (a
+# sorted set of ~100 bytes an id, so at most ~10 MB for a scope that big; its log is bigger).
+PLATFORM_IDS_MAX = 100_000
+
+
 class MemoryRepo:
     def __init__(self, client: Redis, keys: KeySchema) -> None:
         # redis-py's annotations do not model decode_responses=True (every reply typed as
@@ -119,12 +124,16 @@ class MemoryRepo:
         parent: str,
         place_name: str = "",
         replay: bool = False,
+        own_day_end_ms: int = 0,
         public: bool = False,
         touch_index: bool = True,
     ) -> IngestResult:
         """Store one message and touch the scope index: one round trip. ``replay``: a message
-        buffered during an outage, which must not be stored twice. ``touch_index=False``:
-        an edited message stored again, which is no new activity in the scope."""
+        buffered during an outage, which must not be stored twice. A non-empty
+        ``platform_id`` is stored once (``outcome`` "duplicate" the next time).
+        ``own_day_end_ms`` (a replayed line): the end of the message's own day; the message
+        is refused (``outcome`` "day_closed") rather than counted in a later day.
+        ``touch_index=False``: an edited message stored again, which is no new activity."""
         k = self.k(scope)
         args = [
             ts_ms,
@@ -138,12 +147,14 @@ class MemoryRepo:
             parent,
             place_name,
             "1" if replay else "",
+            own_day_end_ms or "",
+            PLATFORM_IDS_MAX,
             "1" if public else "",
         ]
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
-            pipe.execute_command("EVALSHA", SHAS["ingest"], 2, k.log, k.state, *args)
+            pipe.execute_command("EVALSHA", SHAS["ingest"], 3, k.log, k.state, k.ids, *args)
             if touch_index:
                 pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
             try:
@@ -160,9 +171,10 @@ class MemoryRepo:
             except RedisError as exc:
                 raise StoreError(f"Redis refused the message: {exc}") from exc
             break
-        entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result
+        entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
+        outcome = str(result[9]) if len(result) > 9 else ""
         return IngestResult(
-            stored=not int(paused),
+            stored=not int(paused) and outcome != "day_closed",
             id=str(entry_id),
             state_day=str(day_now),
             tz=str(tz),
@@ -171,6 +183,7 @@ class MemoryRepo:
             unsum_tokens=int(ut),
             unsum_count=int(un),
             retry_at=int(retry_at),
+            outcome=outcome,
         )
 
     async def prompt_snapshot(
@@ -572,6 +585,10 @@ class MemoryRepo:
         pipe.hdel(k.vectors, *ids)
         deleted, _ = await pipe.execute()
         return int(deleted)
+
+    async def release_platform_id(self, scope: str, platform_id: str) -> None:
+        """Let a platform message be stored again (its edited text replaces the old entry)."""
+        await self.client.zrem(self.k(scope).ids, platform_id)
 
     async def trim_log_before(self, scope: str, minid: str) -> int:
         """Drop raw messages with ids below ``minid`` (retention), and their vectors with

@@ -13,19 +13,43 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-# KEYS: log, state. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day, parent,
-# place name, replay ("1": a message buffered while Redis was away; if it did get stored
-# before the connection broke, return that entry instead of storing it twice), public ("1":
-# the place is visible to the whole guild or workspace).
+# KEYS: log, state, ids. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day,
+# parent, place name, replay ("1": a message buffered while Redis was away; if it did get
+# stored before the connection broke, return that entry instead of storing it twice),
+# own-day end (ms; '' = off; see below), ids max, public ("1": the place is visible to the
+# whole guild or workspace).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
-# decide on maintenance, all in the same round trip.
+# decide on maintenance, all in the same round trip. The 10th value says what happened:
+# '' stored, 'older' stored but older than the newest message (its 'ts' field keeps its own
+# time; its stream id is the newest one's), 'duplicate' (nothing written), 'day_closed'.
 INGEST = """
 local st = KEYS[2]
 if redis.call('HGET', st, 'paused') == '1' then
   -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
   local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
   return {'', 0, 0, g[1] or '', g[2] or '', g[3] or '', g[4] or '', tonumber(g[5] or '0'), 1}
+end
+local function unchanged(status)
+  local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at',
+    'unsum_tokens', 'unsum_count')
+  return {'', tonumber(g[6] or '0'), tonumber(g[7] or '0'), g[1] or '', g[2] or '',
+    g[3] or '', g[4] or '', tonumber(g[5] or '0'), 0, status}
+end
+-- Store once per platform id (a platform's message id, a replayed line's identity): the
+-- ids stored lately are kept in KEYS[3], scored by stream time, the newest ARGV[13] of them.
+if ARGV[6] ~= '' and redis.call('ZSCORE', KEYS[3], ARGV[6]) then
+  return unchanged('duplicate')
+end
+-- Own day (a replayed line): the line is refused if it would be counted in a later day
+-- than its own, i.e. its day is closed already, or its stream id (the newest message's, to
+-- stay monotonic) would fall after the end of its day (ARGV[12]).
+if ARGV[12] ~= '' then
+  local open_day = redis.call('HGET', st, 'day')
+  local newest = tonumber(redis.call('HGET', st, 'last_ms') or '0')
+  if (open_day and ARGV[8] < open_day) or newest >= tonumber(ARGV[12]) then
+    return unchanged('day_closed')
+  end
 end
 if ARGV[11] == '1' then
   for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
@@ -46,9 +70,15 @@ if ms < last then ms = last end
 local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', ARGV[1],
   'p', ARGV[6], 'k', ARGV[7]}
 -- 'v': said in a place the whole guild or workspace can see (absent: private).
-if ARGV[12] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
+if ARGV[14] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
 local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
 redis.call('HSET', st, 'last_ms', ms)
+if ARGV[6] ~= '' then
+  redis.call('ZADD', KEYS[3], ms, ARGV[6])
+  if redis.call('ZCARD', KEYS[3]) > tonumber(ARGV[13]) then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[13]) - 1)
+  end
+end
 redis.call('HSETNX', st, 'day', ARGV[8])
 redis.call('HSETNX', st, 'created_ms', ARGV[1])
 if ARGV[9] ~= '' then redis.call('HSET', st, 'parent', ARGV[9]) end
@@ -57,7 +87,8 @@ redis.call('HINCRBY', st, 'msg_count', 1)
 local ut = redis.call('HINCRBY', st, 'unsum_tokens', tonumber(ARGV[7]))
 local un = redis.call('HINCRBY', st, 'unsum_count', 1)
 local f = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
-return {id, ut, un, f[1] or '', f[2] or '', f[3] or '', f[4] or '', tonumber(f[5] or '0'), 0}
+return {id, ut, un, f[1] or '', f[2] or '', f[3] or '', f[4] or '', tonumber(f[5] or '0'), 0,
+  tonumber(ARGV[1]) < last and 'older' or ''}
 """
 
 # Shared by the scripts below: subtract summarised work from the counters, never below zero.

@@ -150,9 +150,10 @@ async def test_a_hostile_file_replays_its_good_lines_and_reports_the_rest(
     verdicts = [check(n, raw) for n, raw in enumerate(PATHOLOGICAL.values(), 2) if raw.strip()]
     bad = [v.line_no for v in verdicts if isinstance(v, ReplayLineError)]
     assert [e.line_no for e in report.skipped] == bad
-    assert report.stored == len(good) + len(verdicts) - len(bad)  # years 1 and 9999 are fine
+    assert report.stored == len(good) + len(verdicts) - len(bad)
     stored = await core.repo.all_entries("console:r")
-    # (Alice's line of 2025 is gone: the line of year 9999 rolled the scope past retention.)
-    assert {"Carol", "Dave"} <= {e.author for e in stored}
+    # Years 1 and 9999 are refused (before 1970, later than tomorrow): a line of 9999 would
+    # roll the scope past retention and Alice's line of 2025 with it.
+    assert {"Alice", "Carol", "Dave"} <= {e.author for e in stored}
     surrogates = next(e for e in stored if e.text.startswith("lone "))
     assert "\ud800" not in surrogates.author and "\udcff" not in surrogates.text
