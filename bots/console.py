@@ -84,5 +84,5 @@ async def run_console(
             prefix = f"{core.settings.bot.name}> " if interactive else ""
             out.print(prefix + reply.text, markup=False)
     await core.pipeline.drain()
-    await core.store.save()
+    await core.store.persist()
     return 0

@@ -10,7 +10,7 @@ the old text at that moment is discarded instead of bringing it back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -176,10 +176,20 @@ class ForgetRequest:
 
 
 class MemoryAdmin:
-    def __init__(self, *, repo: MemoryRepo, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        repo: MemoryRepo,
+        settings: Settings,
+        clock: Clock,
+        persist: Callable[[], Awaitable[None]],
+    ) -> None:
         self.repo = repo
         self.settings = settings
         self.clock = clock
+        # Makes what was just done durable (Store.persist): a forget is reported done only
+        # once a crash can no longer bring the text back.
+        self._persist = persist
 
     def _now_iso(self) -> str:
         return self.clock.now().isoformat(timespec="seconds")
@@ -216,7 +226,9 @@ class MemoryAdmin:
         scope = parse_scope(scope)
         request = ForgetRequest(kind="all")
         await self.repo.begin_forget(scope, request.to_json())
-        return await self._forget_everything(scope)
+        deleted = await self._forget_everything(scope)
+        await self._persist()
+        return deleted
 
     async def _forget_everything(self, scope: str) -> int:
         authors = {e.author_id for e in await self.repo.all_entries(scope)}
@@ -230,7 +242,9 @@ class MemoryAdmin:
         needle = text.strip()
         if len(needle) < 2:
             raise InputError("give the text to forget (at least 2 characters)")
-        return await self._forget(scope, ForgetRequest(kind="text", text=needle))
+        report = await self._forget(scope, ForgetRequest(kind="text", text=needle))
+        await self._persist()
+        return report
 
     async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
         """Forget one person here: their own messages (by user id; by exact name only where
@@ -240,9 +254,11 @@ class MemoryAdmin:
         scope = parse_scope(scope)
         if not user_id and not name.strip():
             raise InputError("forget me needs a user id or a name")
-        return await self._forget(
+        report = await self._forget(
             scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
         )
+        await self._persist()
+        return report
 
     async def forget_message(
         self, scope: str, platform_id: str, *, when: datetime | None = None
@@ -269,7 +285,9 @@ class MemoryAdmin:
             needles=tuple(needles),
             ts_ms=min(_stored_ms(e) for e in doomed),  # a resumed forget finds it fast
         )
-        return (await self._forget(scope, request, found=doomed)).messages
+        report = await self._forget(scope, request, found=doomed)
+        await self._persist()
+        return report.messages
 
     async def edit_message(
         self, scope: str, platform_id: str, text: str, *, when: datetime | None = None
@@ -491,7 +509,9 @@ class MemoryAdmin:
         fact_id = fact_id.strip()
         if not fact_id:
             raise InputError("give the id of the fact to forget (see /memory show facts)")
-        return bool(await self.repo.delete_facts(scope, [fact_id]))
+        deleted = bool(await self.repo.delete_facts(scope, [fact_id]))
+        await self._persist()
+        return deleted
 
     # -- remember ----------------------------------------------------------------------
     async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:

@@ -32,8 +32,14 @@ class Store:
     description: str  # safe to print: no secrets
     embedded: EmbeddedStore | None = None
 
-    async def save(self) -> None:
-        """Persist now (embedded store only; a real Redis persists by its own settings)."""
+    async def persist(self) -> None:
+        """Make every change so far durable before the caller reports it done.
+
+        The embedded store writes its snapshot now (fsync'ed, atomic), instead of at the next
+        autosave. An external Redis does nothing here: its durability is its own
+        configuration (``appendonly``/``appendfsync``, ``save``), which memorybot neither
+        sets nor forces. Any store added later keeps this one meaning.
+        """
         if self.embedded is not None:
             await self.embedded.save()
 

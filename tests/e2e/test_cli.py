@@ -196,3 +196,35 @@ async def test_doctor(cli: CLI, fake_llm: FakeOpenAI, clean_redis: str) -> None:
     assert "sk-secret-value" not in run.out + run.err
     bad = await cli("doctor", REDIS_URL="redis://127.0.0.1:1/0")
     assert bad.code == 1 and "cannot reach Redis" in bad.out
+
+
+async def _console_line(proc: asyncio.subprocess.Process, containing: str) -> str:
+    """Read the console's stdout until a line holds ``containing`` (the answer arrived)."""
+    assert proc.stdout is not None
+    while True:
+        raw = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+        assert raw, f"the console ended before printing {containing!r}"
+        if containing in raw.decode():
+            return raw.decode()
+
+
+async def test_a_confirmed_forget_survives_a_crash_on_the_embedded_store(cli: CLI) -> None:
+    """The embedded default snapshots every 30 s: a forget is reported only once it is on
+    disk, so a SIGKILL right after the answer cannot bring the text back."""
+    said = await cli("console", stdin="I like hojicha\nI like sencha\n")
+    assert said.code == 0, said.err
+    proc = await spawn_memorybot(cli.home, "console")
+    assert proc.stdin is not None
+    proc.stdin.write(b"/memory forget hojicha\n")
+    await proc.stdin.drain()
+    answer = await _console_line(proc, "Forgot")
+    assert "hojicha" in answer and "1 messages" in answer
+    proc.kill()  # well within the 30 s autosave interval
+    await asyncio.wait_for(proc.wait(), timeout=10)
+    shown = await cli("console", stdin="/memory show\n")
+    assert shown.code == 0, shown.err
+    assert "I like sencha" in shown.out  # the snapshot was read
+    assert "hojicha" not in shown.out
+    export = await cli("memory", "export")
+    assert export.code == 0, export.err
+    assert "sencha" in export.out and "hojicha" not in export.out
