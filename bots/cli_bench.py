@@ -6,7 +6,6 @@ they run, so the two modules may import each other in either order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,7 +26,7 @@ def register(bench_app: typer.Typer) -> None:
 
 def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[str, Any]:
     """Run one benchmark with a progress bar on stderr; print JSON if asked, else return."""
-    from bots.cli import _progress, out, run
+    from bots.cli import _progress, print_json, run
 
     async def go() -> dict[str, Any]:
         with _progress(quiet=as_json) as progress:
@@ -36,7 +35,7 @@ def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[st
 
     result = run(go())
     if as_json:
-        out.print(json.dumps(result), markup=False)
+        print_json(result)
     return result
 
 

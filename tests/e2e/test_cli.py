@@ -228,3 +228,48 @@ async def test_a_confirmed_forget_survives_a_crash_on_the_embedded_store(cli: CL
     export = await cli("memory", "export")
     assert export.code == 0, export.err
     assert "sencha" in export.out and "hojicha" not in export.out
+
+
+MARKUP_TEXT = "ok :thumbsup: [bold]x[/bold] :100: [red]"
+
+
+async def test_ask_json_prints_user_text_and_scope_exactly(cli: CLI) -> None:
+    """Emoji codes and rich markup in what a user typed, or in a scope name, are data."""
+    run = await cli("ask", "--scope", "discord:100:2", "--dry-run", "--json", MARKUP_TEXT)
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["scope"] == "discord:100:2"
+    assert data["messages"][-1]["content"].endswith(f"you: {MARKUP_TEXT}")
+    assert '"scope": "discord:100:2"' in run.out and MARKUP_TEXT in run.out
+    prompt = await cli("ask", "--scope", "discord:100:2", "--dry-run", MARKUP_TEXT)
+    assert prompt.code == 0, prompt.err
+    assert f"you: {MARKUP_TEXT}" in prompt.out
+
+
+async def test_console_and_memory_commands_echo_user_text_exactly(cli: CLI) -> None:
+    run = await cli(
+        "console", "--scope", "discord:100:2", stdin=f"{MARKUP_TEXT}\n/memory show\n"
+    )
+    assert run.code == 0, run.err
+    assert f"you: {MARKUP_TEXT}" in run.out
+    assert "Memory of discord:100:2" in run.out and "Scope: discord:100:2" in run.err
+    shown = await cli("memory", "show", "--scope", "discord:100:2")
+    assert shown.code == 0, shown.err
+    assert "Memory of discord:100:2" in shown.out and MARKUP_TEXT in shown.out
+    exported = await cli("memory", "export", "--scope", "discord:100:2")
+    assert json.loads(exported.out)["log"][0]["text"] == MARKUP_TEXT
+
+
+async def test_doctor_prints_paths_exactly(cli: CLI) -> None:
+    data_dir = cli.home / "tea:thumbsup:[bold]x[/bold]"
+    run = await cli("doctor", MEMORYBOT_STORE__DATA_DIR=str(data_dir), COLUMNS="400")
+    assert run.code == 0, run.out + run.err
+    assert str(data_dir) in run.out
+
+
+async def test_help_shows_brackets(cli: CLI) -> None:
+    run = await cli("--help", COLUMNS="400")
+    assert run.code == 0, run.err
+    assert "show [overview|tiers|facts|stats]" in run.out
+    memory = await cli("memory", "--help", COLUMNS="400")
+    assert "show [overview|tiers|facts|stats]" in memory.out
