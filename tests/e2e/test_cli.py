@@ -14,7 +14,7 @@ import redis
 
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import spawn_memorybot
+from tests.helpers import ROOT, spawn_memorybot
 
 
 @dataclass
@@ -247,9 +247,7 @@ async def test_ask_json_prints_user_text_and_scope_exactly(cli: CLI) -> None:
 
 
 async def test_console_and_memory_commands_echo_user_text_exactly(cli: CLI) -> None:
-    run = await cli(
-        "console", "--scope", "discord:100:2", stdin=f"{MARKUP_TEXT}\n/memory show\n"
-    )
+    run = await cli("console", "--scope", "discord:100:2", stdin=f"{MARKUP_TEXT}\n/memory show\n")
     assert run.code == 0, run.err
     assert f"you: {MARKUP_TEXT}" in run.out
     assert "Memory of discord:100:2" in run.out and "Scope: discord:100:2" in run.err
@@ -273,3 +271,41 @@ async def test_help_shows_brackets(cli: CLI) -> None:
     assert "show [overview|tiers|facts|stats]" in run.out
     memory = await cli("memory", "--help", COLUMNS="400")
     assert "show [overview|tiers|facts|stats]" in memory.out
+
+
+@pytest.mark.parametrize(
+    ("door", "token"), [("--discord", "DISCORD_TOKEN"), ("--slack", "SLACK_BOT_TOKEN")]
+)
+async def test_run_without_a_token_says_which_and_exits_2(cli: CLI, door: str, token: str) -> None:
+    """After `pip install -e .` alone, each front door starts or names what is missing."""
+    run = await cli("run", door)
+    assert run.code == 2, run.err
+    assert f"error: {token} is not set" in run.err
+    assert "Traceback" not in run.err + run.out
+
+
+def without_modules(home: Path, *modules: str) -> dict[str, str]:
+    """An environment whose Python cannot import ``modules``, as if they were not installed
+    (a sitecustomize marks them absent: an import raises ModuleNotFoundError)."""
+    site = home / "site-without"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nsys.modules.update(dict.fromkeys({list(modules)!r}))\n", encoding="utf-8"
+    )
+    return {"PYTHONPATH": f"{site}:{ROOT}"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("bench", "report", "--from", "figures.json"), ("bench", "all", "--quick")],
+    ids=["report", "all"],
+)
+async def test_bench_without_its_extra_names_the_pip_install(
+    cli: CLI, args: tuple[str, ...]
+) -> None:
+    (cli.home / "figures.json").write_text("{}", encoding="utf-8")
+    env = without_modules(cli.home, "matplotlib", "langchain_classic", "langchain_openai")
+    run = await cli(*args, **env)
+    assert run.code == 2, run.out + run.err
+    assert "install it with: pip install -e '.[bench]'" in run.err
+    assert "Traceback" not in run.err + run.out
