@@ -19,12 +19,13 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
+
+from config.redis_url import url_passwords
 
 ENV_PREFIX = "MEMORYBOT_"
 ENV_DELIMITER = "__"
@@ -289,22 +290,8 @@ class Settings(BaseSettings):
                 if isinstance(value, SecretStr):
                     found.append(value.get_secret_value())
         if self.store.redis_url is not None:
-            found += _url_passwords(self.store.redis_url.get_secret_value())
+            found += url_passwords(self.store.redis_url.get_secret_value())
         return [value for value in dict.fromkeys(found) if value]
-
-
-def _url_passwords(url: str) -> list[str]:
-    """The password of a Redis URL, as written and decoded, from the user info (up to the
-    last "@") and from a ``?password=`` query parameter."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # unparsable (the store says so at start-up); the whole URL is masked
-        return []
-    written = [parts.password or ""]
-    written += [
-        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.casefold() == "password"
-    ]
-    return [form for value in written if value for form in (value, unquote(value))]
 
 
 class _WellKnownEnvSource(PydanticBaseSettingsSource):

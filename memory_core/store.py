@@ -2,69 +2,29 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from config.redis_url import mask_url, split_userinfo, url_passwords
 from config.settings import StoreSettings
 from memory_core.embedded import EmbeddedStore
 from memory_core.errors import StoreUnavailable
 from memory_core.keys import KeySchema
 from memory_core.scripts import load_scripts
 
-# "password=" in a URL's query; its value runs to the next "&" (which ends a query value for
-# every URL parser, redis-py's included) or to the end, "#" and spaces included.
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://)?")
 # Characters that end a URL's host part: written as is in a password, they make a URL
 # parser read part of the password as the host or the port.
 _HOST_ENDERS = "/?#"
 _MIN_SCRUBBED = 4  # shorter passwords cannot be told apart from the words of a message
 
 
-def _split_userinfo(url: str) -> tuple[str, str | None, str]:
-    """``(scheme, userinfo, rest)``. The userinfo is everything between "//" and the LAST
-    "@" before the host: a password may hold "@", "/", "?", "#", ":" and spaces, so the first
-    delimiter after "//" proves nothing. An "@" after "?password=" is the query password's,
-    not the end of a userinfo. No userinfo: None."""
-    scheme = _SCHEME.match(url)
-    head = scheme.group(0) if scheme else ""
-    body = url[len(head) :]
-    query_password = _QUERY_PASSWORD.search(body)
-    at = body.rfind("@", 0, query_password.start() if query_password else len(body))
-    if at < 0:
-        return head, None, body
-    return head, body[:at], body[at + 1 :]
-
-
-def mask_url(url: str) -> str:
-    """Hide the password in a Redis URL: redis://user:secret@host -> redis://user:***@host,
-    whatever the password holds ("@", "#", "/", "?", ":", "%", spaces), a user info without
-    a colon (redis://secret@host) and ?password=secret in the query."""
-    head, userinfo, rest = _split_userinfo(url)
-    rest = _QUERY_PASSWORD.sub(r"\1***", rest)
-    if userinfo is None:
-        return head + rest
-    user, colon, _ = userinfo.partition(":")
-    return f"{head}{user}{colon}***@{rest}" if colon else f"{head}***@{rest}"
-
-
-def _passwords(url: str) -> list[str]:
-    """Every password the URL may carry, as written and percent-decoded."""
-    _, userinfo, rest = _split_userinfo(url)
-    found = [userinfo.partition(":")[2] if ":" in userinfo else userinfo] if userinfo else []
-    found += [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(rest)]
-    return [p for raw in found for p in {raw, unquote(raw)} if len(p) >= _MIN_SCRUBBED]
-
-
 def _failure_reason(url: str, exc: BaseException) -> str:
     """Why connecting failed, with no password and no piece of one in it."""
-    _, userinfo, _ = _split_userinfo(url)
+    _, userinfo, _ = split_userinfo(url)
     if userinfo is not None and any(c in userinfo for c in _HOST_ENDERS):
         # The library read part of the password as the host or port, and would quote it.
         return (
@@ -72,8 +32,9 @@ def _failure_reason(url: str, exc: BaseException) -> str:
             "percent-encode them (/ as %2F, ? as %3F, # as %23)"
         )
     reason = mask_url((str(exc) or type(exc).__name__).rstrip("."))
-    for password in _passwords(url):
-        reason = reason.replace(password, "***")
+    for password in url_passwords(url):
+        if len(password) >= _MIN_SCRUBBED:
+            reason = reason.replace(password, "***")
     return reason
 
 

@@ -221,6 +221,16 @@ def test_mask_url_hides_any_password_in_the_query(
     assert mask_url(url) == f"redis://127.0.0.1:1/0{before}{key}=***{after}"
 
 
+@given(user=user_name, password=password_text, host=st.sampled_from(HOSTS))
+def test_any_redis_password_is_a_secret_replies_are_masked_for(
+    user: str, password: str, host: str
+) -> None:
+    """Settings.secret_values (what a reply is searched for) reads the URL as mask_url
+    does: a password holding "#", "/" or "?" is still the password."""
+    settings = Settings(store={"redis_url": f"redis://{user}:{password}@{host}/0"})
+    assert password in settings.secret_values()
+
+
 def test_mask_url_leaves_urls_without_a_password_alone() -> None:
     for url in ("redis://127.0.0.1:6379/0", "unix:///tmp/redis.sock?db=0", "redis://h/0?db=1"):
         assert mask_url(url) == url
