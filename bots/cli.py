@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from bots.cli_bench import register as register_bench
 from bots.cli_dashboard import register as register_dashboard
@@ -47,16 +48,19 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Help is plain text: "show [overview|tiers|facts|stats]" is not markup.
+    rich_markup_mode=None,
 )
-bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True)
+bench_app = typer.Typer(help="Performance benchmarks.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(bench_app, name="bench")
 register_eval(app)
 register_bench(bench_app)
 register_dashboard(app)
 
-# emoji=False: rich would print the scope discord:100:3 as "discord💯3".
-out = Console(highlight=False, soft_wrap=True, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+# What memorybot prints holds user text (messages, scope names, paths): never markup, never
+# emoji codes (":100:" in "discord:100:2" stays as it is).
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 T = TypeVar("T")
 
 ScopeOpt = Annotated[
@@ -86,6 +90,12 @@ def main_options(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def print_json(data: Any) -> None:
+    """JSON output is plain JSON on stdout, untouched by rich."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -286,7 +296,7 @@ def replay(
 
     result = run(go())
     if as_json:
-        out.print(json.dumps(result, ensure_ascii=False), markup=False)
+        print_json(result)
     else:
         _print_replay(file, target, result)
     if result["skipped"] and not result["stored"] and not result["duplicates"]:
@@ -368,7 +378,7 @@ def ask(
 
     result = run(go())
     if as_json:
-        out.print(json.dumps(result, ensure_ascii=False), markup=False)
+        print_json(result)
     elif dry_run:
         for message in result["messages"]:
             out.print(f"--- {message['role']}", markup=False)
@@ -477,9 +487,8 @@ def rollover(
             return report.as_dict()
 
     totals = run(go())
-    # emoji=False: rich would turn a scope such as "console:locked:" into a padlock.
     if as_json:
-        out.print(json.dumps(totals), markup=False, emoji=False)
+        print_json(totals)
     else:
         left = len(totals["broken"]) + len(totals["held"])
         out.print(
@@ -523,7 +532,8 @@ def doctor() -> None:
     table = Table("check", "status", "detail", show_lines=False)
     for name, status, detail in rows:
         colour = {"ok": "green", "warn": "yellow", "fail": "red"}[status]
-        table.add_row(name, f"[{colour}]{status}[/{colour}]", detail.replace("[", "\\["))
+        # Text cells: a detail (a path, a URL, an error) is printed as it is.
+        table.add_row(Text(name), Text(status, style=colour), Text(detail))
     out.print(table)
     if any(status == "fail" for _, status, _ in rows):
         raise typer.Exit(1)

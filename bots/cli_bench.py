@@ -6,7 +6,7 @@ they run, so the two modules may import each other in either order.
 
 from __future__ import annotations
 
-import json
+import importlib.util
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,7 +27,7 @@ def register(bench_app: typer.Typer) -> None:
 
 def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[str, Any]:
     """Run one benchmark with a progress bar on stderr; print JSON if asked, else return."""
-    from bots.cli import _progress, out, run
+    from bots.cli import _progress, print_json, run
 
     async def go() -> dict[str, Any]:
         with _progress(quiet=as_json) as progress:
@@ -36,7 +36,7 @@ def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[st
 
     result = run(go())
     if as_json:
-        out.print(json.dumps(result), markup=False)
+        print_json(result)
     return result
 
 
@@ -46,16 +46,24 @@ def _say(text: str) -> None:
     out.print(text, markup=False)
 
 
-def _bench_extra() -> None:
-    """The comparisons need the `bench` extra (LangChain, matplotlib): say how to get it."""
+# What the `bench` extra installs, by the module a command imports: the plots and the
+# alternatives memorybot is compared with. Everything else is a dependency.
+PLOTS = {"matplotlib": "matplotlib"}
+ALTERNATIVES = {"langchain_classic": "langchain-classic", "langchain_openai": "langchain-openai"}
+
+
+def _bench_extra(command: str, needs: dict[str, str]) -> None:
+    """Stop with the pip install to run if a module of the `bench` extra is missing, before
+    any work (a missing one would otherwise surface as a traceback, minutes in)."""
     from bots.cli import fail
 
-    try:
-        import bench.runner  # noqa: F401
-    except ImportError as exc:
+    missing = [dist for module, dist in needs.items() if importlib.util.find_spec(module) is None]
+    if missing:
         raise fail(
-            f"the benchmarks need their extra: pip install -e '.[bench]' ({exc.name})", 2
-        ) from exc
+            f"memorybot bench {command} needs {', '.join(missing)} (the bench extra): "
+            "install it with: pip install -e '.[bench]'",
+            2,
+        )
 
 
 def ingest(
@@ -157,10 +165,8 @@ def load(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A steady stream of messages on loopback: lost messages, latency, memory over time."""
-    from bots.cli import settings
-
-    _bench_extra()
     from bench.load import load_run
+    from bots.cli import settings
 
     s = settings()
     r = _measure(
@@ -191,7 +197,7 @@ def all_benchmarks(
     """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
     from bots.cli import err, settings
 
-    _bench_extra()
+    _bench_extra("all", {**PLOTS, **ALTERNATIVES})
     from bench.runner import run as run_benchmarks
 
     s = settings()
@@ -212,7 +218,7 @@ def report(
     """Write the report (and its plots) again from a run's saved figures, measuring nothing."""
     from bots.cli import fail
 
-    _bench_extra()
+    _bench_extra("report", PLOTS)
     from bench.report import write_from_json
 
     try:

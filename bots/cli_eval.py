@@ -6,7 +6,6 @@ only when it runs, so the two modules may import each other in either order.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +26,9 @@ COLUMNS = (
 
 
 def register(app: typer.Typer) -> None:
-    eval_app = typer.Typer(help="Memory quality on benchmarks.", no_args_is_help=True)
+    eval_app = typer.Typer(
+        help="Memory quality on benchmarks.", no_args_is_help=True, rich_markup_mode=None
+    )
     eval_app.command("locomo")(locomo)
     app.add_typer(eval_app, name="eval")
 
@@ -54,7 +55,7 @@ def locomo(
     ] = None,
 ) -> None:
     """How often the prompt holds the turns that answer LoCoMo's questions, next to baselines."""
-    from bots.cli import fail, run, settings
+    from bots.cli import fail, print_json, run, settings
     from memory_core.evaluation import evaluate_locomo, load_locomo
 
     s = settings()
@@ -69,7 +70,7 @@ def locomo(
         )
     except InputError as exc:
         raise fail(str(exc), 1) from exc
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, markup=False, emoji=False)
     questions = sum(len(c.questions) for c in convs)
     totals = {"turn": sum(len(c.turns) for c in convs), "question": questions}
     if answer:
@@ -95,9 +96,9 @@ def locomo(
         )
     result = report.as_dict()
     if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False))
+        print_json(result)
         return
-    _print_tables(Console(highlight=False), result)
+    _print_tables(Console(highlight=False, markup=False, emoji=False), result)
 
 
 def _pct(value: Any) -> str:

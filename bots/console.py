@@ -47,8 +47,9 @@ async def run_console(
 ) -> int:
     stdin = stdin or sys.stdin
     interactive = stdin.isatty()
-    out = out or Console(highlight=False, soft_wrap=True)
-    err = err or Console(stderr=True, highlight=False, soft_wrap=True)
+    # What users type is printed as typed: no markup, no emoji codes (":100:" stays).
+    out = out or Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+    err = err or Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
     for line in core.describe():
         err.print(line, markup=False)
     err.print(
@@ -71,8 +72,9 @@ async def run_console(
                     core.admin, scope=scope, command=command, actor=actor, language=lang
                 )
                 out.print(result.text(), markup=False)
-                if result.file is not None:
-                    out.print(result.file[1].decode(), markup=False)
+                if result.file is not None:  # an export: plain JSON, not through rich
+                    out.file.write(result.file[1].decode() + "\n")
+                    out.file.flush()
                 continue
             reply = await core.pipeline.handle(
                 IncomingMessage(scope=scope, text=text, author=user, author_id=user, direct=True)
@@ -84,5 +86,5 @@ async def run_console(
             prefix = f"{core.settings.bot.name}> " if interactive else ""
             out.print(prefix + reply.text, markup=False)
     await core.pipeline.drain()
-    await core.store.save()
+    await core.store.persist()
     return 0

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
+
+from config.redis_url import url_passwords
 
 ENV_PREFIX = "MEMORYBOT_"
 ENV_DELIMITER = "__"
@@ -288,22 +290,8 @@ class Settings(BaseSettings):
                 if isinstance(value, SecretStr):
                     found.append(value.get_secret_value())
         if self.store.redis_url is not None:
-            found += _url_passwords(self.store.redis_url.get_secret_value())
+            found += url_passwords(self.store.redis_url.get_secret_value())
         return [value for value in dict.fromkeys(found) if value]
-
-
-def _url_passwords(url: str) -> list[str]:
-    """The password of a Redis URL, as written and decoded, from the user info (up to the
-    last "@") and from a ``?password=`` query parameter."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # unparsable (the store says so at start-up); the whole URL is masked
-        return []
-    written = [parts.password or ""]
-    written += [
-        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.casefold() == "password"
-    ]
-    return [form for value in written if value for form in (value, unquote(value))]
 
 
 class _WellKnownEnvSource(PydanticBaseSettingsSource):
@@ -333,6 +321,55 @@ class SettingsError(ValueError):
     """Raised by :func:`load_settings`; memory_core translates it to its ConfigError."""
 
 
+_MISSING = "does not exist"
+_CHOSEN_FILE = f"from --config or {CONFIG_ENV}"
+_DEFAULT_FILE = f"the default ./{DEFAULT_CONFIG_FILE}; set {CONFIG_ENV} or --config to use another"
+
+
+def _settings_file(config_file: Path | None) -> Path | None:
+    """The settings file to read: ``config_file``, else ``$MEMORYBOT_CONFIG``, else
+    ./memorybot.toml if there is one. Whatever the OS says about the path (too long, a
+    directory, a symlink loop, no permission) is a SettingsError that says where it came
+    from, never an OSError."""
+    if config_file is None and os.environ.get(CONFIG_ENV):
+        config_file = Path(os.environ[CONFIG_ENV])
+    if config_file is not None:
+        problem = _file_problem(config_file)
+        if problem:
+            raise SettingsError(f"settings file {_shown(config_file)} {problem} ({_CHOSEN_FILE})")
+        return config_file
+    default = Path(DEFAULT_CONFIG_FILE)
+    problem = _file_problem(default)
+    if problem == _MISSING:
+        return None
+    if problem:
+        raise SettingsError(f"settings file {default} {problem} ({_DEFAULT_FILE})")
+    return default
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a readable settings file, or None."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return _MISSING
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, ENOTDIR, EACCES...
+        return f"cannot be read: {exc.strerror or type(exc).__name__}"
+    except ValueError:  # a NUL in the path
+        return "is not a valid path"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    return None
+
+
+def _shown(path: Path, limit: int = 120) -> str:
+    """A path short enough for an error line."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 4 :]}"
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
@@ -343,8 +380,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: not valid TOML: not UTF-8 at byte {exc.start}") from exc
     except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting too deep
         raise SettingsError(f"{path}: not valid TOML: {type(exc).__name__}") from exc
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read the settings file: {exc.strerror}") from exc
+    except OSError as exc:  # EACCES, EIO: the path itself was fine a moment ago
+        source = _DEFAULT_FILE if path == Path(DEFAULT_CONFIG_FILE) else _CHOSEN_FILE
+        raise SettingsError(
+            f"{_shown(path)}: cannot read the settings file: {exc.strerror} ({source})"
+        ) from exc
 
 
 def _describe(error: Mapping[str, Any], from_file: Path | None) -> str:
@@ -371,13 +411,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     Raises :class:`SettingsError` with one line per invalid field, each naming the field,
     its environment variable and the file.
     """
-    path: Path | None = config_file
-    if path is None and os.environ.get(CONFIG_ENV):
-        path = Path(os.environ[CONFIG_ENV])
-    if path is not None and not path.is_file():
-        raise SettingsError(f"settings file {path} does not exist (from --config or {CONFIG_ENV})")
-    if path is None and Path(DEFAULT_CONFIG_FILE).is_file():
-        path = Path(DEFAULT_CONFIG_FILE)
+    path = _settings_file(config_file)
     file_values = _read_toml(path) if path is not None else {}
 
     class _FromFile(Settings):

@@ -10,7 +10,7 @@ the old text at that moment is discarded instead of bringing it back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -158,10 +158,20 @@ class ForgetRequest:
 
 
 class MemoryAdmin:
-    def __init__(self, *, repo: MemoryRepo, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        repo: MemoryRepo,
+        settings: Settings,
+        clock: Clock,
+        persist: Callable[[], Awaitable[None]],
+    ) -> None:
         self.repo = repo
         self.settings = settings
         self.clock = clock
+        # Makes what was just done durable (Store.persist): a forget is reported done only
+        # once a crash can no longer bring the text back.
+        self._persist = persist
 
     def _now_iso(self) -> str:
         return self.clock.now().isoformat(timespec="seconds")
@@ -198,7 +208,9 @@ class MemoryAdmin:
         scope = parse_scope(scope)
         request = ForgetRequest(kind="all")
         await self.repo.begin_forget(scope, request.to_json())
-        return await self._forget_everything(scope)
+        deleted = await self._forget_everything(scope)
+        await self._persist()
+        return deleted
 
     async def _forget_everything(self, scope: str) -> int:
         authors = {e.author_id for e in await self.repo.all_entries(scope)}
@@ -304,6 +316,7 @@ class MemoryAdmin:
         await self.repo.begin_forget(scope, request.to_json())
         report = await self._apply_forget(scope, request)
         await self.repo.end_forget(scope, request.to_json())
+        await self._persist()  # reported done only once it is durable
         return report
 
     async def resume_forgets(self, scope: str) -> int:
@@ -474,7 +487,9 @@ class MemoryAdmin:
         fact_id = fact_id.strip()
         if not fact_id:
             raise InputError("give the id of the fact to forget (see /memory show facts)")
-        return bool(await self.repo.delete_facts(scope, [fact_id]))
+        deleted = bool(await self.repo.delete_facts(scope, [fact_id]))
+        await self._persist()
+        return deleted
 
     # -- remember ----------------------------------------------------------------------
     async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:

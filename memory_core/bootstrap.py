@@ -120,7 +120,7 @@ async def build_core(
         ),
         background=background,
     )
-    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock)
+    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock, persist=store.persist)
     maintainer.recover = admin.resume_forgets
     metrics = Metrics(
         store.client,

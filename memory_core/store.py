@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,19 +9,33 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from config.redis_url import mask_url, split_userinfo, url_passwords
 from config.settings import StoreSettings
 from memory_core.embedded import EmbeddedStore
 from memory_core.errors import StoreUnavailable
 from memory_core.keys import KeySchema
 from memory_core.scripts import load_scripts
 
+# Characters that end a URL's host part: written as is in a password, they make a URL
+# parser read part of the password as the host or the port.
+_HOST_ENDERS = "/?#"
+_MIN_SCRUBBED = 4  # shorter passwords cannot be told apart from the words of a message
 
-def mask_url(url: str) -> str:
-    """Hide the password in a Redis URL (redis://user:secret@host -> redis://user:***@host),
-    also one holding "@" (masked up to the last "@" of the host part) or given in the query
-    (?password=secret)."""
-    masked = re.sub(r"(//[^:/@]*:)[^/?#]*@", r"\1***@", url)
-    return re.sub(r"([?&]password=)[^&#\s]*", r"\1***", masked, flags=re.I)
+
+def _failure_reason(url: str, exc: BaseException) -> str:
+    """Why connecting failed, with no password and no piece of one in it."""
+    _, userinfo, _ = split_userinfo(url)
+    if userinfo is not None and any(c in userinfo for c in _HOST_ENDERS):
+        # The library read part of the password as the host or port, and would quote it.
+        return (
+            "the password holds '/', '?' or '#' as is, which ends the host part of a URL: "
+            "percent-encode them (/ as %2F, ? as %3F, # as %23)"
+        )
+    reason = mask_url((str(exc) or type(exc).__name__).rstrip("."))
+    for password in url_passwords(url):
+        if len(password) >= _MIN_SCRUBBED:
+            reason = reason.replace(password, "***")
+    return reason
 
 
 @dataclass
@@ -32,8 +45,14 @@ class Store:
     description: str  # safe to print: no secrets
     embedded: EmbeddedStore | None = None
 
-    async def save(self) -> None:
-        """Persist now (embedded store only; a real Redis persists by its own settings)."""
+    async def persist(self) -> None:
+        """Make every change so far durable before the caller reports it done.
+
+        The embedded store writes its snapshot now (fsync'ed, atomic), instead of at the next
+        autosave. An external Redis does nothing here: its durability is its own
+        configuration (``appendonly``/``appendfsync``, ``save``), which memorybot neither
+        sets nor forces. Any store added later keeps this one meaning.
+        """
         if self.embedded is not None:
             await self.embedded.save()
 
@@ -86,11 +105,10 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
         await client.ping()
         await load_scripts(client)
     except (RedisError, OSError, ValueError, TypeError) as exc:  # TypeError: ?unknown=1
-        reason = (str(exc) or type(exc).__name__).rstrip(".")
         if client is not None:
             await client.aclose()
         raise StoreUnavailable(
-            f"cannot reach Redis at {masked} (REDIS_URL): {mask_url(reason)}. "
+            f"cannot reach Redis at {masked} (REDIS_URL): {_failure_reason(url, exc)}. "
             "Start Redis, fix REDIS_URL, or unset it to use the embedded store."
         ) from exc
     return Store(client=client, keys=keys, description=f"Redis at {masked}")

@@ -22,11 +22,25 @@ from typing import Any
 
 import pytest
 import redis
+from hypothesis import settings as hypothesis_settings
 
 from config.settings import WELL_KNOWN_ENV, Settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
+
+# Hypothesis, loaded before any test module builds its own settings (which inherit from it).
+# "ci", the default: the same examples on every run and every machine, no example database
+# and no deadline, so a red run is a real failure that anyone reproduces (print_blob says how).
+# "explore" (HYPOTHESIS_PROFILE=explore): random, more examples where a test does not set its
+# own, failures kept in .hypothesis/ and replayed first: for hunting by hand.
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, database=None, print_blob=True, deadline=None
+)
+hypothesis_settings.register_profile(
+    "explore", derandomize=False, max_examples=1_000, deadline=None, print_blob=True
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _free_port() -> int:

@@ -14,7 +14,7 @@ import redis
 
 from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import spawn_memorybot
+from tests.helpers import ROOT, spawn_memorybot
 
 
 @dataclass
@@ -196,3 +196,116 @@ async def test_doctor(cli: CLI, fake_llm: FakeOpenAI, clean_redis: str) -> None:
     assert "sk-secret-value" not in run.out + run.err
     bad = await cli("doctor", REDIS_URL="redis://127.0.0.1:1/0")
     assert bad.code == 1 and "cannot reach Redis" in bad.out
+
+
+async def _console_line(proc: asyncio.subprocess.Process, containing: str) -> str:
+    """Read the console's stdout until a line holds ``containing`` (the answer arrived)."""
+    assert proc.stdout is not None
+    while True:
+        raw = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+        assert raw, f"the console ended before printing {containing!r}"
+        if containing in raw.decode():
+            return raw.decode()
+
+
+async def test_a_confirmed_forget_survives_a_crash_on_the_embedded_store(cli: CLI) -> None:
+    """The embedded default snapshots every 30 s: a forget is reported only once it is on
+    disk, so a SIGKILL right after the answer cannot bring the text back."""
+    said = await cli("console", stdin="I like hojicha\nI like sencha\n")
+    assert said.code == 0, said.err
+    proc = await spawn_memorybot(cli.home, "console")
+    assert proc.stdin is not None
+    proc.stdin.write(b"/memory forget hojicha\n")
+    await proc.stdin.drain()
+    answer = await _console_line(proc, "Forgot")
+    assert "hojicha" in answer and "1 messages" in answer
+    proc.kill()  # well within the 30 s autosave interval
+    await asyncio.wait_for(proc.wait(), timeout=10)
+    shown = await cli("console", stdin="/memory show\n")
+    assert shown.code == 0, shown.err
+    assert "I like sencha" in shown.out  # the snapshot was read
+    assert "hojicha" not in shown.out
+    export = await cli("memory", "export")
+    assert export.code == 0, export.err
+    assert "sencha" in export.out and "hojicha" not in export.out
+
+
+MARKUP_TEXT = "ok :thumbsup: [bold]x[/bold] :100: [red]"
+
+
+async def test_ask_json_prints_user_text_and_scope_exactly(cli: CLI) -> None:
+    """Emoji codes and rich markup in what a user typed, or in a scope name, are data."""
+    run = await cli("ask", "--scope", "discord:100:2", "--dry-run", "--json", MARKUP_TEXT)
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["scope"] == "discord:100:2"
+    assert data["messages"][-1]["content"].endswith(f"you: {MARKUP_TEXT}")
+    assert '"scope": "discord:100:2"' in run.out and MARKUP_TEXT in run.out
+    prompt = await cli("ask", "--scope", "discord:100:2", "--dry-run", MARKUP_TEXT)
+    assert prompt.code == 0, prompt.err
+    assert f"you: {MARKUP_TEXT}" in prompt.out
+
+
+async def test_console_and_memory_commands_echo_user_text_exactly(cli: CLI) -> None:
+    run = await cli("console", "--scope", "discord:100:2", stdin=f"{MARKUP_TEXT}\n/memory show\n")
+    assert run.code == 0, run.err
+    assert f"you: {MARKUP_TEXT}" in run.out
+    assert "Memory of discord:100:2" in run.out and "Scope: discord:100:2" in run.err
+    shown = await cli("memory", "show", "--scope", "discord:100:2")
+    assert shown.code == 0, shown.err
+    assert "Memory of discord:100:2" in shown.out and MARKUP_TEXT in shown.out
+    exported = await cli("memory", "export", "--scope", "discord:100:2")
+    assert json.loads(exported.out)["log"][0]["text"] == MARKUP_TEXT
+
+
+async def test_doctor_prints_paths_exactly(cli: CLI) -> None:
+    data_dir = cli.home / "tea:thumbsup:[bold]x[/bold]"
+    run = await cli("doctor", MEMORYBOT_STORE__DATA_DIR=str(data_dir), COLUMNS="400")
+    assert run.code == 0, run.out + run.err
+    assert str(data_dir) in run.out
+
+
+async def test_help_shows_brackets(cli: CLI) -> None:
+    run = await cli("--help", COLUMNS="400")
+    assert run.code == 0, run.err
+    assert "show [overview|tiers|facts|stats]" in run.out
+    memory = await cli("memory", "--help", COLUMNS="400")
+    assert "show [overview|tiers|facts|stats]" in memory.out
+
+
+@pytest.mark.parametrize(
+    ("door", "token"), [("--discord", "DISCORD_TOKEN"), ("--slack", "SLACK_BOT_TOKEN")]
+)
+async def test_run_without_a_token_says_which_and_exits_2(cli: CLI, door: str, token: str) -> None:
+    """After `pip install -e .` alone, each front door starts or names what is missing."""
+    run = await cli("run", door)
+    assert run.code == 2, run.err
+    assert f"error: {token} is not set" in run.err
+    assert "Traceback" not in run.err + run.out
+
+
+def without_modules(home: Path, *modules: str) -> dict[str, str]:
+    """An environment whose Python cannot import ``modules``, as if they were not installed
+    (a sitecustomize marks them absent: an import raises ModuleNotFoundError)."""
+    site = home / "site-without"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nsys.modules.update(dict.fromkeys({list(modules)!r}))\n", encoding="utf-8"
+    )
+    return {"PYTHONPATH": f"{site}:{ROOT}"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("bench", "report", "--from", "figures.json"), ("bench", "all", "--quick")],
+    ids=["report", "all"],
+)
+async def test_bench_without_its_extra_names_the_pip_install(
+    cli: CLI, args: tuple[str, ...]
+) -> None:
+    (cli.home / "figures.json").write_text("{}", encoding="utf-8")
+    env = without_modules(cli.home, "matplotlib", "langchain_classic", "langchain_openai")
+    run = await cli(*args, **env)
+    assert run.code == 2, run.out + run.err
+    assert "install it with: pip install -e '.[bench]'" in run.err
+    assert "Traceback" not in run.err + run.out

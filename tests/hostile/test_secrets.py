@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bots.commands import Actor
 from bots.frontdoor import run_command
@@ -161,6 +164,76 @@ async def test_unreachable_redis_errors_hide_the_password(url: str, tmp_path: Pa
     assert "REDIS_URL" in str(info.value)
     assert_clean(str(info.value), "the StoreUnavailable message")
     assert_clean(repr(info.value), "repr(StoreUnavailable)")
+
+
+# Passwords as people write them into REDIS_URL, unencoded: any printable character, with the
+# URL delimiters ("#", "/", "?", "@", ":", "%", "&", "=") and spaces drawn often.
+DELIMITERS = "#/?@:%&= "
+password_text = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(DELIMITERS),
+        st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")),
+    ),
+    min_size=1,
+    max_size=40,
+)
+user_name = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", max_size=8)
+HOSTS = ("127.0.0.1:1", "localhost", "redis.example.com:6380", "[::1]:6379", "10.0.0.7")
+TAILS = ("", "/0", "/3", "/0?db=3", "?socket_timeout=5&db=1")
+
+
+@given(
+    scheme=st.sampled_from(["redis", "rediss"]),
+    user=user_name,
+    password=password_text,
+    host=st.sampled_from(HOSTS),
+    tail=st.sampled_from(TAILS),
+)
+def test_mask_url_hides_any_password_in_the_user_info(
+    scheme: str, user: str, password: str, host: str, tail: str
+) -> None:
+    """The user info is everything between "//" and the last "@": whatever the password
+    holds, the masked URL is the URL with exactly the password replaced."""
+    url = f"{scheme}://{user}:{password}@{host}{tail}"
+    assert mask_url(url) == f"{scheme}://{user}:***@{host}{tail}"
+
+
+@given(password=password_text.filter(lambda p: ":" not in p))
+def test_mask_url_hides_a_password_without_user_or_colon(password: str) -> None:
+    """redis://secret@host: read as a user name by redis-py, but people put passwords there."""
+    assert mask_url(f"redis://{password}@127.0.0.1:1/0") == "redis://***@127.0.0.1:1/0"
+    assert (
+        mask_url(f"unix://:{password}@/tmp/redis.sock?db=0") == "unix://:***@/tmp/redis.sock?db=0"
+    )
+
+
+@given(
+    password=password_text.filter(lambda p: "&" not in p),
+    key=st.sampled_from(["password", "Password", "PASSWORD"]),
+    before=st.sampled_from(["?", "?db=0&"]),
+    after=st.sampled_from(["", "&db=1"]),
+)
+def test_mask_url_hides_any_password_in_the_query(
+    password: str, key: str, before: str, after: str
+) -> None:
+    """?password=...: up to the next "&" (which ends a query value for every URL parser)."""
+    url = f"redis://127.0.0.1:1/0{before}{key}={password}{after}"
+    assert mask_url(url) == f"redis://127.0.0.1:1/0{before}{key}=***{after}"
+
+
+@given(user=user_name, password=password_text, host=st.sampled_from(HOSTS))
+def test_any_redis_password_is_a_secret_replies_are_masked_for(
+    user: str, password: str, host: str
+) -> None:
+    """Settings.secret_values (what a reply is searched for) reads the URL as mask_url
+    does: a password holding "#", "/" or "?" is still the password."""
+    settings = Settings(store={"redis_url": f"redis://{user}:{password}@{host}/0"})
+    assert password in settings.secret_values()
+
+
+def test_mask_url_leaves_urls_without_a_password_alone() -> None:
+    for url in ("redis://127.0.0.1:6379/0", "unix:///tmp/redis.sock?db=0", "redis://h/0?db=1"):
+        assert mask_url(url) == url
 
 
 # -- a running core --------------------------------------------------------------------
@@ -530,3 +603,44 @@ async def test_cli_failures_hide_secrets(
     for run in refused:
         run.check()
     assert "Sorry" in refused[0].out and "refused" in refused[1].out
+
+
+# Passwords holding the delimiters that end a URL's host part; each piece is a marker, so a
+# fragment read as a host or port by a URL parser is caught too.
+DELIMITED = {
+    "hash": f"Hash{TAG}#Pw{TAG}",
+    "slash": f"Slash{TAG}/Pw{TAG}",
+    "question": f"Quest{TAG}?Pw{TAG}",
+    "digits-hash": f"4242#Pw{TAG}",  # read as "port 4242" when the "#" ends the host part
+    "space-percent": f"Sp {TAG}%zzPw{TAG}",
+}
+
+
+def assert_no_piece(text: str, password: str, where: str) -> None:
+    assert_clean(text, where)
+    for piece in re.split(r"[#/?@: %]", password):
+        if len(piece) >= 4:
+            assert piece not in text, f"{piece!r} of the password {password!r} leaked in {where}"
+
+
+@pytest.mark.parametrize("password", DELIMITED.values(), ids=DELIMITED.keys())
+async def test_start_up_failure_and_doctor_hide_a_password_with_delimiters(
+    password: str, tmp_path: Path
+) -> None:
+    """REDIS_URL='redis://:pa#ss@127.0.0.1:1/0': neither `doctor` nor the line that stops
+    start-up prints the password or a piece of it, and both say what to fix."""
+    env = {
+        "REDIS_URL": f"redis://:{password}@127.0.0.1:1/0",
+        "MEMORYBOT_STORE__CONNECT_TIMEOUT_S": "1",
+    }
+    runs = await asyncio.gather(
+        cli(tmp_path, "ask", "hi", env=env),
+        cli(tmp_path, "doctor", env={**env, "COLUMNS": "400"}),
+    )
+    for run in runs:
+        run.check()
+        assert_no_piece(run.out + run.err, password, f"`memorybot {' '.join(run.args)}`")
+        assert (
+            "REDIS_URL" in run.out + run.err and "redis://:***@127.0.0.1:1/0" in run.out + run.err
+        )
+    assert runs[0].code == 2 and runs[1].code == 1

@@ -242,6 +242,8 @@ PATHOLOGICAL_ENV = {
     "huge-int": {"MEMORYBOT_MEMORY__BUDGET_TOKENS": "9" * 5_000},
     "config-is-a-dir": {"MEMORYBOT_CONFIG": "/"},
     "config-missing": {"MEMORYBOT_CONFIG": "/nonexistent/memorybot.toml"},
+    "config-too-long": {"MEMORYBOT_CONFIG": "c" * 5_000},
+    "config-long-path": {"MEMORYBOT_CONFIG": "/".join(["d" * 200] * 30)},
     "redis-url-junk": {"REDIS_URL": "\x01\x02 not a url {}"},
 }
 

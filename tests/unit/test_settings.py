@@ -1,5 +1,7 @@
 """Settings: env beats the TOML file beats defaults; errors name the field and how to set it."""
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,59 @@ def test_example_file_matches_the_defaults() -> None:
         exclude={"api_key", "base_url"}
     )
     assert from_file.bot == defaults.bot
+
+
+def _too_long(tmp_path: Path) -> Path:
+    return tmp_path / ("x" * 5_000)  # ENAMETOOLONG: a name longer than the OS allows
+
+
+def _directory(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def _symlink_loop(tmp_path: Path) -> Path:
+    loop = tmp_path / "loop.toml"
+    os.symlink(loop, loop)  # ELOOP
+    return loop
+
+
+def _through_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "plain").write_text("")
+    return tmp_path / "plain" / "memorybot.toml"  # ENOTDIR
+
+
+UNREADABLE_CONFIG: dict[str, Callable[[Path], Path]] = {
+    "too-long": _too_long,
+    "directory": _directory,
+    "symlink-loop": _symlink_loop,
+    "through-a-file": _through_a_file,
+}
+
+
+@pytest.mark.parametrize("how", ["env", "argument"])
+@pytest.mark.parametrize("make", UNREADABLE_CONFIG.values(), ids=UNREADABLE_CONFIG.keys())
+def test_a_config_path_that_cannot_be_read_is_a_settings_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], Path], how: str
+) -> None:
+    """Whatever the OS says about the path (too long, a directory, a symlink loop), the
+    error is a SettingsError that names where the path came from, and stays short."""
+    path = make(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    if how == "env":
+        monkeypatch.setenv("MEMORYBOT_CONFIG", str(path))
+    with pytest.raises(SettingsError) as info:
+        load_settings(path if how == "argument" else None)
+    message = str(info.value)
+    assert "MEMORYBOT_CONFIG" in message and "--config" in message, message
+    assert len(message) < 400, message
+
+
+def test_an_unreadable_default_file_is_a_settings_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """./memorybot.toml that is a directory or a symlink loop: say so, and how to use another."""
+    (tmp_path / "memorybot.toml").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert "memorybot.toml" in str(info.value) and "MEMORYBOT_CONFIG" in str(info.value)
