@@ -93,9 +93,8 @@ class MemoryBot(discord.AutoShardedClient):
         place, incoming = translated
         try:
             # Two processes briefly serving one shard (a rolling restart) both receive the
-            # event; only the first stores and answers it.
-            if not await self.core.platform.first_delivery(PLATFORM, str(message.id)):
-                return
+            # event: the store keeps a message once (by its id, in the same round trip) and
+            # only the first is answered. While Redis is away the message waits in memory.
             await self.answer(message, incoming)
         except (MemorybotError, RedisError) as exc:
             # The store is down or refused the message: say where, keep serving the rest.

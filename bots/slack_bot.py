@@ -205,28 +205,24 @@ class SlackBot:
     async def _store(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
     ) -> tuple[IncomingMessage, IngestResult] | None:
-        """Claim the message, then store it. Not stored: the claim is released so that a
-        redelivery can try again."""
-        platform = self.core.platform
-        try:
-            if not await platform.first_delivery("slack", msg.delivery_key):
-                log.debug("Slack: %s in %s already handled", msg.ts, msg.scope)
-                return None
-        except STORE_ERRORS as exc:
-            log.error("Slack: cannot check deliveries for %s: %s", msg.scope, exc)
-            return None
+        """Store the message. The store keeps it once, by its ts, in the same round trip
+        (a mention arrives as app_mention and as message, Slack retries, Socket Mode
+        redelivers): a repeat comes back as a duplicate and is not answered. While Redis is
+        away the message waits in memory and is stored when it is back."""
         try:
             incoming = await self._incoming(msg, bot_user_id=bot_user_id, client=client)
-            return incoming, await self.core.pipeline.ingest(incoming)
+            result = await self.core.pipeline.ingest(incoming)
         except EmptyMessage:
             return None  # a file or an attachment without text: nothing to remember
         except STORE_ERRORS as exc:
             log.error("Slack: could not store a message in %s: %s", msg.scope, exc)
+            return None
         except InputError as exc:
             log.warning("Slack: message in %s not stored: %s", msg.scope, exc)
-        with suppress(*STORE_ERRORS):
-            await platform.forget_delivery("slack", msg.delivery_key)
-        return None
+            return None
+        if result.outcome == "duplicate":
+            log.debug("Slack: %s in %s already handled", msg.ts, msg.scope)
+        return incoming, result
 
     async def _incoming(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient

@@ -87,12 +87,6 @@ class SlackMessage:
         return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)[1]
 
     @property
-    def delivery_key(self) -> str:
-        """One key per message, whichever event brought it: a mention arrives both as
-        ``app_mention`` and as ``message``, and Slack retries reuse the same ts."""
-        return f"{self.team_id}:{self.channel_id}:{self.ts}"
-
-    @property
     def reply_thread_ts(self) -> str | None:
         """Where the answer goes: the message's thread in a channel (a new thread under it if
         it was top level). In a DM the answer stays where the message was, so a DM reads

@@ -94,6 +94,7 @@ class MemoryPipeline:
         self.on_report: Callable[[MaintenanceReport], None] | None = None
         self.metrics: Metrics | None = None  # set by bootstrap
         self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
+        self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
         self._drainer: asyncio.Task[None] | None = None
         self._unknown_zones: set[str] = set()  # stored timezones already warned about
         # False: maintenance runs without the fleet lock (replay; correctness never depends
@@ -189,7 +190,12 @@ class MemoryPipeline:
                 "store.outage_buffer) and storing them when it is back",
                 limit,
             )
-        self._buffer.append((p, msg))
+        key = (p.scope, msg.platform_id)
+        repeat = bool(msg.platform_id) and key in self._held_ids
+        if not repeat:  # the same delivery twice (a mention's two events): held once
+            self._buffer.append((p, msg))
+            if msg.platform_id:
+                self._held_ids.add(key)
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.create_task(self._drain())
         return IngestResult(
@@ -203,7 +209,13 @@ class MemoryPipeline:
             unsum_count=0,
             retry_at=0,
             buffered=True,
+            outcome="duplicate" if repeat else "",
         )
+
+    def _release(self) -> None:
+        """The oldest held message is stored (or given up): out of the buffer."""
+        p, msg = self._buffer.popleft()
+        self._held_ids.discard((p.scope, msg.platform_id))
 
     async def _drain(self) -> None:
         """Store the held messages in order once Redis answers again."""
@@ -219,9 +231,9 @@ class MemoryPipeline:
                 continue
             except Exception:  # one message Redis refuses must not hold up the rest
                 log.exception("a held message in %s could not be stored; dropped", p.scope)
-                self._buffer.popleft()
+                self._release()
                 continue
-            self._buffer.popleft()
+            self._release()
             stored += 1
             delay = 0.1
             if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
@@ -322,6 +334,8 @@ class MemoryPipeline:
 
     # -- reply -------------------------------------------------------------------------
     def should_reply(self, msg: IncomingMessage, result: IngestResult) -> bool:
+        if result.outcome in ("duplicate", "day_closed"):
+            return False  # a repeat delivery (answered the first time), or not stored
         if msg.direct:
             return True
         mode = result.mode or self.settings.memory.default_mode

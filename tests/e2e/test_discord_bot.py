@@ -693,9 +693,11 @@ async def test_a_rate_limited_post_is_waited_out_and_sent_once(
     assert reply.content is not None and reply.content.startswith("ACK:")
 
 
-async def test_a_store_failure_is_logged_with_the_scope_and_the_client_keeps_running(
+async def test_a_store_outage_keeps_the_client_running_and_the_message_held(
     fake: FakeDiscord, world: World, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Redis goes away: the message waits in memory (not dropped), the member is told that
+    memory is unavailable and the message is saved, /memory says so too."""
     server = RedisServer()
     settings = make_settings(redis_url=server.url, llm_url=fake_llm.base_url)
     core = await build_core(settings, clock=ManualClock(START), background=False)
@@ -703,16 +705,18 @@ async def test_a_store_failure_is_logged_with_the_scope_and_the_client_keeps_run
         async with serving(fake, core) as bot:
             server.stop()
             await say(fake, bot, world.general, world.alice, "lost?", mentions_bot=True)
+            [reply] = await fake.wait_for_messages(world.general.id, 1)
             _, shown = await command(fake, "memory show", world.general, world.alice)
             assert not bot.is_closed()
+            assert core.pipeline.held == 1
     finally:
         await core.close()
         server.stop()
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert any(world.scope(world.general) in e and "not handled" in e for e in errors)
-    assert not any("lost?" in e for e in errors)
+    assert any("holding messages in memory" in e for e in errors)
+    assert not any("lost?" in e for e in errors)  # no message text in the logs
+    assert reply.content == load_prompts("en").store_down
     assert shown.ephemeral and "unavailable" in (shown.content or "")
-    assert fake.sent_messages == []
 
 
 # -------------------------------------------------------------------------- /memory

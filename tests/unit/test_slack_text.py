@@ -73,7 +73,6 @@ def test_message_fields() -> None:
     reply = parse_message(event(ts="200.2", thread_ts="100.1"), team_id="T1", bot_user_id=BOT)
     assert reply is not None
     assert (reply.reply_thread_ts, reply.parent_scope) == ("100.1", "slack:T1:C1")
-    assert reply.delivery_key == "T1:C1:200.2"
 
 
 def test_deletion_finds_the_thread_scope() -> None:
