@@ -25,7 +25,6 @@ import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
-from redis.exceptions import RedisError
 
 from bots.discord_commands import (
     MemoryCommands,
@@ -96,7 +95,7 @@ class MemoryBot(discord.AutoShardedClient):
             # event: the store keeps a message once (by its id, in the same round trip) and
             # only the first is answered. While Redis is away the message waits in memory.
             await self.answer(message, incoming)
-        except (MemorybotError, RedisError) as exc:
+        except MemorybotError as exc:
             # The store is down or refused the message: say where, keep serving the rest.
             log.error("message %s in %s not handled: %s", message.id, place.scope, exc)
 
@@ -146,11 +145,16 @@ class MemoryBot(discord.AutoShardedClient):
                 incoming,
                 exclude_id=stored.id,
                 on_progress=draft.update if draft is not None else None,
+                store=False,
             )
         log.info(
             "replied in %s (%s, %d prompt tokens)", incoming.scope, reply.kind, reply.prompt_tokens
         )
-        await send_reply(message, reply.text, draft=draft, mention=mention, problems=self.problems)
+        delivered = await send_reply(
+            message, reply.text, draft=draft, mention=mention, problems=self.problems
+        )
+        if delivered:  # an answer nobody saw is not part of the conversation
+            await pipeline.remember_answer(incoming, reply)
 
     # -- edits ---------------------------------------------------------------------------
     async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
@@ -166,7 +170,7 @@ class MemoryBot(discord.AutoShardedClient):
             changed = await self.core.admin.edit_message(
                 place.scope, str(message.id), text, when=message.created_at
             )
-        except (MemorybotError, RedisError) as exc:
+        except MemorybotError as exc:
             log.error("edit of message %s in %s not applied: %s", message.id, place.scope, exc)
             return
         if changed:
@@ -219,7 +223,7 @@ class MemoryBot(discord.AutoShardedClient):
                 when = discord.utils.snowflake_time(message_id)
                 if await self.core.admin.forget_message(place.scope, str(message_id), when=when):
                     log.info("forgot deleted message %s in %s", message_id, place.scope)
-        except (MemorybotError, RedisError) as exc:
+        except MemorybotError as exc:
             log.error("deleted messages in %s not forgotten: %s", place.scope, exc)
 
     async def _dm_channel(self, channel_id: int) -> discord.DMChannel | None:

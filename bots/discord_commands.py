@@ -17,7 +17,6 @@ from typing import Literal
 
 import discord
 from discord import app_commands
-from redis.exceptions import RedisError
 
 from bots.commands import Actor, Command, CommandResult
 from bots.discord_events import Place, is_allowed, place_of
@@ -132,15 +131,9 @@ class MemoryCommands:
     async def _execute(
         self, place: Place, command: Command, actor: Actor, language: str | None
     ) -> CommandResult:
-        try:
-            return await run_command(
-                self.core, scope=place.scope, command=command, actor=actor, language=language
-            )
-        except RedisError as exc:
-            # run_command answers StoreError; a Redis error the core did not translate still
-            # gets an answer instead of a silent "interaction failed".
-            log.error("/memory %s in %s failed: %s", command.action, place.scope, exc)
-            return CommandResult(title=f"Memory is unavailable right now: {exc}", ok=False)
+        return await run_command(
+            self.core, scope=place.scope, command=command, actor=actor, language=language
+        )
 
     async def _in_time(
         self, interaction: discord.Interaction, work: Awaitable[CommandResult]

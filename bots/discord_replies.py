@@ -119,11 +119,7 @@ class Draft:
         preview = _preview(text)
         try:
             if self.message is None:
-                self.message = await self.trigger.channel.send(
-                    preview,
-                    reference=self.trigger.to_reference(fail_if_not_exists=False),
-                    mention_author=self.mention,
-                )
+                self.message = await send_first(self.trigger, preview, mention=self.mention)
             else:
                 self.message = await self.message.edit(content=preview)
         except discord.HTTPException as exc:
@@ -142,24 +138,44 @@ async def send_reply(
     draft: Draft | None,
     mention: bool,
     problems: ChannelProblems,
-) -> None:
+) -> bool:
     """Post the final answer: the first part replies to ``trigger`` (or replaces the draft),
-    the rest follows in the channel, each part under Discord's 2,000 characters."""
+    the rest follows in the channel, each part under Discord's 2,000 characters. Returns
+    whether it was all posted."""
     chunks = split_message(text, MESSAGE_LIMIT)
     if not chunks:
-        return
+        return False
     channel = trigger.channel
     try:
         if draft is not None and draft.message is not None:
             if draft.shown != chunks[0]:
                 await draft.message.edit(content=chunks[0])
         else:
-            await channel.send(
-                chunks[0],
-                reference=trigger.to_reference(fail_if_not_exists=False),
-                mention_author=mention,
-            )
+            await send_first(trigger, chunks[0], mention=mention)
         for chunk in chunks[1:]:
             await channel.send(chunk)
     except discord.HTTPException as exc:
         problems.failed(channel.id, exc)
+        return False
+    return True
+
+
+async def send_first(trigger: discord.Message, text: str, *, mention: bool) -> discord.Message:
+    """The first message of an answer: a reply to ``trigger`` (a message reference) where
+    the bot may read the channel's history, else a plain message in the channel (Discord
+    refuses a reference without Read Message History: a 403 for an answer already paid for)."""
+    channel = trigger.channel
+    if can_read_history(channel):
+        return await channel.send(
+            text, reference=trigger.to_reference(fail_if_not_exists=False), mention_author=mention
+        )
+    return await channel.send(text)
+
+
+def can_read_history(channel: object) -> bool:
+    guild_channel = (
+        discord.Thread | discord.TextChannel | discord.VoiceChannel | discord.StageChannel
+    )
+    if isinstance(channel, guild_channel):
+        return channel.permissions_for(channel.guild.me).read_message_history
+    return True  # a DM

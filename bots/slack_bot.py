@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
-from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -75,8 +74,8 @@ log = logging.getLogger(__name__)
 
 DRAIN_S = 10.0  # at shutdown, how long handlers in flight may finish
 
-# Redis failures surface as StoreError from the pipeline, raw from PlatformState.
-STORE_ERRORS = (StoreError, RedisError, OSError)
+# Redis failures surface as StoreError (translated at the store boundary).
+STORE_ERRORS = (StoreError,)
 
 
 class _ScopeQueue:
@@ -272,16 +271,26 @@ class SlackBot:
             scope=msg.scope,
             stream_interval_s=stream,
         )
+        pipeline = self.core.pipeline
         try:
-            reply = await self.core.pipeline.reply(
-                incoming, exclude_id=result.id, on_progress=writer.progress if stream else None
+            reply = await pipeline.reply(
+                incoming,
+                exclude_id=result.id,
+                on_progress=writer.progress if stream else None,
+                store=False,
             )
-            text = reply.text
         except STORE_ERRORS as exc:
             # The message itself is stored; say so rather than stay silent.
             log.error("Slack: could not answer in %s: %s", msg.scope, exc)
-            text = load_prompts(result.lang or self.core.settings.memory.language).apology
-        await writer.finish(text)
+            await writer.finish(
+                load_prompts(result.lang or self.core.settings.memory.language).apology
+            )
+            return
+        if await writer.finish(reply.text):  # an answer nobody saw is not conversation
+            try:
+                await pipeline.remember_answer(incoming, reply)
+            except STORE_ERRORS as exc:
+                log.error("Slack: could not store the answer in %s: %s", msg.scope, exc)
 
     async def _forget_deleted(self, deletion: Deletion, *, event_id: str) -> None:
         platform = self.core.platform

@@ -64,18 +64,19 @@ class ThreadReply:
         shown = chunks[0] + STREAMING_MARK
         await (self._update(shown) if self.posted else self._post(shown))
 
-    async def finish(self, text: str) -> None:
-        """Post (or complete) the answer."""
+    async def finish(self, text: str) -> bool:
+        """Post (or complete) the answer. Returns whether all of it was posted."""
         chunks = chunks_of(text)
         if not chunks:
-            return
+            return False
         rest = chunks
         if self.posted and (chunks[0] == self._shown or await self._update(chunks[0])):
             rest = chunks[1:]
         # else: nothing streamed, or the last edit failed: the whole answer as new messages.
         for chunk in rest:
             if not await self._post(chunk):
-                return
+                return False
+        return True
 
     async def _update(self, text: str) -> bool:
         try:

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import ClientError
-from redis.exceptions import RedisError
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from config.settings import SlackSettings
+from memory_core.errors import StoreError
 from memory_core.platform_state import PlatformState
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ CHANNEL_TTL_S = 600  # a channel made private stops counting as public within mi
 
 # A failed lookup must not fail the message: the name falls back to the user id.
 _LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
-_CACHE_ERRORS = (RedisError, OSError)
+_CACHE_ERRORS = (StoreError,)
 
 
 def display_name(user: Mapping[str, Any]) -> str:

@@ -356,7 +356,7 @@ class MemoryAdmin:
             await self.repo.forget_scope(own)
         await self._redact(scope, request, report)
         # Counters are triggers only; re-derive them after deleting unsummarised messages.
-        await self._resync_counters(scope)
+        await self.repo.resync_counters(scope)
         return report
 
     async def _forget_person_facts(
@@ -411,20 +411,6 @@ class MemoryAdmin:
         if report.weeks:
             await self.repo.replace_weeks(scope, new_weeks)
 
-    async def _resync_counters(self, scope: str) -> None:
-        state = await self.repo.state(scope)
-        if not state.day:
-            return
-        pending = await self.repo.entries_after(scope, state.short_upto)
-        await self.repo.set_fields(
-            scope,
-            {
-                "unsum_tokens": sum(e.tokens for e in pending),
-                "unsum_count": len(pending),
-                "msg_count": await self.repo.log_length(scope),
-            },
-        )
-
     async def _apply_edit(self, scope: str, request: ForgetRequest) -> ForgetReport:
         """Carry out an edit; safe to run again after a crash (the old entries are deleted
         by id, the new text is stored only if no copy of it is there yet)."""
@@ -439,7 +425,7 @@ class MemoryAdmin:
             scope, request=request, removed=removed, authors=[request.author_id]
         )
         await self._redact(scope, request, report)
-        await self._resync_counters(scope)
+        await self.repo.resync_counters(scope)
         return report
 
     async def _store_edited(self, scope: str, request: ForgetRequest) -> None:
@@ -643,7 +629,7 @@ class MemoryAdmin:
             await self.repo.forget_scope(scope)
         last_ms = int(dump.state.get("last_ms") or 0) or calendar.to_ms(self.clock.now())
         await self.repo.restore(scope, dump, last_activity_ms=last_ms)
-        await self._resync_counters(scope)
+        await self.repo.resync_counters(scope)
         return len(dump.log)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from memory_core.keys import KeySchema
 from memory_core.models import ScopeState
+from memory_core.redis_errors import translates_redis_errors
 from memory_core.scripts import run_script
 
 # The state fields a due-check needs (not the summaries themselves: those are large).
@@ -40,6 +41,7 @@ def _enumerating(worker: str) -> str:
     return f"enumerating:{worker}"
 
 
+@translates_redis_errors
 class FleetQueue:
     def __init__(self, client: Any, keys: KeySchema) -> None:
         self.client = client

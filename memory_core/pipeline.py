@@ -17,8 +17,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from redis.exceptions import RedisError
-
 from config.prompts import load_prompts
 from config.settings import Settings
 from memory_core import calendar
@@ -409,16 +407,19 @@ class MemoryPipeline:
         *,
         exclude_id: str = "",
         on_progress: Callable[[str], Awaitable[None]] | None = None,
+        store: bool = True,
     ) -> Reply:
-        """Answer ``msg``; the answer is stored. With ``on_progress`` the answer streams in
-        and ``on_progress`` gets the text so far after each piece (the caller throttles).
+        """Answer ``msg``; the answer is stored (``store=False``: the caller stores it with
+        :meth:`remember_answer` once it is delivered, so an answer nobody saw is not in
+        memory). With ``on_progress`` the answer streams in and ``on_progress`` gets the text
+        so far after each piece (the caller throttles).
 
         What is sent, streamed and stored has the configured secrets masked and is at most
         ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
         ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
         try:
             prompt = await self.build_prompt(msg, exclude_id=exclude_id)
-        except (RedisError, StoreError) as exc:
+        except StoreError as exc:
             # Memory is out of reach (the message itself is held until Redis is back).
             log.warning("reply in %s without memory: %s", msg.scope, exc)
             language = resolve(self.settings.memory.language, [msg.text])
@@ -455,20 +456,29 @@ class MemoryPipeline:
             log.warning("reply in %s failed: %s", msg.scope, exc)
             return self._apology(prompt, prompts.apology)
         text = capped(text, max_chars, prompts.say("reply_cut_long"))
+        reply = Reply(text=text, kind="llm", prompt_tokens=prompt.tokens)
+        if store:
+            reply = replace(reply, stored_id=await self.remember_answer(msg, reply))
+        return self._count_reply(reply)
+
+    async def remember_answer(self, msg: IncomingMessage, reply: Reply) -> str:
+        """Store the bot's answer to ``msg`` (a model's answer only: an apology or the
+        offline note is not conversation). Returns its entry id ("" when not stored)."""
+        if reply.kind != "llm":
+            return ""
         stored = await self.ingest(
             IncomingMessage(
                 scope=msg.scope,
-                text=text,
+                text=reply.text,
                 author=self.settings.bot.name,
                 author_id="bot",
                 role="assistant",
                 ts=self.clock.now() if msg.ts is None else msg.ts,
                 parent_scope=msg.parent_scope,
+                public=msg.public,
             )
         )
-        return self._count_reply(
-            Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, stored_id=stored.id)
-        )
+        return stored.id
 
     def _apology(self, prompt: Prompt, text: str) -> Reply:
         return self._count_reply(Reply(text=text, kind="apology", prompt_tokens=prompt.tokens))

@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core.keys import KeySchema
+from memory_core.redis_errors import translates_redis_errors
 
 
+@translates_redis_errors
 class PlatformState:
     def __init__(self, client: Any, keys: KeySchema) -> None:
         self.client = client

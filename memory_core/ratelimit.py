@@ -12,9 +12,11 @@ import secrets
 import time
 from typing import Any
 
+from memory_core.redis_errors import translates_redis_errors
 from memory_core.scripts import run_script
 
 
+@translates_redis_errors
 class FleetRateLimiter:
     def __init__(self, client: Any, key: str, *, limit: int, window_s: float = 60.0) -> None:
         if limit < 1:

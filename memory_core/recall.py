@@ -35,6 +35,7 @@ import numpy as np
 from memory_core.calendar import day_start, to_ms, zone
 from memory_core.errors import MemorybotError
 from memory_core.models import DaySummary, LogEntry
+from memory_core.redis_errors import translates_redis_errors
 from memory_core.scripts import run_script
 from memory_core.textsearch import BM25, terms
 
@@ -161,6 +162,7 @@ def _stream_id_key(entry_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
+@translates_redis_errors
 class RecallIndex:
     def __init__(
         self,

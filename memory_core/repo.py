@@ -20,6 +20,7 @@ from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.keys import KeySchema, ScopeKeys
 from memory_core.locks import LockHolder
 from memory_core.models import DaySummary, Fact, IngestResult, LogEntry, ScopeState, WeekSummary
+from memory_core.redis_errors import translates_redis_errors
 from memory_core.scripts import SCRIPTS, SHAS, run_script
 
 
@@ -97,6 +98,7 @@ def _facts(raw: Mapping[str, str]) -> list[Fact]:
 PLATFORM_IDS_MAX = 100_000
 
 
+@translates_redis_errors
 class MemoryRepo:
     def __init__(self, client: Redis, keys: KeySchema) -> None:
         # redis-py's annotations do not model decode_responses=True (every reply typed as
@@ -548,13 +550,13 @@ class MemoryRepo:
     async def end_forget(self, scope: str, request: str | None) -> None:
         """Cross a finished forget off (``None``: just settle the flag with the list)."""
         k = self.k(scope)
-        pipe = self.client.pipeline(transaction=True)
-        if request is not None:
-            pipe.lrem(k.forgets, 1, request)
-        pipe.llen(k.forgets)
-        *_, left = await pipe.execute()
-        if not int(left):
-            await self.client.hset(k.state, "forgets_pending", 0)
+        await run_script(self.client, "end_forget", [k.forgets, k.state], [request or ""])
+
+    async def resync_counters(self, scope: str) -> None:
+        """Re-derive the unsummarised counters and the message count from the log (after
+        deleting messages), atomically with any message stored meanwhile."""
+        k = self.k(scope)
+        await run_script(self.client, "resync_counters", [k.state, k.log], [])
 
     async def pending_forgets(self, scope: str) -> list[str]:
         return [str(x) for x in await self.client.lrange(self.k(scope).forgets, 0, -1)]

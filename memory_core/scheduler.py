@@ -29,12 +29,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
-from memory_core.errors import MemorybotError
+from memory_core.errors import MemorybotError, StoreError
 from memory_core.fleet import FleetQueue
 from memory_core.maintenance import MaintenanceReport, why_broken
 from memory_core.models import ScopeState
@@ -214,7 +212,7 @@ class RolloverScheduler:
                 if not await self.fleet.keep_sweep(slot, self.worker, lease_ms=lease_ms):
                     log.warning("sweep %s: another process took over enumerating it", slot)
                     return
-            except RedisError as exc:  # the next beat tries again; the lease is 3 beats long
+            except StoreError as exc:  # the next beat tries again; the lease is 3 beats long
                 log.warning("sweep %s: could not renew the enumeration marker: %s", slot, exc)
 
     async def _end_enumeration(self, slot: str, *, finished: bool) -> None:
@@ -226,7 +224,7 @@ class RolloverScheduler:
                 await self.fleet.mark_enumerated(slot, ttl_s=ttl_s)
             else:
                 await self.fleet.abandon_sweep(slot, self.worker)
-        except RedisError as exc:
+        except StoreError as exc:
             log.warning(
                 "sweep %s: could not update its marker (it lapses in %.0fs): %s",
                 slot,

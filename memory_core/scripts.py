@@ -338,6 +338,34 @@ if deleted > 0 then redis.call('HSET', KEYS[1], 'epoch', epoch + 1) end
 return deleted
 """
 
+# KEYS: forgets, state. ARGV: the finished request ('' = none). Crosses a finished forget
+# off and clears the pending flag only if no other forget was written down meanwhile.
+END_FORGET = """
+if ARGV[1] ~= '' then redis.call('LREM', KEYS[1], 1, ARGV[1]) end
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('HSET', KEYS[2], 'forgets_pending', 0) end
+return 1
+"""
+
+# KEYS: state, log. Re-derives the counters from the log after messages were deleted: the
+# unsummarised messages (after short_upto) and their tokens, and the log's length, in one
+# step, so a message stored at the same moment is counted, not overwritten.
+RESYNC_COUNTERS = """
+local st = KEYS[1]
+if (redis.call('HGET', st, 'day') or '') == '' then return 0 end
+local upto = redis.call('HGET', st, 'short_upto') or ''
+local start = upto == '' and '-' or '(' .. upto
+local tokens, count = 0, 0
+for _, e in ipairs(redis.call('XRANGE', KEYS[2], start, '+')) do
+  for i = 1, #e[2], 2 do
+    if e[2][i] == 'k' then tokens = tokens + (tonumber(e[2][i + 1]) or 0) end
+  end
+  count = count + 1
+end
+redis.call('HSET', st, 'unsum_tokens', tokens, 'unsum_count', count,
+  'msg_count', redis.call('XLEN', KEYS[2]))
+return 1
+"""
+
 SCRIPTS: dict[str, str] = {
     "ingest": INGEST,
     "advance_short": ADVANCE_SHORT,
@@ -352,6 +380,8 @@ SCRIPTS: dict[str, str] = {
     "rate_acquire": RATE_ACQUIRE,
     "fleet_claim": FLEET_CLAIM,
     "forget_scope": FORGET_SCOPE,
+    "end_forget": END_FORGET,
+    "resync_counters": RESYNC_COUNTERS,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

@@ -140,3 +140,29 @@ async def test_remember_me_follows_the_member_and_show_facts_shows_it_to_them(
 
     assert "I am vegetarian" in embed_text(shown)
     assert "vegetarian" not in embed_text(others)
+
+
+async def test_without_read_message_history_the_answer_is_posted_not_refused(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """Discord refuses a reply (a message reference) from a bot that may not read the
+    channel's history: the answer is posted as a plain message instead of a 403 for an
+    answer already paid for, and only a delivered answer is remembered."""
+    no_history = fake.add_text_channel(
+        world.guild.id,
+        "help-desk",
+        overwrites=[
+            PermissionOverwrite(
+                id=world.guild.bot_role_id, type="role", deny=Permission.READ_MESSAGE_HISTORY
+            )
+        ],
+    )
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, no_history, world.alice, "where is the wiki?", mentions_bot=True)
+        [answer] = await fake.wait_for_messages(no_history.id, 1)
+    assert answer.message_reference is None
+    assert (answer.content or "").startswith("ACK:")
+    assert [r.status for r in fake.requests if r.status >= 400] == []
+    log = await core.repo.all_entries(world.scope(no_history))
+    assert [e.role for e in log] == ["user", "assistant"]

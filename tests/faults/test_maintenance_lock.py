@@ -20,6 +20,7 @@ from redis.exceptions import ResponseError
 
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
+from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage
 from memory_core.repo import MemoryRepo
 from memory_core.scripts import SHAS
@@ -157,7 +158,7 @@ async def test_a_failed_renewal_neither_hides_the_steps_error_nor_keeps_the_lock
     client.renew_failed = asyncio.Event()
     core.maintainer.repo = MemoryRepo(client, core.store.keys)
     try:
-        with pytest.raises(ResponseError, match="OOM"):
+        with pytest.raises(StoreError, match="OOM"):  # translated at the store boundary
             await core.maintainer.run(SCOPE)
     finally:
         await client.aclose()

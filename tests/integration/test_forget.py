@@ -319,3 +319,29 @@ async def test_an_edit_while_paused_forgets_the_old_text_and_stores_nothing_new(
     assert not present(await scope_values(core, SCOPE), SECRET)
     assert [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"] == []
     assert await core.repo.log_length(SCOPE) == length - 1
+
+
+async def test_counters_stay_right_when_messages_arrive_during_a_forget(
+    make_core: CoreFactory,
+) -> None:
+    """A forget re-derives the scope's counters from the log; messages stored at the same
+    moment are counted, not overwritten (one atomic step, no read-modify-write)."""
+    core = await make_core(memory={"compact_trigger_tokens": 10**6})
+    scope = "console:busy"
+
+    async def say(i: int) -> None:
+        await core.pipeline.ingest(IncomingMessage(scope=scope, text=f"note {i}", author="A"))
+
+    for i in range(20):
+        await say(i)
+    for round_ in range(5):
+        await asyncio.gather(
+            core.admin.forget_text(scope, f"note {round_}"),
+            *(say(100 * (round_ + 1) + i) for i in range(30)),
+        )
+    state = await core.repo.state(scope)
+    log = await core.repo.all_entries(scope)
+    assert state.msg_count == len(log)
+    assert state.unsum_count == len(log)  # nothing summarised in this test
+    assert state.unsum_tokens == sum(e.tokens for e in log)
+    assert not state.forgets_pending and await core.repo.pending_forgets(scope) == []
