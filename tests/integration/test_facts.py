@@ -203,3 +203,45 @@ async def test_facts_survive_in_the_prompt_and_pinned_notes_are_not_rewritten(
     facts = {f.id: f for f in await core.repo.facts("console:c")}
     assert facts[note.id].text == "standup is at 10"  # pinned: only people change it
     assert any(f.text == "standup moved to 11" for f in facts.values())
+
+
+async def test_forget_reaches_person_facts_after_retention_and_a_platform_delete(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """Where a fact about a person came from is recorded (the scope keeps a record of the
+    people it taught, each fact its source messages): forget finds the fact when its raw
+    messages are gone with retention, and a message deleted on the platform takes the
+    facts drawn from it along."""
+    fake_llm.responder = scripted(
+        [
+            [{"kind": "preference", "subject": "Alice", "text": "Alice likes hojicha"}],
+            [{"kind": "profile", "subject": "Bob", "text": "Bob lives in Sapporo"}],
+        ]
+    )
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, memory=SMALL)
+    scope, alice, bob = "discord:1:10", "discord:1:user:alice", "discord:1:user:bob"
+    await _talk(core, clock, scope, [("Alice", "hojicha every afternoon " * 8)] * 4, public=True)
+    assert [f.text for f in await core.repo.facts(alice)] == ["Alice likes hojicha"]
+    # Retention: the raw messages are gone, the fact about Alice is not.
+    await core.repo.trim_log_before(scope, f"{10**15}-0")
+    assert await core.repo.log_length(scope) == 0
+    report = await core.admin.forget_text(scope, "hojicha")
+    assert report.facts == 1 and await core.repo.facts(alice) == []
+    # A platform delete: the fact drawn from the deleted message goes with it.
+    for i in range(4):
+        clock.advance(timedelta(minutes=1))
+        await core.pipeline.ingest(
+            IncomingMessage(
+                scope=scope,
+                text="I moved to Sapporo last spring " * 6,
+                author="Bob",
+                author_id="bob",
+                platform_id=f"m{i}",
+                public=True,
+            )
+        )
+    [fact] = await core.repo.facts(bob)
+    assert fact.message_ids, "provenance recorded"
+    assert await core.admin.forget_message(scope, "m0") == 1  # one of the messages it came from
+    assert await core.repo.facts(bob) == []

@@ -1,0 +1,101 @@
+"""Privacy and forgetting where Slack members meet the bot: the real Bolt app over signed
+HTTP against the fake Slack, a real Core on the private Redis, and a fake model that
+summarises like an LLM (one sentence per message, naming the speaker)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.conftest import CoreFactory
+from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
+    ALICE,
+    BOB,
+    SCOPE,
+    T1,
+    Harness,
+    fake,
+    slack_settings,
+    start_harness,
+    user_texts,
+)
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.helpers import all_keys, key_values, sentence_summaries
+
+# The fixtures come from the Slack suite: their names are parameters here.
+# ruff: noqa: F811
+
+AL = "U7"
+PRIVATE = "CPRIV"  # a private channel (channel_type "group")
+SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
+
+
+def _facts(lines: list[tuple[str, str]]) -> list[dict[str, str]]:
+    out = []
+    for who, text in lines:
+        if "pregnant" in text:
+            out.append({"kind": "profile", "subject": who, "text": f"{who} is pregnant"})
+        if "green tea" in text:
+            out.append({"kind": "preference", "subject": who, "text": f"{who} likes green tea"})
+    return out
+
+
+@pytest.fixture
+async def slack(
+    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    fake.add_user(AL, "al", display_name="al")
+    fake.add_channel(PRIVATE, "close-friends", is_private=True)
+    fake_llm.responder = sentence_summaries(_facts)
+    core = await make_core(slack=slack_settings(fake), memory=SMALL)
+    async for harness in start_harness("http", fake, core, fake_llm):
+        yield harness
+
+
+async def test_forget_me_by_a_member_whose_name_is_inside_another_name(slack: Harness) -> None:
+    lines = [
+        (ALICE, "Alice likes hojicha tea very much"),
+        (AL, "my phone number is 555 0100 call me tonight"),
+        (BOB, "the standup moves to ten tomorrow morning"),
+    ]
+    for user, text in lines * 4:
+        await slack.say(text, user=user)
+        await slack.bot.drain()
+    before = (await slack.core.repo.state(SCOPE)).short
+    assert "hojicha" in before and "555 0100" in before
+    forgot = await slack.command("forget me", user=AL)
+    assert "Forgot you (al)" in (forgot.text or "")
+    log = await slack.core.repo.all_entries(SCOPE)
+    texts = user_texts(log)
+    assert texts.count("Alice likes hojicha tea very much") == 4
+    assert texts.count("the standup moves to ten tomorrow morning") == 4
+    assert not any("555 0100" in t for t in texts)
+    after = (await slack.core.repo.state(SCOPE)).short
+    assert "hojicha" in after and "standup" in after and "555 0100" not in after
+    values = [v for key in await all_keys(slack.core) for v in await key_values(slack.core, key)]
+    assert not any("555 0100" in v for v in values)
+
+
+async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
+    slack: Harness,
+) -> None:
+    for _ in range(5):
+        await slack.say(
+            "between us: I am pregnant, due in May " * 3, channel=PRIVATE, channel_type="group"
+        )
+        await slack.say("I drink green tea every morning " * 3)
+    await slack.bot.drain()
+    await slack.mention("what do you know about me?")  # app_mention: no channel_type
+    await slack.mention("what do you know about me?", channel=PRIVATE)
+    await slack.replies(2)
+    prompts = [r.prompt_text for r in slack.llm.of("reply")]  # answered concurrently
+    [private_prompt] = [p for p in prompts if "between us" in p]  # its own window
+    [public_prompt] = [p for p in prompts if p is not private_prompt]
+    assert "green tea" in public_prompt and "pregnant" not in public_prompt
+    assert "pregnant" in private_prompt and "green tea" in private_prompt
+    person = await slack.core.repo.facts(f"slack:{T1}:user:{ALICE}")
+    assert [f.text for f in person] == ["Alice likes green tea"]
+    private_facts = await slack.core.repo.facts(f"slack:{T1}:{PRIVATE}")
+    assert [(f.text, f.shared) for f in private_facts] == [("Alice is pregnant", False)]
