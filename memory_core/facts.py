@@ -89,8 +89,8 @@ def merge_ops(
             continue
         same = known.get(norm)
         if same is not None:
-            if same.id in live and same.seen[:10] != now_iso[:10]:
-                confirmed = _confirmed(same, draft, now_iso)
+            if same.id in live and (same.seen[:10] != now_iso[:10] or _moves(same, origin)):
+                confirmed = _confirmed(same, draft, now_iso, origin)
                 ops.append(["upd", same.id, confirmed.to_json()])
                 known[norm] = live[same.id] = confirmed
             continue
@@ -99,6 +99,10 @@ def merge_ops(
         if rival is None:
             rival = _closest(list(live.values()), draft)
         if rival is not None and not rival.pinned and rival.id in live:
+            # Learned again elsewhere (a person's fact, in another channel): it now belongs
+            # to that place alone, with only what was said there; the old text is not kept,
+            # so forgetting either place leaves nothing of it behind.
+            moved = _moves(rival, origin)
             updated = Fact(
                 id=rival.id,
                 kind=draft.kind if rival.kind == "question" else rival.kind,
@@ -107,10 +111,12 @@ def merge_ops(
                 source="summary",
                 by=draft.subject or rival.by,
                 ts=now_iso,
-                message_ids=[*rival.message_ids, *draft.message_ids][-PROVENANCE_MAX:],
+                message_ids=[*([] if moved else rival.message_ids), *draft.message_ids][
+                    -PROVENANCE_MAX:
+                ],
                 pinned=False,
-                history=[*rival.history, rival.text][-HISTORY_MAX:],
-                origin=rival.origin or origin,
+                history=[] if moved else [*rival.history, rival.text][-HISTORY_MAX:],
+                origin=origin or rival.origin,
                 subject_id=rival.subject_id or draft.subject_id,
                 shared=rival.shared and shared,
                 seen=now_iso,
@@ -143,8 +149,18 @@ def merge_ops(
     return ops
 
 
-def _confirmed(fact: Fact, draft: FactDraft, now_iso: str) -> Fact:
-    """The same fact said again: remember when, and that these messages say it too."""
+def _moves(fact: Fact, origin: str) -> bool:
+    """Whether a fact learned in another place is being learned again in ``origin``."""
+    return bool(origin and fact.origin and fact.origin != origin)
+
+
+def _confirmed(fact: Fact, draft: FactDraft, now_iso: str, origin: str) -> Fact:
+    """The same fact said again: remember when, and that these messages say it too (said
+    in another place: it belongs there now, with those messages only)."""
+    if _moves(fact, origin):
+        return replace(
+            fact, message_ids=list(draft.message_ids), seen=now_iso, origin=origin, history=[]
+        )
     ids = [*fact.message_ids, *(i for i in draft.message_ids if i not in fact.message_ids)]
     return replace(fact, message_ids=ids[-PROVENANCE_MAX:], seen=now_iso)
 

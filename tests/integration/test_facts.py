@@ -84,8 +84,10 @@ async def test_people_facts_travel_the_guild_and_update_by_id(
     assert "p1 [preference] Alice: Alice likes green tea" in compact
     [fact] = await core.repo.facts(person)
     assert fact.text == "Alice prefers coffee now"
-    assert fact.history == ["Alice likes green tea"]
-    assert fact.origin == "discord:1:10"
+    # Learned again in #20: it is #20's now, with nothing of what #10 said (forgetting
+    # either channel leaves nothing of it behind).
+    assert fact.history == []
+    assert fact.origin == "discord:1:20"
     # Alice's replies in any channel of the guild carry it; Bob's do not.
     mine = await core.pipeline.build_prompt(
         IncomingMessage(
