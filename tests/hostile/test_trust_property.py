@@ -137,7 +137,6 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
     for scope in {*CHANNELS, *(dm(p) for p in PEOPLE)}:
         await core.pipeline.maintain(scope)
 
-
     values = [v for key in await all_keys(core) for v in await key_values(core, key)]
     left = {m for v in values for m in MARK.findall(v)}
     assert not left & forgotten, f"forgotten but still stored: {sorted(left & forgotten)}"
