@@ -194,3 +194,25 @@ def sentence_summaries(facts: FactsFor | None = None) -> Callable[[RecordedReque
         return json.dumps({"summary": summary, "facts": facts(lines) if facts else []})
 
     return answer
+
+
+def telling_facts(lines: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """What a model would extract from (speaker, text) lines in the trust tests: a profile
+    fact for a line about a pregnancy, a preference for one about green tea."""
+    out = []
+    for who, text in lines:
+        if "pregnant" in text:
+            out.append({"kind": "profile", "subject": who, "text": f"{who} is pregnant"})
+        if "green tea" in text:
+            out.append({"kind": "preference", "subject": who, "text": f"{who} likes green tea"})
+    return out
+
+
+AOF = ("--appendonly", "yes", "--appendfsync", "always")  # a test Redis that keeps its data
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait (at most 30 s) for a counter of the code under test: there is no event to wait on."""
+    async with asyncio.timeout(30):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)

@@ -13,6 +13,7 @@ from tests.conftest import CoreFactory
 from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     World,
     command,
+    embed_text,
     fake,
     say,
     serving,
@@ -21,20 +22,9 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
 )
 from tests.fakes.discord_server import FakeDiscord, Permission, PermissionOverwrite
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys, key_values, sentence_summaries
+from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
 
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
-
-
-def _facts(lines: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """What a model would extract: a preference or a profile fact per telling line."""
-    out = []
-    for who, text in lines:
-        if "pregnant" in text:
-            out.append({"kind": "profile", "subject": who, "text": f"{who} is pregnant"})
-        if "green tea" in text:
-            out.append({"kind": "preference", "subject": who, "text": f"{who} likes green tea"})
-    return out
 
 
 async def test_forget_me_by_a_member_whose_name_is_inside_another_name(
@@ -76,7 +66,7 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
     """Alice tells a private channel (``@everyone`` may not view it) that she is pregnant,
     and #general that she likes green tea: asked in #general or a public thread, the bot's
     prompt knows the tea, never the pregnancy; asked in the private channel, it knows both."""
-    fake_llm.responder = sentence_summaries(_facts)
+    fake_llm.responder = sentence_summaries(telling_facts)
     core = await make_core(memory=SMALL)
     private = fake.add_text_channel(
         world.guild.id,
@@ -136,8 +126,6 @@ async def test_remember_me_follows_the_member_and_show_facts_shows_it_to_them(
     assert pinned.ephemeral and "me:f1" in (pinned.content or "")
     alice_prompt, bob_prompt = (r.prompt_text for r in fake_llm.of("reply"))
     assert "I am vegetarian" in alice_prompt and "vegetarian" not in bob_prompt
-    from tests.e2e.test_discord_bot import embed_text
-
     assert "I am vegetarian" in embed_text(shown)
     assert "vegetarian" not in embed_text(others)
 

@@ -22,7 +22,7 @@ from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
 )
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
-from tests.helpers import all_keys, key_values, sentence_summaries
+from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
 
 # The fixtures come from the Slack suite: their names are parameters here.
 # ruff: noqa: F811
@@ -32,23 +32,13 @@ PRIVATE = "CPRIV"  # a private channel (channel_type "group")
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
 
 
-def _facts(lines: list[tuple[str, str]]) -> list[dict[str, str]]:
-    out = []
-    for who, text in lines:
-        if "pregnant" in text:
-            out.append({"kind": "profile", "subject": who, "text": f"{who} is pregnant"})
-        if "green tea" in text:
-            out.append({"kind": "preference", "subject": who, "text": f"{who} likes green tea"})
-    return out
-
-
 @pytest.fixture
 async def slack(
     fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> AsyncIterator[Harness]:
     fake.add_user(AL, "al", display_name="al")
     fake.add_channel(PRIVATE, "close-friends", is_private=True)
-    fake_llm.responder = sentence_summaries(_facts)
+    fake_llm.responder = sentence_summaries(telling_facts)
     core = await make_core(slack=slack_settings(fake), memory=SMALL)
     async for harness in start_harness("http", fake, core, fake_llm):
         yield harness

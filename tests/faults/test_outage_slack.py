@@ -4,9 +4,6 @@ of a mention (app_mention + message) are stored and answered once."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
@@ -14,18 +11,10 @@ from tests.conftest import START, RedisServer, _free_port, make_settings
 from tests.e2e.test_slack_bot import SCOPE, fake, slack_settings, start_harness  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
+from tests.helpers import AOF, until
 
 # The fixtures come from the Slack suite: their names are parameters here.
 # ruff: noqa: F811
-
-AOF = ("--appendonly", "yes", "--appendfsync", "always")
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Wait (at most 30 s) for the pipeline's own counter: there is no event to wait on."""
-    async with asyncio.timeout(30):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
 
 
 async def test_a_redis_restart_loses_no_message_and_doubles_none(
