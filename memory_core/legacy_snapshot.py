@@ -32,7 +32,6 @@ Snapshot format (version 1), as the former store wrote it::
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextlib
@@ -44,9 +43,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-import redis.asyncio
+import redis
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
-from redis.asyncio.client import Pipeline
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 
 from memory_core.errors import StoreError
@@ -338,7 +337,7 @@ def _queue_stream(
     additions.sort(key=lambda item: item[0])
     for _, entry_id, flat in additions:
         fields = [_PLACEHOLDER_FIELD, b""] if flat is None else flat
-        pipe.execute_command("XADD", name, entry_id, *fields)
+        pipe.execute_command("XADD", name, entry_id, *fields)  # type: ignore[no-untyped-call]
     if not additions:
         # An empty stream whose last ID is 0-0 (e.g. made by XGROUP CREATE ... MKSTREAM):
         # MKSTREAM is the only way to create it; the temporary group goes away at once.
@@ -366,7 +365,7 @@ def _queue_stream(
         setid: list[Any] = ["XGROUP", "SETID", name, group_name, group.last_delivered_id]
         if group.entries_read is not None:
             setid += ["ENTRIESREAD", group.entries_read]
-        pipe.execute_command(*setid)
+        pipe.execute_command(*setid)  # type: ignore[no-untyped-call]
     if placeholders:
         pipe.xdel(name, *sorted(placeholders, key=_stream_id))
 
@@ -441,24 +440,24 @@ def _imported_name(path: Path) -> Path:
     return target
 
 
-async def import_snapshot(data_dir: Path, socket: Path) -> int | None:
+def import_snapshot(data_dir: Path, socket: Path) -> int | None:
     """Import ``data_dir``'s old snapshot into the server on ``socket``, then rename it.
 
-    Returns the number of keys imported, None when there is no snapshot. Call it while no
-    other memorybot process can be starting (under the embedded store's start lock)."""
+    Returns the number of keys imported, None when there is no snapshot. Called under the
+    embedded store's start lock: no other memorybot process can be importing too."""
     path = data_dir / SNAPSHOT_FILENAME
     if not path.exists():
         return None
-    if await asyncio.to_thread(_legacy_store_in_use, data_dir):
+    if _legacy_store_in_use(data_dir):
         raise StoreError(
             f"an older memorybot still uses {path}: stop it, then start this one, which "
             "imports that memory into the embedded Valkey server"
         )
-    snapshot = await asyncio.to_thread(_read, path)
+    snapshot = _read(path)
     # Bytes in and out: a snapshot can hold values that are not UTF-8.
-    client = redis.asyncio.Redis(unix_socket_path=str(socket), socket_timeout=60)
+    client = redis.Redis(unix_socket_path=str(socket), socket_timeout=60)
     try:
-        if await client.dbsize():
+        if client.dbsize():
             raise StoreError(
                 f"{path} was not imported: the embedded Valkey server already holds memory. "
                 "Move the file away (its content was imported before, or is older), or move "
@@ -474,18 +473,18 @@ async def import_snapshot(data_dir: Path, socket: Path) -> int | None:
             ) from exc
         try:
             if count:
-                await pipe.execute()
-                await client.execute_command(  # type: ignore[no-untyped-call]
+                pipe.execute()
+                client.execute_command(  # type: ignore[no-untyped-call]
                     "WAITAOF", 1, 0, _WAITAOF_TIMEOUT_MS
                 )
         except RedisError as exc:
-            await client.flushall()  # it was empty: nothing half imported stays
+            client.flushall()  # it was empty: nothing half imported stays
             raise StoreError(
                 f"the old embedded store snapshot {path} cannot be imported: {exc}. The file "
                 "was left untouched."
             ) from exc
     finally:
-        await client.aclose()
+        client.close()
     target = _imported_name(path)
     path.rename(target)
     with contextlib.suppress(OSError):  # make the rename itself durable

@@ -18,7 +18,7 @@ from config.settings import StoreSettings
 from memory_core.embedded import WAITAOF_TIMEOUT_MS, EmbeddedServer
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.keys import KeySchema
-from memory_core.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME, import_snapshot
+from memory_core.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
 from memory_core.scripts import load_scripts
 
 log = logging.getLogger(__name__)
@@ -99,16 +99,15 @@ async def _open_embedded(settings: StoreSettings) -> Store:
     memorybot process runs it), with the old JSON snapshot imported on the first start."""
     embedded = await EmbeddedServer.open(settings.data_dir)
     try:
-        imported = await import_snapshot(embedded.files.data_dir, embedded.files.socket)
-        client = await _connect(settings, embedded.files.url, cluster=False)
+        client = await _connect(settings, embedded.files.url, cluster=False, embedded=True)
     except BaseException:
         await embedded.close()
         raise
-    if imported is not None:  # once, and worth saying wherever it happens
+    if embedded.imported is not None:  # once, and worth saying wherever it happens
         log.warning(
             "imported %d key(s) of the old embedded store from %s into the embedded Valkey "
             "server; the file is kept as %s%s",
-            imported,
+            embedded.imported,
             embedded.files.data_dir / SNAPSHOT_FILENAME,
             SNAPSHOT_FILENAME,
             IMPORTED_SUFFIX,
@@ -121,7 +120,9 @@ async def _open_embedded(settings: StoreSettings) -> Store:
     )
 
 
-async def _connect(settings: StoreSettings, url: str, *, cluster: bool) -> Any:
+async def _connect(
+    settings: StoreSettings, url: str, *, cluster: bool, embedded: bool = False
+) -> Any:
     """A client for the Redis server at ``url``, answering PING, with the scripts loaded."""
     masked = mask_url(url)
     options: dict[str, Any] = {
@@ -153,6 +154,11 @@ async def _connect(settings: StoreSettings, url: str, *, cluster: bool) -> Any:
     except (RedisError, OSError, ValueError, TypeError) as exc:  # TypeError: ?unknown=1
         if client is not None:
             await client.aclose()
+        if embedded:
+            raise StoreUnavailable(
+                f"cannot reach the embedded Valkey server at {masked}: "
+                f"{_failure_reason(url, exc)}. Run memorybot doctor; its log says more."
+            ) from exc
         raise StoreUnavailable(
             f"cannot reach Redis at {masked} (REDIS_URL): {_failure_reason(url, exc)}. "
             "Start Redis, fix REDIS_URL, or unset it to use the embedded store."

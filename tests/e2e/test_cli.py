@@ -359,6 +359,21 @@ async def test_doctor_prints_paths_exactly(cli: CLI) -> None:
     assert str(data_dir) in run.out
 
 
+async def test_doctor_and_store_status_say_which_server_runs_where(cli: CLI) -> None:
+    data_dir = cli.home / "data" / "memorybot"
+    run = await cli("doctor", COLUMNS="1000")
+    assert run.code == 0, run.out + run.err
+    for said in ("embedded Valkey 9.", f"socket {data_dir / 'valkey.sock'}", "valkey-server"):
+        assert said in run.out, run.out
+    assert str(data_dir / "valkey-aof") in run.out and str(data_dir / "valkey.log") in run.out
+    status = await cli("store", "status")
+    assert status.code == 0, status.err
+    assert "embedded store: not running" in status.out  # doctor's server stopped with it
+    assert f"data: {data_dir / 'valkey-aof'}" in status.out
+    stop = await cli("store", "stop")
+    assert stop.code == 0 and "not running" in stop.out
+
+
 async def test_help_shows_brackets(cli: CLI) -> None:
     run = await cli("--help", COLUMNS="400")
     assert run.code == 0, run.err

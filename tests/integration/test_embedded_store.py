@@ -194,6 +194,18 @@ async def test_an_old_snapshot_is_imported_once_and_kept_aside(
         await again.close()
 
 
+async def test_processes_starting_at_once_import_an_old_snapshot_once(tmp_path: Path) -> None:
+    shutil.copy(LEGACY, tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
+    stores = await asyncio.gather(*(_open(tmp_path) for _ in range(3)))
+    try:
+        imported = [s.embedded.imported for s in stores if s.embedded is not None]
+        assert sorted(imported, key=str) == [6, None, None]
+        assert await stores[0].client.xlen("mb:{console:default}:log") == 2
+    finally:
+        for store in stores:
+            await store.close()
+
+
 def _every_type_snapshot() -> dict[str, Any]:
     return {
         "format": "memorybot-embedded",
