@@ -445,6 +445,7 @@ class EmbeddedServer:
         self.files = files
         self.version = version
         self.imported: int | None = None  # keys imported from an old snapshot at this start
+        self.started = False  # by this process (else it was running for another one)
         self._users_fd: int | None = users_fd
 
     @property
@@ -452,8 +453,9 @@ class EmbeddedServer:
         return _read_pid(self.files)
 
     def describe(self) -> str:
+        how = "started now" if self.started else "already running"
         return (
-            f"embedded Valkey {self.version} (pid {self.pid}, socket {self.files.socket}, "
+            f"embedded Valkey {self.version}, {how} (pid {self.pid}, socket {self.files.socket}, "
             f"append-only file in {self.files.aof}; stops with the last memorybot process; "
             "set REDIS_URL for your own Redis)"
         )
@@ -474,6 +476,7 @@ class EmbeddedServer:
                 # for us or has finished before we look.
                 _flock(users_fd, "shared")
                 version = _ping(files)
+                started = version is None
                 if version == "loading":
                     version = _wait_ready(files)
                 elif version is None:
@@ -483,7 +486,7 @@ class EmbeddedServer:
             os.close(users_fd)
             raise
         server = cls(files, version, users_fd)
-        server.imported = imported
+        server.imported, server.started = imported, started
         return server
 
     async def close(self) -> None:

@@ -39,6 +39,7 @@ async def test_stores_of_one_data_directory_share_one_server_until_the_last_clos
     second = await _open(tmp_path)
     assert first.embedded is not None and second.embedded is not None
     assert first.embedded.pid == second.embedded.pid is not None
+    assert "started now" in first.description and "already running" in second.description
     await first.client.set("shared", "yes")
     assert await second.client.get("shared") == "yes"
     await first.close()
