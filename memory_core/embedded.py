@@ -410,13 +410,21 @@ def _shutdown(files: ServerFiles) -> int | None:
         return None
     client = _client(files, timeout_s=_STOP_TIMEOUT_S)
     try:
-        client.shutdown()
-    except (RedisError, OSError):
-        pass  # the connection closes as the server exits: that is the success case
+        # The connection closes as the server exits: that error is the success case. A
+        # refusal (the final fsync failed) is a ResponseError, and is raised.
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown()
+    except RedisError as exc:
+        raise StoreError(f"the embedded Valkey server refused to stop: {exc}") from exc
     finally:
         client.close()
     deadline = time.monotonic() + _STOP_TIMEOUT_S
-    while pid is not None and _alive(pid) and _is_valkey(pid) and time.monotonic() < deadline:
+    while pid is not None and _alive(pid) and _is_valkey(pid):
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"the embedded Valkey server (pid {pid}) did not stop within "
+                f"{_STOP_TIMEOUT_S:.0f} s; see {files.log}"
+            )
         time.sleep(_POLL_S)
     return pid
 
