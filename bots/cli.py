@@ -1,7 +1,7 @@
 """``memorybot``: the command line. Each command builds the core once, does one job, closes.
 
 Exit status: 0 done; 1 the command failed (bad input, a failed check); 2 memorybot cannot
-start (invalid settings, unreachable Redis, the embedded store locked by another process).
+start (invalid settings, unreachable Redis, an embedded store that cannot start).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from rich.text import Text
 from bots.cli_bench import register as register_bench
 from bots.cli_dashboard import register as register_dashboard
 from bots.cli_eval import register as register_eval
+from bots.cli_store import register as register_store
 from bots.commands import Actor, execute, parse_command
 from config.settings import Settings, SettingsError, load_settings
 from memory_core import calendar
@@ -56,6 +57,7 @@ app.add_typer(bench_app, name="bench")
 register_eval(app)
 register_bench(bench_app)
 register_dashboard(app)
+register_store(app)
 
 # What memorybot prints holds user text (messages, scope names, paths): never markup, never
 # emoji codes (":100:" in "discord:100:2" stays as it is).

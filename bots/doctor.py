@@ -6,6 +6,7 @@ import time
 from typing import Literal
 
 from config.settings import Settings
+from memory_core.embedded import server_binary
 from memory_core.errors import MemorybotError
 from memory_core.store import open_store
 from memory_core.tokens import TokenCounter
@@ -44,15 +45,23 @@ async def run_checks(settings: Settings) -> list[Row]:
 
 async def _store(settings: Settings) -> Row:
     try:
-        store = await open_store(settings.store, autosave=False)
+        store = await open_store(settings.store)
     except MemorybotError as exc:
         return ("store", "fail", str(exc))
     try:
         started = time.perf_counter()
         await store.client.ping()
         ms = (time.perf_counter() - started) * 1000
-        info = await store.client.info("server") if store.embedded is None else {}
-        version = info.get("redis_version", "embedded") if isinstance(info, dict) else "?"
+        info = await store.client.info("server")
+        version = info.get("redis_version", "?") if isinstance(info, dict) else "?"
+        if store.embedded is not None:  # which server, which process, which files
+            files = store.embedded.files
+            return (
+                "store",
+                "ok",
+                f"{store.description}; PING {ms:.2f} ms; binary {server_binary()}; "
+                f"config {files.config}; log {files.log}",
+            )
         return ("store", "ok", f"{store.description}; PING {ms:.2f} ms; version {version}")
     finally:
         await store.close()

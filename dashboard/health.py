@@ -147,8 +147,8 @@ async def _sweeps(core: Core) -> list[Sweep]:
 
 
 async def _redis_memory(core: Core) -> tuple[int | None, int | None, int | None]:
-    """used_memory, its peak and maxmemory; on a cluster, summed over the nodes. The
-    embedded store has no INFO: (None, None, None)."""
+    """used_memory, its peak and maxmemory; on a cluster, summed over the nodes; (None,
+    None, None) when the server does not say."""
     client: Any = core.store.client
     try:
         info = await client.info("memory")

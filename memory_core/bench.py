@@ -87,7 +87,7 @@ async def bench_ingest(
     # No maintenance during the measurement: this times the pipeline, not summaries.
     run_settings = private_settings(settings, memory={"compact_trigger_tokens": 10**9})
     clock = ManualClock()
-    core = await build_core(run_settings, clock=clock, llm=OfflineLLM(), autosave=False)
+    core = await build_core(run_settings, clock=clock, llm=OfflineLLM())
     rng = random.Random(7)
     ingest_ms: list[float] = []
     assemble_ms: list[float] = []
@@ -214,7 +214,7 @@ async def bench_rollover(
     )
     day0 = ManualClock(datetime_at(2025, 8, 11, 9))
     llm = LatencyLLM(latency_ms / 1000)
-    core = await build_core(run_settings, clock=day0, llm=llm, autosave=False)
+    core = await build_core(run_settings, clock=day0, llm=llm)
     rng = random.Random(11)
     try:
         # Idle scopes: active two days ago, rolled over since, silent now.
@@ -279,7 +279,7 @@ async def bench_recall(
 ) -> dict[str, Any]:
     """Recall query latency at several scope sizes: the first query (which builds the
     in-process index from Redis) and warm queries (one sync round trip plus the ranking)."""
-    core = await build_core(private_settings(settings), llm=OfflineLLM(), autosave=False)
+    core = await build_core(private_settings(settings), llm=OfflineLLM())
     rng = random.Random(13)
     vocabulary = [f"{w}{i}" for w in WORDS for i in range(40)]  # ~1,000 distinct words
     results: list[dict[str, Any]] = []

@@ -82,10 +82,9 @@ async def build_core(
     llm: LLM | None = None,
     store: Store | None = None,
     background: bool = True,
-    autosave: bool = True,
 ) -> Core:
     clock = clock or SystemClock()
-    store = store or await open_store(settings.store, autosave=autosave)
+    store = store or await open_store(settings.store)
     limiter = None
     if settings.llm.rpm_limit:
         limiter = FleetRateLimiter(

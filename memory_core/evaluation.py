@@ -506,9 +506,7 @@ async def evaluate_locomo(
             answer_llm = build_llm(settings.llm)
         # Memory is built offline even when a model is configured: extractive summaries
         # make runs deterministic and free, and the same with and without --answer.
-        core = await build_core(
-            run_settings, clock=clock, llm=OfflineLLM(), background=False, autosave=False
-        )
+        core = await build_core(run_settings, clock=clock, llm=OfflineLLM(), background=False)
         report.store = (
             "embedded store (a temporary copy, private to this run)"
             if scratch is not None
@@ -536,7 +534,7 @@ async def evaluate_locomo(
 
 def _private(settings: Settings, budget: int | None) -> tuple[Settings, Path | None]:
     """Settings for a run that cannot touch real memory: a private key prefix and, on the
-    embedded store, a throwaway data directory (the real snapshot is neither read nor locked)."""
+    embedded store, a throwaway data directory (the real store is neither read nor written)."""
     memory = settings.memory
     if budget is not None:
         try:

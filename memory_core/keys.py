@@ -76,6 +76,12 @@ class KeySchema:
     def llm_rate(self) -> str:
         return f"{self.prefix}:{{fleet}}:llm-rate"  # Sorted set: one member per LLM request
 
+    @property
+    def durability_mark(self) -> str:
+        """String: a counter written just before WAITAOF, so the fsync it waits for covers
+        every earlier write of this process (the embedded store's ``persist``)."""
+        return f"{self.prefix}:durability-mark"
+
     def cache(self, namespace: str, item: str) -> str:
         """Platform lookups worth remembering for a while (Slack user names, ...)."""
         return f"{self.prefix}:cache:{namespace}:{item}"

