@@ -32,9 +32,19 @@ ShowSection = Literal["overview", "tiers", "facts", "stats"]
 ReplyMode = Literal["mention", "all", "off"]
 LanguageChoice = Literal["auto", "en", "ja"]
 
-# Discord drops an interaction that is not acknowledged within 3 s: a command still running
-# after this long is deferred ("thinking...") and answered with a follow-up.
+# Discord drops an interaction that is not acknowledged within 3 s of its creation: a command
+# still running this long after the interaction was created is deferred ("thinking...") and
+# answered with a follow-up.
 DEFER_AFTER_S = 2.0
+
+
+def seconds_until_defer(interaction: discord.Interaction) -> float:
+    """How long a command may run before it must be deferred. Counted from the interaction's
+    creation (the time in its snowflake ID), because that is where Discord's 3 seconds start:
+    gateway or event-loop lag before the handler runs is already spent. A local clock behind
+    Discord's never buys more than DEFER_AFTER_S."""
+    age = (discord.utils.utcnow() - interaction.created_at).total_seconds()
+    return min(DEFER_AFTER_S, max(0.0, DEFER_AFTER_S - age))
 
 
 def is_admin(user: discord.User | discord.Member, place: Place, settings: DiscordSettings) -> bool:
@@ -139,7 +149,7 @@ class MemoryCommands:
         self, interaction: discord.Interaction, work: Awaitable[CommandResult]
     ) -> CommandResult:
         task = asyncio.ensure_future(work)
-        done, _ = await asyncio.wait({task}, timeout=DEFER_AFTER_S)
+        done, _ = await asyncio.wait({task}, timeout=seconds_until_defer(interaction))
         if not done:
             await interaction.response.defer(ephemeral=True, thinking=True)
         return await task

@@ -216,8 +216,11 @@ class ConfirmView(discord.ui.View):
         self, interaction: discord.Interaction, button: discord.ui.Button[ConfirmView]
     ) -> None:
         self.stop()
+        # Acknowledge first: forgetting a channel can outlast Discord's 3 seconds, and an
+        # unacknowledged click expires (10062) with the memory already gone.
+        await interaction.response.defer()
         outcome = await self.on_confirm(interaction)
-        await interaction.response.edit_message(
+        await interaction.edit_original_response(
             content=_clip(outcome, MESSAGE_LIMIT), embeds=[], view=None
         )
 

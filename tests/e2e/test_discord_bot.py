@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import redis
 from aiohttp import web
 from discord.http import Route
 
@@ -751,6 +752,37 @@ async def test_a_slow_command_is_deferred_then_answered_in_a_follow_up(
     assert "we picked Postgres" in "\n".join(f["value"] for f in followup.embeds[0]["fields"])
 
 
+def pause_redis(redis_url: str, seconds: float) -> None:
+    """Redis stops answering every client for a while: a slow command, made of real parts."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.client_pause(int(seconds * 1000), all=True)
+    finally:
+        client.close()
+
+
+async def test_a_command_that_reaches_the_bot_late_is_deferred_within_three_seconds_of_creation(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, clean_redis: str
+) -> None:
+    # The interaction was created 2.2 s before the bot's handler ran (event-loop lag): only
+    # 0.8 s of Discord's 3 s are left, and Redis is slow. Counting 2 s from the handler's
+    # start would answer at 4.2 s, after Discord has dropped the interaction (10062).
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "we picked Postgres for billing")
+        pause_redis(clean_redis, 2.0)
+        interaction = await fake.invoke_command(
+            name="memory show",
+            channel_id=world.general.id,
+            user_id=world.bob.user.id,
+            created_ago=2.2,
+        )
+        deferred = await fake.wait_for_response(interaction)
+        [followup] = await fake.wait_for_followups(interaction, 1)
+    assert deferred.type == 5 and deferred.ephemeral
+    assert "we picked Postgres" in "\n".join(f["value"] for f in followup.embeds[0]["fields"])
+
+
 async def test_memory_show_pages_a_large_memory_within_embed_limits(
     fake: FakeDiscord, world: World, make_core: CoreFactory
 ) -> None:
@@ -812,12 +844,38 @@ async def test_forget_all_by_an_admin_after_confirm_empties_the_scope(
             custom_id=custom_id(asked, "memory:forget-all:confirm"),
             user_id=admin.user.id,
         )
-        done = await fake.wait_for_response(click)
-    assert done.type == 7
+        acknowledged = await fake.wait_for_response(click)
+        [done] = await fake.wait_for_edits(asked.message_id)
+    assert acknowledged.type == 6  # acknowledged before the work, edited after it
     assert "Forgot everything" in (done.content or "")
-    assert done.components == []
+    assert done.payload.get("components") == []
     assert (await core.admin.show(scope)).messages == 0
     assert await forgotten(core, scope)
+
+
+async def test_the_forget_all_confirm_button_is_acknowledged_before_the_forgetting(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, clean_redis: str
+) -> None:
+    # Forgetting a channel may take longer than Discord's 3 s (a slow Redis here, a late
+    # click): the button is acknowledged first and the message edited when done.
+    core = await make_core()
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.alice, "something to forget")
+        _, asked = await command(fake, "memory forget all", world.general, world.admin)
+        pause_redis(clean_redis, 2.0)
+        click = await fake.click_button(
+            message=asked.message_id or 0,
+            custom_id=custom_id(asked, "memory:forget-all:confirm"),
+            user_id=world.admin.user.id,
+            created_ago=1.5,
+        )
+        acknowledged = await fake.wait_for_response(click)
+        [done] = await fake.wait_for_edits(asked.message_id)
+    assert acknowledged.type == 6  # DEFERRED_UPDATE_MESSAGE
+    assert done.via == "interaction" and "Forgot everything" in (done.content or "")
+    assert done.payload.get("components") == []
+    assert (await core.admin.show(scope)).messages == 0
 
 
 async def test_forget_all_by_a_non_admin_is_refused_and_memory_stays(

@@ -632,6 +632,33 @@ async def test_late_interaction_response_is_rejected() -> None:
     assert error.original.code == 10062  # Unknown interaction
 
 
+async def test_the_three_seconds_count_from_the_interactions_creation(
+    fake: FakeDiscord, world: World
+) -> None:
+    bot = memory_bot()
+    errors: asyncio.Queue[Exception] = asyncio.Queue()
+
+    @bot.tree.error
+    async def on_error(
+        interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        await errors.put(error)
+
+    async with fake.running(bot):
+        late = await fake.invoke_command(
+            name="memory show",
+            channel_id=world.general.id,
+            user_id=world.alice.user.id,
+            created_ago=3.5,
+        )
+        error = await next_item(errors)
+    # The ID carries the creation time, as Discord's do (discord.Interaction.created_at).
+    age = (discord.utils.utcnow() - discord.utils.snowflake_time(late.id)).total_seconds()
+    assert 3.5 <= age < 13.5
+    assert isinstance(error, app_commands.CommandInvokeError)
+    assert isinstance(error.original, discord.NotFound) and error.original.code == 10062
+
+
 async def test_tree_sync_is_recorded(fake: FakeDiscord, world: World) -> None:
     bot = memory_bot()
     async with fake.running(bot):

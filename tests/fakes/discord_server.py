@@ -254,6 +254,7 @@ class SnowflakeGenerator:
     def __init__(self) -> None:
         self._last_ms = 0
         self._increment = 0
+        self._back_dated_increment = 0
 
     def next(self, *, shard: tuple[int, int] | None = None) -> int:
         """Return a new ID; with ``shard=(shard_id, shard_count)`` a guild ID owned by that shard.
@@ -280,6 +281,14 @@ class SnowflakeGenerator:
         self._last_ms = ms
         # worker id 1, process id 1: arbitrary but non-zero like real IDs
         return (ms << 22) | (1 << 17) | (1 << 12) | self._increment
+
+    def back_dated(self, seconds: float) -> int:
+        """A new ID whose timestamp lies ``seconds`` in the past, as Discord's ID for an
+        event that reaches the bot late (gateway or event-loop lag). Process id 2 keeps it
+        apart from :meth:`next`'s IDs; the increment keeps it unique."""
+        ms = int(time.time() * 1000) - DISCORD_EPOCH_MS - int(seconds * 1000)
+        self._back_dated_increment = (self._back_dated_increment + 1) & 0xFFF
+        return (ms << 22) | (1 << 17) | (2 << 12) | self._back_dated_increment
 
 
 def snowflake_time_iso(snowflake: int) -> str:
@@ -1647,6 +1656,7 @@ class FakeDiscord:
         guild_command: bool | None = None,
         resolved: JSON | None = None,
         timeout: float = 5.0,
+        created_ago: float = 0.0,
     ) -> FakeInteraction:
         """A user runs a slash command (INTERACTION_CREATE type 2).
 
@@ -1663,6 +1673,9 @@ class FakeDiscord:
                 true if the command was synced to this guild.
             resolved: Extra raw ``resolved`` data.
             timeout: How long to wait for a connected gateway session.
+            created_ago: Seconds between Discord creating the interaction and the bot
+                receiving it (gateway or event-loop lag): its ID is dated that far back and
+                that much of the 3-second window is already gone.
         """
         parts = name.split()
         if not parts:
@@ -1689,7 +1702,12 @@ class FakeDiscord:
         if merged_resolved:
             data["resolved"] = merged_resolved
         return await self._create_interaction(
-            interaction_type=2, channel=channel, user_id=user_id, data=data, timeout=timeout
+            interaction_type=2,
+            channel=channel,
+            user_id=user_id,
+            data=data,
+            timeout=timeout,
+            created_ago=created_ago,
         )
 
     async def click_button(
@@ -1699,11 +1717,13 @@ class FakeDiscord:
         custom_id: str,
         user_id: int,
         timeout: float = 5.0,
+        created_ago: float = 0.0,
     ) -> FakeInteraction:
         """A user clicks a button on a bot message (INTERACTION_CREATE type 3).
 
         ``message`` may be an ID, a :class:`SentMessage` or a payload; the fake sends the
         message's *current* state (after edits), which is what discord.py's view store needs.
+        ``created_ago`` as in :meth:`invoke_command`.
         """
         return await self._component_interaction(
             message=message,
@@ -1712,6 +1732,7 @@ class FakeDiscord:
             component_type=2,
             values=None,
             timeout=timeout,
+            created_ago=created_ago,
         )
 
     async def select_options(
@@ -2392,6 +2413,7 @@ class FakeDiscord:
         component_type: int,
         values: list[str] | None,
         timeout: float,
+        created_ago: float = 0.0,
     ) -> FakeInteraction:
         mid = self._message_id_of(message)
         stored = self.messages.get(mid)
@@ -2413,6 +2435,7 @@ class FakeDiscord:
             data=data,
             message=stored,
             timeout=timeout,
+            created_ago=created_ago,
         )
 
     @staticmethod
@@ -2450,9 +2473,12 @@ class FakeDiscord:
         data: JSON,
         timeout: float,
         message: JSON | None = None,
+        created_ago: float = 0.0,
     ) -> FakeInteraction:
+        if created_ago < 0:
+            raise FakeDiscordError("an interaction cannot be created in the future")
         user = self.add_user(user_id)
-        iid = self._ids.next()
+        iid = self._ids.back_dated(created_ago) if created_ago else self._ids.next()
         token = f"aW50ZXJhY3Rpb246{iid}:{secrets.token_urlsafe(48)}".replace(":", "_")
         guild_id = channel.guild_id
         channel_payload = self._channel_payload(channel)
@@ -2510,10 +2536,12 @@ class FakeDiscord:
         )
         await self._wait_for_owner_session(guild_id, timeout)
         loop = asyncio.get_running_loop()
+        # Discord counts the 3 seconds from the interaction's creation (the time in its ID),
+        # not from when the bot happens to read it.
         deadline = (
             None
             if self.interaction_ack_timeout is None
-            else loop.time() + self.interaction_ack_timeout
+            else loop.time() - created_ago + self.interaction_ack_timeout
         )
         state = _InteractionState(interaction=interaction, deadline=deadline)
         if message is not None:
