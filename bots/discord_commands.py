@@ -158,7 +158,17 @@ class MemoryCommands:
 def memory_group(runner: MemoryCommands) -> app_commands.Group:
     """The ``/memory`` command tree: show, forget ..., remember, export, pause, resume,
     config ...; every leaf only builds a Command."""
-    memory = app_commands.Group(name="memory", description="What this bot remembers here")
+    memory = app_commands.Group(
+        name="memory",
+        description="What this bot remembers here",
+        # Only where the bot itself is: a server it was added to, or its own DMs. A user
+        # install would put /memory in group DMs and foreign servers, where the scope is not
+        # the bot's memory of that place and admin checks cannot work.
+        allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
+        allowed_contexts=app_commands.AppCommandContext(
+            guild=True, dm_channel=True, private_channel=False
+        ),
+    )
     forget = app_commands.Group(name="forget", description="Make the bot forget", parent=memory)
     config = app_commands.Group(name="config", description="Memory settings", parent=memory)
 

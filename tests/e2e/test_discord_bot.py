@@ -1030,6 +1030,10 @@ async def test_the_command_tree_is_synced_to_configured_guilds(
     [memory] = synced[0].commands
     assert memory["name"] == "memory"
     assert memory.get("default_member_permissions") is None  # show / forget me: everyone
+    # Installed to servers only (0 = GUILD_INSTALL), usable in servers (0) and the bot's DMs
+    # (1), never in group DMs or other servers through a user install (2 = PRIVATE_CHANNEL).
+    assert memory["integration_types"] == [0]
+    assert memory["contexts"] == [0, 1]
     options = {o["name"]: o for o in memory["options"]}
     assert sorted(options) == sorted(
         ["show", "forget", "remember", "export", "pause", "resume", "config"]
