@@ -35,6 +35,7 @@ from bots.discord_commands import (
 from bots.discord_events import (
     CONVERSATION_TYPES,
     Place,
+    guild_id_of,
     incoming_message,
     is_allowed,
     is_text_edit,
@@ -107,7 +108,7 @@ class MemoryBot(discord.AutoShardedClient):
             return None
         place = place_of(
             message.channel,
-            guild_id=message.guild.id if message.guild else None,
+            guild_id=guild_id_of(message),
             channel_id=message.channel.id,
             user_id=message.author.id,
         )

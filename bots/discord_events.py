@@ -66,6 +66,17 @@ def place_of(channel: object, *, guild_id: int | None, channel_id: int, user_id:
     return place_for(guild_id=guild_id, channel_id=channel_id, parent_id=parent_id, user_id=user_id)
 
 
+def guild_id_of(message: discord.Message) -> int | None:
+    """The guild a message was sent in, None for a DM. ``message.guild`` is None also for a
+    guild message whose guild discord.py has not cached; the message then sits on a
+    PartialMessageable that still carries the payload's guild id."""
+    if message.guild is not None:
+        return message.guild.id
+    if isinstance(message.channel, discord.PartialMessageable):
+        return message.channel.guild_id
+    return None
+
+
 def is_allowed(place: Place, settings: DiscordSettings) -> bool:
     """The allow-lists: when one is set, everything outside it (DMs included) is ignored.
 
@@ -174,14 +185,15 @@ def incoming_message(
         parent_scope=place.parent_scope,
         addressed=is_addressed(message, bot_id),
         direct=place.is_dm,
-        place_name=place_name(message),
+        place_name=place_name(message, place),
         public=visible_to_everyone(message.channel, message.guild),
     )
 
 
-def place_name(message: discord.Message) -> str:
+def place_name(message: discord.Message, place: Place) -> str:
     """What the dashboard shows for the place: "#general (My Server)", "DM with Alice"."""
-    if message.guild is None:
+    if place.is_dm:
         return f"DM with {message.author.display_name}"
-    channel = getattr(message.channel, "name", "") or str(message.channel.id)
-    return f"#{channel} ({message.guild.name})"
+    channel = getattr(message.channel, "name", None) or str(message.channel.id)
+    guild = message.guild.name if message.guild is not None else str(place.guild_id)
+    return f"#{channel} ({guild})"

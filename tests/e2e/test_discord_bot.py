@@ -191,6 +191,30 @@ async def test_mention_gets_a_reply_that_uses_channel_memory(
     assert stored.recent[1].platform_id == trigger["id"]
 
 
+async def test_a_message_from_a_guild_the_client_has_not_cached_keeps_its_guild_scope(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    # discord.py puts a message of an uncached guild on a PartialMessageable with
+    # message.guild None; it is still that guild's channel, not the author's DM.
+    fake.withhold_guild(world.guild.id)
+    core = await make_core()
+    async with serving(fake, core) as bot:
+        assert bot.get_guild(world.guild.id) is None
+        await say(fake, bot, world.general, world.alice, "the build server is in rack 4")
+        assert fake.sent_messages == []  # mode "mention": stored, not answered
+        await say(
+            fake, bot, world.general, world.bob, "where is the build server?", mentions_bot=True
+        )
+        [reply] = await fake.wait_for_messages(world.general.id, 1)
+    assert await texts_in(core, world.scope(world.general)) == [
+        "the build server is in rack 4",
+        "@memorybot where is the build server?",
+        reply.content,
+    ]
+    assert await texts_in(core, f"discord:dm:{world.alice.user.id}") == []
+    assert await texts_in(core, f"discord:dm:{world.bob.user.id}") == []
+
+
 async def test_a_reply_to_the_bot_is_answered_without_a_mention(
     fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:

@@ -462,6 +462,8 @@ class FakeGuild:
     channel_ids: list[int] = field(default_factory=list)
     manager_role_id: int | None = None
     joined_at: str = field(default_factory=_now_iso)
+    # Left out of READY and GUILD_CREATE (see FakeDiscord.withhold_guild): never cached.
+    withheld: bool = False
 
     @property
     def everyone_role(self) -> FakeRole:
@@ -1226,6 +1228,13 @@ class FakeDiscord:
             session_payload = self._guild_create_payload(guild, session, new_join=True)
             self._send_dispatch(session, "GUILD_CREATE", session_payload)
         return guild
+
+    def withhold_guild(self, guild_id: int) -> None:
+        """Sessions that identify from now on get no READY entry and no GUILD_CREATE for this
+        guild, while its messages are still dispatched: discord.py never caches the guild and
+        its messages arrive on a PartialMessageable with ``message.guild`` None, as when a
+        client's guild cache missed it (its guild events were lost or it was evicted)."""
+        self.guilds[guild_id].withheld = True
 
     def add_role(
         self,
@@ -3588,7 +3597,7 @@ class FakeDiscord:
                 compression=session.compression,
             )
         )
-        owned = [g for g in self.guilds.values() if session.owns(g.id)]
+        owned = [g for g in self.guilds.values() if session.owns(g.id) and not g.withheld]
         ready: JSON = {
             "v": 10,
             "user": self._me_payload(),
