@@ -34,6 +34,7 @@ from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, parse_co
 from bots.frontdoor import run_command
 from bots.slack_blocks import (
     CANCELLED,
+    FALLBACK_CHARS,
     FORGET_ALL_CANCEL,
     FORGET_ALL_CONFIRM,
     confirm_blocks,
@@ -393,12 +394,37 @@ class SlackBot:
         return Actor(user_id=user_id, name=name, is_admin=is_admin)
 
     async def _respond(self, respond: AsyncRespond, scope: str, **message: Any) -> None:
-        """An answer only the user sees (response_url: works in channels the bot is not in)."""
+        """An answer only the user sees (response_url: works in channels the bot is not in).
+
+        slack_sdk's webhook client returns, not raises, when Slack refuses the post (HTTP
+        400 ``invalid_blocks``, ``msg_too_long``; 404 ``expired_url``, ``used_url``): the
+        refusal is logged, and a refused message is sent again as short plain text."""
         message.setdefault("response_type", "ephemeral")
+        status = await self._post_response(respond, scope, message)
+        if status != 400 or not _can_shorten(message):
+            return
+        plain = {k: v for k, v in message.items() if k in ("response_type", "replace_original")}
+        plain["text"] = _shortened(str(message.get("text") or ""))
+        if await self._post_response(respond, scope, plain) == 200:
+            log.info("Slack: /memory answer in %s sent as plain text instead", scope)
+
+    async def _post_response(
+        self, respond: AsyncRespond, scope: str, message: dict[str, Any]
+    ) -> int | None:
+        """POST to the response_url; the HTTP status, None when it could not be sent."""
         try:
-            await respond(**message)
+            response = await respond(**message)
         except SEND_ERRORS as exc:
             log.warning("Slack: could not answer /memory in %s: %s", scope, error_code(exc))
+            return None
+        if response.status_code != 200:
+            log.warning(
+                "Slack refused the /memory answer in %s: HTTP %s %s",
+                scope,
+                response.status_code,
+                str(response.body)[:100],
+            )
+        return int(response.status_code)
 
     async def _send_export(
         self,
@@ -470,6 +496,16 @@ class SlackBot:
             await ack()
             scope = str(action.get("value") or "?")
             await self._respond(respond, scope, replace_original=True, text=CANCELLED)
+
+
+def _can_shorten(message: dict[str, Any]) -> bool:
+    """Whether a plain-text copy differs from what Slack refused (blocks, or long text)."""
+    text = str(message.get("text") or "")
+    return bool(text) and ("blocks" in message or len(text) > FALLBACK_CHARS)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
 
 
 def _clicked_in(

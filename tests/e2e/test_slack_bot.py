@@ -544,6 +544,23 @@ async def test_memory_show_is_ephemeral_block_kit(slack: Harness) -> None:
     assert "1 messages stored" in shown
 
 
+async def test_a_rejected_memory_answer_is_logged_and_sent_again_as_plain_text(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # slack_sdk's webhook client returns (does not raise) on HTTP 400: the answer would vanish.
+    await slack.say("standup moves to 10:00", user=BOB)
+    slack.fake.reject_next_response(error="invalid_blocks")
+    caplog.set_level(logging.WARNING, logger="bots.slack_bot")
+    response = await slack.command("show")
+    [(rejected, error)] = slack.fake.rejected_responses
+    assert error == "invalid_blocks" and rejected.blocks
+    assert response.blocks is None and response.response_type == "ephemeral"
+    assert f"Memory of {SCOPE}" in (response.text or "")
+    assert "standup moves to 10:00" in (response.text or "")
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack_bot"]
+    assert any(SCOPE in line and "invalid_blocks" in line for line in logged), logged
+
+
 async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
     await slack.say("keep me")
     response = await slack.command("forget all", user=BOB)

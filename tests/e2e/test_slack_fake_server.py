@@ -614,6 +614,64 @@ async def test_response_urls_are_single_purpose(fake: FakeSlack) -> None:
     assert [r.text for r in fake.responses] == [f"try {n}" for n in range(5)]
 
 
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"text": "x", "blocks": [section("")]}, "invalid_blocks"),
+        ({"text": "x", "blocks": [section("a" * 3001)]}, "invalid_blocks"),
+        ({"text": "x", "blocks": [section("a")] * 51}, "invalid_blocks"),
+        (
+            {"text": "x", "blocks": [{"type": "header", "text": {"type": "mrkdwn", "text": "h"}}]},
+            "invalid_blocks",
+        ),
+        ({"text": "x", "blocks": [{"type": "no-such-block"}]}, "invalid_blocks"),
+        ({"text": "a" * 40_001}, "msg_too_long"),
+        ({"text": ""}, "no_text"),
+    ],
+)
+async def test_response_urls_refuse_what_slack_refuses_with_http_400(
+    fake: FakeSlack, message: dict[str, Any], error: str
+) -> None:
+    # slack_sdk's webhook client does not raise on 4xx: the status is the only sign.
+    refused = await AsyncWebhookClient(fake.new_response_url()).send_dict(message)
+    assert (refused.status_code, refused.body) == (400, error)
+    assert fake.responses == []
+    assert [e for _, e in fake.rejected_responses] == [error]
+
+
+async def test_response_urls_accept_blocks_within_the_limits(fake: FakeSlack) -> None:
+    blocks = [
+        {"type": "header", "text": {"type": "plain_text", "text": "h" * 150}},
+        *[section("a" * 3000)] * 48,
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": "more"}]},
+    ]
+    sent = await AsyncWebhookClient(fake.new_response_url()).send(text="x", blocks=blocks)
+    assert sent.status_code == 200
+    assert len(fake.responses) == 1
+
+
+async def test_response_urls_expire_after_thirty_minutes(fake: FakeSlack) -> None:
+    url = fake.new_response_url()
+    fake.age_response_urls(29 * 60)
+    assert (await AsyncWebhookClient(url).send(text="in time")).status_code == 200
+    fake.age_response_urls(2 * 60)
+    late = await AsyncWebhookClient(url).send(text="too late")
+    assert (late.status_code, late.body) == (404, "expired_url")
+    assert [r.text for r in fake.responses] == ["in time"]
+
+
+async def test_a_response_can_be_refused_on_purpose(fake: FakeSlack) -> None:
+    fake.reject_next_response(error="invalid_blocks")
+    url = fake.new_response_url()
+    refused = await AsyncWebhookClient(url).send(text="valid")
+    assert (refused.status_code, refused.body) == (400, "invalid_blocks")
+    assert (await AsyncWebhookClient(url).send(text="valid")).status_code == 200
+
+
 async def test_waiters_time_out_with_a_helpful_message(fake: FakeSlack) -> None:
     with pytest.raises(TimeoutError, match=r"chat\.postMessage"):
         await fake.wait_for_calls("chat.postMessage", timeout=0.05)

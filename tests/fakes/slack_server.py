@@ -78,8 +78,24 @@ _APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 # Arguments that slack_sdk may send JSON-encoded inside a form/query string.
 _JSON_ARGUMENTS = ("blocks", "attachments", "files", "view", "metadata")
 
-# Slack accepts up to five posts to one response_url.
+# Slack accepts up to five posts to one response_url, within 30 minutes of the interaction.
 _RESPONSE_URL_MAX_USES = 5
+_RESPONSE_URL_LIFETIME_S = 30 * 60
+
+# Message limits Slack enforces on what is posted (Block Kit reference, chat.postMessage).
+_MESSAGE_TEXT_CHARS = 40_000
+_MAX_BLOCKS = 50
+_SECTION_TEXT_CHARS = 3000
+_SECTION_FIELD_CHARS = 2000
+_SECTION_FIELDS = 10
+_HEADER_TEXT_CHARS = 150
+_CONTEXT_ELEMENTS = 10
+_ACTIONS_ELEMENTS = 25
+_BLOCK_ID_CHARS = 255
+# Block types this fake does not check in detail (accepted as they are).
+_UNCHECKED_BLOCK_TYPES = frozenset(
+    {"divider", "image", "rich_text", "input", "file", "video", "markdown", "table"}
+)
 
 _DEFAULT_TIMEOUT = 5.0
 
@@ -305,6 +321,73 @@ class _SocketConnection:
 @dataclass(slots=True)
 class _ResponseUrl:
     uses_left: int = _RESPONSE_URL_MAX_USES
+    issued_at: float = field(default_factory=time.monotonic)
+
+
+def _text_object_ok(value: Any, *, limit: int, plain_only: bool = False) -> bool:
+    if not isinstance(value, dict):
+        return False
+    kinds = ("plain_text",) if plain_only else ("plain_text", "mrkdwn")
+    text = value.get("text")
+    return value.get("type") in kinds and isinstance(text, str) and 0 < len(text) <= limit
+
+
+def _block_ok(block: Any) -> bool:
+    """One block against the Block Kit limits the bot's answers can reach."""
+    if not isinstance(block, dict):
+        return False
+    if len(str(block.get("block_id", ""))) > _BLOCK_ID_CHARS:
+        return False
+    kind = block.get("type")
+    if kind == "header":
+        return _text_object_ok(block.get("text"), limit=_HEADER_TEXT_CHARS, plain_only=True)
+    if kind == "section":
+        text, fields = block.get("text"), block.get("fields")
+        if text is None and not fields:
+            return False
+        if text is not None and not _text_object_ok(text, limit=_SECTION_TEXT_CHARS):
+            return False
+        if fields is None:
+            return True
+        return (
+            isinstance(fields, list)
+            and len(fields) <= _SECTION_FIELDS
+            and all(_text_object_ok(f, limit=_SECTION_FIELD_CHARS) for f in fields)
+        )
+    if kind == "context":
+        elements = block.get("elements")
+        return (
+            isinstance(elements, list)
+            and 0 < len(elements) <= _CONTEXT_ELEMENTS
+            and all(
+                _text_object_ok(e, limit=_SECTION_TEXT_CHARS)
+                or (isinstance(e, dict) and e.get("type") == "image")
+                for e in elements
+            )
+        )
+    if kind == "actions":
+        elements = block.get("elements")
+        return isinstance(elements, list) and 0 < len(elements) <= _ACTIONS_ELEMENTS
+    return kind in _UNCHECKED_BLOCK_TYPES
+
+
+def message_error(body: dict[str, Any]) -> str | None:
+    """Why Slack would refuse to post this message (``no_text``, ``msg_too_long``,
+    ``invalid_blocks``), or None."""
+    if body.get("delete_original"):
+        return None
+    text, blocks = body.get("text"), body.get("blocks")
+    if not text and not blocks and not body.get("attachments"):
+        return "no_text"
+    if isinstance(text, str) and len(text) > _MESSAGE_TEXT_CHARS:
+        return "msg_too_long"
+    if blocks is not None and (
+        not isinstance(blocks, list)
+        or len(blocks) > _MAX_BLOCKS
+        or not all(_block_ok(b) for b in blocks)
+    ):
+        return "invalid_blocks"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -447,6 +530,9 @@ class FakeSlack:
         self.http_log: list[HttpLogEntry] = []
         self._uploads: dict[str, FileUpload] = {}
         self._responses: list[ResponseUrlPost] = []
+        #: response_url posts Slack would refuse: (post, error), oldest first.
+        self.rejected_responses: list[tuple[ResponseUrlPost, str]] = []
+        self._response_rejections: deque[str] = deque()
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}
 
         self.users: dict[str, FakeUser] = {}
@@ -608,6 +694,17 @@ class FakeSlack:
         token) and returns the JSON body.
         """
         self._custom_methods[method] = handler
+
+    def reject_next_response(self, *, error: str = "invalid_blocks", count: int = 1) -> None:
+        """Refuse the next ``count`` valid response_url posts with HTTP 400 and ``error``, for
+        the rejections this fake does not model (Slack's checks are wider than its own)."""
+        self._response_rejections.extend([error] * count)
+
+    def age_response_urls(self, seconds: float) -> None:
+        """Make every response_url issued so far ``seconds`` older (Slack's expire after 30
+        minutes), without waiting."""
+        for registration in self._response_urls.values():
+            registration.issued_at -= seconds
 
     def new_response_url(self) -> str:
         """Issue a response_url that points at the fake (usable five times, like Slack's)."""
@@ -1487,6 +1584,8 @@ class FakeSlack:
         registration = self._response_urls.get(response_id)
         if registration is None:
             return web.Response(status=404, text="no_service")
+        if time.monotonic() - registration.issued_at > _RESPONSE_URL_LIFETIME_S:
+            return web.Response(status=404, text="expired_url")
         if registration.uses_left <= 0:
             return web.Response(status=404, text="used_url")
         registration.uses_left -= 1
@@ -1499,7 +1598,16 @@ class FakeSlack:
             body = json.loads(raw) if isinstance(raw, str) else {}
         if not isinstance(body, dict):
             return web.Response(status=400, text="invalid_payload")
-        self._responses.append(ResponseUrlPost(response_id=response_id, body=body))
+        post = ResponseUrlPost(response_id=response_id, body=body)
+        error = message_error(body)
+        if error is None and self._response_rejections:
+            error = self._response_rejections.popleft()
+        if error is not None:
+            # Like Slack: HTTP 400 with the error as plain text, nothing posted.
+            self.rejected_responses.append((post, error))
+            self._notify()
+            return web.Response(status=400, text=error, content_type="text/plain")
+        self._responses.append(post)
         self._notify()
         return web.Response(text="ok", content_type="text/plain")
 
