@@ -1,0 +1,90 @@
+"""The Slack app manifest asks for exactly the bot scopes memorybot uses, and docs/slack.md
+says why for each: a scope nothing uses is a permission a workspace grants for nothing.
+
+What is used is read from the code (every ``client.<method>(`` call in ``bots/``) and from the
+manifest's own event subscriptions and slash command; a Web API method this table does not
+know fails the test until its scope is written down here, in the manifest and in the docs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.helpers import ROOT
+
+MANIFEST = ROOT / "slack-manifest.yaml"
+DOCS = ROOT / "docs" / "slack.md"
+
+# Web API method (as slack_sdk names it) -> the bot scopes it needs here.
+METHOD_SCOPES: dict[str, set[str]] = {
+    "auth_test": set(),
+    "issue_new_wss_url": set(),  # apps.connections.open: the app-level token's connections:write
+    "chat_postMessage": {"chat:write"},
+    "chat_update": {"chat:write"},
+    "users_info": {"users:read"},
+    # Only for app_mention events, which come from public and private channels (a DM or a
+    # group DM is private by its channel type already): channels:read and groups:read.
+    "conversations_info": {"channels:read", "groups:read"},
+    "conversations_open": {"im:write"},  # a 1:1 DM for the export
+    "files_upload_v2": {"files:write"},
+}
+
+EVENT_SCOPES: dict[str, str] = {
+    "app_mention": "app_mentions:read",
+    "message.channels": "channels:history",
+    "message.groups": "groups:history",
+    "message.im": "im:history",
+    "message.mpim": "mpim:history",
+}
+
+
+def manifest_list(key: str) -> list[str]:
+    """The items of the YAML list under ``key:`` (one ``- item  # comment`` per line)."""
+    lines = MANIFEST.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"{key}:")
+    items: list[str] = []
+    for line in lines[start + 1 :]:
+        match = re.match(r"\s+- ([\w.:-]+)", line)
+        if match is None:
+            break
+        items.append(match.group(1))
+    return items
+
+
+def documented_scopes() -> set[str]:
+    """The scopes in the first column of docs/slack.md's "| scope | why |" table."""
+    text = DOCS.read_text(encoding="utf-8")
+    table = text.split("| scope | why |", 1)[1].split("\n\n", 1)[0]
+    scopes: set[str] = set()
+    for row in table.splitlines()[2:]:
+        first_cell = row.strip().strip("|").split("|")[0]
+        scopes |= set(re.findall(r"`([\w:.-]+)`", first_cell))
+    return scopes
+
+
+def used_methods() -> set[str]:
+    calls: set[str] = set()
+    for path in (ROOT / "bots").glob("*.py"):
+        calls |= set(re.findall(r"client\.([a-z]+_[A-Za-z0-9_]+)\(", path.read_text("utf-8")))
+    return calls
+
+
+def needed_scopes() -> set[str]:
+    methods = used_methods()
+    unknown = methods - METHOD_SCOPES.keys()
+    assert not unknown, f"add the scopes of {sorted(unknown)} to METHOD_SCOPES"
+    scopes = set().union(*(METHOD_SCOPES[m] for m in methods))
+    scopes |= {EVENT_SCOPES[event] for event in manifest_list("bot_events")}
+    if "slash_commands:" in MANIFEST.read_text(encoding="utf-8"):
+        scopes.add("commands")
+    return scopes
+
+
+def test_the_manifest_asks_for_exactly_the_scopes_the_code_uses() -> None:
+    scopes = manifest_list("bot")
+    assert len(scopes) == len(set(scopes)), scopes
+    assert set(scopes) == needed_scopes()
+
+
+def test_docs_explain_every_scope_of_the_manifest() -> None:
+    assert documented_scopes() == set(manifest_list("bot"))
