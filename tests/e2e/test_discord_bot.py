@@ -887,7 +887,7 @@ async def test_the_forget_all_confirm_button_is_acknowledged_before_the_forgetti
     async with serving(fake, core) as bot:
         await say(fake, bot, world.general, world.alice, "something to forget")
         _, asked = await command(fake, "memory forget all", world.general, world.admin)
-        pause_redis(clean_redis, 2.0)
+        pause_redis(clean_redis, 2.5)
         click = await fake.click_button(
             message=asked.message_id or 0,
             custom_id=custom_id(asked, "memory:forget-all:confirm"),
