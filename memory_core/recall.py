@@ -95,7 +95,7 @@ class _ScopeIndex:
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
     # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
     ms: array[int] = field(default_factory=lambda: array("q"))
-    # Embeddings (when configured): one row per document, unit length; zero until known.
+    # Embeddings: one row per document, unit length; zero until known.
     vectors: np.ndarray | None = None
     vectors_done: int = 0  # documents before this one have been looked up in Redis
     unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
@@ -115,14 +115,18 @@ class _ScopeIndex:
             self.speaker.append(NO_SPEAKER)
 
 
-Embedder = Callable[[list[str]], Awaitable[list[list[float]]]]
-EMBED_BATCH = 64  # texts per embeddings request
-# At most this many messages embedded while a reply waits (the newest first); the rest get
-# theirs in the next searches. Vectors already stored are all loaded, however many.
-EMBED_PER_SEARCH = 512
+# ``await embedder(texts)``: one vector per text (rows of floats or a 2-d array), in order.
+Embedder = Callable[[list[str]], Awaitable[Any]]
+EMBED_BATCH = 64  # texts per embeddings request (and per background step)
 VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading them
-VECTOR_MIN = 0.3  # cosine below this is not a match by meaning
-RRF_K = 60  # reciprocal rank fusion constant (the usual one)
+VECTOR_MIN = 0.3  # cosine below this is not a match by meaning alone
+# Fusion, tuned on LoCoMo's five development conversations only (0.0 / 0.3 / 0.6 / 1.0:
+# 81.3% / 83.4% / 83.2% / 82.3% evidence recall at 3,000 tokens).
+SEM_WEIGHT = 0.3
+SEM_BASE = 0.2  # cosine at or below this adds nothing (unrelated sentences score ~0.1-0.2)
+# Entries parsed and indexed on the event loop at most; a longer batch (a first build, a
+# rebuild) is indexed in a worker thread, so other scopes' replies go on meanwhile.
+INLINE_ENTRIES = 256
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:
@@ -139,11 +143,12 @@ def _decode(blob: str) -> np.ndarray:
 
 
 def _put_row(index: _ScopeIndex, row: int, vec: np.ndarray) -> None:
-    """Store a document's vector, growing the matrix by doubling."""
+    """Store a document's vector, growing the matrix by doubling. (float32 in memory: numpy
+    multiplies float16 without BLAS, ten times slower at 100k rows.)"""
     if index.vectors is None or index.vectors.shape[1] != vec.shape[0]:
-        index.vectors = np.zeros((max(1024, len(index.docs)), vec.shape[0]), dtype=np.float16)
+        index.vectors = np.zeros((max(1024, len(index.docs)), vec.shape[0]), dtype=np.float32)
     if row >= index.vectors.shape[0]:
-        grown = np.zeros((max(row + 1, index.vectors.shape[0] * 2), vec.shape[0]), np.float16)
+        grown = np.zeros((max(row + 1, index.vectors.shape[0] * 2), vec.shape[0]), np.float32)
         grown[: index.vectors.shape[0]] = index.vectors
         index.vectors = grown
     index.vectors[row] = vec
@@ -169,11 +174,16 @@ class RecallIndex:
         *,
         max_cached_docs: int = 2_000_000,
         embedder: Embedder | None = None,
+        embed_in_background: bool = True,
     ) -> None:
         self.client = client
         self.keys = keys
         self.max_cached_docs = max_cached_docs
         self.embedder = embedder
+        # A search that finds messages with no vector yet starts their embedding in a
+        # background task (never awaited by the reply). Off: only embed_backlog() embeds.
+        self.embed_in_background = embed_in_background
+        self._embedding: dict[str, asyncio.Task[None]] = {}
         self._indexes: OrderedDict[str, _ScopeIndex] = OrderedDict()
         # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
         # then appends; two at once would append the same entries twice. A lock lives while
@@ -212,12 +222,12 @@ class RecallIndex:
             return await self._rebuild(scope, epoch, first_id)
         index.epoch, index.first_id = epoch, index.first_id or first_id
         index.provisional = forget_pending or (index.provisional and not stale)
-        self._append_entries(index, fresh)
+        await self._index_entries(index, fresh)
         while len(fresh) == SYNC_BATCH:
             fresh = await self.client.xrange(
                 k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
             )
-            self._append_entries(index, fresh)
+            await self._index_entries(index, fresh)
         if (newest_record or "") != index.newest_record:
             await self._sync_days(scope, index)
             index.newest_record = newest_record or ""
@@ -242,9 +252,19 @@ class RecallIndex:
         self._indexes[scope] = index
         return await self._sync(scope)
 
-    def _append_entries(
+    async def _index_entries(
         self, index: _ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]
     ) -> None:
+        """Index new log entries: a few on the loop (the usual sync before a reply), many in
+        a worker thread (a build or rebuild: seconds of CPU at 100k messages). The scope's
+        lock is held meanwhile, so nothing else reads or grows this index."""
+        if len(raw) <= INLINE_ENTRIES:
+            self._append_entries(index, raw)
+        else:
+            await asyncio.to_thread(self._append_entries, index, raw)
+
+    @staticmethod
+    def _append_entries(index: _ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
         for entry_id, fields in raw:
             entry = LogEntry.from_stream(entry_id, fields)
             doc_terms = terms(entry.text)
@@ -305,31 +325,37 @@ class RecallIndex:
         tz: str = "UTC",
     ) -> list[Hit]:
         """The best groups for ``query``, best first; [] when nothing is relevant. ``tz``:
-        the scope's timezone, for questions that name a day."""
+        the scope's timezone, for questions that name a day. Only the query is embedded
+        here; messages are embedded once, in the background, and their vectors loaded."""
         excluded = {x for x in exclude_ids if x}  # "" would exclude every day record
         q_vec = await self._embed_query(scope, query) if self.embedder else None
         async with self._lock(scope):
             index = await self._sync(scope)
             similarity = None
-            if q_vec is not None:
+            if self.embedder is not None:
                 await self._sync_vectors(scope, index)
-                similarity = _similarity(index, q_vec)
+                if q_vec is not None:
+                    similarity = _similarity(index, q_vec)
             # Ranked under the lock too: no other sync may grow the index meanwhile.
-            return rank(
+            hits = rank(
                 index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
             )
+            backlog = bool(index.unembedded)
+        if backlog and self.embed_in_background:
+            self.embed_soon(scope)
+        return hits
 
     async def warm(self, scope: str) -> int:
         async with self._lock(scope):
             return len((await self._sync(scope)).docs)
 
-    # -- embeddings (optional) ---------------------------------------------------------
+    # -- embeddings ----------------------------------------------------------------------
     async def _embed_query(self, scope: str, query: str) -> np.ndarray | None:
         """The query's unit vector, or None if embeddings failed (recall then runs on words
         alone: a reply never fails for want of a vector)."""
         assert self.embedder is not None
         try:
-            [q] = await self.embedder([query])
+            [q] = list(await self.embedder([query]))
         except MemorybotError as exc:
             log.warning("embeddings unavailable for %s, recalling by words only: %s", scope, exc)
             return None
@@ -337,18 +363,13 @@ class RecallIndex:
 
     async def _sync_vectors(self, scope: str, index: _ScopeIndex) -> None:
         """Every vector stored for the index's messages (another process, or this one before
-        a restart, made them), then vectors from the model for the newest messages that have
-        none yet (in batches), stored in Redis for the whole fleet."""
+        a restart, made them); the messages with none are noted for the background."""
         key = self.keys.scope(scope).vectors
         if index.vectors_done == 0 and index.docs:
             await self._load_stored_vectors(key, index)
         elif index.vectors_done < len(index.docs):
             await self._fetch_new_vectors(key, index)
         index.vectors_done = len(index.docs)
-        try:
-            await self._embed_missing(scope, index)
-        except MemorybotError as exc:
-            log.warning("could not embed new messages of %s (later, then): %s", scope, exc)
 
     async def _load_stored_vectors(self, key: str, index: _ScopeIndex) -> None:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
@@ -380,25 +401,69 @@ class RecallIndex:
                 else:
                     index.unembedded.append(row)
 
-    async def _embed_missing(self, scope: str, index: _ScopeIndex) -> None:
-        """Embed up to EMBED_PER_SEARCH of the messages without a vector, newest first. A
-        vector is stored only while its message is (a forget may delete it meanwhile)."""
-        assert self.embedder is not None
-        k = self.keys.scope(scope)
-        budget = EMBED_PER_SEARCH
-        while index.unembedded and budget > 0:
-            rows = index.unembedded[-min(EMBED_BATCH, budget) :]
-            vecs = await self.embedder([index.docs[i].text for i in rows])
+    def embed_soon(self, scope: str) -> None:
+        """Embed the scope's messages that have no vector yet, in a background task (one per
+        scope at a time)."""
+        if self.embedder is None:
+            return
+        running = self._embedding.get(scope)
+        if running is not None and not running.done():
+            return
+        self._embedding[scope] = asyncio.create_task(self._embed_in_background(scope))
+
+    async def _embed_in_background(self, scope: str) -> None:
+        try:
+            await self.embed_backlog(scope)
+        except MemorybotError as exc:
+            log.warning("could not embed new messages of %s (later, then): %s", scope, exc)
+        except Exception:  # a background task has no caller to tell: log it, loudly
+            log.exception("embedding the messages of %s failed", scope)
+        finally:
+            if self._embedding.get(scope) is asyncio.current_task():
+                del self._embedding[scope]
+
+    async def drain(self) -> None:
+        """Wait for the background embedding tasks (shutdown, end of a test)."""
+        while self._embedding:
+            await asyncio.gather(*list(self._embedding.values()), return_exceptions=True)
+
+    async def embed_backlog(self, scope: str, *, limit: int | None = None) -> int:
+        """Embed (up to ``limit``) messages of the scope that have no vector anywhere, newest
+        first, store their vectors in Redis for every process, and return how many were
+        embedded. The model runs with the scope unlocked: searches go on meanwhile."""
+        if self.embedder is None:
+            return 0
+        key = self.keys.scope(scope)
+        done = 0
+        while limit is None or done < limit:
+            async with self._lock(scope):
+                index = await self._sync(scope)
+                await self._sync_vectors(scope, index)
+                step = EMBED_BATCH if limit is None else min(EMBED_BATCH, limit - done)
+                rows = index.unembedded[-step:]
+                if not rows:
+                    break
+                del index.unembedded[-len(rows) :]
+                ids = [index.docs[i].id for i in rows]
+                texts = [index.docs[i].text for i in rows]
+            try:
+                vecs = await self.embedder(texts)
+            except BaseException:
+                index.unembedded.extend(rows)  # (this index, or a stale one: harmless)
+                raise
             units = [_unit(np.asarray(v, dtype=np.float32)) for v in vecs]
             args: list[str] = []
-            for row, unit in zip(rows, units, strict=True):
-                args += [index.docs[row].id, _encode(unit)]
-            kept = await run_script(self.client, "store_vectors", [k.log, k.vectors], args)
-            for row, unit, stored in zip(rows, units, kept, strict=True):
-                if int(stored):
-                    _put_row(index, row, unit.astype(np.float16))
-            del index.unembedded[-len(rows) :]
-            budget -= len(rows)
+            for entry_id, unit in zip(ids, units, strict=True):
+                args += [entry_id, _encode(unit)]
+            # Stored only while its message is (a forget may delete it meanwhile).
+            kept = await run_script(self.client, "store_vectors", [key.log, key.vectors], args)
+            async with self._lock(scope):
+                if self._indexes.get(scope) is index:
+                    for row, entry_id, unit, stored in zip(rows, ids, units, kept, strict=True):
+                        if int(stored) and index.docs[row].id == entry_id:
+                            _put_row(index, row, unit)
+            done += len(rows)
+        return done
 
 
 def _similarity(index: _ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
@@ -407,7 +472,7 @@ def _similarity(index: _ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
         return None
     sims = np.zeros(len(index.docs), dtype=np.float32)
     known = min(len(index.docs), index.vectors.shape[0])
-    sims[:known] = index.vectors[:known].astype(np.float32) @ q_vec
+    sims[:known] = index.vectors[:known] @ q_vec
     return sims
 
 
@@ -502,7 +567,7 @@ def rank(
     # Best first; among equals the newer message first.
     order = candidates[np.lexsort((-candidates, -scores[candidates]))]
     if similarity is not None:
-        order, scores = _fuse(order, similarity, records)
+        order, scores = _fuse(scores, floor, similarity, records)
     docs = index.docs
     hits: list[Hit] = []
     used: set[int] = set()
@@ -526,17 +591,20 @@ def _drop_retired(index: _ScopeIndex, scores: np.ndarray) -> None:
 
 
 def _fuse(
-    lexical: np.ndarray, similarity: np.ndarray, records: np.ndarray
+    scores: np.ndarray, floor: float, similarity: np.ndarray, records: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reciprocal rank fusion of the word ranking and the meaning ranking: a message found
-    either way can be recalled; found both ways, it comes first."""
+    """The word score (its boosts for dates and names included) as a share of the best, plus
+    SEM_WEIGHT times how far the meaning is above SEM_BASE: a message found either way can
+    be recalled; found both ways, it comes first. (Reciprocal rank fusion threw the word
+    score's boosts away: 78.8% against 81.3% for words alone on the development set; this
+    blend reaches 83.4%.)"""
+    best = float(scores.max()) or 1.0
+    lexical = np.where(scores >= floor, scores / best, 0.0)
     sims = similarity.copy()
     sims[records[: len(sims)]] = 0.0  # day records are ranked by words only
-    by_meaning = np.argsort(-sims, kind="stable")[:200]
-    by_meaning = by_meaning[sims[by_meaning] >= VECTOR_MIN]
-    fused = np.zeros(len(similarity), dtype=np.float32)
-    fused[lexical] += 1.0 / (RRF_K + np.arange(1, len(lexical) + 1))
-    fused[by_meaning] += 1.0 / (RRF_K + np.arange(1, len(by_meaning) + 1))
+    meaning = np.clip((sims - SEM_BASE) / (1 - SEM_BASE), 0.0, None)
+    fused = (lexical + SEM_WEIGHT * meaning).astype(np.float32)
+    fused[(lexical == 0) & (sims < VECTOR_MIN)] = 0.0
     candidates = np.nonzero(fused)[0]
     return candidates[np.lexsort((-candidates, -fused[candidates]))], fused
 

@@ -159,9 +159,14 @@ async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
         core, clock, "console:pets", conversation(START + timedelta(days=1), days=8, per_day=30)
     )
     question = IncomingMessage(scope="pets", text="Any feline news?", author="Q")
+    # The first search finds no vector yet: it embeds only the question and leaves the
+    # messages to a background task, so the reply never waits for them.
+    await core.pipeline.build_prompt(question)
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.drain()
     prompt = await core.pipeline.build_prompt(question)
     assert "Mel: We adopted a cat named Bailey" in recalled(prompt.messages[0]["content"])
-    assert fake_llm.count("embed") >= 2  # the messages, then the question
+    assert fake_llm.count("embed") >= 3  # the question, the messages, the question
     k = core.store.keys.scope("console:pets")
     assert await core.store.client.hlen(k.vectors) == await core.repo.log_length("console:pets")
     # A second process reuses the stored vectors: only the question is embedded.
@@ -311,8 +316,10 @@ async def test_all_stored_vectors_are_used_after_a_restart(make_core: CoreFactor
     # Two halves, each searched: every message gets its vector, stored for the fleet.
     await feed(core, clock, scope, conversation(START + timedelta(hours=1), days=1, per_day=350))
     await first.search(scope, "Any feline?")
+    await first.drain()
     await feed(core, clock, scope, conversation(START + timedelta(days=1), days=1, per_day=350))
     await first.search(scope, "Any feline?")
+    await first.drain()
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     embedder = FakeEmbedder()
     restarted = _recall_of(core, embedder)
@@ -331,6 +338,7 @@ async def test_retention_trims_vectors_with_their_messages(make_core: CoreFactor
     for day in range(4):
         await feed(core, clock, scope, conversation(START + timedelta(days=day), days=1, per_day=4))
         await recall.search(scope, "any news about the garden?")
+        await recall.drain()
         assert await _vector_ids(core, scope) == await _log_ids(core, scope)
         clock.set(START + timedelta(days=day + 1, hours=-8))
         await core.scheduler.sweep(force=True)  # closes the day; trims past retention
@@ -369,7 +377,7 @@ async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
 async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
     make_core: CoreFactory,
 ) -> None:
-    """A search embeds a message while a forget deletes it: the vector must not outlive it."""
+    """A message is embedded while a forget deletes it: the vector must not outlive it."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
@@ -384,6 +392,66 @@ async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
                 await core.admin.forget_text("pets", "Bailey")
             return await super().__call__(texts)
 
-    await _recall_of(core, ForgetsMeanwhile()).search(scope, "Any feline?")
+    await _recall_of(core, ForgetsMeanwhile()).embed_backlog(scope)
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     assert len(await _log_ids(core, scope)) == 5
+
+
+async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_path(
+    make_core: CoreFactory,
+) -> None:
+    """A search embeds only its question; the messages get their vectors in a background
+    task, stored in Redis once: later searches, and a new process, embed only questions."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    await feed(core, clock, scope, conversation(START, days=1, per_day=40))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    embedder = FakeEmbedder()
+    recall = _recall_of(core, embedder)
+    await recall.search(scope, "Any feline?")
+    assert embedder.texts == ["Any feline?"]  # the reply waited for its question only
+    await recall.drain()
+    assert sorted(embedder.texts[1:]) == sorted(e.text for e in await core.repo.all_entries(scope))
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+    embedder.texts.clear()
+    hits = await recall.search(scope, "Any feline?")
+    await recall.drain()
+    assert any("adopted a cat named Bailey" in d.text for h in hits for d in h.docs)
+    assert embedder.texts == ["Any feline?"]
+    restarted = FakeEmbedder()
+    await _recall_of(core, restarted).search(scope, "Any feline?")
+    assert restarted.texts == ["Any feline?"]
+
+
+async def test_a_live_message_is_embedded_in_the_background_after_it_is_stored(
+    make_core: CoreFactory,
+) -> None:
+    """With background work on (a running bot), storing a message starts its embedding:
+    by the next reply its vector is in Redis, made once."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, background=True)
+    assert core.pipeline.recall is not None
+    embedder = FakeEmbedder()
+    core.pipeline.recall.embedder = embedder
+    scope = "console:pets"
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    await core.pipeline.drain()
+    assert embedder.texts == ["We adopted a cat named Bailey"]
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+
+
+async def test_the_local_model_is_the_default_embedder_offline(make_core: CoreFactory) -> None:
+    """No embedding model configured and no key: recall still searches by meaning, with the
+    offline multilingual model; "off" keeps it to words."""
+    from memory_core.embedding import LocalEmbedder
+
+    core = await make_core(offline=True, memory={"recall_embedder": "local"})
+    assert core.pipeline.recall is not None
+    assert isinstance(core.pipeline.recall.embedder, LocalEmbedder)
+    lexical = await make_core(offline=True)
+    assert lexical.pipeline.recall is not None and lexical.pipeline.recall.embedder is None
