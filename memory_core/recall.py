@@ -22,6 +22,7 @@ import asyncio
 import base64
 import logging
 import re
+import time
 import weakref
 from array import array
 from collections import OrderedDict
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.calendar import day_start, to_ms, zone
+from memory_core.embedding import one_blas_thread
 from memory_core.errors import MemorybotError
 from memory_core.models import DaySummary, LogEntry
 from memory_core.scripts import run_script
@@ -40,7 +42,7 @@ from memory_core.textsearch import BM25, terms
 
 log = logging.getLogger(__name__)
 
-SYNC_BATCH = 10_000
+SYNC_BATCH = 2000  # entries per XRANGE: parsing a reply holds the loop, so keep them short
 DAY_RECORD, NO_SPEAKER = -2, -1  # speaker codes that are not a person
 NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
 SHORT_TURN = 10  # terms: a turn this short rarely stands on its own
@@ -96,7 +98,8 @@ class _ScopeIndex:
     # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
     ms: array[int] = field(default_factory=lambda: array("q"))
     # Embeddings: one row per document, unit length; zero until known.
-    vectors: np.ndarray | None = None
+    vectors: np.ndarray | None = None  # float16
+    sketch: np.ndarray | None = None  # float32, SKETCH_DIMS per row (see _put_row)
     vectors_done: int = 0  # documents before this one have been looked up in Redis
     unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
     speaker: array[int] = field(default_factory=lambda: array("i"))
@@ -142,16 +145,82 @@ def _decode(blob: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(blob), dtype=np.float16)
 
 
+# Ranking by meaning at 100k messages: a full float32 scan reads 200 MB per query (tens of
+# ms on a busy machine). Instead every vector also has a 128-dimension sketch (a fixed random
+# projection: its dot products estimate the cosines, within about 0.1); the sketch ranks
+# every message and the best SKETCH_TOP are scored exactly from the full vectors (float16).
+SKETCH_DIMS = 128
+SKETCH_TOP = 2000
+_PROJECTIONS: dict[int, np.ndarray] = {}
+
+
+def _projection(dims: int) -> np.ndarray:
+    proj = _PROJECTIONS.get(dims)
+    if proj is None:
+        rng = np.random.default_rng(20_26)  # fixed: every process sketches alike
+        proj = (rng.standard_normal((dims, SKETCH_DIMS)) / np.sqrt(SKETCH_DIMS)).astype(np.float32)
+        _PROJECTIONS[dims] = proj
+    return proj
+
+
 def _put_row(index: _ScopeIndex, row: int, vec: np.ndarray) -> None:
-    """Store a document's vector, growing the matrix by doubling. (float32 in memory: numpy
-    multiplies float16 without BLAS, ten times slower at 100k rows.)"""
-    if index.vectors is None or index.vectors.shape[1] != vec.shape[0]:
-        index.vectors = np.zeros((max(1024, len(index.docs)), vec.shape[0]), dtype=np.float32)
-    if row >= index.vectors.shape[0]:
-        grown = np.zeros((max(row + 1, index.vectors.shape[0] * 2), vec.shape[0]), np.float32)
-        grown[: index.vectors.shape[0]] = index.vectors
-        index.vectors = grown
-    index.vectors[row] = vec
+    _put_rows(index, [row], vec[None, :])
+
+
+def _put_rows(index: _ScopeIndex, rows: list[int], vecs: np.ndarray) -> None:
+    """Store documents' vectors (and their sketches), growing the matrices by doubling."""
+    if not rows:
+        return
+    dims = vecs.shape[1]
+    if index.vectors is None or index.vectors.shape[1] != dims:
+        _reserve(index, max(1024, len(index.docs)), dims, keep=False)
+    assert index.vectors is not None and index.sketch is not None
+    if max(rows) >= index.vectors.shape[0]:
+        _reserve(index, max(max(rows) + 1, index.vectors.shape[0] * 2), dims, keep=True)
+    index.vectors[rows] = vecs
+    with one_blas_thread():
+        index.sketch[rows] = vecs.astype(np.float32) @ _projection(dims)
+
+
+def _reserve(index: _ScopeIndex, rows: int, dims: int, *, keep: bool) -> None:
+    """Room for ``rows`` vectors. The memory is written here (np.zeros only maps it, and the
+    first writes, scattered over 150 MB at 100k rows, then stall whoever makes them): a
+    build calls this in a worker thread."""
+    vectors = np.empty((rows, dims), dtype=np.float16)
+    vectors.fill(0)
+    sketch = np.empty((rows, SKETCH_DIMS), dtype=np.float32)
+    sketch.fill(0)
+    if keep and index.vectors is not None and index.sketch is not None:
+        vectors[: index.vectors.shape[0]] = index.vectors
+        sketch[: index.sketch.shape[0]] = index.sketch
+    index.vectors, index.sketch = vectors, sketch
+
+
+def _put_decoded(
+    index: _ScopeIndex, rows: dict[str, int], batch: dict[str, str], found: set[int]
+) -> None:
+    """Stored vectors of indexed messages into the index, one matrix write per batch (a
+    vector for an entry newer than the index waits for the next look; one of another
+    model's size is ignored: its message is embedded again)."""
+    if not batch:
+        return
+    if index.vectors is None:
+        _reserve(
+            index, max(1024, len(index.docs)), len(_decode(next(iter(batch.values())))), keep=False
+        )
+    assert index.vectors is not None
+    dims = index.vectors.shape[1]
+    picked: list[int] = []
+    vecs: list[np.ndarray] = []
+    for entry_id, blob in batch.items():
+        row = rows.get(entry_id)
+        vec = _decode(blob)
+        if row is not None and vec.shape[0] == dims:
+            picked.append(row)
+            vecs.append(vec)
+    if picked:
+        _put_rows(index, picked, np.stack(vecs))
+        found.update(picked)
 
 
 def _retire(index: _ScopeIndex, row: int) -> None:
@@ -261,7 +330,18 @@ class RecallIndex:
         if len(raw) <= INLINE_ENTRIES:
             self._append_entries(index, raw)
         else:
-            await asyncio.to_thread(self._append_entries, index, raw)
+            await asyncio.to_thread(self._append_in_slices, index, raw)
+
+    @classmethod
+    def _append_in_slices(
+        cls, index: _ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]
+    ) -> None:
+        """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
+        GIL, so the event loop gets it back within a slice, not after a switch interval
+        lost to a busy machine's scheduler."""
+        for start in range(0, len(raw), INLINE_ENTRIES):
+            cls._append_entries(index, raw[start : start + INLINE_ENTRIES])
+            time.sleep(0)
 
     @staticmethod
     def _append_entries(index: _ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
@@ -378,11 +458,11 @@ class RecallIndex:
         cursor = 0
         while True:
             cursor, batch = await self.client.hscan(key, cursor, count=VECTOR_SCAN_BATCH)
-            for entry_id, blob in batch.items():
-                row = rows.get(entry_id)
-                if row is not None:  # (a vector for an entry newer than the index: later)
-                    _put_row(index, row, _decode(blob))
-                    found.add(row)
+            if batch and index.vectors is None:
+                dims = len(_decode(next(iter(batch.values()))))
+                room = len(index.docs) + len(index.docs) // 4 + 1024  # and for what comes
+                await asyncio.to_thread(_reserve, index, room, dims, keep=False)
+            _put_decoded(index, rows, batch, found)
             if not int(cursor):
                 break
         index.unembedded = sorted(row for row in rows.values() if row not in found)
@@ -467,12 +547,27 @@ class RecallIndex:
 
 
 def _similarity(index: _ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
-    """Cosine similarity of the query to every document (zero where no vector is known)."""
-    if index.vectors is None or not index.docs or q_vec.shape[0] != index.vectors.shape[1]:
+    """Cosine similarity of the query to every document (zero where no vector is known):
+    estimated from the sketches, exact for the SKETCH_TOP best."""
+    if index.vectors is None or index.sketch is None or not index.docs:
         return None
+    if q_vec.shape[0] != index.vectors.shape[1]:
+        return None
+    with one_blas_thread():
+        return _cosines(index, index.vectors, index.sketch, q_vec)
+
+
+def _cosines(
+    index: _ScopeIndex, vectors: np.ndarray, sketch: np.ndarray, q_vec: np.ndarray
+) -> np.ndarray:
     sims = np.zeros(len(index.docs), dtype=np.float32)
-    known = min(len(index.docs), index.vectors.shape[0])
-    sims[:known] = index.vectors[:known] @ q_vec
+    known = min(len(index.docs), vectors.shape[0])
+    if known <= SKETCH_TOP:
+        sims[:known] = vectors[:known].astype(np.float32) @ q_vec
+        return sims
+    estimate = sketch[:known] @ (q_vec @ _projection(q_vec.shape[0]))
+    top = np.argpartition(-estimate, SKETCH_TOP)[:SKETCH_TOP]
+    sims[top] = vectors[top].astype(np.float32) @ q_vec
     return sims
 
 
