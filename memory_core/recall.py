@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import gc
 import logging
 import re
+import threading
 import time
 import weakref
 from array import array
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,8 +60,11 @@ PRF_TERMS = 20
 PRF_WEIGHT = 0.2
 
 
-@dataclass(frozen=True, slots=True)
-class Doc:
+class Doc(NamedTuple):
+    """One indexed message or day record. A tuple of strings and numbers: the garbage
+    collector stops tracking it, so its full passes do not walk 100k documents (they held
+    the event loop for over 100 ms during a big build when Doc was a dataclass)."""
+
     id: str  # the stream id ("" for a day record)
     ms: int
     author: str
@@ -226,8 +232,39 @@ def _put_decoded(
 def _retire(index: _ScopeIndex, row: int) -> None:
     """Take a day record out of recall without rebuilding the index: its document stays in
     place (rows are positions) but empty, and ranking never scores it."""
-    index.docs[row] = replace(index.docs[row], kind="retired", text="", n_terms=0)
+    index.docs[row] = index.docs[row]._replace(kind="retired", text="", n_terms=0)
     index.retired.append(row)
+
+
+_paused_builds = 0
+_paused_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection while a big index is built, and what exists
+    after it frozen (gc.freeze: left out of later passes). A build makes no cycles
+    (documents are tuples, postings arrays), but its 100k new objects trigger full passes,
+    each walking every document, that hold the GIL and so the event loop for 50-140 ms.
+    Reference counting frees memory as usual, frozen objects too (a dropped index goes
+    at once); the collector resumes after the last concurrent build."""
+    global _paused_builds
+    with _paused_lock:
+        ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
+        if ours:
+            _paused_builds += 1
+            gc.disable()
+    if not ours:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused_builds -= 1
+            if _paused_builds == 0:
+                gc.freeze()
+                gc.enable()
 
 
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
@@ -292,11 +329,13 @@ class RecallIndex:
         index.epoch, index.first_id = epoch, index.first_id or first_id
         index.provisional = forget_pending or (index.provisional and not stale)
         await self._index_entries(index, fresh)
-        while len(fresh) == SYNC_BATCH:
-            fresh = await self.client.xrange(
-                k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
-            )
-            await self._index_entries(index, fresh)
+        if len(fresh) == SYNC_BATCH:  # a build (or a long absence): many entries to come
+            with _collector_paused():
+                while len(fresh) == SYNC_BATCH:
+                    fresh = await self.client.xrange(
+                        k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
+                    )
+                    await self._index_entries(index, fresh)
         if (newest_record or "") != index.newest_record:
             await self._sync_days(scope, index)
             index.newest_record = newest_record or ""
@@ -455,6 +494,13 @@ class RecallIndex:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
         rows = {d.id: i for i, d in enumerate(index.docs) if d.kind == "message"}
         found: set[int] = set()
+        with _collector_paused():
+            await self._scan_vectors(key, index, rows, found)
+        index.unembedded = sorted(row for row in rows.values() if row not in found)
+
+    async def _scan_vectors(
+        self, key: str, index: _ScopeIndex, rows: dict[str, int], found: set[int]
+    ) -> None:
         cursor = 0
         while True:
             cursor, batch = await self.client.hscan(key, cursor, count=VECTOR_SCAN_BATCH)
@@ -465,7 +511,6 @@ class RecallIndex:
             _put_decoded(index, rows, batch, found)
             if not int(cursor):
                 break
-        index.unembedded = sorted(row for row in rows.values() if row not in found)
 
     async def _fetch_new_vectors(self, key: str, index: _ScopeIndex) -> None:
         """The stored vectors of the messages indexed since the last look."""
