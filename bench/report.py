@@ -238,7 +238,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         _recall_table(results["recall"]),
         "",
-        *_locomo_section(results.get("locomo")),
+        *([f"{results['recall_run']}", ""] if results.get("recall_run") else []),
         "## 7. Load",
         "",
         "Messages at a steady rate across many scopes on loopback, every 20th answered by a fake "
@@ -250,6 +250,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         *_load_shortfall(results["load"]),
         *([f"{results['load']['run']}", ""] if results["load"].get("run") else []),
+        *_locomo_section(results.get("locomo")),
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
