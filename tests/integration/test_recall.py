@@ -341,14 +341,24 @@ async def test_retention_trims_vectors_with_their_messages(make_core: CoreFactor
         await recall.drain()
         assert await _vector_ids(core, scope) == await _log_ids(core, scope)
         clock.set(START + timedelta(days=day + 1, hours=-8))
+        before = await _log_ids(core, scope)
         await core.scheduler.sweep(force=True)  # closes the day; trims past retention
-        assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+        kept = await _log_ids(core, scope)
+        # Every vector left is a kept message's; when some were trimmed, the first kept one
+        # loses its vector too (it was embedded with the one before it as context).
+        first_kept = min(kept, key=lambda i: int(i.split("-")[0]))
+        expected = kept - {first_kept} if kept != before else kept
+        assert await _vector_ids(core, scope) == expected
     left = sorted(await _log_ids(core, scope), key=lambda i: int(i.split("-")[0]))
     assert 0 < len(left) < 16  # retention did trim, at rollover
     # The trim maintenance runs on its own when a scope closes no more days (_step).
     newest_ms = int(left[-1].split("-")[0])
     assert await core.repo.trim_log_before(scope, str(newest_ms)) == len(left) - 1
-    assert await _log_ids(core, scope) == await _vector_ids(core, scope) == {left[-1]}
+    assert await _log_ids(core, scope) == {left[-1]}
+    assert not await _vector_ids(core, scope)  # its context was trimmed: made again
+    await recall.search(scope, "any news about the garden?")
+    await recall.drain()
+    assert await _vector_ids(core, scope) == {left[-1]}
 
 
 async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
@@ -406,6 +416,7 @@ async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_p
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
     await feed(core, clock, scope, conversation(START, days=1, per_day=40))
+    clock.advance(timedelta(hours=2))  # a new exchange: embedded on its own
     await core.pipeline.ingest(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
@@ -414,7 +425,9 @@ async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_p
     await recall.search(scope, "Any feline?")
     assert embedder.texts == ["Any feline?"]  # the reply waited for its question only
     await recall.drain()
-    assert sorted(embedder.texts[1:]) == sorted(e.text for e in await core.repo.all_entries(scope))
+    # Each message once, as "who: what" after the turn it answers (its context).
+    said = [text.rsplit("\n", 1)[-1].split(": ", 1)[1] for text in embedder.texts[1:]]
+    assert sorted(said) == sorted(e.text for e in await core.repo.all_entries(scope))
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     embedder.texts.clear()
     hits = await recall.search(scope, "Any feline?")
@@ -441,7 +454,7 @@ async def test_a_live_message_is_embedded_in_the_background_after_it_is_stored(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
     await core.pipeline.drain()
-    assert embedder.texts == ["We adopted a cat named Bailey"]
+    assert embedder.texts == ["Mel: We adopted a cat named Bailey"]
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
 
 
@@ -455,3 +468,29 @@ async def test_the_local_model_is_the_default_embedder_offline(make_core: CoreFa
     assert isinstance(core.pipeline.recall.embedder, LocalEmbedder)
     lexical = await make_core(offline=True)
     assert lexical.pipeline.recall is not None and lexical.pipeline.recall.embedder is None
+
+
+async def test_a_forget_also_drops_the_vector_that_used_its_message_as_context(
+    make_core: CoreFactory,
+) -> None:
+    """A message is embedded with the turn before it; forgetting that turn removes the next
+    message's vector too (it said something of the forgotten one), and the background makes
+    it again from what is left."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="Our new cat is called Bailey", author="Mel")
+    )
+    clock.advance(timedelta(minutes=1))
+    await core.pipeline.ingest(IncomingMessage(scope="pets", text="So cute!", author="Tom"))
+    embedder = FakeEmbedder()
+    recall = _recall_of(core, embedder)
+    await recall.embed_backlog(scope)
+    assert any("Bailey" in t and "So cute!" in t for t in embedder.texts)
+    await core.admin.forget_text("pets", "Bailey")
+    assert await _vector_ids(core, scope) == set()  # the answer's vector went with it
+    embedder.texts.clear()
+    await recall.embed_backlog(scope)
+    assert embedder.texts == ["Tom: So cute!"]
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
