@@ -373,7 +373,9 @@ async def bench_recall(
                     done += 1
                     if progress is not None:
                         progress(done)
-                await core.store.client.hincrby(keys.state, "epoch", 1)  # a forget elsewhere
+                # A forget elsewhere (one message deleted, the epoch moved): a rebuild.
+                await core.repo.delete_entries(scope, [f"{start_ms + 1000}-0"])
+                await core.repo.bump_epoch(scope)
                 t0 = time.perf_counter()
                 await recall.search(scope, asks[0], limit=200)
                 rebuild_ms = (time.perf_counter() - t0) * 1000

@@ -99,6 +99,7 @@ class _ScopeIndex:
     retired: list[int] = field(default_factory=list)  # documents of records no longer listed
     newest_record: str = ""  # the newest day record as stored, to notice a new one cheaply
     docs: list[Doc] = field(default_factory=list)
+    messages: int = 0  # of the docs, log entries (to tell from XLEN whether any left the log)
     bm25: BM25 = field(default_factory=BM25)
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
     # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
@@ -113,6 +114,8 @@ class _ScopeIndex:
 
     def add(self, doc: Doc, doc_terms: list[str]) -> None:
         self.docs.append(doc)
+        if doc.kind == "message":
+            self.messages += 1
         self.bm25.add(doc_terms)
         self.ms.append(doc.ms)
         if doc.kind != "message":
@@ -271,6 +274,10 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def _day_text(day: DaySummary) -> str:
+    return " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+
+
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
@@ -310,26 +317,36 @@ class RecallIndex:
     async def _sync(self, scope: str) -> _ScopeIndex:
         k = self.keys.scope(scope)
         index = self._indexes.get(scope) or _ScopeIndex()
-        pipe = self.client.pipeline(transaction=False)
+        # One atomic snapshot (the scope's keys share a slot): the log's length must be read
+        # at the same instant as its new entries to tell whether anything left it.
+        pipe = self.client.pipeline(transaction=True)
         pipe.hmget(k.state, ["epoch", "forgets_pending"])
         pipe.xrange(k.log, min="-", max="+", count=1)
         start = f"({index.last_id}" if index.last_id else "-"
         pipe.xrange(k.log, min=start, max="+", count=SYNC_BATCH)
         pipe.lindex(k.episodes, -1)
-        (epoch_raw, pending_raw), first, fresh, newest_record = await pipe.execute()
+        pipe.xlen(k.log)
+        (epoch_raw, pending_raw), first, fresh, newest_record, log_length = await pipe.execute()
         epoch = int(epoch_raw or 0)
         forget_pending = pending_raw == "1"
         first_id = first[0][0] if first else ""
-        stale = (
-            index.epoch != epoch
-            or (
-                index.first_id
-                and (not first_id or _stream_id_key(first_id) > _stream_id_key(index.first_id))
-            )
-            or (index.provisional and not forget_pending)
+        moved = index.epoch != epoch
+        trimmed = bool(index.first_id) and (
+            not first_id or _stream_id_key(first_id) > _stream_id_key(index.first_id)
         )
+        settled = index.provisional and not forget_pending
+        stale = moved or trimmed or settled
         if stale and index.docs:
-            return await self._rebuild(scope, epoch, first_id)
+            kept_all = (
+                not (trimmed or settled or forget_pending)
+                and len(fresh) < SYNC_BATCH
+                and int(log_length) == index.messages + len(fresh)
+            )
+            if not kept_all:
+                return await self._rebuild(scope, epoch, first_id)
+            # The epoch moved but no message left the log (a tier or fact edit, a forget of
+            # a fact): the index stands; only day records may have been rewritten.
+            await self._sync_days(scope, index, compare_text=True)
         index.epoch, index.first_id = epoch, index.first_id or first_id
         index.provisional = forget_pending or (index.provisional and not stale)
         await self._index_entries(index, fresh)
@@ -346,16 +363,23 @@ class RecallIndex:
         self._remember(scope, index)
         return index
 
-    async def _sync_days(self, scope: str, index: _ScopeIndex) -> None:
+    async def _sync_days(
+        self, scope: str, index: _ScopeIndex, *, compare_text: bool = False
+    ) -> None:
         """Index the day records not indexed yet, and retire those no longer listed. The list
         is trimmed from its oldest end, so records are known by their day (one record per
-        day), never by their place in it."""
+        day), never by their place in it. ``compare_text``: also replace a record whose text
+        changed (a forget may rewrite any of them)."""
         raw = await self.client.lrange(self.keys.scope(scope).episodes, 0, -1)
         listed = [DaySummary.from_json(blob) for blob in raw]
         for gone in index.day_rows.keys() - {day.day for day in listed}:
             _retire(index, index.day_rows.pop(gone))
         for day in listed:
-            if day.day not in index.day_rows:
+            row = index.day_rows.get(day.day)
+            if row is not None and compare_text and index.docs[row].text != _day_text(day):
+                _retire(index, index.day_rows.pop(day.day))
+                row = None
+            if row is None:
                 self._add_day(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> _ScopeIndex:
@@ -408,7 +432,7 @@ class RecallIndex:
                 index.first_id = entry.id
 
     def _add_day(self, index: _ScopeIndex, day: DaySummary) -> None:
-        text = " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+        text = _day_text(day)
         doc_terms = terms(text)
         index.add(
             Doc(

@@ -494,3 +494,29 @@ async def test_a_forget_also_drops_the_vector_that_used_its_message_as_context(
     await recall.embed_backlog(scope)
     assert embedder.texts == ["Tom: So cute!"]
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+
+
+async def test_the_index_is_rebuilt_only_when_something_left_the_log(
+    make_core: CoreFactory,
+) -> None:
+    """A tier edit moves the epoch but removes no message: the index stands (a rebuild is
+    seconds of CPU at 100k messages, in every process). A forget that deletes a message
+    rebuilds it, and what it deleted is not recalled."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:team"
+    recall = _recall_of(core)
+    await feed(core, clock, scope, conversation(START, days=1, per_day=10))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="team", text="The cafe near the river is Blue Heron", author="M")
+    )
+    await recall.warm(scope)
+    built = recall._indexes[scope]
+    await core.admin.edit_tier("team", "overview", "We meet on Fridays.")
+    hits = await recall.search(scope, "Which cafe near the river?")
+    assert recall._indexes[scope] is built  # not rebuilt
+    assert any("Blue Heron" in d.text for h in hits for d in h.docs)
+    await core.admin.forget_text("team", "Blue Heron")
+    hits = await recall.search(scope, "Which cafe near the river?")
+    assert recall._indexes[scope] is not built
+    assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
