@@ -237,14 +237,9 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         "## 6. Recall latency",
         "",
-        _table(
-            ["messages in the scope", "first query ms (builds the index)", "p50 ms", "p99 ms"],
-            [
-                [r["messages"], r["first_query_ms"], r["p50_ms"], r["p99_ms"]]
-                for r in results["recall"]
-            ],
-        ),
+        _recall_table(results["recall"]),
         "",
+        *([f"{results['recall_run']}", ""] if results.get("recall_run") else []),
         "## 7. Load",
         "",
         "Messages at a steady rate across many scopes on loopback, every 20th answered by a fake "
@@ -256,6 +251,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         *_load_shortfall(results["load"]),
         *([f"{results['load']['run']}", ""] if results["load"].get("run") else []),
+        *_locomo_section(results.get("locomo")),
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
@@ -326,6 +322,87 @@ def _load_shortfall(load: dict[str, Any]) -> list[str]:
 def write_from_json(source: Path, out: Path) -> None:
     """The report again from a run's saved figures (no measuring)."""
     write_report(json.loads(source.read_text(encoding="utf-8")), out)
+
+
+def _recall_table(rows: list[dict[str, Any]]) -> str:
+    """Recall latency; runs since the loop-stall measure also give the rebuild after a forget
+    elsewhere and the longest the event loop could not run while indexes were built."""
+    headings = ["messages in the scope", "first query ms (builds the index)", "p50 ms", "p99 ms"]
+    stalls = bool(rows) and all("loop_stall_max_ms" in r for r in rows)
+    if stalls:
+        headings += ["rebuild ms (after a forget)", "event loop stall max ms"]
+    body = []
+    for r in rows:
+        row = [r["messages"], r["first_query_ms"], r["p50_ms"], r["p99_ms"]]
+        body.append(row + ([r["rebuild_ms"], r["loop_stall_max_ms"]] if stalls else []))
+    return _table(headings, body)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+LOCOMO_ROWS = (("memorybot", None), ("plain BM25 over turns", "bm25"), ("recent turns", "recent"))
+
+
+def locomo_figures(evaluation: dict[str, Any], about: str) -> dict[str, Any]:
+    """What the report shows of `memorybot eval locomo --json` (one budget or several)."""
+    runs = evaluation.get("budgets", [evaluation])
+    first = runs[0]
+    cats = {c: m["name"] for c, m in first["by_category"].items()}
+
+    def figures(m: dict[str, Any], cat_of: Any) -> dict[str, Any]:
+        return {
+            "overall": m["evidence_recall"],
+            "max_tokens": m["prompt_tokens_max"],
+            "by_category": {c: cat_of(c)["evidence_recall"] for c in cats},
+        }
+
+    return {
+        "about": about,
+        "categories": cats,
+        "runs": [
+            {
+                "budget": run["budget"],
+                "rows": {
+                    name: figures(
+                        run if key is None else run["baselines"][key],
+                        (lambda c, r=run: r["by_category"][c])
+                        if key is None
+                        else (lambda c, r=run, k=key: r["baselines"][k]["by_category"][c]),
+                    )
+                    for name, key in LOCOMO_ROWS
+                },
+            }
+            for run in runs
+        ],
+        "attribution": first["attribution"],
+    }
+
+
+def _locomo_section(locomo: dict[str, Any] | None) -> list[str]:
+    """LoCoMo evidence-turn recall per budget and category, memorybot beside the baselines
+    (saved from `memorybot eval locomo --budget ... --json`)."""
+    if not locomo:
+        return []
+    cats = locomo["categories"]
+    rows = []
+    for run in locomo["runs"]:
+        for name, figures in run["rows"].items():
+            rows.append(
+                [f"{run['budget']:,}", name, _pct(figures["overall"]), str(figures["max_tokens"])]
+                + [_pct(figures["by_category"].get(c)) for c in cats]
+            )
+    return [
+        "## 8. Recall quality (LoCoMo)",
+        "",
+        locomo["about"],
+        "",
+        _table(["budget", "", "evidence-turn recall", "prompt tokens max", *cats.values()], rows),
+        "",
+        locomo["attribution"],
+        "",
+    ]
 
 
 def _redis_memory_table(rm: dict[str, Any]) -> str:

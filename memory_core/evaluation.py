@@ -516,6 +516,8 @@ async def evaluate_locomo(
             scope = f"console:locomo-{index + 1}-{re.sub(r'[^A-Za-z0-9_.-]', '-', conv.sample_id)}"
             replay_started = time.perf_counter()
             await _replay(core, clock, scope, conv, tick)
+            if core.pipeline.recall is not None:  # as the background would have, by now
+                await core.pipeline.recall.embed_backlog(scope)
             report.replay_seconds += time.perf_counter() - replay_started
             results, prompts = await _ask(core, clock, scope, conv, tick)
             if answer_llm is not None:

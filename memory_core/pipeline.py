@@ -146,6 +146,8 @@ class MemoryPipeline:
             return self._hold(p, msg)
         if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
             await self.schedule(p.scope)
+        if result.stored and self.background and self.recall is not None:
+            self.recall.embed_soon(p.scope)  # its vector, once, off the reply path
         return result
 
     async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
@@ -329,6 +331,8 @@ class MemoryPipeline:
                 log.error("%d held messages could not be stored before shutdown", self.held)
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+        if self.recall is not None:
+            await self.recall.drain()
 
     # -- reply -------------------------------------------------------------------------
     def should_reply(self, msg: IncomingMessage, result: IngestResult) -> bool:

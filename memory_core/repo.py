@@ -578,13 +578,18 @@ class MemoryRepo:
         return int(await self.client.hdel(self.k(scope).facts, *ids))
 
     async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
-        """Delete raw messages, and their embeddings with them."""
+        """Delete raw messages, and their embeddings with them, and those of the messages
+        right after them (embedded with a deleted one as context: made again without it)."""
         if not ids:
             return 0
         k = self.k(scope)
+        look = self.client.pipeline(transaction=False)
+        for entry_id in ids:
+            look.xrange(k.log, min=f"({entry_id}", max="+", count=1)
+        following = [found[0][0] for found in await look.execute() if found]
         pipe = self.client.pipeline(transaction=True)
         pipe.xdel(k.log, *ids)
-        pipe.hdel(k.vectors, *ids)
+        pipe.hdel(k.vectors, *ids, *following)
         deleted, _ = await pipe.execute()
         return int(deleted)
 

@@ -130,14 +130,22 @@ local function trim_log(log, vectors, minid)
   if not string.find(minid, '-', 1, true) then minid = minid .. '-0' end
   if minid ~= '0-0' and redis.call('EXISTS', vectors) == 1 then
     local start = '-'
+    local trimmed = false
     while true do
       local batch = redis.call('XRANGE', log, start, '(' .. minid, 'COUNT', 1000)
       if #batch == 0 then break end
+      trimmed = true
       local ids = {}
       for i, e in ipairs(batch) do ids[i] = e[1] end
       redis.call('HDEL', vectors, unpack(ids))
       if #batch < 1000 then break end
       start = '(' .. ids[#ids]
+    end
+    -- The first message kept was embedded with the one before it as context: its vector
+    -- goes too (it is made again from what is left).
+    if trimmed then
+      local kept = redis.call('XRANGE', log, minid, '+', 'COUNT', 1)
+      if #kept > 0 then redis.call('HDEL', vectors, kept[1][1]) end
     end
   end
   return redis.call('XTRIM', log, 'MINID', minid)
@@ -152,14 +160,18 @@ return trim_log(KEYS[1], KEYS[2], ARGV[1])
 """
 )
 
-# KEYS: log, vectors. ARGV: entry id, vector, entry id, vector, ...
-# Stores each vector only while its message is still in the log: a forget or a retention
-# trim may have deleted it while the vector was being computed. Returns 1/0 per vector.
+# KEYS: log, vectors. ARGV: entry id, context id ('' for none), vector, ... (triples).
+# Stores each vector only while its message, and the message before it that it was embedded
+# with as context, are still in the log: a forget or a retention trim may have deleted
+# either while the vector was being computed. Returns 1/0 per vector.
 STORE_VECTORS = """
 local kept = {}
-for i = 1, #ARGV, 2 do
-  if #redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i], 'COUNT', 1) > 0 then
-    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+local function present(id)
+  return id == '' or #redis.call('XRANGE', KEYS[1], id, id, 'COUNT', 1) > 0
+end
+for i = 1, #ARGV, 3 do
+  if ARGV[i] ~= '' and present(ARGV[i]) and present(ARGV[i + 1]) then
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
     kept[#kept + 1] = 1
   else
     kept[#kept + 1] = 0

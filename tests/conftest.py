@@ -322,7 +322,10 @@ def make_settings(
     if llm_url:
         llm_section["base_url"] = llm_url
     llm_section.update(llm or {})
-    return Settings(store=store, llm=llm_section, memory=memory or {}, **sections)
+    # Recall by words alone unless a test is about meaning (the local model costs a second
+    # to load and CPU per message: tests of other things stay fast).
+    memory = {"recall_embedder": "off", **(memory or {})}
+    return Settings(store=store, llm=llm_section, memory=memory, **sections)
 
 
 START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday

@@ -161,6 +161,8 @@ async def spawn_memorybot(
             "PYTHONIOENCODING": "utf-8",
             # The code beside these tests, not whichever checkout is pip-installed.
             "PYTHONPATH": str(ROOT),
+            # Recall by words alone (a test about meaning passes its own setting).
+            "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "off",
             **(env or {}),
         },
     )

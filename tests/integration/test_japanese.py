@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.conftest import START, CoreFactory
@@ -77,3 +79,71 @@ async def test_japanese_offline_extractive_keeps_names_and_numbers(make_core: Co
     )
     assert reply is not None and reply.kind == "offline"
     assert "LLMが設定されていない" in reply.text
+
+
+def _recalled(system: str) -> str:
+    """The recall section of a Japanese system prompt (summaries may quote messages too)."""
+    heading = "## 関連する過去の発言"
+    return system.split(heading, 1)[1].split("\n## ", 1)[0] if heading in system else ""
+
+
+FILLER_JA = [
+    ("たろう", "今日は雨が降っていますね。"),
+    ("はなこ", "駅前の本屋で新しい小説を買いました。"),
+    ("たろう", "週末はサッカーの試合を見に行きます。"),
+    ("はなこ", "昼ごはんはラーメンにしました。"),
+]
+
+
+@pytest.mark.parametrize("embedder", ["off", "local"])
+async def test_japanese_facts_are_recalled_from_long_ago(
+    make_core: CoreFactory, embedder: str
+) -> None:
+    """A Japanese fact said days and hundreds of messages ago reaches the prompt, by words
+    alone and with the local multilingual model (which must not crowd it out)."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"recall_embedder": embedder})
+    clock.advance(timedelta(minutes=1))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="j", text="予算は5万円までに決めました。", author="さくら")
+    )
+    for day in range(1, 4):
+        clock.set(START + timedelta(days=day))
+        for i in range(40):
+            author, text = FILLER_JA[i % len(FILLER_JA)]
+            clock.advance(timedelta(minutes=2))
+            await core.pipeline.ingest(
+                IncomingMessage(scope="j", text=f"{text}（{i}）", author=author)
+            )
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.embed_backlog("console:j")  # what the background does live
+    prompt = await core.pipeline.build_prompt(
+        IncomingMessage(scope="j", text="予算はいくらに決めましたか？", author="たろう")
+    )
+    assert "予算は5万円までに決めました" in _recalled(prompt.messages[0]["content"])
+
+
+async def test_japanese_is_recalled_by_meaning_with_the_local_model(
+    make_core: CoreFactory,
+) -> None:
+    """No shared word or bigram (猫 / ペット): the local model still brings the message back."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"recall_embedder": "local"})
+    clock.advance(timedelta(minutes=1))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="j", text="先月から猫を飼い始めました。", author="さくら")
+    )
+    for day in range(1, 3):
+        clock.set(START + timedelta(days=day))
+        for i in range(40):
+            author, text = FILLER_JA[i % len(FILLER_JA)]
+            clock.advance(timedelta(minutes=2))
+            await core.pipeline.ingest(
+                IncomingMessage(scope="j", text=f"{text}（{i}）", author=author)
+            )
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.embed_backlog("console:j")
+    prompt = await core.pipeline.build_prompt(
+        IncomingMessage(scope="j", text="ペットはいる？", author="たろう")
+    )
+    assert "猫を飼い始めました" in _recalled(prompt.messages[0]["content"])

@@ -159,9 +159,14 @@ async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
         core, clock, "console:pets", conversation(START + timedelta(days=1), days=8, per_day=30)
     )
     question = IncomingMessage(scope="pets", text="Any feline news?", author="Q")
+    # The first search finds no vector yet: it embeds only the question and leaves the
+    # messages to a background task, so the reply never waits for them.
+    await core.pipeline.build_prompt(question)
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.drain()
     prompt = await core.pipeline.build_prompt(question)
     assert "Mel: We adopted a cat named Bailey" in recalled(prompt.messages[0]["content"])
-    assert fake_llm.count("embed") >= 2  # the messages, then the question
+    assert fake_llm.count("embed") >= 3  # the question, the messages, the question
     k = core.store.keys.scope("console:pets")
     assert await core.store.client.hlen(k.vectors) == await core.repo.log_length("console:pets")
     # A second process reuses the stored vectors: only the question is embedded.
@@ -311,8 +316,10 @@ async def test_all_stored_vectors_are_used_after_a_restart(make_core: CoreFactor
     # Two halves, each searched: every message gets its vector, stored for the fleet.
     await feed(core, clock, scope, conversation(START + timedelta(hours=1), days=1, per_day=350))
     await first.search(scope, "Any feline?")
+    await first.drain()
     await feed(core, clock, scope, conversation(START + timedelta(days=1), days=1, per_day=350))
     await first.search(scope, "Any feline?")
+    await first.drain()
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     embedder = FakeEmbedder()
     restarted = _recall_of(core, embedder)
@@ -331,16 +338,27 @@ async def test_retention_trims_vectors_with_their_messages(make_core: CoreFactor
     for day in range(4):
         await feed(core, clock, scope, conversation(START + timedelta(days=day), days=1, per_day=4))
         await recall.search(scope, "any news about the garden?")
+        await recall.drain()
         assert await _vector_ids(core, scope) == await _log_ids(core, scope)
         clock.set(START + timedelta(days=day + 1, hours=-8))
+        before = await _log_ids(core, scope)
         await core.scheduler.sweep(force=True)  # closes the day; trims past retention
-        assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+        kept = await _log_ids(core, scope)
+        # Every vector left is a kept message's; when some were trimmed, the first kept one
+        # loses its vector too (it was embedded with the one before it as context).
+        first_kept = min(kept, key=lambda i: int(i.split("-")[0]))
+        expected = kept - {first_kept} if kept != before else kept
+        assert await _vector_ids(core, scope) == expected
     left = sorted(await _log_ids(core, scope), key=lambda i: int(i.split("-")[0]))
     assert 0 < len(left) < 16  # retention did trim, at rollover
     # The trim maintenance runs on its own when a scope closes no more days (_step).
     newest_ms = int(left[-1].split("-")[0])
     assert await core.repo.trim_log_before(scope, str(newest_ms)) == len(left) - 1
-    assert await _log_ids(core, scope) == await _vector_ids(core, scope) == {left[-1]}
+    assert await _log_ids(core, scope) == {left[-1]}
+    assert not await _vector_ids(core, scope)  # its context was trimmed: made again
+    await recall.search(scope, "any news about the garden?")
+    await recall.drain()
+    assert await _vector_ids(core, scope) == {left[-1]}
 
 
 async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
@@ -369,7 +387,7 @@ async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
 async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
     make_core: CoreFactory,
 ) -> None:
-    """A search embeds a message while a forget deletes it: the vector must not outlive it."""
+    """A message is embedded while a forget deletes it: the vector must not outlive it."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
@@ -384,6 +402,121 @@ async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
                 await core.admin.forget_text("pets", "Bailey")
             return await super().__call__(texts)
 
-    await _recall_of(core, ForgetsMeanwhile()).search(scope, "Any feline?")
+    await _recall_of(core, ForgetsMeanwhile()).embed_backlog(scope)
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     assert len(await _log_ids(core, scope)) == 5
+
+
+async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_path(
+    make_core: CoreFactory,
+) -> None:
+    """A search embeds only its question; the messages get their vectors in a background
+    task, stored in Redis once: later searches, and a new process, embed only questions."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    await feed(core, clock, scope, conversation(START, days=1, per_day=40))
+    clock.advance(timedelta(hours=2))  # a new exchange: embedded on its own
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    embedder = FakeEmbedder()
+    recall = _recall_of(core, embedder)
+    await recall.search(scope, "Any feline?")
+    assert embedder.texts == ["Any feline?"]  # the reply waited for its question only
+    await recall.drain()
+    # Each message once, as "who: what" after the turn it answers (its context).
+    said = [text.rsplit("\n", 1)[-1].split(": ", 1)[1] for text in embedder.texts[1:]]
+    assert sorted(said) == sorted(e.text for e in await core.repo.all_entries(scope))
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+    embedder.texts.clear()
+    hits = await recall.search(scope, "Any feline?")
+    await recall.drain()
+    assert any("adopted a cat named Bailey" in d.text for h in hits for d in h.docs)
+    assert embedder.texts == ["Any feline?"]
+    restarted = FakeEmbedder()
+    await _recall_of(core, restarted).search(scope, "Any feline?")
+    assert restarted.texts == ["Any feline?"]
+
+
+async def test_a_live_message_is_embedded_in_the_background_after_it_is_stored(
+    make_core: CoreFactory,
+) -> None:
+    """With background work on (a running bot), storing a message starts its embedding:
+    by the next reply its vector is in Redis, made once."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, background=True)
+    assert core.pipeline.recall is not None
+    embedder = FakeEmbedder()
+    core.pipeline.recall.embedder = embedder
+    scope = "console:pets"
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
+    )
+    await core.pipeline.drain()
+    assert embedder.texts == ["Mel: We adopted a cat named Bailey"]
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+
+
+async def test_the_local_model_is_the_default_embedder_offline(make_core: CoreFactory) -> None:
+    """No embedding model configured and no key: recall still searches by meaning, with the
+    offline multilingual model; "off" keeps it to words."""
+    from memory_core.embedding import LocalEmbedder
+
+    core = await make_core(offline=True, memory={"recall_embedder": "local"})
+    assert core.pipeline.recall is not None
+    assert isinstance(core.pipeline.recall.embedder, LocalEmbedder)
+    lexical = await make_core(offline=True)
+    assert lexical.pipeline.recall is not None and lexical.pipeline.recall.embedder is None
+
+
+async def test_a_forget_also_drops_the_vector_that_used_its_message_as_context(
+    make_core: CoreFactory,
+) -> None:
+    """A message is embedded with the turn before it; forgetting that turn removes the next
+    message's vector too (it said something of the forgotten one), and the background makes
+    it again from what is left."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:pets"
+    await core.pipeline.ingest(
+        IncomingMessage(scope="pets", text="Our new cat is called Bailey", author="Mel")
+    )
+    clock.advance(timedelta(minutes=1))
+    await core.pipeline.ingest(IncomingMessage(scope="pets", text="So cute!", author="Tom"))
+    embedder = FakeEmbedder()
+    recall = _recall_of(core, embedder)
+    await recall.embed_backlog(scope)
+    assert any("Bailey" in t and "So cute!" in t for t in embedder.texts)
+    await core.admin.forget_text("pets", "Bailey")
+    assert await _vector_ids(core, scope) == set()  # the answer's vector went with it
+    embedder.texts.clear()
+    await recall.embed_backlog(scope)
+    assert embedder.texts == ["Tom: So cute!"]
+    assert await _vector_ids(core, scope) == await _log_ids(core, scope)
+
+
+async def test_the_index_is_rebuilt_only_when_something_left_the_log(
+    make_core: CoreFactory,
+) -> None:
+    """A tier edit moves the epoch but removes no message: the index stands (a rebuild is
+    seconds of CPU at 100k messages, in every process). A forget that deletes a message
+    rebuilds it, and what it deleted is not recalled."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True)
+    scope = "console:team"
+    recall = _recall_of(core)
+    await feed(core, clock, scope, conversation(START, days=1, per_day=10))
+    await core.pipeline.ingest(
+        IncomingMessage(scope="team", text="The cafe near the river is Blue Heron", author="M")
+    )
+    await recall.warm(scope)
+    built = recall._indexes[scope]
+    await core.admin.edit_tier("team", "overview", "We meet on Fridays.")
+    hits = await recall.search(scope, "Which cafe near the river?")
+    assert recall._indexes[scope] is built  # not rebuilt
+    assert any("Blue Heron" in d.text for h in hits for d in h.docs)
+    await core.admin.forget_text("team", "Blue Heron")
+    hits = await recall.search(scope, "Which cafe near the river?")
+    assert recall._indexes[scope] is not built
+    assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
