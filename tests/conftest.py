@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from config.settings import WELL_KNOWN_ENV, Settings
 from memory_core import embedded
@@ -43,7 +44,13 @@ hypothesis_settings.register_profile(
     "ci", derandomize=True, database=None, print_blob=True, deadline=None
 )
 hypothesis_settings.register_profile(
-    "explore", derandomize=False, max_examples=1_000, deadline=None, print_blob=True
+    "explore",
+    derandomize=False,
+    max_examples=1_000,
+    deadline=None,
+    print_blob=True,
+    # Named, not inherited: with CI set, Hypothesis's own default has no database.
+    database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
 )
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
