@@ -443,7 +443,7 @@ class MemoryRepo:
         reply = await run_script(
             self.client,
             "close_day",
-            [k.state, k.days, k.done, k.log, k.episodes, k.vectors],
+            [k.state, k.days, k.done, k.log, k.episodes, k.vectors, k.ids],
             [
                 day,
                 next_day,
@@ -603,7 +603,8 @@ class MemoryRepo:
         if not minid:
             return 0
         k = self.k(scope)
-        return int(await run_script(self.client, "trim_log", [k.log, k.vectors], [minid]))
+        keys = [k.log, k.vectors, k.ids]
+        return int(await run_script(self.client, "trim_log", keys, [minid]))
 
     async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
         await self._replace_list(self.k(scope).days, [d.to_json() for d in days])

@@ -125,7 +125,7 @@ end
 # Shared by the scripts that apply retention: drop raw messages with ids below a MINID and
 # their embeddings with them, in the same atomic step (a vector says what its message said).
 _TRIM = """
-local function trim_log(log, vectors, minid)
+local function trim_log(log, vectors, ids, minid)
   -- A MINID of milliseconds alone means ms-0; XRANGE's exclusive end needs the full id.
   if not string.find(minid, '-', 1, true) then minid = minid .. '-0' end
   if minid ~= '0-0' and redis.call('EXISTS', vectors) == 1 then
@@ -148,15 +148,18 @@ local function trim_log(log, vectors, minid)
       if #kept > 0 then redis.call('HDEL', vectors, kept[1][1]) end
     end
   end
+  -- The platform ids of trimmed messages go too: a redelivery that old does not come, and
+  -- a replayed line that old is refused by its closed day anyway.
+  redis.call('ZREMRANGEBYSCORE', ids, '-inf', '(' .. string.match(minid, '^%d+'))
   return redis.call('XTRIM', log, 'MINID', minid)
 end
 """
 
-# KEYS: log, vectors. ARGV: minid. Retention for a scope that closes no more days.
+# KEYS: log, vectors, ids. ARGV: minid. Retention for a scope that closes no more days.
 TRIM_LOG = (
     _TRIM
     + """
-return trim_log(KEYS[1], KEYS[2], ARGV[1])
+return trim_log(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 """
 )
 
@@ -201,7 +204,7 @@ return {1, redis.call('HGETALL', st)}
 """
 )
 
-# KEYS: state, days, done, log, episodes, vectors. ARGV: day, next day, day JSON ('' = idle day,
+# KEYS: state, days, done, log, episodes, vectors, ids. ARGV: day, next day, day JSON ('' = idle day,
 # nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
 # days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
 # trim min id ('' = no retention trim: raw messages older than it go, all summarised by now,
@@ -241,7 +244,7 @@ end
 if ARGV[8] ~= '' then redis.call('HSET', st, 'week_pending', ARGV[8]) end
 consume(st, ARGV[5], ARGV[6])
 if ARGV[12] ~= '' then
-  trim_log(KEYS[4], KEYS[6], ARGV[12])
+  trim_log(KEYS[4], KEYS[6], KEYS[7], ARGV[12])
   redis.call('HSET', st, 'trimmed_ms', ARGV[14])
 end
 return {1, redis.call('HGETALL', st), redis.call('LRANGE', days, 0, -1)}

@@ -264,3 +264,27 @@ async def test_messages_to_a_scope_with_an_unknown_timezone_are_stored_and_answe
         "what did I say?",
     ]
     assert any(MARS in r.getMessage() and "default" in r.getMessage() for r in caplog.records)
+
+
+async def test_retention_drops_the_platform_ids_of_trimmed_messages(
+    make_core: CoreFactory,
+) -> None:
+    """A scope keeps its messages' platform ids to store each once; those of messages that
+    retention trimmed go in the same step, so the set does not grow for a channel's life."""
+    clock = ManualClock(START)
+    core = await make_core(clock=clock, offline=True, memory={"retention_days": 2})
+    scope = "console:ids"
+    for day in range(5):
+        for i in range(3):
+            clock.set(START + timedelta(days=day, hours=i))
+            await core.pipeline.ingest(
+                IncomingMessage(
+                    scope=scope, text=f"day {day} note {i}", author="A", platform_id=f"d{day}m{i}"
+                )
+            )
+        clock.set(START + timedelta(days=day + 1, hours=-8))
+        await core.scheduler.sweep(force=True)  # closes the day; trims past retention
+    stored = await core.store.client.zrange(core.store.keys.scope(scope).ids, 0, -1)
+    kept = {e.platform_id for e in await core.repo.all_entries(scope)}
+    assert 0 < len(kept) < 15, "retention trimmed some messages"
+    assert set(stored) == kept
