@@ -250,12 +250,12 @@ _paused_lock = threading.Lock()
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No automatic cyclic garbage collection while a big index is built, and what exists
-    after it frozen (gc.freeze: left out of later passes). A build makes no cycles
-    (documents are tuples, postings arrays), but its 100k new objects trigger full passes,
-    each walking every document, that hold the GIL and so the event loop for 50-140 ms.
-    Reference counting frees memory as usual, frozen objects too (a dropped index goes
-    at once); the collector resumes after the last concurrent build."""
+    """No automatic cyclic garbage collection while a big index is built. A build makes no
+    cycles (documents are tuples, postings arrays), but its 100k new objects trigger full
+    passes, each walking every document, that hold the GIL and so the event loop for
+    50-140 ms. Reference counting frees memory as usual; the collector resumes after the
+    last concurrent build. (Not gc.freeze(): it would also pin, for good, whatever cyclic
+    garbage the rest of the bot made meanwhile, a leak in a long-running process.)"""
     global _paused_builds
     with _paused_lock:
         ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
@@ -271,7 +271,6 @@ def _collector_paused() -> Iterator[None]:
         with _paused_lock:
             _paused_builds -= 1
             if _paused_builds == 0:
-                gc.freeze()
                 gc.enable()
 
 
