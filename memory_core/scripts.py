@@ -204,8 +204,8 @@ return {1, redis.call('HGETALL', st)}
 """
 )
 
-# KEYS: state, days, done, log, episodes, vectors, ids. ARGV: day, next day, day JSON ('' = idle day,
-# nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
+# KEYS: state, days, done, log, episodes, vectors, ids. ARGV: day, next day, day JSON
+# ('' = idle day, nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
 # days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
 # trim min id ('' = no retention trim: raw messages older than it go, all summarised by now,
 # with their vectors),
