@@ -205,11 +205,11 @@ return {1, redis.call('HGETALL', st)}
 )
 
 # KEYS: state, days, done, log, episodes, vectors, ids. ARGV: day, next day, day JSON
-# ('' = idle day, nothing to append), new short_upto ('' = unchanged), tokens consumed, messages consumed,
-# days_max, week to consolidate ('' = none), now (ISO), expected short_upto, expected epoch,
-# trim min id ('' = no retention trim: raw messages older than it go, all summarised by now,
-# with their vectors),
-# episodes_max, the trim's time (ms) for the state.
+# ('' = idle day, nothing to append), new short_upto ('' = unchanged), tokens consumed,
+# messages consumed, days_max, week to consolidate ('' = none), now (ISO), expected
+# short_upto, expected epoch, trim min id ('' = no retention trim: raw messages older than it
+# go, all summarised by now, with their vectors and platform ids), episodes_max, the trim's
+# time (ms) for the state.
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 # Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
