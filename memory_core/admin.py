@@ -31,6 +31,7 @@ from memory_core.models import (
     LogEntry,
     ScopeState,
     WeekSummary,
+    stored_text,
 )
 from memory_core.redact import contains, redact, redact_quotes, removed_spans
 from memory_core.repo import MemoryRepo
@@ -277,7 +278,7 @@ class MemoryAdmin:
         scope = parse_scope(scope)
         if not platform_id:
             return False
-        new_text = self._stored_text(text)
+        new_text, _ = stored_text(text, self.settings.memory.max_message_chars)
         if not new_text:
             return bool(await self.forget_message(scope, platform_id, when=when))
         from_ms = calendar.to_ms(when) if when is not None else 0
@@ -459,14 +460,6 @@ class MemoryAdmin:
             if found:
                 return found
         return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
-
-    def _stored_text(self, text: str) -> str:
-        """A message's text as the pipeline stores it: trimmed, cut at max_message_chars."""
-        text = text.strip()
-        cap = self.settings.memory.max_message_chars
-        if len(text) > cap:
-            text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
-        return text
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
         scope = parse_scope(scope)

@@ -21,6 +21,15 @@ TIER_FIELDS = ("short", "mid", "long", "overview")
 MAX_FACT_CHARS = 500
 
 
+def stored_text(text: str, cap: int) -> tuple[str, bool]:
+    """A message's text as memory stores it: trimmed, cut at ``cap`` characters with a note
+    of how much was cut; and whether it was cut. (New messages and edits alike.)"""
+    text = text.strip()
+    if len(text) <= cap:
+        return text, False
+    return f"{text[:cap]} … [truncated: {len(text) - cap} more characters]", True
+
+
 @dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """A message as a front door hands it to the core."""

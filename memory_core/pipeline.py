@@ -34,7 +34,7 @@ from memory_core.errors import (
 from memory_core.language import resolve
 from memory_core.llm import LLM
 from memory_core.maintenance import Maintainer, MaintenanceReport
-from memory_core.models import Fact, IncomingMessage, IngestResult, Reply
+from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, stored_text
 from memory_core.recall import Hit, RecallIndex
 from memory_core.repo import MemoryRepo
 from memory_core.scopes import check_parent, parse_scope, user_scope
@@ -103,13 +103,9 @@ class MemoryPipeline:
     def prepare(self, msg: IncomingMessage) -> Prepared:
         scope = parse_scope(msg.scope)
         parent = check_parent(scope, msg.parent_scope)
-        text = msg.text.strip()
+        text, truncated = stored_text(msg.text, self.settings.memory.max_message_chars)
         if not text:
             raise EmptyMessage("the message is empty: there is nothing to remember")
-        cap = self.settings.memory.max_message_chars
-        truncated = len(text) > cap
-        if truncated:
-            text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
         ts = msg.ts or self.clock.now()
         return Prepared(
             scope=scope,
