@@ -45,6 +45,7 @@ async def test_forget_me_by_a_member_whose_name_is_inside_another_name(
     async with serving(fake, core) as bot:
         for member, text in lines * 4:
             await say(fake, bot, world.general, member, text)
+        await core.pipeline.drain()  # the summaries are written in the background
         before = (await core.repo.state(scope)).short
         assert "hojicha" in before and "555 0100" in before  # the summary quotes both
         _, forgot = await command(fake, "memory forget me", world.general, al)
@@ -87,7 +88,16 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
         for _ in range(5):
             await say(fake, bot, private, world.alice, "between us: I am pregnant, due in May " * 3)
         for _ in range(5):
-            await say(fake, bot, world.general, world.alice, "I drink green tea every morning " * 3)
+            await say(
+                fake,
+                bot,
+                world.general,
+                world.alice,
+                "I drink green tea every morning before work " * 3,
+            )
+        await core.pipeline.drain()  # the facts are learned in the background
+        person = await core.repo.facts(f"discord:{world.guild.id}:user:{world.alice.user.id}")
+        assert [f.text for f in person] == ["alice likes green tea"]  # before anyone asks
         for channel in (world.general, world.thread, world.random, private):
             await say(
                 fake, bot, channel, world.alice, "what do you know about me?", mentions_bot=True

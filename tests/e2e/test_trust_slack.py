@@ -53,6 +53,7 @@ async def test_forget_me_by_a_member_whose_name_is_inside_another_name(slack: Ha
     for user, text in lines * 4:
         await slack.say(text, user=user)
         await slack.bot.drain()
+    await slack.core.pipeline.drain()  # the summaries are written in the background
     before = (await slack.core.repo.state(SCOPE)).short
     assert "hojicha" in before and "555 0100" in before
     forgot = await slack.command("forget me", user=AL)
@@ -75,8 +76,11 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
         await slack.say(
             "between us: I am pregnant, due in May " * 3, channel=PRIVATE, channel_type="group"
         )
-        await slack.say("I drink green tea every morning " * 3)
+        await slack.say("I drink green tea every morning before work " * 3)
     await slack.bot.drain()
+    await slack.core.pipeline.drain()  # the facts are learned in the background
+    person = await slack.core.repo.facts(f"slack:{T1}:user:{ALICE}")
+    assert [f.text for f in person] == ["Alice likes green tea"]  # before anyone asks
     await slack.mention("what do you know about me?")  # app_mention: no channel_type
     await slack.mention("what do you know about me?", channel=PRIVATE)
     await slack.replies(2)
