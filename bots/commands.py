@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from config.prompts import PromptSet, load_prompts
-from memory_core.admin import MemoryAdmin, ScopeView
-from memory_core.assembly import order_facts, render_fact
 from memory_core.errors import PermissionDenied, UsageError
 from memory_core.models import LANGUAGE_SETTINGS, MODES
+from memory_core.prompt.assembly import order_facts, render_fact
 from memory_core.scopes import user_scope
+from memory_core.service.admin import MemoryAdmin, ScopeView
 
 Action = Literal[
     "show",

@@ -16,8 +16,8 @@ from rich.console import Console
 from bots.commands import Actor, execute, parse_command
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
-from memory_core.language import resolve
 from memory_core.models import IncomingMessage
+from memory_core.text.language import resolve
 
 QUIT = ("/quit", "/exit", "/q")
 

@@ -70,7 +70,7 @@ async def _serve(
         async with asyncio.TaskGroup() as group:
             tasks = []
             if discord:
-                from bots.discord_bot import run_discord
+                from bots.discord.bot import run_discord
 
                 tasks.append(
                     group.create_task(
@@ -83,11 +83,11 @@ async def _serve(
                     )
                 )
             if slack:
-                from bots.slack_bot import run_slack
+                from bots.slack.bot import run_slack
 
                 tasks.append(group.create_task(run_slack(core)))
             if dashboard:
-                from dashboard.server import serve_dashboard
+                from bots.dashboard.server import serve_dashboard
 
                 tasks.append(group.create_task(serve_dashboard(core)))
             waiter = group.create_task(stop.wait())

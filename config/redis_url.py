@@ -1,5 +1,5 @@
 """Reading the password out of a Redis URL, written the way people write them: one rule for
-masking the URL in output (memory_core.store.mask_url) and for the secrets a reply must never
+masking the URL in output (memory_core.store.server.mask_url) and for the secrets a reply must never
 show (Settings.secret_values).
 
 The userinfo is everything between "//" and the LAST "@" before the host: a password may

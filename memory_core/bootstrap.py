@@ -8,23 +8,23 @@ import logging
 from dataclasses import dataclass
 
 from config.settings import Settings
-from memory_core.admin import MemoryAdmin
-from memory_core.assembly import PromptAssembler
 from memory_core.clock import Clock, SystemClock
-from memory_core.embedding import LocalEmbedder
-from memory_core.fleet import FleetQueue
-from memory_core.llm import LLM, build_llm
-from memory_core.maintenance import Maintainer
-from memory_core.metrics import Metrics
-from memory_core.pipeline import MemoryPipeline
-from memory_core.platform_state import PlatformState
-from memory_core.ratelimit import FleetRateLimiter
-from memory_core.recall import Embedder, RecallIndex
-from memory_core.repo import MemoryRepo
-from memory_core.scheduler import RolloverScheduler
-from memory_core.store import Store, delete_matching, open_store
-from memory_core.summarize import Summarizer
-from memory_core.tokens import TokenCounter
+from memory_core.fleet.metrics import Metrics
+from memory_core.fleet.queue import FleetQueue
+from memory_core.fleet.ratelimit import FleetRateLimiter
+from memory_core.fleet.scheduler import RolloverScheduler
+from memory_core.llm.client import LLM, build_llm
+from memory_core.prompt.assembly import PromptAssembler
+from memory_core.recall.embedding import LocalEmbedder
+from memory_core.recall.index import Embedder, RecallIndex
+from memory_core.service.admin import MemoryAdmin
+from memory_core.service.pipeline import MemoryPipeline
+from memory_core.store.platform_state import PlatformState
+from memory_core.store.repo import MemoryRepo
+from memory_core.store.server import Store, delete_matching, open_store
+from memory_core.text.tokens import TokenCounter
+from memory_core.tiers.maintenance import Maintainer
+from memory_core.tiers.summarize import Summarizer
 
 log = logging.getLogger(__name__)
 

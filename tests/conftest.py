@@ -30,9 +30,9 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from config.settings import WELL_KNOWN_ENV, Settings
-from memory_core import embedded
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
+from memory_core.store import embedded
 from tests.fakes.openai_server import FakeOpenAI
 
 # Hypothesis, loaded before any test module builds its own settings (which inherit from it).

@@ -148,7 +148,7 @@ async def spawn_memorybot(
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bots.cli",
+        "bots.cli.main",
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

@@ -9,7 +9,7 @@ from typing import Any
 
 import discord
 
-from bots.discord_bot import MemoryBot
+from bots.discord.bot import MemoryBot
 from memory_core.bootstrap import Core
 from tests.fakes.discord_server import JSON, SentMessage
 

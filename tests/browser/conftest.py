@@ -19,8 +19,8 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Dialog, Page, async_playwright
 
-from dashboard import running_dashboard
-from dashboard.server import DashboardServer
+from bots.dashboard import running_dashboard
+from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core, build_core
 from tests.browser.support import TOKEN
 from tests.conftest import make_settings

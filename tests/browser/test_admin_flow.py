@@ -71,7 +71,7 @@ async def ask_dry_run(served: Served, scope: str, text: str, tmp: Path) -> dict[
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bots.cli",
+        "bots.cli.main",
         "ask",
         "--scope",
         scope,

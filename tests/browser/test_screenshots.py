@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, expect
 
-from dashboard import running_dashboard
+from bots.dashboard import running_dashboard
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from tests.browser.conftest import Served, login

@@ -1,5 +1,5 @@
 """memorybot's Discord front door end to end: the real discord.py client from
-``bots.discord_bot`` against the local fake Discord, a real Core on the private Redis, and the
+``bots.discord.bot`` against the local fake Discord, a real Core on the private Redis, and the
 fake OpenAI server.
 
 Nothing sleeps blindly: tests wait for what the fake recorded (``wait_for_*``) or for the bot
@@ -24,9 +24,9 @@ import redis
 from aiohttp import web
 from discord.http import Route
 
-from bots import discord_commands
-from bots.discord_bot import build_client, run_discord
-from bots.discord_commands import sync_command_tree
+from bots.discord import commands as discord_commands
+from bots.discord.bot import build_client, run_discord
+from bots.discord.commands import sync_command_tree
 from config.prompts import load_prompts
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock

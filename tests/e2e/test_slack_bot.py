@@ -1,4 +1,4 @@
-"""The Slack front door end to end: memorybot's real Bolt app (bots/slack_bot.py) against the
+"""The Slack front door end to end: memorybot's real Bolt app (bots/slack/bot.py) against the
 fake Slack (tests/fakes/slack_server.py), a real Core on the private Redis, and the fake
 OpenAI server. Main flows run twice: signed HTTP requests to the app's own aiohttp server,
 and envelopes over the fake's Socket Mode WebSocket.
@@ -22,9 +22,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bots.slack_bot import SlackBot, build_app, run_slack
-from bots.slack_connect import connect_socket, serve_http
-from bots.slack_send import MESSAGE_CHARS
+from bots.slack.bot import SlackBot, build_app, run_slack
+from bots.slack.connect import connect_socket, serve_http
+from bots.slack.send import MESSAGE_CHARS
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
@@ -550,14 +550,14 @@ async def test_a_rejected_memory_answer_is_logged_and_sent_again_as_plain_text(
     # slack_sdk's webhook client returns (does not raise) on HTTP 400: the answer would vanish.
     await slack.say("standup moves to 10:00", user=BOB)
     slack.fake.reject_next_response(error="invalid_blocks")
-    caplog.set_level(logging.WARNING, logger="bots.slack_bot")
+    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
     response = await slack.command("show")
     [(rejected, error)] = slack.fake.rejected_responses
     assert error == "invalid_blocks" and rejected.blocks
     assert response.blocks is None and response.response_type == "ephemeral"
     assert f"Memory of {SCOPE}" in (response.text or "")
     assert "standup moves to 10:00" in (response.text or "")
-    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack_bot"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
     assert any(SCOPE in line and "invalid_blocks" in line for line in logged), logged
 
 

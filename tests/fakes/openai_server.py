@@ -1,7 +1,7 @@
-"""The fake OpenAI-compatible server lives in :mod:`bench.fake_llm`, because the benchmarks
+"""The fake OpenAI-compatible server lives in :mod:`bots.bench.fake_llm`, because the benchmarks
 count requests and tokens with it too; the tests import it from here."""
 
-from bench.fake_llm import (
+from bots.bench.fake_llm import (
     PURPOSE_HEADER,
     FakeOpenAI,
     Fault,

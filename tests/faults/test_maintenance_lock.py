@@ -22,8 +22,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage
-from memory_core.repo import MemoryRepo
-from memory_core.scripts import SHAS
+from memory_core.store.repo import MemoryRepo
+from memory_core.store.scripts import SHAS
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.faults.child import spawn

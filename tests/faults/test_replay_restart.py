@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from bench.fake_llm import RecordedRequest, default_answer
+from bots.bench.fake_llm import RecordedRequest, default_answer
 from memory_core import calendar
 from memory_core.models import DaySummary, LogEntry
 from tests.conftest import START, RedisServer, _free_port

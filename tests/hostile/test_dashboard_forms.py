@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yarl import URL
 
-from dashboard import running_dashboard
-from dashboard.server import DashboardServer
+from bots.dashboard import running_dashboard
+from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from tests.browser.support import TOKEN, change_routes

@@ -1,4 +1,4 @@
-"""Hostile Discord traffic end to end: the real discord.py client of ``bots.discord_bot``
+"""Hostile Discord traffic end to end: the real discord.py client of ``bots.discord.bot``
 against the fake Discord, a real core on the private Redis and the fake model.
 
 - Messages with odd content (empty, over 4,000 characters, only mentions, zero-width and

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from config.prompts import load_prompts
-from memory_core.assembly import Prompt
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memory_core.prompt.assembly import Prompt
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.hostile.strategies import injections

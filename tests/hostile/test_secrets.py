@@ -27,12 +27,12 @@ from hypothesis import strategies as st
 from bots.commands import Actor
 from bots.frontdoor import run_command
 from config.settings import Settings, load_settings
-from memory_core.answers import MASK
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import LLMUnavailable, MemorybotError, StoreUnavailable
 from memory_core.models import IncomingMessage
-from memory_core.store import mask_url, open_store
+from memory_core.prompt.answers import MASK
+from memory_core.store.server import mask_url, open_store
 from tests.conftest import START, RedisServer
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest

@@ -1,4 +1,4 @@
-"""Hostile Slack traffic end to end, over HTTP: memorybot's real Bolt app (bots/slack_bot.py)
+"""Hostile Slack traffic end to end, over HTTP: memorybot's real Bolt app (bots/slack/bot.py)
 served by ``serve_http``, the fake Slack, a real core on the private Redis, the fake model.
 
 - Signed but malformed events (fields missing or of the wrong type, unknown subtypes, huge
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bots.slack_bot import SlackBot, build_app
-from bots.slack_connect import serve_http
+from bots.slack.bot import SlackBot, build_app
+from bots.slack.connect import serve_http
 from memory_core.bootstrap import Core
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from memory_core.clock import ManualClock
-from memory_core.replay import read_lines, replay
+from memory_core.service.replay import read_lines, replay
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import NAMES, WORDS

@@ -17,9 +17,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from dashboard import running_dashboard, serve_dashboard
-from dashboard.auth import COOKIE_NAME, LoginThrottle, SessionSigner
-from dashboard.server import DashboardServer
+from bots.dashboard import running_dashboard, serve_dashboard
+from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, SessionSigner
+from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
 from memory_core.models import Fact, IncomingMessage

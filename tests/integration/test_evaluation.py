@@ -12,9 +12,9 @@ import redis
 import typer
 from typer.testing import CliRunner
 
-from bots.cli_eval import register
+from bots.bench.evaluation import evaluate_locomo, load_locomo
+from bots.cli.eval import register
 from memory_core.errors import LLMOffline
-from memory_core.evaluation import evaluate_locomo, load_locomo
 from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 

@@ -12,8 +12,8 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
+from memory_core.fleet.scheduler import SweepReport
 from memory_core.models import IncomingMessage
-from memory_core.scheduler import SweepReport
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -195,7 +195,7 @@ async def test_dst_transition_days(
 def test_the_midnight_trigger_fires_every_local_midnight_across_dst() -> None:
     """APScheduler 3's CronTrigger skips the midnight after a spring-forward change; the
     scheduler's own trigger does not."""
-    from memory_core.scheduler import _local_trigger
+    from memory_core.fleet.scheduler import _local_trigger
 
     trigger = _local_trigger("America/New_York")
     fired: list[datetime] = []

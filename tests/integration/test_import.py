@@ -93,7 +93,7 @@ async def test_a_parent_set_by_hand_in_redis_is_not_read_by_the_prompt(
     client: Any = core.store.client
     await client.hset(core.repo.k(TARGET).state, "parent", OTHER_GUILD)
 
-    with caplog.at_level(logging.WARNING, logger="memory_core.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.service.pipeline"):
         prompt = await core.pipeline.build_prompt(
             IncomingMessage(scope=TARGET, text="what do we plan?", author="Ada")
         )
@@ -111,7 +111,7 @@ async def test_a_parent_that_is_not_a_scope_is_ignored_too(
     await core.pipeline.ingest(IncomingMessage(scope=TARGET, text="our standup", author="Ada"))
     client: Any = core.store.client
     await client.hset(core.repo.k(TARGET).state, "parent", "{x} " + "y" * 3_000_000)
-    with caplog.at_level(logging.WARNING, logger="memory_core.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.service.pipeline"):
         prompt = await core.pipeline.build_prompt(
             IncomingMessage(scope=TARGET, text="what do we plan?", author="Ada")
         )

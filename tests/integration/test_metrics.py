@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from memory_core.metrics import read_minutes, totals
+from memory_core.fleet.metrics import read_minutes, totals
 from memory_core.models import IncomingMessage
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI

@@ -8,11 +8,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory_core.admin import ForgetRequest
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import DaySummary, IncomingMessage
-from memory_core.recall import RecallIndex
+from memory_core.recall.index import RecallIndex
+from memory_core.service.admin import ForgetRequest
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, embed_text
 from tests.helpers import conversation, feed
@@ -461,7 +461,7 @@ async def test_a_live_message_is_embedded_in_the_background_after_it_is_stored(
 async def test_the_local_model_is_the_default_embedder_offline(make_core: CoreFactory) -> None:
     """No embedding model configured and no key: recall still searches by meaning, with the
     offline multilingual model; "off" keeps it to words."""
-    from memory_core.embedding import LocalEmbedder
+    from memory_core.recall.embedding import LocalEmbedder
 
     core = await make_core(offline=True, memory={"recall_embedder": "local"})
     assert core.pipeline.recall is not None

@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from memory_core.summarize import render_entries
+from memory_core.tiers.summarize import render_entries
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import conversation, feed

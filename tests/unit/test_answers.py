@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.answers import MASK, SecretMask, StreamedAnswer, capped, with_marker
+from memory_core.prompt.answers import MASK, SecretMask, StreamedAnswer, capped, with_marker
 
 KEY = "sk-proj-abcdefghijklmnop"
 TOKEN = "xoxb-1234567890-token"

@@ -6,9 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from config.settings import MemorySettings
-from memory_core.assembly import AssemblyInput, PromptAssembler
 from memory_core.models import Fact, LogEntry, ScopeState
-from memory_core.tokens import TokenCounter
+from memory_core.prompt.assembly import AssemblyInput, PromptAssembler
+from memory_core.text.tokens import TokenCounter
 
 counter = TokenCounter()
 NOW = datetime(2025, 8, 13, 12, 0, tzinfo=UTC)

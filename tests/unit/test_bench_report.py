@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.report import write_from_json, write_report
+from bots.bench.report import write_from_json, write_report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

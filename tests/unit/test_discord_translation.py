@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bots.commands import CommandResult
-from bots.discord_commands import interaction_language
-from bots.discord_events import Place, is_allowed, place_for, readable_text
-from bots.discord_ui import LIMITS, EmbedLimits, paginate
+from bots.discord.commands import interaction_language
+from bots.discord.events import Place, is_allowed, place_for, readable_text
+from bots.discord.ui import LIMITS, EmbedLimits, paginate
 from config.settings import DiscordSettings
 
 

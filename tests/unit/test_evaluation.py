@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.assembly import Prompt
-from memory_core.errors import InputError
-from memory_core.evaluation import (
+from bots.bench.evaluation import (
     ATTRIBUTION,
     BM25,
     TURN_GAP,
@@ -28,6 +26,8 @@ from memory_core.evaluation import (
     token_f1,
     words,
 )
+from memory_core.errors import InputError
+from memory_core.prompt.assembly import Prompt
 
 
 @pytest.mark.parametrize(

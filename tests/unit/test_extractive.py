@@ -14,7 +14,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_core.extractive import SummaryItem, extractive_summary
+from memory_core.tiers.extractive import SummaryItem, extractive_summary
 
 JST = timezone(timedelta(hours=9))
 DAY = datetime(2025, 8, 13, 9, 0, tzinfo=JST)
@@ -413,7 +413,7 @@ def test_same_input_same_output() -> None:
 _HASH_SEED_SCRIPT = textwrap.dedent(
     """
     from datetime import datetime, timedelta, timezone
-    from memory_core.extractive import SummaryItem, extractive_summary
+    from memory_core.tiers.extractive import SummaryItem, extractive_summary
 
     start = datetime(2025, 8, 13, tzinfo=timezone.utc)
     words = "Alice Bob Acme Friday lol ok decided will $5 3pm tomorrow thanks the a plan".split()

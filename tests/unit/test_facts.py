@@ -1,7 +1,7 @@
 from memory_core.calendar import from_ms
-from memory_core.facts import merge_ops, provenance, similarity
 from memory_core.models import Fact, LogEntry
-from memory_core.summarize import FactDraft
+from memory_core.tiers.facts import merge_ops, provenance, similarity
+from memory_core.tiers.summarize import FactDraft
 
 
 def test_same_fact_twice_is_kept_once_and_counts_as_confirmed() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memory_core.errors import InputError
-from memory_core.exports import parse_export
+from memory_core.service.exports import parse_export
 
 NOW = datetime(2025, 8, 20, 12, 0, tzinfo=UTC)
 TARGET = "discord:100:3"

@@ -1,6 +1,6 @@
 import pytest
 
-from memory_core.language import detect, resolve
+from memory_core.text.language import detect, resolve
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,14 @@ from packaging.utils import canonicalize_name
 
 from tests.helpers import ROOT
 
-OWN_PACKAGES = {"bots", "memory_core", "config", "dashboard", "bench", "tests"}
-FRONT_DOORS = ("bots.cli", "bots.discord_bot", "bots.slack_bot", "bots.runner", "dashboard.server")
+OWN_PACKAGES = {"bots", "memory_core", "config", "tests"}
+FRONT_DOORS = (
+    "bots.cli.main",
+    "bots.discord.bot",
+    "bots.slack.bot",
+    "bots.runner",
+    "bots.dashboard.server",
+)
 
 
 def dependencies() -> list[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bots.cli_eval import parse_budgets
-from memory_core import recall as rc
-from memory_core.embedding import DIMENSIONS, encode_sync
+from bots.cli.eval import parse_budgets
 from memory_core.errors import InputError
+from memory_core.recall import index as rc
+from memory_core.recall.embedding import DIMENSIONS, encode_sync
 
 
 def _index(vectors: np.ndarray, texts: list[str] | None = None) -> rc._ScopeIndex:

@@ -1,4 +1,4 @@
-from memory_core.redact import REDACTED, contains, redact, removed_spans
+from memory_core.tiers.redact import REDACTED, contains, redact, removed_spans
 
 
 def test_drops_whole_sentences_that_mention_the_text() -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import ReplayLineError
-from memory_core.replay import ReplayLine, line_identity, parse_line, read_lines
+from memory_core.service.replay import ReplayLine, line_identity, parse_line, read_lines
 
 
 def test_good_line() -> None:

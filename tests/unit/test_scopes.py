@@ -1,8 +1,8 @@
 import pytest
 
 from memory_core.errors import InvalidScope
-from memory_core.keys import KeySchema
 from memory_core.scopes import boundary_of, check_parent, parse_scope
+from memory_core.store.keys import KeySchema
 
 
 @pytest.mark.parametrize(

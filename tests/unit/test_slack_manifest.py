@@ -1,7 +1,7 @@
 """The Slack app manifest asks for exactly the bot scopes memorybot uses, and docs/slack.md
 says why for each: a scope nothing uses is a permission a workspace grants for nothing.
 
-What is used is read from the code (every ``client.<method>(`` call in ``bots/``) and from the
+What is used is read from the code (every ``client.<method>(`` call in ``bots/slack/``) and from the
 manifest's own event subscriptions and slash command; a Web API method this table does not
 know fails the test until its scope is written down here, in the manifest and in the docs.
 """
@@ -64,7 +64,7 @@ def documented_scopes() -> set[str]:
 
 def used_methods() -> set[str]:
     calls: set[str] = set()
-    for path in (ROOT / "bots").glob("*.py"):
+    for path in (ROOT / "bots" / "slack").rglob("*.py"):
         calls |= set(re.findall(r"client\.([a-z]+_[A-Za-z0-9_]+)\(", path.read_text("utf-8")))
     return calls
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from bots.commands import CommandResult
-from bots.slack_blocks import MAX_BLOCKS, SECTION_CHARS, confirm_blocks, result_blocks
-from bots.slack_text import (
+from bots.slack.blocks import MAX_BLOCKS, SECTION_CHARS, confirm_blocks, result_blocks
+from bots.slack.text import (
     Deletion,
     Edit,
     mentioned_users,

@@ -6,7 +6,7 @@ import pytest
 
 from memory_core.errors import LLMBadOutput
 from memory_core.models import LogEntry
-from memory_core.summarize import _fact_drafts, fence, parse_json_object, render_entries
+from memory_core.tiers.summarize import _fact_drafts, fence, parse_json_object, render_entries
 
 
 def test_log_to_text_conversion_has_time_speaker_and_text() -> None:

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 
 counter = TokenCounter()
 

@@ -1,1 +1,0 @@
-"""Benchmarks: memorybot side by side with the alternatives, written to docs/benchmarks.md."""

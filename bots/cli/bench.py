@@ -1,0 +1,230 @@
+"""``memorybot bench ...``: performance, measured next to what it should be compared with.
+
+``bots/cli/main.py`` adds these with ``register(bench_app)``; they import
+``bots.cli.main`` only when they run, so the two modules may import each other in either order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+Measure = Callable[[Callable[[int], None]], Awaitable[dict[str, Any]]]
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("ingest")(ingest)
+    bench_app.command("rollover")(rollover)
+    bench_app.command("recall")(recall)
+    bench_app.command("load")(load)
+    bench_app.command("all")(all_benchmarks)
+    bench_app.command("report")(report)
+
+
+def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[str, Any]:
+    """Run one benchmark with a progress bar on stderr; print JSON if asked, else return."""
+    from bots.cli.main import _progress, print_json, run
+
+    async def go() -> dict[str, Any]:
+        with _progress(quiet=as_json) as progress:
+            task = progress.add_task(label, total=total)
+            return await measure(lambda n: progress.update(task, completed=n))
+
+    result = run(go())
+    if as_json:
+        print_json(result)
+    return result
+
+
+def _say(text: str) -> None:
+    from bots.cli.main import out
+
+    out.print(text, markup=False)
+
+
+# What the `bench` extra installs, by the module a command imports: the plots and the
+# alternatives memorybot is compared with. Everything else is a dependency.
+PLOTS = {"matplotlib": "matplotlib"}
+ALTERNATIVES = {"langchain_classic": "langchain-classic", "langchain_openai": "langchain-openai"}
+
+
+def _bench_extra(command: str, needs: dict[str, str]) -> None:
+    """Stop with the pip install to run if a module of the `bench` extra is missing, before
+    any work (a missing one would otherwise surface as a traceback, minutes in)."""
+    from bots.cli.main import fail
+
+    missing = [dist for module, dist in needs.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise fail(
+            f"memorybot bench {command} needs {', '.join(missing)} (the bench extra): "
+            "install it with: pip install -e '.[bench]'",
+            2,
+        )
+
+
+def ingest(
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1,
+    messages: Annotated[int, typer.Option("--messages", min=1)] = 2000,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Pipeline time per message without the LLM, next to a Redis PING."""
+    from bots.bench.harness import bench_ingest
+    from bots.cli.main import settings
+
+    s = settings()
+    r = _measure(
+        "ingest",
+        messages,
+        as_json,
+        lambda p: bench_ingest(s, scopes=scopes, messages=messages, progress=p),
+    )
+    if not as_json:
+        _say(
+            f"{r['messages']} messages over {r['scopes']} scopes on {r['store']}:\n"
+            f"  ingest p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms, "
+            f"{r['msgs_per_s']:.0f} msgs/s\n"
+            f"  prompt assembly p50 {r['assemble_p50_ms']:.3f} ms, "
+            f"p99 {r['assemble_p99_ms']:.3f} ms\n"
+            f"  Redis PING {r['redis_ping_ms']:.3f} ms (ingest p50 = {r['p50_over_ping']}x PING)"
+        )
+
+
+def rollover(
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 10000,
+    idle: Annotated[int, typer.Option("--idle", min=0, help="Idle scopes (must cost 0).")] = 1000,
+    latency_ms: Annotated[float, typer.Option("--latency-ms", min=0)] = 200.0,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A day's rollover over many scopes, with a stand-in model of set latency."""
+    from bots.bench.harness import bench_rollover
+    from bots.cli.main import settings
+
+    s = settings()
+    r = _measure(
+        "rollover",
+        scopes,
+        as_json,
+        lambda p: bench_rollover(
+            s,
+            scopes=scopes,
+            idle=idle,
+            latency_ms=latency_ms,
+            concurrency=concurrency,
+            progress=p,
+        ),
+    )
+    if not as_json:
+        _say(
+            f"{r['rolled_over']} scopes rolled over in {r['seconds']}s at concurrency "
+            f"{concurrency} with a {latency_ms:.0f} ms model: {r['scopes_per_s']} scopes/s "
+            f"(ideal {r['ideal_scopes_per_s']}); {r['llm_calls_per_scope']} LLM calls per "
+            f"scope; {r['idle_scopes']} idle scopes queued: {r['queued'] - r['rolled_over']}.\n"
+            f"Overhead outside the model: {r['overhead_ms_per_scope']} ms per scope."
+        )
+
+
+def recall(
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")
+    ] = "1000,10000,100000",
+    queries: Annotated[int, typer.Option("--queries", min=1)] = 100,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recall query latency as a scope grows."""
+    from bots.bench.harness import bench_recall
+    from bots.cli.main import fail, settings
+
+    try:
+        counts = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError as exc:
+        raise fail(f"--sizes {sizes!r}: give numbers like 1000,10000", 1) from exc
+    s = settings()
+    r = _measure(
+        "recall",
+        queries * len(counts),
+        as_json,
+        lambda p: bench_recall(s, sizes=counts, queries=queries, progress=p),
+    )
+    if not as_json:
+        for row in r["sizes"]:
+            _say(
+                f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
+                f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms; "
+                f"rebuild {row['rebuild_ms']:.0f} ms; event loop stalled at most "
+                f"{row['loop_stall_max_ms']:.1f} ms"
+            )
+
+
+def load(
+    rate: Annotated[int, typer.Option("--rate", min=1, help="Messages per second.")] = 200,
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1000,
+    seconds: Annotated[int, typer.Option("--seconds", min=1)] = 600,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A steady stream of messages on loopback: lost messages, latency, memory over time."""
+    from bots.bench.load import load_run
+    from bots.cli.main import settings
+
+    s = settings()
+    r = _measure(
+        "load",
+        seconds,
+        as_json,
+        lambda p: load_run(s, rate=rate, scopes=scopes, seconds=seconds, progress=p),
+    )
+    if not as_json:
+        _say(
+            f"{r['sent']} messages at {r['achieved_rate_per_s']}/s over {scopes} scopes: "
+            f"{r['stored']} stored, {r['lost']} lost, {r['refused']} refused; ingest "
+            f"p50 {r['ingest_p50_ms']} ms, p99 {r['ingest_p99_ms']} ms; {r['replies']} replies "
+            f"(p50 {r['reply_p50_ms']} ms, p99 {r['reply_p99_ms']} ms), {r['drain_s']} s to "
+            "drain; "
+            f"RSS {r['rss_mb_start']} -> {r['rss_mb_end']} MB"
+        )
+
+
+def all_benchmarks(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Small sizes: a few minutes (CI).")
+    ] = False,
+    out_file: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path(
+        "docs/benchmarks.md"
+    ),
+) -> None:
+    """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
+    from bots.cli.main import err, settings
+
+    _bench_extra("all", {**PLOTS, **ALTERNATIVES})
+    from bots.bench.runner import run as run_benchmarks
+
+    s = settings()
+    result = run_benchmarks(
+        s, quick=quick, out=out_file, log=lambda line: err.print(line, markup=False)
+    )
+    _say(f"Wrote {out_file} in {result['seconds']} s.")
+
+
+def report(
+    source: Annotated[
+        Path, typer.Option("--from", help="A run's saved figures (written next to its report).")
+    ] = Path("docs/benchmarks.json"),
+    out_file: Annotated[Path, typer.Option("--out", help="Where to write the report.")] = Path(
+        "docs/benchmarks.md"
+    ),
+) -> None:
+    """Write the report (and its plots) again from a run's saved figures, measuring nothing."""
+    from bots.cli.main import fail
+
+    _bench_extra("report", PLOTS)
+    from bots.bench.report import write_from_json
+
+    try:
+        write_from_json(source, out_file)
+    except (OSError, ValueError, KeyError) as exc:
+        raise fail(f"cannot write the report from {source}: {exc!r}", 1) from exc
+    _say(f"Wrote {out_file} from {source}.")

@@ -1,0 +1,293 @@
+"""Fleet health from the per-minute metric buckets in Redis, for the health page and for
+Prometheus. Both read the same :class:`HealthReport`, so they always show the same figures.
+
+The buckets hold what every process counted during each minute, so the figures here are
+sums over a window of recent minutes, not counters since start-up: a Prometheus series is
+a gauge ("messages in the last 60 minutes"), and HELP says which window.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from memory_core.bootstrap import Core
+from memory_core.fleet.metrics import read_minutes, totals
+
+WINDOWS = (15, 60, 360, 1440)
+DEFAULT_WINDOW = 60
+PURPOSES = ("reply", "compact", "refresh", "embed")
+SUMMARY_PURPOSES = ("compact", "refresh")  # the LLM calls that write summaries
+REPLY_KINDS = ("llm", "offline", "apology")
+SUMMARY_KINDS = ("llm", "fallback", "offline")
+MAINTENANCE = (
+    ("compactions", "Compactions of today's messages into the short tier"),
+    ("days_closed", "Days closed at rollover"),
+    ("weeks", "Weeks consolidated"),
+    ("refreshes", "Tier refreshes (mid, overview)"),
+    ("summary_failures", "Summary attempts that failed (retried later)"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMUse:
+    purpose: str
+    calls: int
+    failures: int
+    prompt_tokens: int
+    completion_tokens: int
+    ms: int
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.ms / self.calls if self.calls else None
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    job: str
+    at: str
+    worker: str
+    figures: dict[str, Any]
+
+
+@dataclass(slots=True)
+class HealthReport:
+    minutes: int
+    now: datetime
+    per_minute: list[tuple[str, int]]  # (YYYYmmddHHMM, messages), oldest first
+    sums: Counter[str]
+    llm: list[LLMUse]
+    sweeps: list[Sweep]
+    scopes: int
+    redis_used_bytes: int | None
+    redis_peak_bytes: int | None
+    redis_max_bytes: int | None
+    checks: list[tuple[str, str]] = field(default_factory=list)  # (what, "set"/"not set"/...)
+
+    @property
+    def messages(self) -> int:
+        return self.sums["messages"]
+
+    @property
+    def messages_per_minute(self) -> float:
+        return self.messages / self.minutes if self.minutes else 0.0
+
+    @property
+    def peak_per_minute(self) -> int:
+        return max((n for _, n in self.per_minute), default=0)
+
+    @property
+    def summaries_by_model(self) -> int:
+        return self.sums["summaries_llm"]
+
+    @property
+    def summary_success_rate(self) -> float | None:
+        """Share of summaries the model wrote among those it was asked for (offline summaries,
+        written by design without a model, are not failures and are left out)."""
+        asked = self.sums["summaries_llm"] + self.sums["summaries_fallback"]
+        return self.sums["summaries_llm"] / asked if asked else None
+
+    @property
+    def summary_mean_ms(self) -> float | None:
+        calls = sum(u.calls for u in self.llm if u.purpose in SUMMARY_PURPOSES)
+        ms = sum(u.ms for u in self.llm if u.purpose in SUMMARY_PURPOSES)
+        return ms / calls if calls else None
+
+    @property
+    def llm_failures(self) -> int:
+        return sum(u.failures for u in self.llm)
+
+    @property
+    def errors(self) -> list[tuple[str, int]]:
+        return [
+            ("LLM calls that failed", self.llm_failures),
+            ("Replies that were an apology (the model failed)", self.sums["replies_apology"]),
+            ("Summary attempts that failed", self.sums["summary_failures"]),
+            ("Summaries written by the extractive stand-in", self.sums["summaries_fallback"]),
+        ]
+
+
+def _llm_use(sums: Counter[str]) -> list[LLMUse]:
+    seen = {k.split(":")[1] for k in sums if k.startswith("llm:") and k.count(":") == 2}
+    purposes = [*PURPOSES, *sorted(seen - set(PURPOSES))]
+    return [
+        LLMUse(
+            purpose=p,
+            calls=sums[f"llm:{p}:calls"],
+            failures=sums[f"llm:{p}:failures"],
+            prompt_tokens=sums[f"llm:{p}:prompt_tokens"],
+            completion_tokens=sums[f"llm:{p}:completion_tokens"],
+            ms=sums[f"llm:{p}:ms"],
+        )
+        for p in purposes
+    ]
+
+
+async def _sweeps(core: Core) -> list[Sweep]:
+    client: Any = core.store.client
+    raw: dict[str, str] = await client.hgetall(core.store.keys.sweeps)
+    out: list[Sweep] = []
+    for job, blob in sorted(raw.items()):
+        try:
+            entry = json.loads(blob)
+        except ValueError:
+            continue  # one unreadable entry hides itself, not the page
+        if not isinstance(entry, dict):
+            continue
+        at, worker = str(entry.pop("at", "")), str(entry.pop("worker", ""))
+        out.append(Sweep(job, at, worker, entry))
+    return out
+
+
+async def _redis_memory(core: Core) -> tuple[int | None, int | None, int | None]:
+    """used_memory, its peak and maxmemory; on a cluster, summed over the nodes; (None,
+    None, None) when the server does not say."""
+    client: Any = core.store.client
+    try:
+        info = await client.info("memory")
+    except (RedisError, OSError, NotImplementedError):
+        return None, None, None
+    nodes = [info] if "used_memory" in info else [v for v in info.values() if isinstance(v, dict)]
+    if not nodes:
+        return None, None, None
+
+    def total(name: str) -> int | None:
+        values = [int(n[name]) for n in nodes if name in n]
+        return sum(values) if values else None
+
+    return total("used_memory"), total("used_memory_peak"), total("maxmemory") or None
+
+
+def _checks(core: Core) -> list[tuple[str, str]]:
+    """Doctor-like facts safe to show: where memory lives, which model, which secrets are
+    set. Never a secret's value."""
+    s = core.settings
+
+    def is_set(value: object) -> str:
+        return "set" if value is not None else "not set"
+
+    llm = "offline (no model configured)" if core.llm.offline else s.llm.chat_model
+    return [
+        ("Memory", core.store.description),
+        ("LLM", llm),
+        ("OPENAI_API_KEY", is_set(s.llm.api_key)),
+        ("DISCORD_TOKEN", is_set(s.discord.token)),
+        ("SLACK_BOT_TOKEN", is_set(s.slack.bot_token)),
+        ("SLACK_APP_TOKEN", is_set(s.slack.app_token)),
+        ("SLACK_SIGNING_SECRET", is_set(s.slack.signing_secret)),
+        ("DASHBOARD_TOKEN", is_set(s.dashboard.token)),
+    ]
+
+
+async def collect(
+    core: Core, *, minutes: int = DEFAULT_WINDOW, now: datetime | None = None
+) -> HealthReport:
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    minutes = max(1, min(minutes, 3 * 1440))  # buckets live three days
+    rows = await read_minutes(core.store.client, core.store.keys, minutes=minutes, now=now)
+    sums = totals(rows)
+    used, peak, maximum = await _redis_memory(core)
+    return HealthReport(
+        minutes=minutes,
+        now=now,
+        per_minute=[(stamp, row.get("messages", 0)) for stamp, row in rows],
+        sums=sums,
+        llm=_llm_use(sums),
+        sweeps=await _sweeps(core),
+        scopes=await core.repo.scope_count(),
+        redis_used_bytes=used,
+        redis_peak_bytes=peak,
+        redis_max_bytes=maximum,
+        checks=_checks(core),
+    )
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "not available"
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    exponent = min(int(math.log(n, 1024)) if n > 0 else 0, len(units) - 1)
+    return f"{n / 1024**exponent:.1f} {units[exponent]}" if exponent else f"{n} B"
+
+
+# -- Prometheus text exposition ----------------------------------------------------------
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def prometheus(report: HealthReport) -> str:
+    """The report in Prometheus' text exposition format (version 0.0.4)."""
+    window = f"in the last {report.minutes} minutes (sum of the fleet's per-minute buckets)"
+    lines: list[str] = []
+
+    def metric(
+        name: str, help_text: str, samples: list[tuple[dict[str, str], float]], kind: str = "gauge"
+    ) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            number = repr(float(value)) if isinstance(value, float) else str(value)
+            lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
+
+    s = report.sums
+    metric("memorybot_window_minutes", "Window the *_total figures cover.", [({}, report.minutes)])
+    metric("memorybot_messages_total", f"Messages stored {window}.", [({}, s["messages"])])
+    metric(
+        "memorybot_replies_total",
+        f"Replies by kind {window}.",
+        [({"kind": k}, s[f"replies_{k}"]) for k in REPLY_KINDS],
+    )
+    metric(
+        "memorybot_summaries_total",
+        f"Summaries by who wrote them (llm, fallback: the extractive stand-in after failures, "
+        f"offline: no model configured) {window}.",
+        [({"by": k}, s[f"summaries_{k}"]) for k in SUMMARY_KINDS],
+    )
+    metric(
+        "memorybot_maintenance_total",
+        f"Memory maintenance work by kind {window}.",
+        [({"work": k}, s[k]) for k, _ in MAINTENANCE],
+    )
+    metric(
+        "memorybot_llm_calls_total",
+        f"LLM calls by purpose {window}.",
+        [({"purpose": u.purpose}, u.calls) for u in report.llm],
+    )
+    metric(
+        "memorybot_llm_failures_total",
+        f"LLM calls that failed, by purpose {window}.",
+        [({"purpose": u.purpose}, u.failures) for u in report.llm],
+    )
+    tokens: list[tuple[dict[str, str], float]] = []
+    for u in report.llm:
+        tokens.append(({"purpose": u.purpose, "kind": "prompt"}, u.prompt_tokens))
+        tokens.append(({"purpose": u.purpose, "kind": "completion"}, u.completion_tokens))
+    metric("memorybot_llm_tokens_total", f"LLM tokens by purpose and kind {window}.", tokens)
+    metric(
+        "memorybot_llm_seconds_total",
+        f"Time spent in LLM calls, by purpose {window}.",
+        [({"purpose": u.purpose}, u.ms / 1000) for u in report.llm],
+    )
+    metric("memorybot_scopes", "Scopes in the scopes index.", [({}, report.scopes)])
+    if report.redis_used_bytes is not None:
+        metric(
+            "memorybot_redis_used_memory_bytes",
+            "Memory Redis uses (INFO memory used_memory; summed over cluster nodes).",
+            [({}, report.redis_used_bytes)],
+        )
+    stamps: list[tuple[dict[str, str], float]] = []
+    for sweep in report.sweeps:
+        try:
+            stamps.append(({"job": sweep.job}, datetime.fromisoformat(sweep.at).timestamp()))
+        except ValueError:
+            continue
+    metric("memorybot_last_sweep_timestamp_seconds", "When each job last swept.", stamps)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,309 @@
+"""The Discord front door: gateway events -> the memory core -> Discord messages.
+
+- :class:`MemoryBot` translates a message into an ``IncomingMessage`` (see
+  :mod:`bots.discord.events`), lets the core store it and decide whether to answer, and
+  posts the answer (:mod:`bots.discord.replies`); ``/memory`` lives in
+  :mod:`bots.discord.commands`.
+- :func:`build_client` makes the client without touching the network (tests);
+  :func:`run_discord` is what ``memorybot run --discord`` calls.
+
+The client is always an ``AutoShardedClient``: without ``shard_count`` it asks Discord for
+the recommended number (one for small bots, more as the bot grows, so one process keeps
+working past 2,500 guilds); with ``shard_count``/``shard_ids`` several processes split the
+shards between them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import discord
+import yarl
+from discord import app_commands
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from bots.discord.commands import (
+    MemoryCommands,
+    answer_command_error,
+    memory_group,
+    sync_command_tree,
+)
+from bots.discord.events import (
+    CONVERSATION_TYPES,
+    Place,
+    guild_id_of,
+    incoming_message,
+    is_allowed,
+    is_text_edit,
+    message_text,
+    place_of,
+)
+from bots.discord.replies import ChannelProblems, Draft, can_send, keep_typing, send_reply
+from config.settings import DiscordSettings
+from memory_core.bootstrap import Core
+from memory_core.errors import ConfigError, MemorybotError
+from memory_core.models import IncomingMessage
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "discord"
+
+# The bot's answers never ping @everyone, roles or users named in the text (a model can be
+# talked into writing "@everyone"); replying may ping the person it answers.
+SAFE_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+
+
+def bot_intents() -> discord.Intents:
+    """Default intents + the privileged message content (memory needs the text)."""
+    intents = discord.Intents.default()
+    intents.message_content = True
+    return intents
+
+
+class MemoryBot(discord.AutoShardedClient):
+    def __init__(
+        self,
+        core: Core,
+        *,
+        shard_count: int | None = None,
+        shard_ids: list[int] | None = None,
+        **options: Any,
+    ) -> None:
+        options.setdefault("allowed_mentions", SAFE_MENTIONS)
+        if shard_ids is not None:
+            options["shard_ids"] = shard_ids
+        super().__init__(intents=bot_intents(), shard_count=shard_count, **options)
+        self.core = core
+        self.settings = core.settings.discord
+        self.problems = ChannelProblems()
+        self.memory_commands = MemoryCommands(core)
+        self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
+        self.tree.add_command(memory_group(self.memory_commands))
+        self.tree.error(answer_command_error)
+
+    # -- messages ------------------------------------------------------------------------
+    async def on_message(self, message: discord.Message) -> None:
+        translated = self.translate(message)
+        if translated is None:
+            return
+        place, incoming = translated
+        try:
+            # Two processes briefly serving one shard (a rolling restart) both receive the
+            # event: the store keeps a message once (by its id, in the same round trip) and
+            # only the first is answered. While Redis is away the message waits in memory.
+            await self.answer(message, incoming)
+        except MemorybotError as exc:
+            # The store is down or refused the message: say where, keep serving the rest.
+            log.error("message %s in %s not handled: %s", message.id, place.scope, exc)
+
+    def translate(self, message: discord.Message) -> tuple[Place, IncomingMessage] | None:
+        """The core's view of a message, or None for what memorybot ignores: bots (itself
+        included), system messages, places outside the allow-lists, attachments only."""
+        me = self.user
+        if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
+            return None
+        place = place_of(
+            message.channel,
+            guild_id=guild_id_of(message),
+            channel_id=message.channel.id,
+            user_id=message.author.id,
+        )
+        if not is_allowed(place, self.settings):
+            return None
+        incoming = incoming_message(message, place, bot_id=me.id, bot_name=self.bot_name)
+        return None if incoming is None else (place, incoming)
+
+    @property
+    def bot_name(self) -> str:
+        return self.core.settings.bot.name
+
+    async def answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
+        """Store the message; if the core says to answer, answer it (the same steps as
+        ``pipeline.handle``, with the typing indicator only while an answer is written)."""
+        pipeline = self.core.pipeline
+        stored = await pipeline.ingest(incoming)
+        if not pipeline.should_reply(incoming, stored):
+            return
+        channel = message.channel
+        if not can_send(channel):
+            self.problems.forbidden(channel.id, "the bot lacks Send Messages here")
+            return
+        mention = incoming.addressed or incoming.direct
+        draft = None
+        if self.settings.stream_replies and not self.core.llm.offline:
+            draft = Draft(
+                message,
+                interval_s=self.settings.stream_interval_s,
+                mention=mention,
+                problems=self.problems,
+            )
+        async with keep_typing(channel, self.problems):
+            reply = await pipeline.reply(
+                incoming,
+                exclude_id=stored.id,
+                on_progress=draft.update if draft is not None else None,
+                store=False,
+            )
+        log.info(
+            "replied in %s (%s, %d prompt tokens)", incoming.scope, reply.kind, reply.prompt_tokens
+        )
+        delivered = await send_reply(
+            message, reply.text, draft=draft, mention=mention, problems=self.problems
+        )
+        if delivered:  # an answer nobody saw is not part of the conversation
+            await pipeline.remember_answer(incoming, reply)
+
+    # -- edits ---------------------------------------------------------------------------
+    async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
+        """A message edited on Discord: memory holds its new text instead, and forgets what
+        the edit took out (raw: an edit of a message sent before the client started, or
+        pushed out of its cache, is an edit too)."""
+        translated = self.translate_edit(event)
+        if translated is None:
+            return
+        place, text = translated
+        message = event.message
+        try:
+            changed = await self.core.admin.edit_message(
+                place.scope, str(message.id), text, when=message.created_at
+            )
+        except MemorybotError as exc:
+            log.error("edit of message %s in %s not applied: %s", message.id, place.scope, exc)
+            return
+        if changed:
+            log.info("applied the edit of message %s in %s", message.id, place.scope)
+
+    def translate_edit(self, event: discord.RawMessageUpdateEvent) -> tuple[Place, str] | None:
+        """(place, new text) of a person's edit, or None for what memorybot ignores, as for
+        new messages, and for updates that do not change the text (link previews)."""
+        me, message = self.user, event.message
+        if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
+            return None
+        if not is_text_edit(event):
+            return None
+        place = place_of(
+            message.channel,
+            guild_id=event.guild_id,
+            channel_id=event.channel_id,
+            user_id=message.author.id,
+        )
+        if not is_allowed(place, self.settings):
+            return None
+        return place, message_text(message, bot_id=me.id, bot_name=self.bot_name)
+
+    # -- deletions -----------------------------------------------------------------------
+    async def on_raw_message_delete(self, event: discord.RawMessageDeleteEvent) -> None:
+        """A message deleted on Discord is deleted from memory too."""
+        await self.forget_deleted(event.guild_id, event.channel_id, [event.message_id])
+
+    async def on_raw_bulk_message_delete(self, event: discord.RawBulkMessageDeleteEvent) -> None:
+        """A moderator's purge: every message in it is forgotten."""
+        await self.forget_deleted(event.guild_id, event.channel_id, sorted(event.message_ids))
+
+    async def forget_deleted(
+        self, guild_id: int | None, channel_id: int, message_ids: list[int]
+    ) -> None:
+        channel = self.get_channel(channel_id)
+        user_id = 0
+        if guild_id is None:
+            # A DM's scope is keyed by its user, which a delete event does not carry.
+            dm = await self._dm_channel(channel_id)
+            if dm is None or dm.recipient is None:
+                return
+            user_id = dm.recipient.id
+        place = place_of(channel, guild_id=guild_id, channel_id=channel_id, user_id=user_id)
+        if not is_allowed(place, self.settings):
+            return
+        try:
+            for message_id in message_ids:
+                # A snowflake carries its send time: memory is read from there, not all of it.
+                when = discord.utils.snowflake_time(message_id)
+                if await self.core.admin.forget_message(place.scope, str(message_id), when=when):
+                    log.info("forgot deleted message %s in %s", message_id, place.scope)
+        except MemorybotError as exc:
+            log.error("deleted messages in %s not forgotten: %s", place.scope, exc)
+
+    async def _dm_channel(self, channel_id: int) -> discord.DMChannel | None:
+        channel = self.get_channel(channel_id)
+        if isinstance(channel, discord.DMChannel) and channel.recipient is not None:
+            return channel
+        try:  # discord.py does not cache DM channels it only saw messages in
+            fetched = await self.fetch_channel(channel_id)
+        except discord.HTTPException as exc:
+            log.warning("cannot look up DM channel %s: %s %s", channel_id, exc.status, exc.code)
+            return None
+        return fetched if isinstance(fetched, discord.DMChannel) else None
+
+
+def build_client(
+    core: Core,
+    *,
+    shard_count: int | None = None,
+    shard_ids: list[int] | None = None,
+    **client_kwargs: Any,
+) -> MemoryBot:
+    """The bot's client, not connected (tests pass e.g. ``guild_ready_timeout=0.05``)."""
+    return MemoryBot(core, shard_count=shard_count, shard_ids=shard_ids, **client_kwargs)
+
+
+@contextlib.contextmanager
+def discord_endpoints(settings: DiscordSettings) -> Iterator[None]:
+    """Point discord.py at ``api_base``/``gateway_url`` when set (a proxy, a test server).
+
+    discord.py keeps both as class attributes, so they are set for the process and put back
+    afterwards."""
+    saved = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+    if settings.api_base:
+        Route.BASE = settings.api_base.rstrip("/")
+    if settings.gateway_url:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+    try:
+        yield
+    finally:
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
+
+
+async def run_discord(
+    core: Core,
+    *,
+    sync_commands: bool = False,
+    shard_count: int | None = None,
+    shard_ids: list[int] | None = None,
+) -> None:
+    """Serve Discord until cancelled (the client is closed on the way out).
+
+    Raises ConfigError when DISCORD_TOKEN is missing or refused, when the Message Content
+    intent is not enabled for the bot, or when the commands cannot be registered.
+    """
+    settings = core.settings.discord
+    if settings.token is None or not settings.token.get_secret_value().strip():
+        raise ConfigError(
+            "DISCORD_TOKEN is not set: create a bot in the Discord Developer Portal and put its "
+            "token in DISCORD_TOKEN (see docs/discord.md)"
+        )
+    token = settings.token.get_secret_value().strip()
+    with discord_endpoints(settings):
+        client = build_client(core, shard_count=shard_count, shard_ids=shard_ids)
+        async with client:
+            try:
+                await client.login(token)
+            except discord.LoginFailure as exc:
+                raise ConfigError(
+                    "Discord refused DISCORD_TOKEN: copy the bot token again from the Developer "
+                    "Portal (Bot > Reset Token) into DISCORD_TOKEN"
+                ) from exc
+            if sync_commands:
+                await sync_command_tree(client.tree, settings.sync_guild_ids)
+            try:
+                await client.connect()
+            except discord.PrivilegedIntentsRequired as exc:
+                raise ConfigError(
+                    "the Message Content intent is not enabled for this bot: in the Discord "
+                    "Developer Portal (https://discord.com/developers/applications) open your "
+                    "application > Bot > Privileged Gateway Intents, turn on MESSAGE CONTENT "
+                    "INTENT and save"
+                ) from exc

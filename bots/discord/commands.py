@@ -1,0 +1,281 @@
+"""``/memory`` on Discord: an ``app_commands.Group`` whose subcommands build
+:class:`bots.commands.Command` objects and run them through :func:`bots.frontdoor.run_command`.
+
+Permission is checked here, at run time, for every invocation (Manage Server, a configured
+admin role, or a configured admin user; in a DM the user owns the memory). The group sets no
+``default_permissions``: ``show`` and ``forget me`` are for everyone, and Discord's command
+permissions can be changed by server admins anyway, so they are never relied upon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Literal
+
+import discord
+from discord import app_commands
+
+from bots.commands import Actor, Command, CommandResult
+from bots.discord.events import Place, is_allowed, place_of
+from bots.discord.ui import ConfirmView, send_ephemeral, send_result, texts_for
+from bots.frontdoor import run_command
+from config.settings import DiscordSettings
+from memory_core.bootstrap import Core
+from memory_core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+ShowSection = Literal["overview", "tiers", "facts", "stats"]
+ReplyMode = Literal["mention", "all", "off"]
+LanguageChoice = Literal["auto", "en", "ja"]
+
+# Discord drops an interaction that is not acknowledged within 3 s of its creation: a command
+# still running this long after the interaction was created is deferred ("thinking...") and
+# answered with a follow-up.
+DEFER_AFTER_S = 2.0
+
+
+def seconds_until_defer(interaction: discord.Interaction) -> float:
+    """How long a command may run before it must be deferred. Counted from the interaction's
+    creation (the time in its snowflake ID), because that is where Discord's 3 seconds start:
+    gateway or event-loop lag before the handler runs is already spent. A local clock behind
+    Discord's never buys more than DEFER_AFTER_S."""
+    age = (discord.utils.utcnow() - interaction.created_at).total_seconds()
+    return min(DEFER_AFTER_S, max(0.0, DEFER_AFTER_S - age))
+
+
+def is_admin(user: discord.User | discord.Member, place: Place, settings: DiscordSettings) -> bool:
+    """Manage Server, a configured admin role or user; anyone in their own DM."""
+    if place.is_dm:
+        return True  # a DM scope is keyed by this very user
+    if user.id in settings.admin_user_ids:
+        return True
+    if not isinstance(user, discord.Member):
+        return False
+    if user.guild_permissions.manage_guild:  # also true for administrators and the owner
+        return True
+    admin_roles = set(settings.admin_role_ids)
+    return any(role.id in admin_roles for role in user.roles)
+
+
+def interaction_language(interaction: discord.Interaction) -> str | None:
+    """Japanese clients get Japanese; otherwise the scope's language setting decides."""
+    return "ja" if str(interaction.locale).startswith("ja") else None
+
+
+class MemoryCommands:
+    """Runs one ``/memory`` invocation: where, who, the command, the answer."""
+
+    def __init__(self, core: Core, *, confirm_timeout_s: float = 60.0) -> None:
+        self.core = core
+        self.settings = core.settings.discord
+        self.confirm_timeout_s = confirm_timeout_s
+
+    def place(self, interaction: discord.Interaction) -> Place:
+        return place_of(
+            interaction.channel,
+            guild_id=interaction.guild_id,
+            channel_id=interaction.channel_id or 0,
+            user_id=interaction.user.id,
+        )
+
+    def actor(self, interaction: discord.Interaction, place: Place) -> Actor:
+        user = interaction.user
+        return Actor(
+            user_id=str(user.id),
+            name=user.display_name,
+            is_admin=is_admin(user, place, self.settings),
+        )
+
+    async def run(self, interaction: discord.Interaction, command: Command) -> None:
+        place = self.place(interaction)
+        language = interaction_language(interaction)
+        texts = texts_for(language)
+        if not is_allowed(place, self.settings):
+            await send_ephemeral(interaction, content=texts["not_here"])
+            return
+        actor = self.actor(interaction, place)
+        result = await self._in_time(interaction, self._execute(place, command, actor, language))
+        log.info(
+            "/memory %s in %s by %s: ok=%s",
+            command.action,
+            place.scope,
+            interaction.user.id,
+            result.ok,
+        )
+        if not result.needs_confirm:
+            await send_result(
+                interaction, result, too_big=texts["too_big"].format(scope=place.scope)
+            )
+            return
+        view = ConfirmView(
+            owner_id=interaction.user.id,
+            on_confirm=self._confirmed(place, command, language),
+            texts=texts,
+            timeout=self.confirm_timeout_s,
+        )
+        await send_result(interaction, result, view=view)
+        view.origin = interaction
+
+    def _confirmed(
+        self, place: Place, command: Command, language: str | None
+    ) -> Callable[[discord.Interaction], Awaitable[str]]:
+        async def confirm(click: discord.Interaction) -> str:
+            # Permission is checked again at the click: it may have changed meanwhile.
+            confirmed = replace(command, confirmed=True)
+            result = await self._execute(place, confirmed, self.actor(click, place), language)
+            log.info(
+                "/memory %s confirmed in %s by %s: ok=%s",
+                command.action,
+                place.scope,
+                click.user.id,
+                result.ok,
+            )
+            return result.text()
+
+        return confirm
+
+    async def _execute(
+        self, place: Place, command: Command, actor: Actor, language: str | None
+    ) -> CommandResult:
+        return await run_command(
+            self.core, scope=place.scope, command=command, actor=actor, language=language
+        )
+
+    async def _in_time(
+        self, interaction: discord.Interaction, work: Awaitable[CommandResult]
+    ) -> CommandResult:
+        task = asyncio.ensure_future(work)
+        done, _ = await asyncio.wait({task}, timeout=seconds_until_defer(interaction))
+        if not done:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        return await task
+
+
+def memory_group(runner: MemoryCommands) -> app_commands.Group:
+    """The ``/memory`` command tree: show, forget ..., remember, export, pause, resume,
+    config ...; every leaf only builds a Command."""
+    memory = app_commands.Group(
+        name="memory",
+        description="What this bot remembers here",
+        # Only where the bot itself is: a server it was added to, or its own DMs. A user
+        # install would put /memory in group DMs and foreign servers, where the scope is not
+        # the bot's memory of that place and admin checks cannot work.
+        allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
+        allowed_contexts=app_commands.AppCommandContext(
+            guild=True, dm_channel=True, private_channel=False
+        ),
+    )
+    forget = app_commands.Group(name="forget", description="Make the bot forget", parent=memory)
+    config = app_commands.Group(name="config", description="Memory settings", parent=memory)
+
+    @memory.command(name="show", description="Show what is remembered in this channel")
+    @app_commands.describe(section="What to show (default: overview)")
+    async def show(interaction: discord.Interaction, section: ShowSection = "overview") -> None:
+        await runner.run(interaction, Command("show", arg=section))
+
+    @forget.command(name="all", description="Forget everything in this channel (admins)")
+    @app_commands.describe(confirm="Skip the confirmation buttons")
+    async def forget_all(interaction: discord.Interaction, confirm: bool = False) -> None:
+        # Only the boolean true skips the buttons: discord.py passes option values through
+        # unchecked, and a stray "false" must not delete the channel's memory.
+        await runner.run(interaction, Command("forget_all", confirmed=confirm is True))
+
+    @forget.command(name="me", description="Forget your messages and facts about you")
+    async def forget_me(interaction: discord.Interaction) -> None:
+        await runner.run(interaction, Command("forget_me"))
+
+    @forget.command(name="text", description="Forget messages and facts containing a text (admins)")
+    @app_commands.describe(text="The text to forget")
+    async def forget_text(interaction: discord.Interaction, text: str) -> None:
+        await runner.run(interaction, Command("forget_text", arg=text))
+
+    @forget.command(name="fact", description="Forget one fact by its id (admins)")
+    @app_commands.describe(fact_id="The fact id, as shown by /memory show facts")
+    async def forget_fact(interaction: discord.Interaction, fact_id: str) -> None:
+        await runner.run(interaction, Command("forget_fact", arg=fact_id))
+
+    @memory.command(
+        name="remember", description="Pin a note to this channel (admins), or about yourself"
+    )
+    @app_commands.describe(
+        text="The note",
+        about_me="A note about you, for everyone: it follows you across this server",
+    )
+    async def remember(interaction: discord.Interaction, text: str, about_me: bool = False) -> None:
+        if about_me is True:  # only the boolean: an unchecked "false" string is not yes
+            await runner.run(interaction, Command("remember_me", arg=text))
+        else:
+            await runner.run(interaction, Command("remember", arg=text))
+
+    @memory.command(name="export", description="Download this channel's memory as JSON (admins)")
+    async def export(interaction: discord.Interaction) -> None:
+        await runner.run(interaction, Command("export"))
+
+    @memory.command(name="pause", description="Stop remembering new messages (admins)")
+    async def pause(interaction: discord.Interaction) -> None:
+        await runner.run(interaction, Command("pause"))
+
+    @memory.command(name="resume", description="Remember new messages again (admins)")
+    async def resume(interaction: discord.Interaction) -> None:
+        await runner.run(interaction, Command("resume"))
+
+    @config.command(name="mode", description="When the bot answers here (admins)")
+    @app_commands.describe(value="mention: when mentioned or replied to; all: always; off: never")
+    async def config_mode(interaction: discord.Interaction, value: ReplyMode) -> None:
+        await runner.run(interaction, Command("config", key="mode", arg=value))
+
+    @config.command(name="timezone", description="When days end here, e.g. Asia/Tokyo (admins)")
+    @app_commands.describe(value="An IANA timezone name")
+    async def config_timezone(interaction: discord.Interaction, value: str) -> None:
+        await runner.run(interaction, Command("config", key="timezone", arg=value.strip()))
+
+    @config.command(name="language", description="The language of memory and answers (admins)")
+    @app_commands.describe(value="auto follows the conversation")
+    async def config_language(interaction: discord.Interaction, value: LanguageChoice) -> None:
+        await runner.run(interaction, Command("config", key="language", arg=value))
+
+    return memory
+
+
+async def answer_command_error(
+    interaction: discord.Interaction, error: app_commands.AppCommandError
+) -> None:
+    """The command tree's error handler: a /memory invocation that could not run (a
+    subcommand or options this bot does not know, when Discord's copy of the commands is
+    out of date or a client sends garbage, or a bug) gets a private answer instead of
+    Discord's "This interaction failed"."""
+    if isinstance(error, app_commands.CommandInvokeError):
+        log.error("/memory failed: %s", error.original, exc_info=error.original)
+    else:
+        log.warning("/memory could not be run: %s", error)
+    try:
+        await send_ephemeral(
+            interaction, content=texts_for(interaction_language(interaction))["failed"]
+        )
+    except discord.HTTPException as exc:
+        log.warning("could not answer a /memory that failed: %s %s", exc.status, exc.code)
+
+
+async def sync_command_tree(tree: app_commands.CommandTree, guild_ids: list[int]) -> None:
+    """Register /memory with Discord: in the given guilds (instant; for testing servers), or
+    globally when none are given."""
+    try:
+        if not guild_ids:
+            synced = await tree.sync()
+            log.warning("registered %d command(s) globally", len(synced))
+            return
+        for guild_id in guild_ids:
+            guild = discord.Object(id=guild_id)
+            tree.copy_global_to(guild=guild)
+            synced = await tree.sync(guild=guild)
+            log.warning("registered %d command(s) in guild %s", len(synced), guild_id)
+    except discord.Forbidden as exc:
+        raise ConfigError(
+            f"Discord refused to register /memory ({exc.text}): invite the bot with the "
+            "'applications.commands' scope into every guild in discord.sync_guild_ids "
+            "(MEMORYBOT_DISCORD__SYNC_GUILD_IDS); see docs/discord.md"
+        ) from exc

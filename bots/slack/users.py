@@ -1,0 +1,138 @@
+"""Who is who in a Slack workspace: display names for memory, and who may change a
+channel's memory. Both come from ``users.info`` and are cached fleet-wide in Redis (names
+for a day, admin flags for a minute: a demoted admin loses rights quickly)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from config.settings import SlackSettings
+from memory_core.errors import StoreError
+from memory_core.store.platform_state import PlatformState
+
+log = logging.getLogger(__name__)
+
+NAMES = "slack-user"
+ADMINS = "slack-admin"
+CHANNELS = "slack-public"
+NAME_TTL_S = 86400
+ADMIN_TTL_S = 60
+CHANNEL_TTL_S = 600  # a channel made private stops counting as public within minutes
+
+# A failed lookup must not fail the message: the name falls back to the user id.
+_LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
+_CACHE_ERRORS = (StoreError,)
+
+
+def display_name(user: Mapping[str, Any]) -> str:
+    """What people see in Slack: display name, else real name, else the handle."""
+    profile = user.get("profile")
+    profile = profile if isinstance(profile, Mapping) else {}
+    for candidate in (
+        profile.get("display_name"),
+        profile.get("real_name"),
+        user.get("real_name"),
+        user.get("name"),
+        user.get("id"),
+    ):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
+    return "someone"
+
+
+class SlackDirectory:
+    def __init__(self, platform: PlatformState, settings: SlackSettings) -> None:
+        self.platform = platform
+        self.settings = settings
+
+    async def name(self, client: AsyncWebClient, team_id: str, user_id: str) -> str:
+        cached = await self._cached(NAMES, team_id, user_id)
+        if cached:
+            return cached
+        user = await self._fetch(client, team_id, user_id)
+        return display_name(user) if user is not None else user_id
+
+    async def names(
+        self, client: AsyncWebClient, team_id: str, user_ids: list[str], *, limit: int = 8
+    ) -> dict[str, str]:
+        """Names of the users mentioned in a message (bounded: a wall of mentions costs at
+        most ``limit`` lookups; the rest keep their Slack label)."""
+        return {u: await self.name(client, team_id, u) for u in user_ids[:limit]}
+
+    async def is_admin(
+        self, client: AsyncWebClient, *, team_id: str, user_id: str, channel_id: str
+    ) -> bool:
+        """May ``user_id`` change the shared memory of ``channel_id``? Configured admins and
+        workspace admins/owners may; in a DM the user owns that DM's memory."""
+        if channel_id.startswith("D") or user_id in self.settings.admin_user_ids:
+            return True
+        cached = await self._cached(ADMINS, team_id, user_id)
+        if cached is not None:
+            return cached == "1"
+        user = await self._fetch(client, team_id, user_id)
+        return user is not None and _is_workspace_admin(user)
+
+    async def is_public(self, client: AsyncWebClient, team_id: str, channel_id: str) -> bool:
+        """Whether the whole workspace can see ``channel_id`` (a public channel), from
+        ``conversations.info`` (channels:read, groups:read), cached for a few minutes. A
+        failed lookup counts as private: what is learned there then stays there."""
+        cached = await self._cached(CHANNELS, team_id, channel_id)
+        if cached is not None:
+            return cached == "1"
+        try:
+            response = await client.conversations_info(channel=channel_id)
+        except _LOOKUP_ERRORS as exc:
+            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+            log.warning(
+                "conversations.info for %s in team %s failed: %s", channel_id, team_id, code
+            )
+            return False
+        channel = response.get("channel")
+        channel = channel if isinstance(channel, Mapping) else {}
+        public = channel.get("is_channel") is True and channel.get("is_private") is False
+        try:
+            flag = "1" if public else "0"
+            await self.platform.cache(
+                CHANNELS, f"{team_id}:{channel_id}", flag, ttl_s=CHANNEL_TTL_S
+            )
+        except _CACHE_ERRORS as exc:
+            log.warning("could not cache Slack channel %s: %s", channel_id, exc)
+        return public
+
+    async def _fetch(
+        self, client: AsyncWebClient, team_id: str, user_id: str
+    ) -> Mapping[str, Any] | None:
+        try:
+            response = await client.users_info(user=user_id)
+        except _LOOKUP_ERRORS as exc:
+            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+            log.warning("users.info for %s in team %s failed: %s", user_id, team_id, code)
+            return None
+        user = response.get("user")
+        if not isinstance(user, Mapping):
+            return None
+        item = f"{team_id}:{user_id}"
+        try:
+            await self.platform.cache(NAMES, item, display_name(user), ttl_s=NAME_TTL_S)
+            flag = "1" if _is_workspace_admin(user) else "0"
+            await self.platform.cache(ADMINS, item, flag, ttl_s=ADMIN_TTL_S)
+        except _CACHE_ERRORS as exc:
+            log.warning("could not cache Slack user %s: %s", user_id, exc)
+        return user
+
+    async def _cached(self, namespace: str, team_id: str, user_id: str) -> str | None:
+        try:
+            return await self.platform.cached(namespace, f"{team_id}:{user_id}")
+        except _CACHE_ERRORS as exc:
+            log.warning("Slack user cache unavailable: %s", exc)
+            return None
+
+
+def _is_workspace_admin(user: Mapping[str, Any]) -> bool:
+    return any(bool(user.get(flag)) for flag in ("is_admin", "is_owner", "is_primary_owner"))

@@ -1,0 +1,132 @@
+"""Fleet-wide metrics: each process counts in memory and adds its counts to per-minute
+hashes in Redis every few seconds, so the dashboard and /metrics see the whole fleet without
+a single extra command on the message path.
+
+Counters: messages stored; replies by kind; maintenance work (compactions, days closed,
+weeks, tier refreshes, summary failures); summaries written by the model vs the extractive
+stand-in; LLM calls, failures, tokens and time by purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_core.llm.client import LLMStats
+from memory_core.store.keys import KeySchema
+from memory_core.tiers.maintenance import MaintenanceReport
+from memory_core.tiers.summarize import SummaryStats
+
+log = logging.getLogger(__name__)
+
+BUCKET_TTL_S = 3 * 86400
+
+
+def minute_of(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y%m%d%H%M")
+
+
+class Metrics:
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySchema,
+        *,
+        llm_stats: Callable[[], LLMStats],
+        summary_stats: Callable[[], SummaryStats],
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self._llm_stats = llm_stats
+        self._summary_stats = summary_stats
+        self.counts: Counter[str] = Counter()
+        self._flushed: Counter[str] = Counter()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- counting (in memory, free) ----------------------------------------------------
+    def incr(self, name: str, n: int = 1) -> None:
+        self.counts[name] += n
+
+    def maintenance(self, report: MaintenanceReport) -> None:
+        self.counts["compactions"] += report.compactions
+        self.counts["days_closed"] += report.days_closed
+        self.counts["weeks"] += report.weeks
+        self.counts["refreshes"] += report.refreshes
+        self.counts["summary_failures"] += report.failures
+
+    def snapshot(self) -> Counter[str]:
+        """Everything counted so far by this process, LLM and summary counters included."""
+        total = Counter(self.counts)
+        for purpose, stats in self._llm_stats().by_purpose.items():
+            total[f"llm:{purpose}:calls"] += stats.calls
+            total[f"llm:{purpose}:failures"] += stats.failures
+            total[f"llm:{purpose}:prompt_tokens"] += stats.prompt_tokens
+            total[f"llm:{purpose}:completion_tokens"] += stats.completion_tokens
+            total[f"llm:{purpose}:ms"] += int(stats.seconds * 1000)
+        summaries = self._summary_stats()
+        total["summaries_llm"] += summaries.llm
+        total["summaries_fallback"] += summaries.fallbacks + summaries.forced
+        total["summaries_offline"] += summaries.offline
+        return total
+
+    # -- sharing (Redis, every few seconds) --------------------------------------------
+    async def flush(self, now: datetime | None = None) -> int:
+        """Add what was counted since the last flush to this minute's bucket."""
+        current = self.snapshot()
+        delta = current - self._flushed
+        if not delta:
+            return 0
+        key = self.keys.metrics(minute_of(now or datetime.now(UTC)))
+        pipe = self.client.pipeline(transaction=False)
+        for name, value in delta.items():
+            pipe.hincrby(key, name, value)
+        pipe.expire(key, BUCKET_TTL_S)
+        await pipe.execute()
+        self._flushed = current
+        return len(delta)
+
+    def start(self, interval_s: float = 10.0) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(interval_s))
+
+    async def _loop(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.flush()
+            except Exception:  # logged; metrics never take the bot down
+                log.exception("could not share metrics")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            await self.flush()
+
+
+async def read_minutes(
+    client: Any, keys: KeySchema, *, minutes: int, now: datetime | None = None
+) -> list[tuple[str, dict[str, int]]]:
+    """The fleet's per-minute counters for the last ``minutes`` minutes, oldest first."""
+    end = (now or datetime.now(UTC)).astimezone(UTC)
+    stamps = [minute_of(end - timedelta(minutes=m)) for m in range(minutes - 1, -1, -1)]
+    pipe = client.pipeline(transaction=False)
+    for stamp in stamps:
+        pipe.hgetall(keys.metrics(stamp))
+    rows = await pipe.execute()
+    return [(s, {k: int(v) for k, v in row.items()}) for s, row in zip(stamps, rows, strict=True)]
+
+
+def totals(rows: list[tuple[str, dict[str, int]]]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for _, row in rows:
+        out.update(row)
+    return out

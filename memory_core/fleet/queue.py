@@ -1,0 +1,135 @@
+"""Sharing rollover work across the processes of a fleet, through Redis.
+
+A sweep has two parts. *Enumerate*: one process per sweep slot (a ``SET NX`` marker) reads
+the scopes index and queues the scopes that are due. *Work*: every process claims queued
+scopes one at a time (a Lua script moves a scope from the queue into an in-flight set with a
+lease) and brings each up to date. A process that dies leaves its claimed scopes in the
+in-flight set; their leases run out and the next claim by anyone puts them back in the queue.
+An enumerator that dies lets its marker's short lease lapse (its heartbeat stops), and the
+next worker to find the queue empty enumerates the slot itself.
+Exactly-once is not the queue's job: the maintainer's compare-and-set scripts and markers
+guarantee it even if two workers end up on one scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from memory_core.models import ScopeState
+from memory_core.store.keys import KeySchema
+from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.scripts import run_script
+
+# The state fields a due-check needs (not the summaries themselves: those are large).
+DUE_FIELDS = (
+    "day",
+    "tz",
+    "refresh_pending",
+    "week_pending",
+    "unsum_tokens",
+    "unsum_count",
+    "last_ms",
+    "short_upto",
+    "trimmed_ms",
+    "created_ms",
+    "forgets_pending",
+)
+
+
+def _enumerating(worker: str) -> str:
+    return f"enumerating:{worker}"
+
+
+@translates_redis_errors
+class FleetQueue:
+    def __init__(self, client: Any, keys: KeySchema) -> None:
+        self.client = client
+        self.keys = keys
+
+    # The slot's marker: "enumerating:<worker>" while its enumerator fills the queue, kept
+    # alive by that enumerator's heartbeat for a short lease (so a dead one frees the slot in
+    # seconds); then "done" for the rest of the slot (so nobody enumerates it twice).
+    async def win_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
+        """True for exactly one live process per sweep slot: that one enumerates."""
+        key = self.keys.fleet_sweep(slot)
+        return bool(await self.client.set(key, _enumerating(worker), nx=True, px=lease_ms))
+
+    async def keep_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
+        """The enumerator's heartbeat; False if the slot is no longer its own."""
+        return bool(
+            await run_script(
+                self.client,
+                "renew_lock",
+                [self.keys.fleet_sweep(slot)],
+                [_enumerating(worker), lease_ms],
+            )
+        )
+
+    async def mark_enumerated(self, slot: str, *, ttl_s: int) -> None:
+        await self.client.set(self.keys.fleet_sweep(slot), "done", xx=True, ex=ttl_s)
+
+    async def abandon_sweep(self, slot: str, worker: str) -> None:
+        """An enumerator that failed frees its slot, so another process enumerates it now."""
+        await run_script(
+            self.client, "release_lock", [self.keys.fleet_sweep(slot)], [_enumerating(worker)]
+        )
+
+    async def sweep_status(self, slot: str) -> str:
+        """ "enumerating" (the queue is still being filled: wait), "done", or "open" (nobody
+        enumerated the slot, or its enumerator died before it finished)."""
+        value = await self.client.get(self.keys.fleet_sweep(slot))
+        if not value:
+            return "open"
+        return "enumerating" if str(value).startswith("enumerating") else "done"
+
+    async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
+        """Every scope in the index with the state fields a due-check needs, in batches."""
+        cursor = 0
+        while True:
+            cursor, items = await self.client.zscan(self.keys.scopes_index, cursor, count=batch)
+            scopes = [str(scope) for scope, _ in items]
+            if scopes:
+                pipe = self.client.pipeline(transaction=False)
+                for scope in scopes:
+                    pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
+                rows = await pipe.execute()
+                yield [
+                    (
+                        scope,
+                        ScopeState.from_hash(
+                            {k: v for k, v in zip(DUE_FIELDS, row, strict=True) if v is not None}
+                        ),
+                    )
+                    for scope, row in zip(scopes, rows, strict=True)
+                ]
+            if cursor == 0:
+                return
+
+    async def enqueue(self, scopes: list[str], *, now_ms: int) -> int:
+        if not scopes:
+            return 0
+        added = await self.client.zadd(
+            self.keys.fleet_queue, dict.fromkeys(scopes, now_ms), nx=True
+        )
+        return int(added)
+
+    async def claim(self, *, now_ms: int, lease_ms: int) -> str | None:
+        scope = await run_script(
+            self.client,
+            "fleet_claim",
+            [self.keys.fleet_queue, self.keys.fleet_inflight],
+            [now_ms, lease_ms],
+        )
+        return str(scope) if scope else None
+
+    async def finish(self, scope: str) -> None:
+        await self.client.zrem(self.keys.fleet_inflight, scope)
+
+    async def pending(self) -> tuple[int, int]:
+        """(queued, in flight)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(self.keys.fleet_queue)
+        pipe.zcard(self.keys.fleet_inflight)
+        queued, inflight = await pipe.execute()
+        return int(queued), int(inflight)

