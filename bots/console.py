@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TextIO
 
 from rich.console import Console
 
-from bots.commands import Actor, execute, parse_command
+from bots.commands import Actor, CommandResult
+from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import IncomingMessage
+from memory_core.service.conversation import Conversation
 from memory_core.text.language import resolve
 
 QUIT = ("/quit", "/exit", "/q")
@@ -34,6 +37,44 @@ async def _lines(stream: TextIO, interactive: bool, prompt: str) -> AsyncIterato
             if not line:
                 return
         yield line.rstrip("\n")
+
+
+class ConsoleReply:
+    """The terminal as the core's ``ReplySink``: an answer is printed whole, once it is
+    written (the console does not stream, so nothing is ever edited)."""
+
+    message_chars = sys.maxsize  # a terminal wraps; the answer stays one piece
+
+    def __init__(self, out: Console, *, prefix: str) -> None:
+        self.out = out
+        self.prefix = prefix
+
+    def can_send(self) -> bool:
+        return True
+
+    def typing(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext()
+
+    def markup(self, text: str) -> str:
+        return text
+
+    async def post(self, *, text: str) -> int:
+        self.out.print(self.prefix + text, markup=False)
+        return 0
+
+    async def edit(self, *, handle: int, text: str) -> bool:
+        return False  # never called: the console does not stream
+
+
+def print_result(result: CommandResult, *, out: Console, err: Console) -> None:
+    """A refusal or mistake goes where errors go; an answer (and an export's JSON) to out."""
+    if not result.ok:
+        err.print(f"! {result.text()}", markup=False)
+        return
+    out.print(result.text(), markup=False)
+    if result.file is not None:  # an export: plain JSON, not through rich
+        out.file.write(result.file[1].decode() + "\n")
+        out.file.flush()
 
 
 async def run_console(
@@ -58,33 +99,29 @@ async def run_console(
         markup=False,
     )
     actor = Actor(user_id=user, name=user, is_admin=True)
+    conversation = Conversation(core.pipeline)
+    sink = ConsoleReply(out, prefix=f"{core.settings.bot.name}> " if interactive else "")
     async for line in _lines(stdin, interactive, f"{user}> "):
         text = line.strip()
         if not text:
             continue
         if text.lower() in QUIT:
             break
-        try:
-            if text.lower().startswith(("/memory", "/m ")):
-                command = parse_command(text if not text.startswith("/m ") else text[3:])
-                lang = resolve(core.settings.memory.language, [text])
-                result = await execute(
-                    core.admin, scope=scope, command=command, actor=actor, language=lang
-                )
-                out.print(result.text(), markup=False)
-                if result.file is not None:  # an export: plain JSON, not through rich
-                    out.file.write(result.file[1].decode() + "\n")
-                    out.file.flush()
-                continue
-            reply = await core.pipeline.handle(
-                IncomingMessage(scope=scope, text=text, author=user, author_id=user, direct=True)
+        if text.lower().startswith(("/memory", "/m ")):
+            command = text if not text.startswith("/m ") else text[3:]
+            lang = resolve(core.settings.memory.language, [text])
+            result = await run_command(
+                core, scope=scope, command=command, actor=actor, language=lang
             )
+            print_result(result, out=out, err=err)
+            continue
+        message = IncomingMessage(scope=scope, text=text, author=user, author_id=user, direct=True)
+        try:
+            turn = await conversation.receive(message)
+            if turn is not None:
+                await conversation.answer(turn, sink, stream_interval_s=None)
         except MemorybotError as exc:  # bad input, refused, store hiccup: say so, keep going
             err.print(f"! {exc}", markup=False)
-            continue
-        if reply is not None:
-            prefix = f"{core.settings.bot.name}> " if interactive else ""
-            out.print(prefix + reply.text, markup=False)
     await core.pipeline.drain()
     await core.store.persist()
     return 0

@@ -1,9 +1,9 @@
 """The Discord front door: gateway events -> the memory core -> Discord messages.
 
 - :class:`MemoryBot` translates a message into an ``IncomingMessage`` (see
-  :mod:`bots.discord.events`), lets the core store it and decide whether to answer, and
-  posts the answer (:mod:`bots.discord.replies`); ``/memory`` lives in
-  :mod:`bots.discord.commands`.
+  :mod:`bots.discord.events`) and hands it to the core's conversation, which stores it,
+  decides whether to answer and answers through a :class:`DiscordReply`
+  (:mod:`bots.discord.replies`); ``/memory`` lives in :mod:`bots.discord.commands`.
 - :func:`build_client` makes the client without touching the network (tests);
   :func:`run_discord` is what ``memorybot run --discord`` calls.
 
@@ -42,11 +42,12 @@ from bots.discord.events import (
     message_text,
     place_of,
 )
-from bots.discord.replies import ChannelProblems, Draft, can_send, keep_typing, send_reply
+from bots.discord.replies import ChannelProblems, DiscordReply
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
+from memory_core.service.conversation import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class MemoryBot(discord.AutoShardedClient):
         self.core = core
         self.settings = core.settings.discord
         self.problems = ChannelProblems()
+        self.conversation = Conversation(core.pipeline)
         self.memory_commands = MemoryCommands(core)
         self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
         self.tree.add_command(memory_group(self.memory_commands))
@@ -122,40 +124,15 @@ class MemoryBot(discord.AutoShardedClient):
         return self.core.settings.bot.name
 
     async def answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
-        """Store the message; if the core says to answer, answer it (the same steps as
-        ``pipeline.handle``, with the typing indicator only while an answer is written)."""
-        pipeline = self.core.pipeline
-        stored = await pipeline.ingest(incoming)
-        if not pipeline.should_reply(incoming, stored):
+        """Store the message; if the core says to answer, answer it as a reply to it."""
+        turn = await self.conversation.receive(incoming)
+        if turn is None:
             return
-        channel = message.channel
-        if not can_send(channel):
-            self.problems.forbidden(channel.id, "the bot lacks Send Messages here")
-            return
-        mention = incoming.addressed or incoming.direct
-        draft = None
-        if self.settings.stream_replies and not self.core.llm.offline:
-            draft = Draft(
-                message,
-                interval_s=self.settings.stream_interval_s,
-                mention=mention,
-                problems=self.problems,
-            )
-        async with keep_typing(channel, self.problems):
-            reply = await pipeline.reply(
-                incoming,
-                exclude_id=stored.id,
-                on_progress=draft.update if draft is not None else None,
-                store=False,
-            )
-        log.info(
-            "replied in %s (%s, %d prompt tokens)", incoming.scope, reply.kind, reply.prompt_tokens
+        sink = DiscordReply(
+            message, mention=incoming.addressed or incoming.direct, problems=self.problems
         )
-        delivered = await send_reply(
-            message, reply.text, draft=draft, mention=mention, problems=self.problems
-        )
-        if delivered:  # an answer nobody saw is not part of the conversation
-            await pipeline.remember_answer(incoming, reply)
+        stream = self.settings.stream_interval_s if self.settings.stream_replies else None
+        await self.conversation.answer(turn, sink, stream_interval_s=stream)
 
     # -- edits ---------------------------------------------------------------------------
     async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:

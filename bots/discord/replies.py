@@ -1,5 +1,8 @@
-"""Posting answers on Discord: the typing indicator, a streamed draft edited about once a
-second, the final answer split under 2,000 characters, and channels the bot may not write in.
+"""Posting answers on Discord: :class:`DiscordReply` is the core's ``ReplySink`` for one
+answer (the typing indicator, the first message a reply to the one that asked, edits of the
+streamed draft), and channels the bot may not write in are reported once. Streaming,
+splitting under 2,000 characters and what is remembered are decided in
+:mod:`memory_core.service.conversation`.
 
 Rate limits (HTTP 429) are not handled here on purpose: discord.py waits them out and
 retries inside its HTTP client, so a send simply takes longer.
@@ -14,13 +17,10 @@ from collections.abc import AsyncIterator
 
 import discord
 
-from bots.frontdoor import Throttle, split_message
-
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 2000
 TYPING_REFRESH_S = 8.0  # Discord shows "typing" for 10 s after each trigger
-STREAMING_MARK = " …"  # shown at the end of a draft while the answer is still coming
 
 
 class ChannelProblems:
@@ -86,78 +86,51 @@ async def keep_typing(
             await task
 
 
-def _preview(text: str) -> str:
-    """A draft under the limit, marked as still being written."""
-    room = MESSAGE_LIMIT - len(STREAMING_MARK)
-    return text[:room].rstrip() + STREAMING_MARK
+class DiscordReply:
+    """One answer to ``trigger`` (the ``ReplySink`` of the core's conversation): the first
+    message replies to it, what follows is posted in the channel."""
 
-
-class Draft:
-    """An answer that streams in: posted with the first words, then edited at most once per
-    ``interval_s``. Errors stop the drafting (the final answer is still attempted)."""
+    message_chars = MESSAGE_LIMIT
 
     def __init__(
-        self,
-        trigger: discord.Message,
-        *,
-        interval_s: float,
-        mention: bool,
-        problems: ChannelProblems,
+        self, trigger: discord.Message, *, mention: bool, problems: ChannelProblems
     ) -> None:
         self.trigger = trigger
-        self.throttle = Throttle(interval_s)
+        self.channel = trigger.channel
         self.mention = mention
         self.problems = problems
-        self.message: discord.Message | None = None
-        self.shown = ""
-        self.broken = False
+        self.replied = False  # the first message of the answer is posted
 
-    async def update(self, text: str) -> None:
-        """``on_progress`` for the pipeline: the answer so far."""
-        if self.broken or not text.strip() or not self.throttle.ready():
-            return
-        preview = _preview(text)
+    def can_send(self) -> bool:
+        if can_send(self.channel):
+            return True
+        self.problems.forbidden(self.channel.id, "the bot lacks Send Messages here")
+        return False
+
+    def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return keep_typing(self.channel, self.problems)
+
+    def markup(self, text: str) -> str:
+        return text  # Discord writes Markdown
+
+    async def post(self, *, text: str) -> discord.Message | None:
         try:
-            if self.message is None:
-                self.message = await send_first(self.trigger, preview, mention=self.mention)
-            else:
-                self.message = await self.message.edit(content=preview)
+            if self.replied:
+                return await self.channel.send(text)
+            posted = await send_first(self.trigger, text, mention=self.mention)
         except discord.HTTPException as exc:
-            # Never let a Discord error escape into the LLM stream: the answer must still be
-            # finished and stored.
-            self.broken = True
-            self.problems.failed(self.trigger.channel.id, exc)
-            return
-        self.shown = preview
+            self.problems.failed(self.channel.id, exc)
+            return None
+        self.replied = True
+        return posted
 
-
-async def send_reply(
-    trigger: discord.Message,
-    text: str,
-    *,
-    draft: Draft | None,
-    mention: bool,
-    problems: ChannelProblems,
-) -> bool:
-    """Post the final answer: the first part replies to ``trigger`` (or replaces the draft),
-    the rest follows in the channel, each part under Discord's 2,000 characters. Returns
-    whether it was all posted."""
-    chunks = split_message(text, MESSAGE_LIMIT)
-    if not chunks:
-        return False
-    channel = trigger.channel
-    try:
-        if draft is not None and draft.message is not None:
-            if draft.shown != chunks[0]:
-                await draft.message.edit(content=chunks[0])
-        else:
-            await send_first(trigger, chunks[0], mention=mention)
-        for chunk in chunks[1:]:
-            await channel.send(chunk)
-    except discord.HTTPException as exc:
-        problems.failed(channel.id, exc)
-        return False
-    return True
+    async def edit(self, *, handle: discord.Message, text: str) -> bool:
+        try:
+            await handle.edit(content=text)
+        except discord.HTTPException as exc:
+            self.problems.failed(self.channel.id, exc)
+            return False
+        return True
 
 
 async def send_first(trigger: discord.Message, text: str, *, mention: bool) -> discord.Message:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from bots.commands import CommandResult
-from bots.frontdoor import split_message
 from bots.slack.text import escape
+from memory_core.service.conversation import split_message
 
 Block = dict[str, Any]
 

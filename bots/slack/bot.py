@@ -1,6 +1,6 @@
 """The Slack front door: Bolt's ``AsyncApp`` translating Slack to the memory core and back.
 
-    message / app_mention event -> SlackMessage -> IncomingMessage -> pipeline -> thread reply
+    message / app_mention event -> SlackMessage -> IncomingMessage -> conversation -> thread reply
     message_changed             -> admin.edit_message(scope, ts, new text)
     message_deleted, or message_changed to a tombstone (a thread parent deleted)
                                 -> admin.forget_message(scope, ts)
@@ -8,9 +8,10 @@
                                    in a DM; forget all: confirmation buttons)
 
 ``run_slack`` serves it over Socket Mode or HTTP (see docs/slack.md). What this module does
-not decide lives beside it: scopes and text in ``slack_text``, names and admin rights in
-``slack_users``, Block Kit in ``slack_blocks``, posting and streaming in ``slack_send``,
-tokens and connections in ``slack_connect``.
+not decide lives beside it: scopes and text in ``bots.slack.text``, names and admin rights
+in ``bots.slack.users``, Block Kit in ``bots.slack.blocks``, posting in ``bots.slack.send``
+(streaming and splitting: the core's conversation), tokens and connections in
+``bots.slack.connect``.
 
 A mention in a channel reaches the app twice (``app_mention`` and ``message``); both go
 through the same handler, and the first to claim the message's (team, channel, ts) in Redis
@@ -66,10 +67,10 @@ from bots.slack.text import (
     unescape,
 )
 from bots.slack.users import SlackDirectory
-from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError, UsageError
-from memory_core.models import IncomingMessage, IngestResult
+from memory_core.models import IncomingMessage
+from memory_core.service.conversation import Conversation, Turn
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class SlackBot:
         self.core = core
         self.settings = core.settings.slack
         self.directory = SlackDirectory(core.platform, self.settings)
+        self.conversation = Conversation(core.pipeline)
         self._queue = _ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
 
@@ -195,23 +197,24 @@ class SlackBot:
 
     async def _handle(self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient) -> None:
         async with self._queue.hold(msg.scope):
-            stored = await self._store(msg, bot_user_id=bot_user_id, client=client)
-        if stored is None:
+            turn = await self._store(msg, bot_user_id=bot_user_id, client=client)
+        if turn is None:
             return
-        incoming, result = stored
-        if self.core.pipeline.should_reply(incoming, result):
-            await self._answer(msg, incoming, result, client=client)
+        stream = self.settings.stream_interval_s if self.settings.stream_replies else None
+        sink = ThreadReply(
+            client, channel=msg.channel_id, thread_ts=msg.reply_thread_ts, scope=msg.scope
+        )
+        await self.conversation.answer(turn, sink, stream_interval_s=stream)
 
     async def _store(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
-    ) -> tuple[IncomingMessage, IngestResult] | None:
-        """Store the message. The store keeps it once, by its ts, in the same round trip
-        (a mention arrives as app_mention and as message, Slack retries, Socket Mode
-        redelivers): a repeat comes back as a duplicate and is not answered. While Redis is
-        away the message waits in memory and is stored when it is back."""
+    ) -> Turn | None:
+        """Store the message: the turn to answer, None when there is none. A mention arrives
+        as app_mention and as message, Slack retries, Socket Mode redelivers: the store
+        keeps the message once and a repeat is not answered."""
         try:
             incoming = await self._incoming(msg, bot_user_id=bot_user_id, client=client)
-            result = await self.core.pipeline.ingest(incoming)
+            return await self.conversation.receive(incoming)
         except EmptyMessage:
             return None  # a file or an attachment without text: nothing to remember
         except STORE_ERRORS as exc:
@@ -220,9 +223,6 @@ class SlackBot:
         except InputError as exc:
             log.warning("Slack: message in %s not stored: %s", msg.scope, exc)
             return None
-        if result.outcome == "duplicate":
-            log.debug("Slack: %s in %s already handled", msg.ts, msg.scope)
-        return incoming, result
 
     async def _incoming(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
@@ -255,43 +255,6 @@ class SlackBot:
         names = await self.directory.names(client, team_id, mentioned)
         bot_name = self.core.settings.bot.name
         return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
-
-    async def _answer(
-        self,
-        msg: SlackMessage,
-        incoming: IncomingMessage,
-        result: IngestResult,
-        *,
-        client: AsyncWebClient,
-    ) -> None:
-        stream = self.settings.stream_interval_s if self.settings.stream_replies else None
-        writer = ThreadReply(
-            client,
-            channel=msg.channel_id,
-            thread_ts=msg.reply_thread_ts,
-            scope=msg.scope,
-            stream_interval_s=stream,
-        )
-        pipeline = self.core.pipeline
-        try:
-            reply = await pipeline.reply(
-                incoming,
-                exclude_id=result.id,
-                on_progress=writer.progress if stream else None,
-                store=False,
-            )
-        except STORE_ERRORS as exc:
-            # The message itself is stored; say so rather than stay silent.
-            log.error("Slack: could not answer in %s: %s", msg.scope, exc)
-            await writer.finish(
-                load_prompts(result.lang or self.core.settings.memory.language).apology
-            )
-            return
-        if await writer.finish(reply.text):  # an answer nobody saw is not conversation
-            try:
-                await pipeline.remember_answer(incoming, reply)
-            except STORE_ERRORS as exc:
-                log.error("Slack: could not store the answer in %s: %s", msg.scope, exc)
 
     async def _forget_deleted(self, deletion: Deletion, *, event_id: str) -> None:
         platform = self.core.platform

@@ -5,7 +5,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bots.frontdoor import Throttle, split_message
+from memory_core.service.conversation import Throttle, split_message
 
 
 def _words(text: str) -> list[str]:

@@ -1,0 +1,303 @@
+"""One path for a message, whatever the front door it came through.
+
+Discord, Slack and the console only translate: a platform event becomes an
+``IncomingMessage``, and the answer goes out through a :class:`ReplySink` the door implements.
+The steps in between are here, once:
+
+- :meth:`Conversation.receive`: store the message and decide whether to answer it.
+- :meth:`Conversation.answer`: the model writes the answer (``store=False``) while the sink
+  shows typing; the draft streams through :class:`StreamedReply` (posted with the first words,
+  then edited at most once per interval); the answer is delivered, split under the sink's
+  limit; a reply that fails on the store becomes the apology; and the answer is remembered
+  only once delivered, because an answer nobody saw is not part of the conversation.
+- :func:`split_message` and :class:`Throttle`, the pieces of the streaming writer.
+
+The core imports no platform library: a sink's handle (a Discord message, a Slack ts) is
+opaque here, and a sink reports a failed post or edit by its return value, having logged it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from config.prompts import load_prompts
+from memory_core.errors import StoreError
+from memory_core.models import IncomingMessage, IngestResult
+from memory_core.service.pipeline import MemoryPipeline
+
+log = logging.getLogger(__name__)
+
+STREAMING_MARK = " …"  # shown at the end of a draft while the answer is still coming
+
+_FENCE = re.compile(r"^\s*(```+|~~~+)(.*)$")
+
+
+def _marker(opening: str | None) -> str:
+    """The fence character of an opening fence line ("`" or "~")."""
+    return opening.lstrip()[0] if opening else "`"
+
+
+def _hard_split(line: str, limit: int) -> list[str]:
+    """A single line longer than ``limit``: cut at the last space that fits, else anywhere."""
+    pieces: list[str] = []
+    while len(line) > limit:
+        cut = line.rfind(" ", 0, limit + 1)
+        if cut <= limit // 2:
+            cut = limit
+        pieces.append(line[:cut].rstrip())
+        line = line[cut:].lstrip()
+    pieces.append(line)
+    return pieces
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Cut ``text`` into chunks of at most ``limit`` characters.
+
+    Prefers paragraph breaks (a blank line or the end of a code block), then line breaks,
+    then spaces. A chunk that ends inside a code block gets the fence closed, and the next
+    chunk reopens it with the same language tag.
+    """
+    if limit < 40:
+        raise ValueError("limit must be at least 40 characters")
+    text = text.strip("\n")
+    if not text.strip():
+        return []
+    if len(text) <= limit:
+        return [text]
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        # Room for a reopened fence line and a closing fence around any single line.
+        lines.extend(_hard_split(raw, limit - 24) if len(raw) > limit - 24 else [raw])
+    # fence[i]: the opening fence line in force before lines[i] (None outside code). A block
+    # opened with ``` closes only with ``` (and ~~~ with ~~~), as Markdown has it.
+    fence: list[str | None] = [None]
+    for line in lines:
+        inside = fence[-1]
+        match = _FENCE.match(line)
+        if match and inside is None:
+            inside = line.strip()[:16]
+        elif match and _marker(inside) == match.group(1)[0] and not match.group(2).strip():
+            inside = None
+        fence.append(inside)
+    chunks: list[str] = []
+    start, n = 0, len(lines)
+    while start < n:
+        opening = fence[start]
+        prefix: list[str] = [opening] if opening is not None else []
+        length = sum(len(x) + 1 for x in prefix) - 1
+        end = start
+        para_end = 0
+        while end < n:
+            closing = 4 if fence[end + 1] is not None else 0
+            if length + 1 + len(lines[end]) + closing > limit:
+                break
+            length += 1 + len(lines[end])
+            end += 1
+            closed_block = fence[end - 1] is not None and fence[end] is None
+            if fence[end] is None and (not lines[end - 1].strip() or closed_block):
+                para_end = end
+        end = max(end, start + 1)
+        # Cut at a paragraph break unless it would leave the chunk mostly empty.
+        used = len("\n".join(lines[start:para_end])) if para_end > start else 0
+        cut = end if end == n or used < limit // 3 else para_end
+        body = "\n".join([*prefix, *lines[start:cut]]).rstrip()
+        if fence[cut] is not None:
+            body += "\n" + _marker(fence[cut]) * 3
+        if body.strip():
+            chunks.append(body)
+        start = cut
+        while start < n and fence[start] is None and not lines[start].strip():
+            start += 1
+    return chunks
+
+
+class Throttle:
+    """True at most once per ``interval_s`` (streaming edits: about one a second)."""
+
+    def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last = float("-inf")
+
+    def ready(self) -> bool:
+        now = self._clock()
+        if now - self._last >= self.interval_s:
+            self._last = now
+            return True
+        return False
+
+
+HandleT = TypeVar("HandleT")
+
+
+class ReplySink(Protocol[HandleT]):
+    """How one answer reaches the person who asked, on one platform.
+
+    ``post`` and ``edit`` never raise for a platform failure: they log it (without the text)
+    and return None or False, so a refusal never escapes into the model's stream and the
+    answer is still finished.
+    """
+
+    message_chars: int  # the longest message the platform shows well
+
+    def can_send(self) -> bool:
+        """Whether an answer could be posted at all (checked before paying for one)."""
+        ...
+
+    def typing(self) -> AbstractAsyncContextManager[object]:
+        """Show that the answer is being written, for as long as the block runs."""
+        ...
+
+    def markup(self, text: str) -> str:
+        """The model's Markdown as the platform writes it."""
+        ...
+
+    async def post(self, *, text: str) -> HandleT | None:
+        """Post one message of the answer (the first one answers the message that asked);
+        its handle, or None when the platform refused it."""
+        ...
+
+    async def edit(self, *, handle: HandleT, text: str) -> bool:
+        """Replace the text of a posted message; False when the platform refused."""
+        ...
+
+
+class StreamedReply(Generic[HandleT]):
+    """One answer on its way through a sink: optionally streamed as a draft (the first
+    message, edited at most once per ``stream_interval_s``), then completed, with what
+    overflows the first message posted after it."""
+
+    def __init__(
+        self,
+        sink: ReplySink[HandleT],
+        *,
+        stream_interval_s: float | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sink = sink
+        self.throttle = (
+            Throttle(stream_interval_s, clock) if stream_interval_s is not None else None
+        )
+        self.draft: HandleT | None = None  # the first message, once posted
+        self.shown = ""  # what the first message shows now
+        self.broken = False  # a draft post or edit failed: no more drafting
+
+    @property
+    def streams(self) -> bool:
+        return self.throttle is not None
+
+    def chunks(self, text: str, limit: int | None = None) -> list[str]:
+        return split_message(self.sink.markup(text), limit or self.sink.message_chars)
+
+    async def progress(self, text_so_far: str) -> None:
+        """The pipeline's ``on_progress``: show the answer growing, throttled."""
+        if self.throttle is None or self.broken or not text_so_far.strip():
+            return
+        if not self.throttle.ready():
+            return
+        # The first message only, under the limit with the mark; what overflows is posted
+        # when the answer is complete.
+        chunks = self.chunks(text_so_far, self.sink.message_chars - len(STREAMING_MARK))
+        if not chunks:
+            return
+        preview = chunks[0] + STREAMING_MARK
+        if self.draft is None:
+            self.draft = await self.sink.post(text=preview)
+            shown = self.draft is not None
+        else:
+            shown = await self.sink.edit(handle=self.draft, text=preview)
+        if shown:
+            self.shown = preview
+        else:
+            self.broken = True
+
+    async def finish(self, text: str) -> bool:
+        """Post (or complete) the answer. Returns whether all of it was posted."""
+        chunks = self.chunks(text)
+        if not chunks:
+            return False
+        rest = chunks
+        if self.draft is not None and (
+            chunks[0] == self.shown or await self.sink.edit(handle=self.draft, text=chunks[0])
+        ):
+            rest = chunks[1:]
+        # else: nothing streamed, or the last edit failed: the whole answer as new messages.
+        for chunk in rest:
+            if await self.sink.post(text=chunk) is None:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A stored message the bot is to answer."""
+
+    message: IncomingMessage
+    stored: IngestResult
+
+
+class Conversation:
+    """The steps from a person's message to the bot's remembered answer."""
+
+    def __init__(self, pipeline: MemoryPipeline) -> None:
+        self.pipeline = pipeline
+
+    async def receive(self, message: IncomingMessage) -> Turn | None:
+        """Store the message; the turn to answer, or None when the bot stays quiet.
+
+        The store keeps a message once, by its platform id, in the same round trip: a
+        repeat delivery comes back as a duplicate and is not answered. While Redis is away
+        the message waits in memory and is stored when it is back. Raises what ``ingest``
+        raises (StoreError, InputError): each door says where it happened."""
+        stored = await self.pipeline.ingest(message)
+        if stored.outcome == "duplicate":
+            log.debug("%s in %s already handled", message.platform_id, message.scope)
+        if not self.pipeline.should_reply(message, stored):
+            return None
+        return Turn(message=message, stored=stored)
+
+    async def answer(
+        self,
+        turn: Turn,
+        sink: ReplySink[HandleT],
+        *,
+        stream_interval_s: float | None,
+    ) -> bool:
+        """Write, deliver and remember the answer to ``turn``; whether it (or the apology
+        for it) was delivered.
+
+        ``stream_interval_s``: stream the draft, edited at most this often (None: post the
+        answer once it is complete)."""
+        if not sink.can_send():
+            return False
+        message, pipeline = turn.message, self.pipeline
+        writer = StreamedReply(sink, stream_interval_s=stream_interval_s)
+        try:
+            async with sink.typing():
+                reply = await pipeline.reply(
+                    message,
+                    exclude_id=turn.stored.id,
+                    on_progress=writer.progress if writer.streams else None,
+                    store=False,
+                )
+        except StoreError as exc:
+            # The message itself is stored; say so rather than stay silent.
+            log.error("could not answer in %s: %s", message.scope, exc)
+            language = turn.stored.lang or pipeline.settings.memory.language
+            return await writer.finish(load_prompts(language).apology)
+        log.info(
+            "replied in %s (%s, %d prompt tokens)", message.scope, reply.kind, reply.prompt_tokens
+        )
+        if not await writer.finish(reply.text):
+            return False  # an answer nobody saw is not part of the conversation
+        try:
+            await pipeline.remember_answer(message, reply)
+        except StoreError as exc:
+            log.error("could not store the answer in %s: %s", message.scope, exc)
+        return True
