@@ -1,11 +1,13 @@
-"""Splitting long answers for chat platforms."""
+"""The streaming writer every front door shares: long answers split for chat platforms, a
+throttle on draft edits, and the draft posted, edited and completed through a sink."""
 
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.service.conversation import Throttle, split_message
+from memory_core.service.conversation import STREAMING_MARK, StreamedReply, Throttle, split_message
+from tests.fakes.reply_sink import FakeSink
 
 
 def _words(text: str) -> list[str]:
@@ -79,3 +81,79 @@ def test_throttle() -> None:
     assert not throttle.ready()
     now[0] = 1.0
     assert throttle.ready()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_streamed_draft_is_edited_at_most_once_per_interval_then_completed() -> None:
+    sink, clock = FakeSink(), Clock()
+    writer = StreamedReply(sink, stream_interval_s=1.0, clock=clock)
+    await writer.progress("Hello")
+    clock.now = 0.5
+    await writer.progress("Hello there")  # too soon: not shown
+    clock.now = 1.0
+    await writer.progress("Hello there, **friend**")
+    assert sink.calls == [
+        ("post", "Hello" + STREAMING_MARK),
+        ("edit", "Hello there, *friend*" + STREAMING_MARK),  # in the platform's markup
+    ]
+    assert await writer.finish("Hello there, **friend**. Done.")
+    assert sink.shown == ["Hello there, *friend*. Done."]
+    assert len(sink.calls) == 3
+
+
+async def test_a_long_answer_completes_the_draft_and_posts_the_rest() -> None:
+    sink = FakeSink(message_chars=100)
+    writer = StreamedReply(sink, stream_interval_s=0.0)
+    answer = "\n\n".join(f"Paragraph {i}: " + "word " * 12 for i in range(6))
+    await writer.progress(answer)
+    [draft] = sink.shown
+    assert draft.endswith(STREAMING_MARK) and len(draft) <= 100
+    assert await writer.finish(answer)
+    assert all(len(m) <= 100 for m in sink.shown)
+    assert len(sink.shown) == len(split_message(answer, 100)) > 2
+    assert [kind for kind, _ in sink.calls].count("edit") == 1  # only the draft is edited
+
+
+async def test_without_streaming_the_answer_is_only_posted_complete() -> None:
+    sink = FakeSink()
+    writer = StreamedReply(sink, stream_interval_s=None)
+    await writer.progress("partial")
+    assert sink.calls == []
+    assert await writer.finish("The whole answer.")
+    assert sink.calls == [("post", "The whole answer.")]
+
+
+async def test_a_refused_final_edit_posts_the_whole_answer_anew() -> None:
+    sink = FakeSink()
+    writer = StreamedReply(sink, stream_interval_s=0.0)
+    await writer.progress("Half of it")
+    sink.refuse_edits = 1
+    assert await writer.finish("Half of it, and the rest.")
+    assert sink.shown == ["Half of it" + STREAMING_MARK, "Half of it, and the rest."]
+
+
+async def test_a_refused_draft_stops_drafting_and_the_answer_is_still_posted() -> None:
+    sink = FakeSink(refuse_posts=1)
+    writer = StreamedReply(sink, stream_interval_s=0.0)
+    await writer.progress("First words")
+    await writer.progress("First words and more")  # drafting stopped: nothing tried
+    assert sink.calls == [("post", "First words" + STREAMING_MARK)]
+    assert await writer.finish("First words and more.")
+    assert sink.shown == ["First words and more."]
+
+
+async def test_an_answer_is_not_delivered_when_a_post_is_refused_or_it_is_empty() -> None:
+    sink = FakeSink(message_chars=50)
+    writer = StreamedReply(sink, stream_interval_s=None)
+    assert not await writer.finish("  \n ")
+    assert sink.calls == []
+    sink.refuse_posts = 1
+    assert not await writer.finish("one two three four five six seven eight nine ten " * 2)
+    assert len(sink.calls) == 1  # the rest is not posted after a refused part
