@@ -206,7 +206,7 @@ class StreamedReply(Generic[HandleT]):
         chunks = self.chunks(text_so_far, self.sink.message_chars - len(STREAMING_MARK))
         if not chunks:
             return
-        preview = chunks[0] + STREAMING_MARK
+        preview = chunks[0].rstrip() + STREAMING_MARK
         if self.draft is None:
             self.draft = await self.sink.post(text=preview)
             shown = self.draft is not None
