@@ -50,6 +50,9 @@ class MemoryAdmin(MemoryForgetting):
     """Every admin operation on a scope: those that forget come from the base class, those
     that show, pin, edit, configure, export and import are here."""
 
+    def _now_iso(self) -> str:
+        return self.clock.now().isoformat(timespec="seconds")
+
     # -- read --------------------------------------------------------------------------
     async def show(self, scope: str, *, recent: int = 10, user_id: str = "") -> ScopeView:
         """The scope's memory; with ``user_id``, also what is known about that person across

@@ -44,13 +44,10 @@ class MemoryForgetting:
     ) -> None:
         self.repo = repo
         self.settings = settings
-        self.clock = clock
+        self.clock = clock  # (the admin's: notes and exports are dated)
         # Makes what was just done durable (Store.persist): a forget is reported done only
         # once a crash can no longer bring the text back.
         self._persist = persist
-
-    def _now_iso(self) -> str:
-        return self.clock.now().isoformat(timespec="seconds")
 
     # -- forget ------------------------------------------------------------------------
     async def forget_all(self, scope: str) -> int:
