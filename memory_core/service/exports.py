@@ -29,7 +29,7 @@ from memory_core.models import (
     WeekSummary,
 )
 from memory_core.scopes import check_parent, parse_scope
-from memory_core.store.repo import ScopeDump
+from memory_core.store.records import ScopeDump
 
 EXPORT_FORMAT = "memorybot-export"
 EXPORT_VERSION = 1

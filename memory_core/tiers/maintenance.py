@@ -14,6 +14,9 @@ Step order per scope (the first that applies runs, then the state is read again)
 LLM failures are retried later (back-off kept in the scope's state, so it survives restarts
 and is shared by the fleet); after ``summary_attempts`` failures in a row the extractive
 summary stands in so memory keeps moving.
+
+Which facts a summary call sees and where the facts it extracts go is
+:mod:`memory_core.tiers.fact_routing`; what retention trims is :mod:`memory_core.tiers.retention`.
 """
 
 from __future__ import annotations
@@ -21,21 +24,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from config.settings import MemorySettings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import LLMUnavailable, StoreError, UnknownTimezone
-from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
-from memory_core.scopes import user_scope
+from memory_core.models import DaySummary, LogEntry, ScopeState, WeekSummary
 from memory_core.store.locks import LockHolder
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import resolve
 from memory_core.tiers.episodes import episode
-from memory_core.tiers.facts import merge_ops, provenance
-from memory_core.tiers.summarize import FactDraft, Summarizer
+from memory_core.tiers.fact_routing import KnownFacts, speakers_of
+from memory_core.tiers.facts import merge_ops
+from memory_core.tiers.retention import trim_due, trim_target
+from memory_core.tiers.summarize import Summarizer
 
 log = logging.getLogger(__name__)
 
@@ -58,86 +62,6 @@ class MaintenanceReport:
     broken: str = ""  # why the scope cannot be maintained until someone fixes it
     waiting_until: int = 0  # ms: an LLM failure asked us to wait
     closed: list[str] = field(default_factory=list)
-
-
-@dataclass
-class KnownFacts:
-    """Facts shown to a summary call, and where the facts it extracts go.
-
-    A fact about a person is theirs only by platform user id, never by display name: a name
-    that two speakers of the chunk share names nobody. It may follow them across the guild
-    or workspace (their person scope) only if everything they said in the chunk was said
-    where the whole guild could see it; otherwise it stays in the place it was learned."""
-
-    channel: list[Fact]
-    people: dict[str, list[Fact]]  # person scope -> their facts, for travellers only
-    speakers: dict[str, str]  # casefolded name -> user id, names one speaker alone uses
-    travellers: dict[str, str]  # user id -> person scope, for speakers heard only in public
-
-    def for_prompt(self, limit: int = 40) -> list[Fact]:
-        """Newest first, the channel's ids as they are, people's as p<n> aliases."""
-        aliased = [replace(fact, id=f"p{n}") for n, (_, fact) in enumerate(self._people_facts(), 1)]
-        channel = sorted(self.channel, key=lambda f: f.ts, reverse=True)
-        return (channel[: limit // 2] + aliased)[:limit]
-
-    def _people_facts(self) -> list[tuple[str, Fact]]:
-        return [(scope, fact) for scope in sorted(self.people) for fact in self.people[scope]]
-
-    def route(
-        self, drafts: Sequence[FactDraft], chunk: Sequence[LogEntry]
-    ) -> tuple[list[FactDraft], dict[str, list[FactDraft]]]:
-        """Facts about a travelling speaker (preferences, profile) go to that person; the rest
-        (decisions, open questions, notes, and anything said in a private place) stay with
-        the channel. Each gets its subject's user id and its provenance. p<n> aliases map
-        back to their fact."""
-        aliases = {
-            f"p{n}": (scope, fact) for n, (scope, fact) in enumerate(self._people_facts(), 1)
-        }
-        channel: list[FactDraft] = []
-        personal: dict[str, list[FactDraft]] = {}
-        for draft in drafts:
-            if draft.id in aliases:
-                scope, fact = aliases[draft.id]
-                sourced = self._sourced(replace(draft, id=fact.id), fact.subject_id, chunk)
-                personal.setdefault(scope, []).append(sourced)
-                continue
-            user_id = self.speakers.get(draft.subject.casefold(), "") if draft.subject else ""
-            if draft.id.startswith("p"):
-                draft = replace(draft, id="")  # an alias we did not offer
-            sourced = self._sourced(draft, user_id, chunk)
-            person = self.travellers.get(user_id) if user_id else None
-            if person and draft.kind in ("preference", "profile") and not draft.id:
-                personal.setdefault(person, []).append(sourced)
-            else:
-                channel.append(sourced)
-        return channel, personal
-
-    @staticmethod
-    def _sourced(draft: FactDraft, user_id: str, chunk: Sequence[LogEntry]) -> FactDraft:
-        return replace(
-            draft, subject_id=user_id, message_ids=provenance(draft.text, user_id, chunk)
-        )
-
-
-def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], dict[str, str]]:
-    """(name -> user id for unambiguous names, user id -> person scope for those whose every
-    message in ``chunk`` was said in public) of the people speaking in ``chunk``."""
-    ids_by_name: dict[str, set[str]] = {}
-    private: set[str] = set()
-    for entry in chunk:
-        if entry.role != "user" or not entry.author_id:
-            continue
-        ids_by_name.setdefault(entry.author.casefold(), set()).add(entry.author_id)
-        if not entry.public:
-            private.add(entry.author_id)
-    speakers = {name: next(iter(ids)) for name, ids in ids_by_name.items() if len(ids) == 1}
-    travellers = {
-        user_id: person
-        for ids in ids_by_name.values()
-        for user_id in ids
-        if user_id not in private and (person := user_scope(scope, user_id))
-    }
-    return speakers, travellers
 
 
 @dataclass
@@ -552,25 +476,18 @@ class Maintainer:
         return _Known(state=after)
 
     def _trim_due(self, state: ScopeState) -> bool:
-        """Summarised raw messages passed retention and are still here (checked at most once
-        a day a scope: a quiet scope closes no more days, so this is how it gets trimmed)."""
-        minid, target_ms = self._trim_target(state)
-        if not minid:
-            return False
-        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
-        oldest_left = max(state.created_ms, state.trimmed_ms)
-        return oldest_left < target_ms and cutoff - state.trimmed_ms > 86_400_000
+        return trim_due(
+            state,
+            now_ms=calendar.to_ms(self.clock.now()),
+            retention_days=self.settings.retention_days,
+        )
 
     def _trim_target(self, state: ScopeState) -> tuple[str, int]:
-        """Retention: the XTRIM MINID that drops raw messages older than the setting, never
-        unsummarised ones (the log is summarised up to ``short_upto``); and its time."""
-        if not state.short_upto:
-            return "", 0
-        cutoff = calendar.to_ms(self.clock.now()) - self.settings.retention_days * 86_400_000
-        ms, _, seq = state.short_upto.partition("-")
-        if cutoff <= int(ms):
-            return str(cutoff), cutoff
-        return f"{ms}-{int(seq or 0) + 1}", int(ms) + 1  # everything summarised has expired
+        return trim_target(
+            state,
+            now_ms=calendar.to_ms(self.clock.now()),
+            retention_days=self.settings.retention_days,
+        )
 
 
 def why_broken(exc: Exception) -> str:

@@ -12,7 +12,8 @@ import redis
 import typer
 from typer.testing import CliRunner
 
-from bots.bench.evaluation import evaluate_locomo, load_locomo
+from bots.bench.evaluation import evaluate_locomo
+from bots.bench.locomo_data import load_locomo
 from bots.cli.eval import register
 from memory_core.errors import LLMOffline
 from tests.conftest import make_settings

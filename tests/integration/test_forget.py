@@ -9,7 +9,7 @@ from datetime import timedelta
 from memory_core import calendar
 from memory_core.clock import ManualClock
 from memory_core.models import Fact, IncomingMessage
-from memory_core.service.admin import ForgetRequest
+from memory_core.service.forget_request import ForgetRequest
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
 from tests.helpers import all_keys, conversation, feed, key_values, scope_values

@@ -7,22 +7,23 @@ from typing import Any
 
 import pytest
 
-from bots.bench.evaluation import (
+from bots.bench.evaluation import LocomoReport, QuestionResult
+from bots.bench.locomo_data import (
     ATTRIBUTION,
-    BM25,
     TURN_GAP,
-    LocomoReport,
     Question,
-    QuestionResult,
-    Scored,
-    _fill,
-    answer_f1,
-    answer_in,
-    evidence_share,
-    memory_text,
     normalize_evidence,
     parse_locomo,
     parse_session_time,
+)
+from bots.bench.locomo_scoring import (
+    BM25,
+    Scored,
+    answer_f1,
+    answer_in,
+    evidence_share,
+    fill_turns,
+    memory_text,
     token_f1,
     words,
 )
@@ -206,8 +207,8 @@ def test_bm25_ranks_rare_shared_terms_first_and_skips_unrelated_turns() -> None:
 
 def test_filling_a_budget_contiguously_or_by_rank() -> None:
     costs = [10, 50, 10, 10]
-    assert _fill([3, 2, 1, 0], costs, 30, contiguous=True) == [3, 2]
-    assert _fill([3, 2, 1, 0], costs, 30, contiguous=False) == [3, 2, 0]
+    assert fill_turns([3, 2, 1, 0], costs, 30, contiguous=True) == [3, 2]
+    assert fill_turns([3, 2, 1, 0], costs, 30, contiguous=False) == [3, 2, 0]
 
 
 def test_memory_text_leaves_out_the_persona_and_the_question() -> None:

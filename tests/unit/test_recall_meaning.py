@@ -8,17 +8,26 @@ import pytest
 
 from bots.cli.eval import parse_budgets
 from memory_core.errors import InputError
-from memory_core.recall import index as rc
+from memory_core.recall.documents import Doc, ScopeIndex
 from memory_core.recall.embedding import DIMENSIONS, encode_sync
+from memory_core.recall.ranking import rank
+from memory_core.recall.textsearch import terms
+from memory_core.recall.vectors import (
+    SKETCH_TOP,
+    encode_vector,
+    put_decoded,
+    put_rows,
+    query_similarity,
+)
 
 
-def _index(vectors: np.ndarray, texts: list[str] | None = None) -> rc._ScopeIndex:
-    index = rc._ScopeIndex()
+def _index(vectors: np.ndarray, texts: list[str] | None = None) -> ScopeIndex:
+    index = ScopeIndex()
     for i in range(len(vectors)):
         text = texts[i] if texts else f"message {i}"
-        words = rc.terms(text)
+        words = terms(text)
         index.add(
-            rc.Doc(
+            Doc(
                 id=f"{1000 + i}-0",
                 ms=1_700_000_000_000 + i * 3_600_000,  # hours apart: no neighbours
                 author="A",
@@ -28,7 +37,7 @@ def _index(vectors: np.ndarray, texts: list[str] | None = None) -> rc._ScopeInde
             ),
             words,
         )
-    rc._put_rows(index, list(range(len(vectors))), vectors)
+    put_rows(index, list(range(len(vectors))), vectors)
     return index
 
 
@@ -40,13 +49,13 @@ def _units(n: int, seed: int = 1) -> np.ndarray:
 def test_the_sketch_finds_the_nearest_messages_of_a_large_scope_exactly() -> None:
     """Past SKETCH_TOP messages, the sketch picks whom to score exactly: the messages
     nearest the query are among them, with their exact cosine."""
-    vecs = _units(3 * rc.SKETCH_TOP)
+    vecs = _units(3 * SKETCH_TOP)
     query = _units(1, seed=9)[0]
     related = np.arange(100, 6000, 300)  # 20 messages about the query (cosine 0.3 to 0.95)
     for n, row in enumerate(related):
         mixed = (0.3 + 0.65 * n / len(related)) * query + 0.5 * vecs[row]
         vecs[row] = mixed / np.linalg.norm(mixed)
-    sims = rc._similarity(_index(vecs), query)
+    sims = query_similarity(_index(vecs), query)
     assert sims is not None
     exact = vecs.astype(np.float16).astype(np.float32) @ query
     assert exact[related].min() > 0.3  # (unrelated ones are below 0.2)
@@ -59,8 +68,8 @@ def test_a_vector_of_another_size_is_ignored_not_mixed_in() -> None:
     index = _index(_units(3))
     found: set[int] = set()
     rows = {d.id: i for i, d in enumerate(index.docs)}
-    other = rc._encode(np.ones(8, dtype=np.float32) / np.sqrt(8))
-    rc._put_decoded(index, rows, {"1000-0": other, "1001-0": rc._encode(_units(1)[0])}, found)
+    other = encode_vector(np.ones(8, dtype=np.float32) / np.sqrt(8))
+    put_decoded(index, rows, {"1000-0": other, "1001-0": encode_vector(_units(1)[0])}, found)
     assert found == {1}
 
 
@@ -86,8 +95,8 @@ def test_meaning_lifts_a_message_words_alone_would_miss() -> None:
     texts = ["We adopted a kitten", "The cat food budget is ready", "Lunch at noon"]
     index = _index(encode_sync(texts), texts)
     query = "Any news about a cat?"
-    sims = rc._similarity(index, encode_sync([query])[0])
-    hits = rc.rank(index, query, exclude_ids=set(), limit=5, similarity=sims)
+    sims = query_similarity(index, encode_sync([query])[0])
+    hits = rank(index, query, exclude_ids=set(), limit=5, similarity=sims)
     texts_found = [d.text for h in hits for d in h.docs]
     assert texts_found[:2] == ["The cat food budget is ready", "We adopted a kitten"]
     assert "Lunch at noon" not in texts_found

@@ -35,7 +35,7 @@ def test_bm25_prefers_rare_terms_and_short_documents() -> None:
 
 
 def test_query_days() -> None:
-    from memory_core.recall.index import query_days
+    from memory_core.recall.ranking import query_days
 
     assert query_days("What did she paint on October 13, 2023?") == {(10, 13)}
     assert query_days("on 8 May, 2023 and 2023-06-01") == {(5, 8), (6, 1)}

@@ -1,0 +1,101 @@
+"""What a scope's recall index holds: one document per message or day record
+(:class:`Doc`), the per-scope index itself (its BM25 postings, speakers, times and vector
+rows, :class:`ScopeIndex`), and what a search returns (:class:`Hit`). Plain data and the
+rules that say what a document is; the Redis sync is :mod:`memory_core.recall.index`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from memory_core.models import DaySummary
+from memory_core.recall.textsearch import BM25
+
+DAY_RECORD, NO_SPEAKER = -2, -1  # speaker codes that are not a person
+NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
+
+
+class Doc(NamedTuple):
+    """One indexed message or day record. A tuple of strings and numbers: the garbage
+    collector stops tracking it, so its full passes do not walk 100k documents (they held
+    the event loop for over 100 ms during a big build when Doc was a dataclass)."""
+
+    id: str  # the stream id ("" for a day record)
+    ms: int
+    author: str
+    text: str
+    kind: str  # "message" | "day" | "retired" (a day record trimmed off the list)
+    n_terms: int
+    tokens: int = 0  # of the text (the message's stored count; for a day record, estimated)
+    day: str = ""  # a day record's day (its identity: one record per day and scope)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A recalled group: one matching document with the neighbours that give it context."""
+
+    docs: tuple[Doc, ...]  # chronological
+    score: float
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(d.id for d in self.docs if d.id)
+
+
+@dataclass
+class ScopeIndex:
+    epoch: int = -1
+    first_id: str = ""
+    last_id: str = ""
+    # Built (in part) while a forget was written down but not yet carried out: it may hold
+    # what the forget deletes, so it is built again once the forget is done.
+    provisional: bool = False
+    day_rows: dict[str, int] = field(default_factory=dict)  # day -> its record's document
+    retired: list[int] = field(default_factory=list)  # documents of records no longer listed
+    newest_record: str = ""  # the newest day record as stored, to notice a new one cheaply
+    docs: list[Doc] = field(default_factory=list)
+    messages: int = 0  # of the docs, log entries (to tell from XLEN whether any left the log)
+    bm25: BM25 = field(default_factory=BM25)
+    authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
+    # Per document, for vector maths in ranking: time, and who said it (or DAY_RECORD).
+    ms: array[int] = field(default_factory=lambda: array("q"))
+    # Embeddings: one row per document, unit length; zero until known.
+    vectors: np.ndarray | None = None  # float16
+    sketch: np.ndarray | None = None  # float32, SKETCH_DIMS per row (see put_row)
+    vectors_done: int = 0  # documents before this one have been looked up in Redis
+    unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
+    speaker: array[int] = field(default_factory=lambda: array("i"))
+    speaker_ids: dict[str, int] = field(default_factory=dict)
+
+    def add(self, doc: Doc, doc_terms: list[str]) -> None:
+        self.docs.append(doc)
+        if doc.kind == "message":
+            self.messages += 1
+        self.bm25.add(doc_terms)
+        self.ms.append(doc.ms)
+        if doc.kind != "message":
+            self.speaker.append(DAY_RECORD)
+        elif doc.author:
+            self.authors.setdefault(doc.author.lower(), doc.author)
+            self.speaker.append(self.speaker_ids.setdefault(doc.author, len(self.speaker_ids)))
+        else:
+            self.speaker.append(NO_SPEAKER)
+
+
+def retire_day_record(index: ScopeIndex, row: int) -> None:
+    """Take a day record out of recall without rebuilding the index: its document stays in
+    place (rows are positions) but empty, and ranking never scores it."""
+    index.docs[row] = index.docs[row]._replace(kind="retired", text="", n_terms=0)
+    index.retired.append(row)
+
+
+def day_text(day: DaySummary) -> str:
+    return " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+
+
+def same_exchange(a: Doc, b: Doc) -> bool:
+    return a.kind == b.kind == "message" and 0 <= b.ms - a.ms <= NEIGHBOUR_GAP_MS

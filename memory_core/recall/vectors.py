@@ -1,0 +1,156 @@
+"""Recall by meaning, in memory: unit vectors and their stored form, the rows of a scope's
+vector matrix (with a small sketch of each, so ranking 100k messages stays fast), the text
+a message is embedded from, and the query's cosine to every document. Redis reads and
+writes of the vectors stay in :mod:`memory_core.recall.index`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from memory_core.recall.documents import Doc, ScopeIndex, same_exchange
+from memory_core.recall.embedding import one_blas_thread
+
+# ``await embedder(texts)``: one vector per text (rows of floats or a 2-d array), in order.
+Embedder = Callable[[list[str]], Awaitable[Any]]
+EMBED_BATCH = 64  # texts per embeddings request (and per background step)
+
+
+def unit_vector(vec: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm else vec
+
+
+def encode_vector(vec: np.ndarray) -> str:
+    return base64.b64encode(vec.astype(np.float16).tobytes()).decode("ascii")
+
+
+def decode_vector(blob: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(blob), dtype=np.float16)
+
+
+# Ranking by meaning at 100k messages: a full float32 scan reads 200 MB per query (tens of
+# ms on a busy machine). Instead every vector also has a 128-dimension sketch (a fixed random
+# projection: its dot products estimate the cosines, within about 0.1); the sketch ranks
+# every message and the best SKETCH_TOP are scored exactly from the full vectors (float16).
+SKETCH_DIMS = 128
+SKETCH_TOP = 2000
+_PROJECTIONS: dict[int, np.ndarray] = {}
+
+
+def _projection(dims: int) -> np.ndarray:
+    proj = _PROJECTIONS.get(dims)
+    if proj is None:
+        rng = np.random.default_rng(20_26)  # fixed: every process sketches alike
+        proj = (rng.standard_normal((dims, SKETCH_DIMS)) / np.sqrt(SKETCH_DIMS)).astype(np.float32)
+        _PROJECTIONS[dims] = proj
+    return proj
+
+
+def put_row(index: ScopeIndex, row: int, vec: np.ndarray) -> None:
+    put_rows(index, [row], vec[None, :])
+
+
+def put_rows(index: ScopeIndex, rows: list[int], vecs: np.ndarray) -> None:
+    """Store documents' vectors (and their sketches), growing the matrices by doubling."""
+    if not rows:
+        return
+    dims = vecs.shape[1]
+    if index.vectors is None or index.vectors.shape[1] != dims:
+        reserve_rows(index, max(1024, len(index.docs)), dims, keep=False)
+    assert index.vectors is not None and index.sketch is not None
+    if max(rows) >= index.vectors.shape[0]:
+        reserve_rows(index, max(max(rows) + 1, index.vectors.shape[0] * 2), dims, keep=True)
+    index.vectors[rows] = vecs
+    with one_blas_thread():
+        index.sketch[rows] = vecs.astype(np.float32) @ _projection(dims)
+
+
+def reserve_rows(index: ScopeIndex, rows: int, dims: int, *, keep: bool) -> None:
+    """Room for ``rows`` vectors. The memory is written here (np.zeros only maps it, and the
+    first writes, scattered over 150 MB at 100k rows, then stall whoever makes them): a
+    build calls this in a worker thread."""
+    vectors = np.empty((rows, dims), dtype=np.float16)
+    vectors.fill(0)
+    sketch = np.empty((rows, SKETCH_DIMS), dtype=np.float32)
+    sketch.fill(0)
+    if keep and index.vectors is not None and index.sketch is not None:
+        vectors[: index.vectors.shape[0]] = index.vectors
+        sketch[: index.sketch.shape[0]] = index.sketch
+    index.vectors, index.sketch = vectors, sketch
+
+
+def put_decoded(
+    index: ScopeIndex, rows: dict[str, int], batch: dict[str, str], found: set[int]
+) -> None:
+    """Stored vectors of indexed messages into the index, one matrix write per batch (a
+    vector for an entry newer than the index waits for the next look; one of another
+    model's size is ignored: its message is embedded again)."""
+    if not batch:
+        return
+    if index.vectors is None:
+        reserve_rows(
+            index,
+            max(1024, len(index.docs)),
+            len(decode_vector(next(iter(batch.values())))),
+            keep=False,
+        )
+    assert index.vectors is not None
+    dims = index.vectors.shape[1]
+    picked: list[int] = []
+    vecs: list[np.ndarray] = []
+    for entry_id, blob in batch.items():
+        row = rows.get(entry_id)
+        vec = decode_vector(blob)
+        if row is not None and vec.shape[0] == dims:
+            picked.append(row)
+            vecs.append(vec)
+    if picked:
+        put_rows(index, picked, np.stack(vecs))
+        found.update(picked)
+
+
+def embedding_context(docs: list[Doc], i: int) -> Doc | None:
+    """The message a message is embedded with: the one before it in the same exchange."""
+    if i > 0 and same_exchange(docs[i - 1], docs[i]):
+        return docs[i - 1]
+    return None
+
+
+def embedding_text(doc: Doc, context: Doc | None) -> str:
+    """What a message's vector is made from: who said it and what, after the turn it answers
+    ("Yes, last week" means little alone). Questions name people, so the names help too.
+    (On LoCoMo's development set: 83.4% with the bare text, 85.8% with this.)"""
+    line = f"{doc.author or 'someone'}: {doc.text}"
+    if context is None:
+        return line
+    return f"{context.author or 'someone'}: {context.text}\n{line}"
+
+
+def query_similarity(index: ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
+    """Cosine similarity of the query to every document (zero where no vector is known):
+    estimated from the sketches, exact for the SKETCH_TOP best."""
+    if index.vectors is None or index.sketch is None or not index.docs:
+        return None
+    if q_vec.shape[0] != index.vectors.shape[1]:
+        return None
+    with one_blas_thread():
+        return _cosines(index, index.vectors, index.sketch, q_vec)
+
+
+def _cosines(
+    index: ScopeIndex, vectors: np.ndarray, sketch: np.ndarray, q_vec: np.ndarray
+) -> np.ndarray:
+    sims = np.zeros(len(index.docs), dtype=np.float32)
+    known = min(len(index.docs), vectors.shape[0])
+    if known <= SKETCH_TOP:
+        sims[:known] = vectors[:known].astype(np.float32) @ q_vec
+        return sims
+    estimate = sketch[:known] @ (q_vec @ _projection(q_vec.shape[0]))
+    top = np.argpartition(-estimate, SKETCH_TOP)[:SKETCH_TOP]
+    sims[top] = vectors[top].astype(np.float32) @ q_vec
+    return sims

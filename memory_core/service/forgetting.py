@@ -1,0 +1,325 @@
+"""Forgetting: the admin operations that take memory away (a text, a person, a message
+deleted or edited on its platform, a fact, everything), and finishing the ones a crash
+interrupted.
+
+Forget means gone: after ``forget_text`` the text is in none of the scope's keys (raw log,
+tiers, days, weeks, facts), and the scope's epoch moves so a summary being written from
+the old text at that moment is discarded instead of bringing it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from config.settings import Settings
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.errors import InputError
+from memory_core.models import TIER_FIELDS, LogEntry, WeekSummary, stored_text
+from memory_core.scopes import parse_scope, user_scope
+from memory_core.service.forget_request import ForgetReport, ForgetRequest, redact_day
+from memory_core.store.repo import MemoryRepo
+from memory_core.text.tokens import TokenCounter
+from memory_core.tiers.redact import removed_spans
+
+# Finding a message by its platform id: stream ids never go below a message's own time, so
+# the log is read from a little before it (clock skew), a bounded window, before a full scan.
+LOOKUP_MARGIN_MS = 60_000
+LOOKUP_WINDOW = 300
+
+
+class MemoryForgetting:
+    """The forgetting half of :class:`~memory_core.service.admin.MemoryAdmin` (its base
+    class): every front door reaches these through the admin."""
+
+    def __init__(
+        self,
+        *,
+        repo: MemoryRepo,
+        settings: Settings,
+        clock: Clock,
+        persist: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.repo = repo
+        self.settings = settings
+        self.clock = clock  # (the admin's: notes and exports are dated)
+        # Makes what was just done durable (Store.persist): a forget is reported done only
+        # once a crash can no longer bring the text back.
+        self._persist = persist
+
+    # -- forget ------------------------------------------------------------------------
+    async def forget_all(self, scope: str) -> int:
+        """Delete everything learned in the scope: its keys (raw log, tiers, days, weeks, day
+        records, facts, vectors, markers) and the facts about people that were learned here.
+        The epoch survives and moves on, so a summary being written from the forgotten
+        memory right now is refused. Returns how many keys were deleted."""
+        scope = parse_scope(scope)
+        request = ForgetRequest(kind="all")
+        await self.repo.begin_forget(scope, request.to_json())
+        deleted = await self._forget_everything(scope)
+        await self._persist()
+        return deleted
+
+    async def _forget_everything(self, scope: str) -> int:
+        authors = {e.author_id for e in await self.repo.all_entries(scope)}
+        await self._forget_person_facts(
+            scope, request=ForgetRequest(kind="all"), removed=set(), authors=authors
+        )
+        return await self.repo.forget_scope(scope)  # the pending request goes with it
+
+    async def forget_text(self, scope: str, text: str) -> ForgetReport:
+        scope = parse_scope(scope)
+        needle = text.strip()
+        if len(needle) < 2:
+            raise InputError("give the text to forget (at least 2 characters)")
+        return await self._forget(scope, ForgetRequest(kind="text", text=needle))
+
+    async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
+        """Forget one person here: their own messages (by user id; by exact name only where
+        the place has no ids), the facts about them or made of their messages, the summary
+        sentences that repeat what they said, and what is known about them across the guild.
+        Nobody else's memory goes: a name inside someone else's text is not them."""
+        scope = parse_scope(scope)
+        if not user_id and not name.strip():
+            raise InputError("forget me needs a user id or a name")
+        return await self._forget(
+            scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
+        )
+
+    async def forget_message(
+        self, scope: str, platform_id: str, *, when: datetime | None = None
+    ) -> int:
+        """A message deleted on its platform: delete it here too, with the facts made of it
+        and the summary sentences that repeat it. Returns how many raw messages went.
+        ``when``: the message's original send time, so its entry is found without reading
+        the whole log."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return 0
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        doomed = await self._message_entries(scope, platform_id, from_ms)
+        if not doomed:
+            return 0
+        # Its specific words (a number, a name of a thing) too, which a summary or a day's
+        # decisions repeat without quoting the message: as an edit removing it all.
+        needles = {n: None for e in doomed for n in removed_spans(e.text, "")}
+        request = ForgetRequest(
+            kind="message",
+            platform_id=platform_id,
+            entry_ids=tuple(e.id for e in doomed),
+            quotes=tuple(e.text for e in doomed),
+            needles=tuple(needles),
+            ts_ms=min(_stored_ms(e) for e in doomed),  # a resumed forget finds it fast
+        )
+        return (await self._forget(scope, request, found=doomed)).messages
+
+    async def edit_message(
+        self, scope: str, platform_id: str, text: str, *, when: datetime | None = None
+    ) -> bool:
+        """A message edited on its platform: its new text replaces the stored one (one copy,
+        same author and original time), summary sentences with the text the edit removed
+        are dropped, and facts drawn from the message go (the next summary of the new text
+        learns them again if they still hold). The same text again (platforms send updates
+        for embeds and link previews) changes nothing; an edit down to no text is a delete.
+        Returns whether memory changed. ``when``: as for :meth:`forget_message`."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return False
+        new_text, _ = stored_text(text, self.settings.memory.max_message_chars)
+        if not new_text:
+            return bool(await self.forget_message(scope, platform_id, when=when))
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        stored = await self._message_entries(scope, platform_id, from_ms)
+        if not stored or [e.text for e in stored] == [new_text]:
+            return False
+        first = stored[0]
+        needles = {n: None for e in stored for n in removed_spans(e.text, new_text)}
+        request = ForgetRequest(
+            kind="edit",
+            text=new_text,
+            platform_id=platform_id,
+            needles=tuple(needles),
+            entry_ids=tuple(e.id for e in stored),
+            ts_ms=_stored_ms(first),
+            author=first.author,
+            author_id=first.author_id,
+            role=first.role,
+        )
+        await self._forget(scope, request, found=stored)
+        return True
+
+    async def _forget(
+        self, scope: str, request: ForgetRequest, *, found: Sequence[LogEntry] | None = None
+    ) -> ForgetReport:
+        # What goes is found first and written down with the request (and the epoch moved, so
+        # a summary being computed from the old text is refused): a crash from here on leaves
+        # a pending forget that maintenance finishes, even once the messages are gone.
+        if found is None:
+            found = [e for e in await self.repo.all_entries(scope) if request.drop_entry(e)]
+            request = replace(
+                request,
+                entry_ids=tuple(e.id for e in found),
+                quotes=tuple(e.text for e in found) if request.kind == "user" else (),
+            )
+        await self.repo.begin_forget(scope, request.to_json())
+        report = await self._apply_forget(scope, request)
+        await self.repo.end_forget(scope, request.to_json())
+        await self._persist()  # reported done only once it is durable
+        return report
+
+    async def resume_forgets(self, scope: str) -> int:
+        """Finish the forgets a crash interrupted (maintenance calls this). Idempotent."""
+        pending = await self.repo.pending_forgets(scope)
+        for raw in pending:
+            request = ForgetRequest.from_json(raw)
+            if request.kind == "all":
+                await self._forget_everything(scope)
+                return len(pending)
+            await self._apply_forget(scope, request)
+            await self.repo.end_forget(scope, raw)
+        if not pending:
+            await self.repo.end_forget(scope, None)
+        return len(pending)
+
+    async def _apply_forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        if request.kind == "edit":
+            return await self._apply_edit(scope, request)
+        report = ForgetReport()
+        if request.kind == "message":  # one message: read around its time, not the whole log
+            entries = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        else:
+            entries = await self.repo.all_entries(scope)
+        doomed = [e.id for e in entries if request.drop_entry(e)]
+        removed = {*request.entry_ids, *doomed}
+        report.messages = await self.repo.delete_entries(scope, doomed)
+        facts = await self.repo.facts(scope)
+        gone = [f.id for f in facts if request.drop_fact(f, removed)]
+        report.facts = await self.repo.delete_facts(scope, gone)
+        report.facts += await self._forget_person_facts(
+            scope, request=request, removed=removed, authors={e.author_id for e in entries}
+        )
+        own = user_scope(scope, request.user_id) if request.kind == "user" else None
+        if own:  # everything known about them across the guild
+            report.facts += len(await self.repo.facts(own))
+            await self.repo.forget_scope(own)
+        await self._redact(scope, request, report)
+        # Counters are triggers only; re-derive them after deleting unsummarised messages.
+        await self.repo.resync_counters(scope)
+        return report
+
+    async def _forget_person_facts(
+        self,
+        scope: str,
+        *,
+        request: ForgetRequest,
+        removed: set[str],
+        authors: Iterable[str] = (),
+    ) -> int:
+        """Facts about people learned in ``scope`` live in their own scopes: found through the
+        scope's record of them (and, for facts written before that record existed, through
+        ``authors``, the user ids of the people who spoke here)."""
+        people = set(await self.repo.people_of(scope))
+        people.update(p for a in authors if (p := user_scope(scope, a)))
+        count = 0
+        for person, person_facts in (await self.repo.facts_of(sorted(people))).items():
+            gone = [
+                f.id for f in person_facts if f.origin == scope and request.drop_fact(f, removed)
+            ]
+            count += await self.repo.delete_facts(person, gone)
+        return count
+
+    async def _redact(self, scope: str, request: ForgetRequest, report: ForgetReport) -> None:
+        """Drop the summary sentences the forget reaches: tiers, days, day records, weeks."""
+        if not request.redacts:
+            return
+        state = await self.repo.state(scope)
+        changed: dict[str, str | int] = {}
+        for name in TIER_FIELDS:
+            before = str(getattr(state, name))
+            after = request.redact(before)
+            if after != before:
+                changed[name] = after
+                report.tiers.append(name)
+        if changed:
+            await self.repo.set_fields(scope, changed)
+        days = await self.repo.days(scope)
+        new_days = [redact_day(d, request.redact) for d in days]
+        report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
+        if report.days:
+            await self.repo.replace_days(scope, new_days)
+        episodes = await self.repo.episodes(scope)
+        new_episodes = [redact_day(d, request.redact) for d in episodes]
+        if new_episodes != episodes:
+            await self.repo.replace_episodes(scope, new_episodes)
+        weeks = await self.repo.weeks(scope)
+        new_weeks = [
+            WeekSummary(w.week, request.redact(w.summary), w.days, w.degraded) for w in weeks
+        ]
+        report.weeks = sum(a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True))
+        if report.weeks:
+            await self.repo.replace_weeks(scope, new_weeks)
+
+    async def _apply_edit(self, scope: str, request: ForgetRequest) -> ForgetReport:
+        """Carry out an edit; safe to run again after a crash (the old entries are deleted
+        by id, the new text is stored only if no copy of it is there yet)."""
+        report = ForgetReport()
+        report.messages = await self.repo.delete_entries(scope, request.entry_ids)
+        await self._store_edited(scope, request)
+        removed = set(request.entry_ids)
+        facts = await self.repo.facts(scope)
+        gone = [f.id for f in facts if request.drop_fact(f, removed)]
+        report.facts = await self.repo.delete_facts(scope, gone)
+        report.facts += await self._forget_person_facts(
+            scope, request=request, removed=removed, authors=[request.author_id]
+        )
+        await self._redact(scope, request, report)
+        await self.repo.resync_counters(scope)
+        return report
+
+    async def _store_edited(self, scope: str, request: ForgetRequest) -> None:
+        copies = await self._message_entries(scope, request.platform_id, request.ts_ms)
+        if any(e.text == request.text for e in copies):
+            return  # stored by an earlier run of this edit
+        await self.repo.release_platform_id(scope, request.platform_id)
+        await self.repo.ingest(
+            scope,
+            ts_ms=request.ts_ms,
+            role=request.role,
+            author=request.author,
+            author_id=request.author_id,
+            text=request.text,
+            platform_id=request.platform_id,
+            tokens=TokenCounter().count(request.text),
+            day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
+            parent="",
+            touch_index=False,
+        )
+
+    async def _message_entries(self, scope: str, platform_id: str, from_ms: int) -> list[LogEntry]:
+        """The stored entries of one platform message. Its entry's id is never below its
+        send time (``from_ms``), so a window of the log from just before then is read first;
+        the whole log only when the message is not in it (or no time is known)."""
+        if from_ms > 0:
+            window = await self.repo.entries_from(
+                scope, max(0, from_ms - LOOKUP_MARGIN_MS), limit=LOOKUP_WINDOW
+            )
+            found = [e for e in window if e.platform_id == platform_id]
+            if found:
+                return found
+        return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
+
+    async def forget_fact(self, scope: str, fact_id: str) -> bool:
+        scope = parse_scope(scope)
+        fact_id = fact_id.strip()
+        if not fact_id:
+            raise InputError("give the id of the fact to forget (see /memory show facts)")
+        deleted = bool(await self.repo.delete_facts(scope, [fact_id]))
+        await self._persist()
+        return deleted
+
+
+def _stored_ms(entry: LogEntry) -> int:
+    """The ms an entry's ``ts`` field holds (rounded: the float round trip can fall short)."""
+    return round(entry.ts.timestamp() * 1000)

@@ -1,0 +1,171 @@
+"""Reading one scope's memory from Redis, and the list of scopes: the base of
+:class:`~memory_core.store.repo.MemoryRepo`, which adds the writes. Key names come from
+:mod:`memory_core.store.keys`; replies are decoded into models here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+
+from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
+from memory_core.store.keys import KeySchema, ScopeKeys
+from memory_core.store.records import PromptSnapshot, ScopeDump, facts_from_hash, log_entries
+from memory_core.store.redis_errors import translates_redis_errors
+
+
+@translates_redis_errors
+class ScopeReads:
+    def __init__(self, client: Redis, keys: KeySchema) -> None:
+        # redis-py's annotations do not model decode_responses=True (every reply typed as
+        # bytes | str), so the client is used untyped here and replies are decoded into the
+        # typed models at this boundary.
+        self.client: Any = client
+        self.keys = keys
+
+    def k(self, scope: str) -> ScopeKeys:
+        return self.keys.scope(scope)
+
+    async def prompt_snapshot(
+        self, scope: str, *, recent: int, parent: str | None, user: str | None = None
+    ) -> PromptSnapshot:
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.state)
+        pipe.hgetall(k.facts)
+        pipe.xrevrange(k.log, count=recent)
+        if parent:
+            pipe.hgetall(self.k(parent).state)
+        if user:
+            pipe.hgetall(self.k(user).facts)
+        results = await pipe.execute()
+        state, facts, log, rest = results[0], results[1], results[2], results[3:]
+        parent_state = ScopeState.from_hash(rest.pop(0)) if parent else None
+        return PromptSnapshot(
+            state=ScopeState.from_hash(state),
+            facts=facts_from_hash(facts),
+            recent=log_entries(log),
+            parent_state=parent_state,
+            user_facts=facts_from_hash(rest.pop(0)) if user else [],
+        )
+
+    async def facts_of(self, scopes: Sequence[str]) -> dict[str, list[Fact]]:
+        """The facts of several scopes (people's fact scopes) in one round trip."""
+        if not scopes:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for scope in scopes:
+            pipe.hgetall(self.k(scope).facts)
+        rows = await pipe.execute()
+        return {scope: facts_from_hash(row) for scope, row in zip(scopes, rows, strict=True)}
+
+    async def people_of(self, scope: str) -> list[str]:
+        """The person scopes holding facts learned in ``scope``."""
+        return sorted(str(p) for p in await self.client.smembers(self.k(scope).people))
+
+    # -- reads -------------------------------------------------------------------------
+    async def state(self, scope: str) -> ScopeState:
+        return ScopeState.from_hash(await self.client.hgetall(self.k(scope).state))
+
+    async def raw_state(self, scope: str) -> dict[str, str]:
+        return dict(await self.client.hgetall(self.k(scope).state))
+
+    async def entries_after(
+        self, scope: str, after_id: str, *, before_ms: int | None = None, limit: int | None = None
+    ) -> list[LogEntry]:
+        """Entries with id > after_id ("" = from the start) and time < before_ms."""
+        start = f"({after_id}" if after_id else "-"
+        end = f"{before_ms - 1}" if before_ms is not None else "+"
+        if before_ms is not None and before_ms <= 0:
+            return []
+        raw = await self.client.xrange(self.k(scope).log, min=start, max=end, count=limit)
+        return log_entries(raw)
+
+    async def day_view(
+        self, scope: str, *, after_id: str, end_ms: int, limit: int
+    ) -> tuple[list[LogEntry], LogEntry | None]:
+        """In one round trip: the unsummarised entries of a day (id > after_id, time < end_ms)
+        and the first entry after the day."""
+        log = self.k(scope).log
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xrange(log, min=f"({after_id}" if after_id else "-", max=str(end_ms - 1), count=limit)
+        pipe.xrange(log, min=str(end_ms), max="+", count=1)
+        day, after = await pipe.execute()
+        following = log_entries(after)
+        return log_entries(day), (following[0] if following else None)
+
+    async def first_entry_from(self, scope: str, ms: int) -> LogEntry | None:
+        raw = await self.client.xrange(self.k(scope).log, min=str(ms), max="+", count=1)
+        entries = log_entries(raw)
+        return entries[0] if entries else None
+
+    async def entries_from(self, scope: str, from_ms: int, *, limit: int) -> list[LogEntry]:
+        """At most ``limit`` entries with an id time of ``from_ms`` or later, oldest first."""
+        raw = await self.client.xrange(self.k(scope).log, min=str(from_ms), max="+", count=limit)
+        return log_entries(raw)
+
+    async def all_entries(self, scope: str) -> list[LogEntry]:
+        return log_entries(await self.client.xrange(self.k(scope).log))
+
+    async def recent(self, scope: str, count: int) -> list[LogEntry]:
+        return log_entries(await self.client.xrevrange(self.k(scope).log, count=count))
+
+    async def days(self, scope: str) -> list[DaySummary]:
+        return [
+            DaySummary.from_json(x) for x in await self.client.lrange(self.k(scope).days, 0, -1)
+        ]
+
+    async def episodes(self, scope: str) -> list[DaySummary]:
+        raw = await self.client.lrange(self.k(scope).episodes, 0, -1)
+        return [DaySummary.from_json(x) for x in raw]
+
+    async def weeks(self, scope: str) -> list[WeekSummary]:
+        raw = await self.client.lrange(self.k(scope).weeks, 0, -1)
+        return [WeekSummary.from_json(x) for x in raw]
+
+    async def facts(self, scope: str) -> list[Fact]:
+        return facts_from_hash(await self.client.hgetall(self.k(scope).facts))
+
+    async def log_length(self, scope: str) -> int:
+        return int(await self.client.xlen(self.k(scope).log))
+
+    async def dump(self, scope: str) -> ScopeDump:
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.state)
+        pipe.xrange(k.log)
+        pipe.lrange(k.days, 0, -1)
+        pipe.lrange(k.weeks, 0, -1)
+        pipe.hgetall(k.facts)
+        pipe.smembers(k.done)
+        pipe.lrange(k.episodes, 0, -1)
+        state, log, days, weeks, facts, done, episodes = await pipe.execute()
+        return ScopeDump(
+            state=dict(state),
+            log=log_entries(log),
+            days=[DaySummary.from_json(x) for x in days],
+            weeks=[WeekSummary.from_json(x) for x in weeks],
+            facts=facts_from_hash(facts),
+            done=sorted(done),
+            episodes=[DaySummary.from_json(x) for x in episodes],
+        )
+
+    async def scopes(self, *, offset: int = 0, limit: int = 100) -> list[tuple[str, int]]:
+        raw = await self.client.zrevrange(
+            self.keys.scopes_index, offset, offset + limit - 1, withscores=True
+        )
+        return [(str(scope), int(score)) for scope, score in raw]
+
+    async def scope_count(self) -> int:
+        return int(await self.client.zcard(self.keys.scopes_index))
+
+    async def scope_exists(self, scope: str) -> bool:
+        """Whether the scope holds any memory (a forgotten scope keeps only its epoch)."""
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(*(key for key in k.all() if key != k.state))
+        pipe.hkeys(k.state)
+        others, fields = await pipe.execute()
+        return bool(others) or any(f != "epoch" for f in fields)

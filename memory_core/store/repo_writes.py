@@ -1,0 +1,188 @@
+"""The writes to one scope's memory that admin operations make (forget, facts, edits,
+retention, import), and facts about a person written to their own scope: the middle layer
+of :class:`~memory_core.store.repo.MemoryRepo`, on top of the reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memory_core.errors import StoreError
+from memory_core.models import DaySummary, Fact, WeekSummary
+from memory_core.store.records import ScopeDump
+from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.repo_reads import ScopeReads
+from memory_core.store.scripts import run_script
+
+
+@translates_redis_errors
+class ScopeWrites(ScopeReads):
+    async def apply_person_facts(
+        self,
+        person: str,
+        ops: Sequence[Sequence[str]],
+        *,
+        before: Sequence[Fact],
+        origin: str,
+        epoch: int,
+    ) -> None:
+        """Facts about a person learned in ``origin``, written to their own scope.
+
+        The origin records the person first, so that forgetting in it finds these facts. The
+        person's scope is another hash slot, so this cannot be one atomic step with the
+        summary that made the facts: if a forget moved the origin's epoch meanwhile (it may
+        have swept the person's facts before these landed), they are taken back."""
+        if not ops:
+            return
+        await self.note_person(origin, person)
+        k = self.k(person)
+        payload = json.dumps([list(op) for op in ops], ensure_ascii=False)
+        made = await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+        if int(await self.client.hget(self.k(origin).state, "epoch") or 0) == epoch:
+            return
+        old = {f.id: f for f in before}
+        undo = [["del", str(fact_id), ""] for fact_id in made or []]
+        undo += [
+            ["upd", op[1], old[op[1]].to_json()] for op in ops if op[0] == "upd" and op[1] in old
+        ]
+        payload = json.dumps(undo, ensure_ascii=False)
+        await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+
+    async def note_person(self, origin: str, person: str) -> None:
+        """Record that ``person``'s scope holds facts learned in ``origin``."""
+        await self.client.sadd(self.k(origin).people, person)
+
+    async def set_fields(self, scope: str, values: Mapping[str, str | int]) -> None:
+        await self.client.hset(self.k(scope).state, mapping=dict(values))
+
+    async def bump_epoch(self, scope: str) -> int:
+        return int(await self.client.hincrby(self.k(scope).state, "epoch", 1))
+
+    async def begin_forget(self, scope: str, request: str) -> None:
+        """Write a forget down (and move the epoch) before doing any of it."""
+        k = self.k(scope)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.rpush(k.forgets, request)
+        pipe.hincrby(k.state, "epoch", 1)
+        pipe.hset(k.state, "forgets_pending", 1)
+        await pipe.execute()
+
+    async def end_forget(self, scope: str, request: str | None) -> None:
+        """Cross a finished forget off (``None``: just settle the flag with the list)."""
+        k = self.k(scope)
+        await run_script(self.client, "end_forget", [k.forgets, k.state], [request or ""])
+
+    async def resync_counters(self, scope: str) -> None:
+        """Re-derive the unsummarised counters and the message count from the log (after
+        deleting messages), atomically with any message stored meanwhile."""
+        k = self.k(scope)
+        await run_script(self.client, "resync_counters", [k.state, k.log], [])
+
+    async def pending_forgets(self, scope: str) -> list[str]:
+        return [str(x) for x in await self.client.lrange(self.k(scope).forgets, 0, -1)]
+
+    async def put_fact(self, scope: str, fact: Fact) -> Fact:
+        """Store a new fact under a fresh id (ids come from the scope's own counter)."""
+        k = self.k(scope)
+        seq = await self.client.hincrby(k.state, "fact_seq", 1)
+        fact.id = f"f{seq}"
+        await self.client.hset(k.facts, fact.id, fact.to_json())
+        return fact
+
+    async def replace_fact(self, scope: str, fact: Fact) -> None:
+        await self.client.hset(self.k(scope).facts, fact.id, fact.to_json())
+
+    async def delete_facts(self, scope: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return int(await self.client.hdel(self.k(scope).facts, *ids))
+
+    async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
+        """Delete raw messages, and their embeddings with them, and those of the messages
+        right after them (embedded with a deleted one as context: made again without it)."""
+        if not ids:
+            return 0
+        k = self.k(scope)
+        look = self.client.pipeline(transaction=False)
+        for entry_id in ids:
+            look.xrange(k.log, min=f"({entry_id}", max="+", count=1)
+        following = [found[0][0] for found in await look.execute() if found]
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xdel(k.log, *ids)
+        pipe.hdel(k.vectors, *ids, *following)
+        deleted, _ = await pipe.execute()
+        return int(deleted)
+
+    async def release_platform_id(self, scope: str, platform_id: str) -> None:
+        """Let a platform message be stored again (its edited text replaces the old entry)."""
+        await self.client.zrem(self.k(scope).ids, platform_id)
+
+    async def trim_log_before(self, scope: str, minid: str) -> int:
+        """Drop raw messages with ids below ``minid`` (retention), and their vectors with
+        them in the same atomic step."""
+        if not minid:
+            return 0
+        k = self.k(scope)
+        keys = [k.log, k.vectors, k.ids]
+        return int(await run_script(self.client, "trim_log", keys, [minid]))
+
+    async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
+        await self._replace_list(self.k(scope).days, [d.to_json() for d in days])
+
+    async def replace_episodes(self, scope: str, episodes: Sequence[DaySummary]) -> None:
+        await self._replace_list(self.k(scope).episodes, [d.to_json() for d in episodes])
+
+    async def replace_weeks(self, scope: str, weeks: Sequence[WeekSummary]) -> None:
+        await self._replace_list(self.k(scope).weeks, [w.to_json() for w in weeks])
+
+    async def _replace_list(self, key: str, values: Sequence[str]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(key)
+        if values:
+            pipe.rpush(key, *values)
+        await pipe.execute()
+
+    async def forget_scope(self, scope: str) -> int:
+        """Delete every key of the scope and its index entry; the epoch moves on (it is the
+        only thing left), so nothing computed from the old memory can be written back."""
+        k = self.k(scope)
+        keys = [k.state, *(key for key in k.all() if key != k.state)]
+        deleted = await run_script(self.client, "forget_scope", keys, [])
+        await self.client.zrem(self.keys.scopes_index, scope)
+        return int(deleted)
+
+    async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:
+        """Write a dump into an empty scope (import)."""
+        k = self.k(scope)
+        if await self.scope_exists(scope):
+            raise StoreError(
+                f"scope {scope} already has memory; forget it first or import elsewhere"
+            )
+        pipe = self.client.pipeline(transaction=True)
+        if dump.state:
+            pipe.hset(k.state, mapping=dump.state)
+        for entry in dump.log:
+            fields: dict[Any, Any] = {
+                "r": entry.role,
+                "a": entry.author,
+                "u": entry.author_id,
+                "t": entry.text,
+                "ts": str(int(entry.ts.timestamp() * 1000)),
+                "p": entry.platform_id,
+                "k": str(entry.tokens),
+            }
+            pipe.xadd(k.log, fields, id=entry.id)
+        if dump.days:
+            pipe.rpush(k.days, *[d.to_json() for d in dump.days])
+        if dump.weeks:
+            pipe.rpush(k.weeks, *[w.to_json() for w in dump.weeks])
+        if dump.episodes:
+            pipe.rpush(k.episodes, *[d.to_json() for d in dump.episodes])
+        for fact in dump.facts:
+            pipe.hset(k.facts, fact.id, fact.to_json())
+        if dump.done:
+            pipe.sadd(k.done, *dump.done)
+        await pipe.execute()
+        # The index lives in another hash slot: outside the scope's transaction.
+        await self.client.zadd(self.keys.scopes_index, {scope: last_activity_ms})
