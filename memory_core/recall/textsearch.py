@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+from memory_core.text.cjk import CJK_CHARACTER, CJK_CHARACTERS
+
+_WORD = re.compile(rf"[a-z0-9]+(?:'[a-z]+)?|[{CJK_CHARACTERS}]+")
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
 
 STOPWORDS = frozenset(
@@ -155,7 +156,7 @@ def terms(text: str) -> list[str]:
     out: list[str] = []
     for match in _WORD.finditer(text.lower()):
         token = match.group(0)
-        if _CJK.match(token):
+        if CJK_CHARACTER.match(token):
             out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))
             out.extend(_KATAKANA_RUN.findall(token))
         elif token not in STOPWORDS:

@@ -12,6 +12,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from memory_core.text.cjk import CJK_CHARACTERS, CJK_RUN
+
 _SENTENCES = re.compile(r"[^.!?。！？\n]*(?:[.!?。！？]+|\n|$)")
 REDACTED = "[forgotten]"
 
@@ -42,16 +44,15 @@ def redact(text: str, needles: Sequence[str]) -> str:
 QUOTE_WORDS = 4
 QUOTE_CHARS = 6
 _WORD = re.compile(r"\w+", re.U)
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def _quote_grams(text: str) -> set[tuple[str, ...]]:
     """The runs of words (and of CJK characters) by which a sentence could quote ``text``."""
     norm = _norm(text)
     grams: set[tuple[str, ...]] = set()
-    for run in _CJK_RUN.findall(norm):
+    for run in CJK_RUN.findall(norm):
         grams.update(tuple(run[i : i + QUOTE_CHARS]) for i in range(len(run) - QUOTE_CHARS + 1))
-    words = _WORD.findall(_CJK_RUN.sub(" ", norm))
+    words = _WORD.findall(CJK_RUN.sub(" ", norm))
     for i in range(len(words) - QUOTE_WORDS + 1):
         gram = tuple(words[i : i + QUOTE_WORDS])
         if sum(len(w) >= 4 for w in gram) >= 2:  # not a run of small words only
@@ -85,8 +86,7 @@ def redact_quotes(text: str, sources: Sequence[str]) -> str:
 
 # Words are compared one by one; a character of a script written without spaces (Japanese,
 # Chinese) is a word of its own, so an edit inside a Japanese sentence removes just what went.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-_WORDS = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_WORDS = re.compile(rf"[{CJK_CHARACTERS}]|[^\s{CJK_CHARACTERS}]+")
 _EDGES = " \t\n.,;:!?()[]{}<>\"'`«»“”‘’、。，．！？「」『』（）"
 WORD_MIN_DIGITS = 4  # "hunter2", "0142", "221B": a digit makes a 4-character word specific
 WORD_MIN_LETTERS = 8  # a word without digits or symbols must be long to be specific
