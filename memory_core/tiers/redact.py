@@ -10,11 +10,12 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memory_core.text.cjk import CJK_CHARACTERS, CJK_RUN
+from memory_core.text.language import detect
+from memory_core.text.sentences import split_sentences
 
-_SENTENCES = re.compile(r"[^.!?。！？\n]*(?:[.!?。！？]+|\n|$)")
 REDACTED = "[forgotten]"
 
 
@@ -31,8 +32,7 @@ def redact(text: str, needles: Sequence[str]) -> str:
     needles = [n for n in needles if n.strip()]
     if not text or not needles or not any(contains(text, n) for n in needles):
         return text
-    kept = [s for s in _SENTENCES.findall(text) if s and not any(contains(s, n) for n in needles)]
-    result = re.sub(r"[ \t]+", " ", "".join(kept)).strip()
+    result = _without_sentences(text, lambda s: any(contains(s, n) for n in needles))
     for needle in needles:  # a match spanning sentences: blank it out
         result = re.sub(re.escape(needle), REDACTED, result, flags=re.I)
     return result
@@ -80,8 +80,22 @@ def redact_quotes(text: str, sources: Sequence[str]) -> str:
     sources = [s for s in sources if s.strip()]
     if not text or not sources:
         return text
-    kept = [s for s in _SENTENCES.findall(text) if s and not quotes_any(s, sources)]
-    return re.sub(r"[ \t]+", " ", "".join(kept)).strip()
+    return _without_sentences(text, lambda s: quotes_any(s, sources))
+
+
+def _without_sentences(text: str, unwanted: Callable[[str], bool]) -> str:
+    """``text`` without its ``unwanted`` sentences. Line by line, so that a line keeps its
+    break while any of it is left, and a line left empty goes whole."""
+    japanese = detect(text) == "ja"
+    lines: list[str] = []
+    for line in text.splitlines(keepends=True):
+        pieces = split_sentences(line, japanese=japanese, keep_spacing=True)
+        kept = [piece for piece in pieces if not unwanted(piece)]
+        if len(kept) == len(pieces):
+            lines.append(line)
+        elif body := "".join(kept).strip():
+            lines.append(body + line[len(line.splitlines()[0]) :])  # its line break
+    return re.sub(r"[ \t]+", " ", "".join(lines)).strip()
 
 
 # Words are compared one by one; a character of a script written without spaces (Japanese,
