@@ -20,24 +20,14 @@ from memory_core.calendar import zone
 from memory_core.errors import LLMBadOutput, LLMOffline
 from memory_core.llm.client import LLM, ChatMessage
 from memory_core.models import FACT_KINDS, DaySummary, Fact, LogEntry
+from memory_core.prompt.fence import fence
 from memory_core.text.language import detect
 from memory_core.text.sentences import split_sentences
 from memory_core.text.tokens import TokenCounter
 from memory_core.tiers.extractive import SummaryItem, extractive_summary
 
-# "</" anywhere, and the opening tags config/prompts/*.toml wrap untrusted text in: their
-# "<" gets a backslash. (Other markup, "<b>", "<img ...>", stays as it was written.)
-_FENCE_TAG = re.compile(
-    r"<(?=/|(?:memory|messages|previous|known_facts|days|long|week)\b)", re.IGNORECASE
-)
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
 _FACT_ID = re.compile(r"^[fp]\d{1,9}$")  # f: the channel's facts; p: people's (aliases)
-
-
-def fence(text: str) -> str:
-    """Keep untrusted text inside its tags: it can neither close a tag such as </messages>
-    nor open one of ours such as <memory> (which would make a second block look real)."""
-    return _FENCE_TAG.sub("<\\\\", text)
 
 
 def render_entry(entry: LogEntry, tz: str, *, with_date: bool = True) -> str:
