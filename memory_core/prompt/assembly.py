@@ -18,9 +18,9 @@ from config.prompts import PromptSet, load_prompts
 from config.settings import MemorySettings
 from memory_core.calendar import zone
 from memory_core.models import Fact, LogEntry, ScopeState
+from memory_core.prompt.fence import fence
 from memory_core.recall.index import Doc, Hit
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
-from memory_core.tiers.summarize import fence
 
 PLACES = {"discord": "Discord", "slack": "Slack", "console": "terminal"}
 

@@ -1,22 +1,27 @@
 """Lexical search that works offline and for Japanese: terms and a BM25 index.
 
-English (and other space-separated text): lowercase words, a small stop list, and light
-suffix stripping so "went camping" finds "camp". Japanese (no spaces): character bigrams of
-kana/kanji runs, plus the runs of katakana as whole words (names, loanwords). Numbers stay.
+English (and other space-separated text): lowercase words, a small stop list, and the
+Snowball English stemmer with irregular forms mapped first, so "went camping" finds "go
+camp". Japanese (no spaces): character bigrams of kana/kanji runs, plus the runs of katakana
+as whole words (names, loanwords). Numbers stay.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
+import snowballstemmer
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+from memory_core.text.cjk import CJK_CHARACTER, CJK_CHARACTERS
+
+_WORD = re.compile(rf"[a-z0-9]+(?:'[a-z]+)?|[{CJK_CHARACTERS}]+")
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
 
 STOPWORDS = frozenset(
@@ -124,30 +129,25 @@ _IRREGULAR = {
 }
 
 
+# One stemmer per thread: a snowball stemmer keeps its working state on the object, and
+# indexes are built in worker threads while queries run on the event loop.
+_stemmers = threading.local()
+
+
+def _snowball(word: str) -> str:
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    stem: str = stemmer.stemWord(word)
+    return stem
+
+
+@lru_cache(maxsize=1 << 16)  # chat repeats its words; stemming is the slow part of terms()
 def _stem(word: str) -> str:
-    """Light suffix stripping: enough to match plural, past and -ing forms."""
+    """The English (Porter2) stem, after mapping irregular forms to their base."""
     if word.endswith("'s"):
         word = word[:-2]
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
-    if len(word) <= 3 or word.isdigit():
-        return word
-    for suffix, keep in (
-        ("ies", "y"),
-        ("sses", "ss"),
-        ("ing", ""),
-        ("ed", ""),
-        ("es", ""),
-        ("s", ""),
-    ):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            base = word[: len(word) - len(suffix)] + keep
-            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
-                base = base[:-1]  # running -> run, planned -> plan
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            return base
-    return word
+    return _snowball(_IRREGULAR.get(word, word))
 
 
 def terms(text: str) -> list[str]:
@@ -155,7 +155,7 @@ def terms(text: str) -> list[str]:
     out: list[str] = []
     for match in _WORD.finditer(text.lower()):
         token = match.group(0)
-        if _CJK.match(token):
+        if CJK_CHARACTER.match(token):
             out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))
             out.extend(_KATAKANA_RUN.findall(token))
         elif token not in STOPWORDS:

@@ -1,1 +1,1 @@
-"""memory_core/text."""
+"""Text rules the whole core shares: token counts, language, CJK characters, sentences."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_JA = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+from memory_core.text.cjk import CJK_CHARACTER
+
 _LATIN = re.compile(r"[A-Za-z]")
 
 
 def detect(text: str) -> str:
     """'ja' when kana/kanji make up a fair share of the letters, else 'en'."""
-    ja = len(_JA.findall(text))
+    ja = len(CJK_CHARACTER.findall(text))
     latin = len(_LATIN.findall(text))
     # Japanese packs more meaning per character, so a smaller share already means Japanese.
     return "ja" if ja and ja * 3 >= latin else "en"

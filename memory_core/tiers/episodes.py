@@ -8,8 +8,9 @@ import re
 from collections.abc import Sequence
 
 from memory_core.models import DaySummary, Fact
+from memory_core.text.language import detect
+from memory_core.text.sentences import split_sentences
 
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:[\w .'-]{1,40}:\s+)?")
 _DECISION = re.compile(
     r"\b(decid\w*|agree\w*|will|plan\w*|deadline|must|going to|let's)\b"
@@ -20,7 +21,8 @@ MAX_ITEMS = 5
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) > 3]
+    sentences = split_sentences(text, japanese=detect(text) == "ja")
+    return [s for s in sentences if len(s) > 3]
 
 
 def episode(

@@ -10,9 +10,12 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-_SENTENCES = re.compile(r"[^.!?。！？\n]*(?:[.!?。！？]+|\n|$)")
+from memory_core.text.cjk import CJK_CHARACTERS, CJK_RUN
+from memory_core.text.language import detect
+from memory_core.text.sentences import split_sentences
+
 REDACTED = "[forgotten]"
 
 
@@ -29,8 +32,7 @@ def redact(text: str, needles: Sequence[str]) -> str:
     needles = [n for n in needles if n.strip()]
     if not text or not needles or not any(contains(text, n) for n in needles):
         return text
-    kept = [s for s in _SENTENCES.findall(text) if s and not any(contains(s, n) for n in needles)]
-    result = re.sub(r"[ \t]+", " ", "".join(kept)).strip()
+    result = _without_sentences(text, lambda s: any(contains(s, n) for n in needles))
     for needle in needles:  # a match spanning sentences: blank it out
         result = re.sub(re.escape(needle), REDACTED, result, flags=re.I)
     return result
@@ -42,16 +44,15 @@ def redact(text: str, needles: Sequence[str]) -> str:
 QUOTE_WORDS = 4
 QUOTE_CHARS = 6
 _WORD = re.compile(r"\w+", re.U)
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def _quote_grams(text: str) -> set[tuple[str, ...]]:
     """The runs of words (and of CJK characters) by which a sentence could quote ``text``."""
     norm = _norm(text)
     grams: set[tuple[str, ...]] = set()
-    for run in _CJK_RUN.findall(norm):
+    for run in CJK_RUN.findall(norm):
         grams.update(tuple(run[i : i + QUOTE_CHARS]) for i in range(len(run) - QUOTE_CHARS + 1))
-    words = _WORD.findall(_CJK_RUN.sub(" ", norm))
+    words = _WORD.findall(CJK_RUN.sub(" ", norm))
     for i in range(len(words) - QUOTE_WORDS + 1):
         gram = tuple(words[i : i + QUOTE_WORDS])
         if sum(len(w) >= 4 for w in gram) >= 2:  # not a run of small words only
@@ -79,14 +80,27 @@ def redact_quotes(text: str, sources: Sequence[str]) -> str:
     sources = [s for s in sources if s.strip()]
     if not text or not sources:
         return text
-    kept = [s for s in _SENTENCES.findall(text) if s and not quotes_any(s, sources)]
-    return re.sub(r"[ \t]+", " ", "".join(kept)).strip()
+    return _without_sentences(text, lambda s: quotes_any(s, sources))
+
+
+def _without_sentences(text: str, unwanted: Callable[[str], bool]) -> str:
+    """``text`` without its ``unwanted`` sentences. Line by line, so that a line keeps its
+    break while any of it is left, and a line left empty goes whole."""
+    japanese = detect(text) == "ja"
+    lines: list[str] = []
+    for line in text.splitlines(keepends=True):
+        pieces = split_sentences(line, japanese=japanese, keep_spacing=True)
+        kept = [piece for piece in pieces if not unwanted(piece)]
+        if len(kept) == len(pieces):
+            lines.append(line)
+        elif body := "".join(kept).strip():
+            lines.append(body + line[len(line.splitlines()[0]) :])  # its line break
+    return re.sub(r"[ \t]+", " ", "".join(lines)).strip()
 
 
 # Words are compared one by one; a character of a script written without spaces (Japanese,
 # Chinese) is a word of its own, so an edit inside a Japanese sentence removes just what went.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-_WORDS = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_WORDS = re.compile(rf"[{CJK_CHARACTERS}]|[^\s{CJK_CHARACTERS}]+")
 _EDGES = " \t\n.,;:!?()[]{}<>\"'`«»“”‘’、。，．！？「」『』（）"
 WORD_MIN_DIGITS = 4  # "hunter2", "0142", "221B": a digit makes a 4-character word specific
 WORD_MIN_LETTERS = 8  # a word without digits or symbols must be long to be specific

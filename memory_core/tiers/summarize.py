@@ -20,23 +20,14 @@ from memory_core.calendar import zone
 from memory_core.errors import LLMBadOutput, LLMOffline
 from memory_core.llm.client import LLM, ChatMessage
 from memory_core.models import FACT_KINDS, DaySummary, Fact, LogEntry
+from memory_core.prompt.fence import fence
+from memory_core.text.language import detect
+from memory_core.text.sentences import split_sentences
 from memory_core.text.tokens import TokenCounter
 from memory_core.tiers.extractive import SummaryItem, extractive_summary
 
-# "</" anywhere, and the opening tags config/prompts/*.toml wrap untrusted text in: their
-# "<" gets a backslash. (Other markup, "<b>", "<img ...>", stays as it was written.)
-_FENCE_TAG = re.compile(
-    r"<(?=/|(?:memory|messages|previous|known_facts|days|long|week)\b)", re.IGNORECASE
-)
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _FACT_ID = re.compile(r"^[fp]\d{1,9}$")  # f: the channel's facts; p: people's (aliases)
-
-
-def fence(text: str) -> str:
-    """Keep untrusted text inside its tags: it can neither close a tag such as </messages>
-    nor open one of ours such as <memory> (which would make a second block look real)."""
-    return _FENCE_TAG.sub("<\\\\", text)
 
 
 def render_entry(entry: LogEntry, tz: str, *, with_date: bool = True) -> str:
@@ -110,17 +101,19 @@ class Summarizer:
 
     # -- helpers -----------------------------------------------------------------------
     def fit(self, text: str, max_tokens: int) -> str:
-        """Cut an over-long model answer at a sentence boundary within ~1.5x its size."""
+        """Cut an over-long model answer at a sentence boundary within ~1.5x its size,
+        keeping the answer's own spacing and lines."""
         limit = int(max_tokens * 1.5)
         text = text.strip()
         if self.counter.count(text) <= limit:
             return text
-        kept = ""
-        for sentence in _SENTENCE_END.split(text):
-            candidate = (kept + " " + sentence).strip() if kept else sentence
-            if self.counter.count(candidate) > limit:
+        kept = candidate = ""
+        japanese = detect(text) == "ja"
+        for sentence in split_sentences(text, japanese=japanese, keep_spacing=True):
+            candidate += sentence
+            if self.counter.count(candidate.strip()) > limit:
                 break
-            kept = candidate
+            kept = candidate.strip()
         return kept or self.counter.truncate(text, limit)
 
     def _extractive(self, items: Sequence[SummaryItem], max_tokens: int, lang: str) -> str:

@@ -80,3 +80,14 @@ def test_edits_compare_case_and_width_insensitively() -> None:
     assert removed_spans("アリスの番号は090-1234-5678です", "アリスの番号は秘密です") == [
         "090-1234-5678"
     ]
+
+
+def test_an_abbreviation_does_not_leave_half_a_sentence_behind() -> None:
+    text = "Dr. Smith's pin is 4431. Alice likes tea."
+    assert redact(text, ["4431"]) == "Alice likes tea."
+
+
+def test_a_dropped_sentence_takes_its_separator_and_leaves_the_other_lines() -> None:
+    text = "Alice likes tea.\nBob's pin is 4431. Carol too.\nDan likes coffee."
+    assert redact(text, ["4431"]) == "Alice likes tea.\nCarol too.\nDan likes coffee."
+    assert redact("アリスは紅茶。ボブは4431!キャロルも。", ["4431"]) == "アリスは紅茶。キャロルも。"
