@@ -17,7 +17,7 @@ from typing import Any
 import discord
 
 from bots.commands import CommandResult
-from memory_core.service.conversation import split_message
+from memory_core.text.chunks import split_message
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from bots.commands import CommandResult
 from bots.slack.text import escape
-from memory_core.service.conversation import split_message
+from memory_core.text.chunks import split_message
 
 Block = dict[str, Any]
 

@@ -6,7 +6,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.service.conversation import STREAMING_MARK, StreamedReply, Throttle, split_message
+from memory_core.service.conversation import STREAMING_MARK, StreamedReply, Throttle
+from memory_core.text.chunks import split_message
 from tests.fakes.reply_sink import FakeSink
 
 
