@@ -4,14 +4,16 @@ The classes that talk to Redis (the repo, the platform state, the recall index) 
 decorated with :func:`translates_redis_errors`: every coroutine method raises
 :class:`~memory_core.errors.StoreUnavailable` when Redis cannot be reached and
 :class:`~memory_core.errors.StoreError` when it refuses a command, so callers catch one
-tree (``StoreError``) instead of redis-py's beside ours.
+tree (``StoreError``) instead of redis-py's beside ours. The few raw client calls outside
+those classes (the dashboard's server figures) run inside :func:`redis_errors_translated`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -32,15 +34,22 @@ def translated(exc: BaseException) -> StoreError | None:
     return None
 
 
+@contextlib.contextmanager
+def redis_errors_translated() -> Iterator[None]:
+    """Raise our error, from the Redis one, for whatever Redis raises inside the block."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        ours = translated(exc)
+        assert ours is not None
+        raise ours from exc
+
+
 def _translating(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(method)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with redis_errors_translated():
             return await method(*args, **kwargs)
-        except (RedisError, OSError) as exc:
-            ours = translated(exc)
-            assert ours is not None
-            raise ours from exc
 
     return wrapper
 
