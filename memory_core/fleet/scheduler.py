@@ -372,8 +372,8 @@ class RolloverScheduler:
         """The last sweep of each job, for the dashboard."""
         entry = {"at": self.clock.now().isoformat(timespec="seconds"), "worker": self.worker}
         entry.update(report.figures())
-        with contextlib.suppress(Exception):  # bookkeeping only: never fails a sweep
-            await self.fleet.client.hset(self.fleet.keys.sweeps, job, json.dumps(entry))
+        with contextlib.suppress(StoreError):  # bookkeeping only: never fails a sweep
+            await self.fleet.record_sweep(job, json.dumps(entry))
 
     async def stop(self) -> None:
         if self._aps is not None:

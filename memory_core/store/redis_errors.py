@@ -1,7 +1,8 @@
 """Redis errors become memorybot's, once, at the store boundary.
 
 The classes that talk to Redis (the repo, the platform state, the recall index) are
-decorated with :func:`translates_redis_errors`: every coroutine method raises
+decorated with :func:`translates_redis_errors`: every coroutine method (and async generator,
+such as the fleet queue's scan of every scope) raises
 :class:`~memory_core.errors.StoreUnavailable` when Redis cannot be reached and
 :class:`~memory_core.errors.StoreError` when it refuses a command, so callers catch one
 tree (``StoreError``) instead of redis-py's beside ours. The few raw client calls outside
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -54,9 +55,23 @@ def _translating(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitab
     return wrapper
 
 
+def _translating_items(
+    method: Callable[..., AsyncIterator[Any]],
+) -> Callable[..., AsyncIterator[Any]]:
+    @functools.wraps(method)
+    async def wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        with redis_errors_translated():
+            async for item in method(*args, **kwargs):
+                yield item
+
+    return wrapper
+
+
 def translates_redis_errors(cls: type[T]) -> type[T]:
-    """Wrap every coroutine method of ``cls`` (see the module docstring)."""
+    """Wrap every coroutine method and async generator of ``cls`` (see the module docstring)."""
     for name, member in list(vars(cls).items()):
         if inspect.iscoroutinefunction(member):
             setattr(cls, name, _translating(member))
+        elif inspect.isasyncgenfunction(member):
+            setattr(cls, name, _translating_items(member))
     return cls
