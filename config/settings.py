@@ -22,7 +22,12 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 from config.redis_url import url_passwords
@@ -381,10 +386,11 @@ def _shown(path: Path, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-limit // 4 :]}"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _toml_source(path: Path) -> TomlConfigSettingsSource:
+    """pydantic-settings' TOML source for ``path``, read now: a file that is no valid TOML, or
+    that cannot be read, is a SettingsError naming the file, never a parser's traceback."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        return TomlConfigSettingsSource(Settings, toml_file=path)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -423,7 +429,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     its environment variable and the file.
     """
     path = _settings_file(config_file)
-    file_values = _read_toml(path) if path is not None else {}
+    file_source = _toml_source(path) if path is not None else None
 
     class _FromFile(Settings):
         # The TOML layer sits below every environment source.
@@ -436,12 +442,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (
-                init_settings,
-                env_settings,
-                _WellKnownEnvSource(settings_cls),
-                _DictSource(settings_cls, file_values),
-            )
+            sources = (init_settings, env_settings, _WellKnownEnvSource(settings_cls))
+            return sources if file_source is None else (*sources, file_source)
 
     try:
         return _FromFile(**overrides)
@@ -463,18 +465,6 @@ def _env_problem(exc: Exception) -> str:
         f"({type(cause).__name__}); lists and tables from the environment must be JSON, "
         "e.g. [1, 2]"
     )
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], values: Mapping[str, Any]) -> None:
-        super().__init__(settings_cls)
-        self._values = dict(values)
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self._values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self._values)
 
 
 __all__ = [

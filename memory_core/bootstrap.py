@@ -1,5 +1,9 @@
 """Wiring: the one place where the store, the LLM, the clock and the pipeline are built and
 handed to whoever needs them. Front doors call :func:`build_core` once at start-up.
+
+Every object gets its dependencies in its constructor, so they are built in dependency
+order (the admin before the maintainer, which finishes its interrupted forgets; the metrics
+before the pipeline, which counts into them) and nothing is patched in afterwards.
 """
 
 from __future__ import annotations
@@ -108,12 +112,20 @@ async def build_core(
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys)
     summarizer = Summarizer(llm, counter)
+    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock, persist=store.persist)
     maintainer = Maintainer(
         repo=repo,
         summarizer=summarizer,
         settings=settings.memory,
         clock=clock,
         lock_ttl_ms=int(settings.scheduler.lock_ttl_s * 1000),
+        recover=admin.resume_forgets,
+    )
+    metrics = Metrics(
+        store.client,
+        store.keys,
+        llm_stats=lambda: llm.stats,
+        summary_stats=lambda: summarizer.stats,
     )
     pipeline = MemoryPipeline(
         settings=settings,
@@ -128,17 +140,17 @@ async def build_core(
             store.keys,
             embedder=choose_embedder(settings, llm),
         ),
+        metrics=metrics,
         background=background,
     )
-    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock, persist=store.persist)
-    maintainer.recover = admin.resume_forgets
-    metrics = Metrics(
-        store.client,
-        store.keys,
-        llm_stats=lambda: llm.stats,
-        summary_stats=lambda: summarizer.stats,
+    scheduler = RolloverScheduler(
+        repo=repo,
+        maintainer=maintainer,
+        maintain=pipeline.maintain,
+        fleet=FleetQueue(store.client, store.keys),
+        settings=settings,
+        clock=clock,
     )
-    pipeline.metrics = metrics
     return Core(
         settings=settings,
         store=store,
@@ -151,11 +163,6 @@ async def build_core(
         pipeline=pipeline,
         admin=admin,
         platform=PlatformState(store.client, store.keys),
-        scheduler=RolloverScheduler(
-            pipeline=pipeline,
-            fleet=FleetQueue(store.client, store.keys),
-            settings=settings,
-            clock=clock,
-        ),
+        scheduler=scheduler,
         metrics=metrics,
     )

@@ -20,6 +20,21 @@ message says what to fix: the environment variable, the setting, the line of the
     │   └── UsageError         an unknown or malformed /memory command
     ├── PermissionDenied       an admin-only operation by a non-admin
     └── Retry                  "try again later": raised by background work that knows when
+
+Where library errors become ours, once each; code above these boundaries catches only this
+tree, never ``redis.RedisError`` or ``openai.APIError`` beside it:
+
+- Redis: ``memory_core/store/redis_errors.py``. The classes that talk to Redis (repo,
+  platform state, recall index, fleet queue, rate limiter) are wrapped by
+  ``translates_redis_errors``; the few raw client reads elsewhere run inside
+  ``redis_errors_translated()``. Unreachable is StoreUnavailable, a refused command StoreError.
+- Opening the store (a Redis URL, the embedded Valkey server): ``memory_core/store/server.py``
+  and ``memory_core/store/embedded.py``.
+- The model: ``memory_core/llm/client.py`` (LLMUnavailable, LLMBadOutput, LLMOffline).
+- Settings: ``config/settings.py`` raises its own ``SettingsError`` (config sits below the
+  core and does not import it); front doors report it like a ConfigError (exit status 2).
+- Platform libraries (discord.py, Slack Bolt): their connection code in ``bots/`` raises
+  ConfigError for a refused token.
 """
 
 from __future__ import annotations

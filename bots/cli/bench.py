@@ -1,7 +1,7 @@
 """``memorybot bench ...``: performance, measured next to what it should be compared with.
 
-``bots/cli/main.py`` adds these with ``register(bench_app)``; they import
-``bots.cli.main`` only when they run, so the two modules may import each other in either order.
+``bots/cli/main.py`` adds these with ``register(bench_app)``. The harnesses are imported
+only when a benchmark runs: the ``bench`` extra need not be installed for other commands.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from bots.cli.common import err, fail, print_json, progress_bar, run, say, settings
 
 Measure = Callable[[Callable[[int], None]], Awaitable[dict[str, Any]]]
 
@@ -27,10 +29,9 @@ def register(bench_app: typer.Typer) -> None:
 
 def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[str, Any]:
     """Run one benchmark with a progress bar on stderr; print JSON if asked, else return."""
-    from bots.cli.main import _progress, print_json, run
 
     async def go() -> dict[str, Any]:
-        with _progress(quiet=as_json) as progress:
+        with progress_bar(quiet=as_json) as progress:
             task = progress.add_task(label, total=total)
             return await measure(lambda n: progress.update(task, completed=n))
 
@@ -38,12 +39,6 @@ def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[st
     if as_json:
         print_json(result)
     return result
-
-
-def _say(text: str) -> None:
-    from bots.cli.main import out
-
-    out.print(text, markup=False)
 
 
 # What the `bench` extra installs, by the module a command imports: the plots and the
@@ -55,8 +50,6 @@ ALTERNATIVES = {"langchain_classic": "langchain-classic", "langchain_openai": "l
 def _bench_extra(command: str, needs: dict[str, str]) -> None:
     """Stop with the pip install to run if a module of the `bench` extra is missing, before
     any work (a missing one would otherwise surface as a traceback, minutes in)."""
-    from bots.cli.main import fail
-
     missing = [dist for module, dist in needs.items() if importlib.util.find_spec(module) is None]
     if missing:
         raise fail(
@@ -67,15 +60,15 @@ def _bench_extra(command: str, needs: dict[str, str]) -> None:
 
 
 def ingest(
+    ctx: typer.Context,
     scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1,
     messages: Annotated[int, typer.Option("--messages", min=1)] = 2000,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Pipeline time per message without the LLM, next to a Redis PING."""
     from bots.bench.harness import bench_ingest
-    from bots.cli.main import settings
 
-    s = settings()
+    s = settings(ctx)
     r = _measure(
         "ingest",
         messages,
@@ -83,7 +76,7 @@ def ingest(
         lambda p: bench_ingest(s, scopes=scopes, messages=messages, progress=p),
     )
     if not as_json:
-        _say(
+        say(
             f"{r['messages']} messages over {r['scopes']} scopes on {r['store']}:\n"
             f"  ingest p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms, "
             f"{r['msgs_per_s']:.0f} msgs/s\n"
@@ -94,6 +87,7 @@ def ingest(
 
 
 def rollover(
+    ctx: typer.Context,
     scopes: Annotated[int, typer.Option("--scopes", min=1)] = 10000,
     idle: Annotated[int, typer.Option("--idle", min=0, help="Idle scopes (must cost 0).")] = 1000,
     latency_ms: Annotated[float, typer.Option("--latency-ms", min=0)] = 200.0,
@@ -102,9 +96,8 @@ def rollover(
 ) -> None:
     """A day's rollover over many scopes, with a stand-in model of set latency."""
     from bots.bench.harness import bench_rollover
-    from bots.cli.main import settings
 
-    s = settings()
+    s = settings(ctx)
     r = _measure(
         "rollover",
         scopes,
@@ -119,7 +112,7 @@ def rollover(
         ),
     )
     if not as_json:
-        _say(
+        say(
             f"{r['rolled_over']} scopes rolled over in {r['seconds']}s at concurrency "
             f"{concurrency} with a {latency_ms:.0f} ms model: {r['scopes_per_s']} scopes/s "
             f"(ideal {r['ideal_scopes_per_s']}); {r['llm_calls_per_scope']} LLM calls per "
@@ -129,6 +122,7 @@ def rollover(
 
 
 def recall(
+    ctx: typer.Context,
     sizes: Annotated[
         str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")
     ] = "1000,10000,100000",
@@ -137,13 +131,12 @@ def recall(
 ) -> None:
     """Recall query latency as a scope grows."""
     from bots.bench.harness import bench_recall
-    from bots.cli.main import fail, settings
 
     try:
         counts = [int(x) for x in sizes.split(",") if x.strip()]
     except ValueError as exc:
         raise fail(f"--sizes {sizes!r}: give numbers like 1000,10000", 1) from exc
-    s = settings()
+    s = settings(ctx)
     r = _measure(
         "recall",
         queries * len(counts),
@@ -152,7 +145,7 @@ def recall(
     )
     if not as_json:
         for row in r["sizes"]:
-            _say(
+            say(
                 f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
                 f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms; "
                 f"rebuild {row['rebuild_ms']:.0f} ms; event loop stalled at most "
@@ -161,6 +154,7 @@ def recall(
 
 
 def load(
+    ctx: typer.Context,
     rate: Annotated[int, typer.Option("--rate", min=1, help="Messages per second.")] = 200,
     scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1000,
     seconds: Annotated[int, typer.Option("--seconds", min=1)] = 600,
@@ -168,9 +162,8 @@ def load(
 ) -> None:
     """A steady stream of messages on loopback: lost messages, latency, memory over time."""
     from bots.bench.load import load_run
-    from bots.cli.main import settings
 
-    s = settings()
+    s = settings(ctx)
     r = _measure(
         "load",
         seconds,
@@ -178,7 +171,7 @@ def load(
         lambda p: load_run(s, rate=rate, scopes=scopes, seconds=seconds, progress=p),
     )
     if not as_json:
-        _say(
+        say(
             f"{r['sent']} messages at {r['achieved_rate_per_s']}/s over {scopes} scopes: "
             f"{r['stored']} stored, {r['lost']} lost, {r['refused']} refused; ingest "
             f"p50 {r['ingest_p50_ms']} ms, p99 {r['ingest_p99_ms']} ms; {r['replies']} replies "
@@ -189,6 +182,7 @@ def load(
 
 
 def all_benchmarks(
+    ctx: typer.Context,
     quick: Annotated[
         bool, typer.Option("--quick", help="Small sizes: a few minutes (CI).")
     ] = False,
@@ -197,16 +191,15 @@ def all_benchmarks(
     ),
 ) -> None:
     """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
-    from bots.cli.main import err, settings
 
     _bench_extra("all", {**PLOTS, **ALTERNATIVES})
     from bots.bench.runner import run as run_benchmarks
 
-    s = settings()
+    s = settings(ctx)
     result = run_benchmarks(
         s, quick=quick, out=out_file, log=lambda line: err.print(line, markup=False)
     )
-    _say(f"Wrote {out_file} in {result['seconds']} s.")
+    say(f"Wrote {out_file} in {result['seconds']} s.")
 
 
 def report(
@@ -218,7 +211,6 @@ def report(
     ),
 ) -> None:
     """Write the report (and its plots) again from a run's saved figures, measuring nothing."""
-    from bots.cli.main import fail
 
     _bench_extra("report", PLOTS)
     from bots.bench.report import write_from_json
@@ -227,4 +219,4 @@ def report(
         write_from_json(source, out_file)
     except (OSError, ValueError, KeyError) as exc:
         raise fail(f"cannot write the report from {source}: {exc!r}", 1) from exc
-    _say(f"Wrote {out_file} from {source}.")
+    say(f"Wrote {out_file} from {source}.")

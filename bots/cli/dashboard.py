@@ -1,8 +1,7 @@
 """``memorybot dashboard``: the admin web UI, on its own.
 
-``bots/cli/main.py`` adds this with one call, ``register(app)``. The command imports
-``bots.cli.main`` and the dashboard only when it runs, so neither FastAPI nor uvicorn loads for
-other commands.
+``bots/cli/main.py`` adds this with one call, ``register(app)``. The command imports the
+dashboard only when it runs, so neither FastAPI nor uvicorn loads for other commands.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from bots.cli.common import fail, run, settings
 from config.settings import Settings
 
 MIN_TOKEN_CHARS = 16
@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
 
 
 def dashboard(
+    ctx: typer.Context,
     host: Annotated[
         str | None,
         typer.Option("--host", help="Address to bind (default: settings, 127.0.0.1)."),
@@ -37,9 +38,7 @@ def dashboard(
 ) -> None:
     """The admin dashboard: scopes, their memory, fleet health, Prometheus /metrics.
     Needs DASHBOARD_TOKEN (the login)."""
-    from bots.cli.main import fail, run, settings
-
-    s = settings()
+    s = settings(ctx)
     token = s.dashboard.token
     if token is None or not token.get_secret_value().strip():
         raise fail(

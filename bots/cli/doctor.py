@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Literal
 
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from bots.cli.common import out
+from bots.cli.common import settings as cli_settings
 from config.settings import Settings
 from memory_core.errors import MemorybotError
 from memory_core.store.embedded import server_binary
@@ -13,6 +20,23 @@ from memory_core.text.tokens import TokenCounter
 
 Status = Literal["ok", "warn", "fail"]
 Row = tuple[str, Status, str]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(ctx: typer.Context) -> None:
+    """Check settings, the store, the LLM, token counting and platform tokens."""
+    rows = asyncio.run(run_checks(cli_settings(ctx)))
+    table = Table("check", "status", "detail", show_lines=False)
+    for name, status, detail in rows:
+        colour = {"ok": "green", "warn": "yellow", "fail": "red"}[status]
+        # Text cells: a detail (a path, a URL, an error) is printed as it is.
+        table.add_row(Text(name), Text(status, style=colour), Text(detail))
+    out.print(table)
+    if any(status == "fail" for _, status, _ in rows):
+        raise typer.Exit(1)
 
 
 async def run_checks(settings: Settings) -> list[Row]:

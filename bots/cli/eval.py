@@ -1,7 +1,6 @@
 """``memorybot eval locomo``: memory quality on LoCoMo, from the shell.
 
-``bots/cli/main.py`` adds this with one call, ``register(app)``. The command imports
-``bots.cli.main`` only when it runs, so the two modules may import each other in either order.
+``bots/cli/main.py`` adds this with one call, ``register(app)``.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bots.cli.common import fail, print_json, run, settings
 from memory_core.errors import InputError
 
 STAGES = {"turn": "replaying turns", "question": "assembling prompts", "answer": "answering"}
@@ -34,6 +34,7 @@ def register(app: typer.Typer) -> None:
 
 
 def locomo(
+    ctx: typer.Context,
     data: Annotated[
         Path, typer.Option("--data", help="LoCoMo JSON (a list of samples, e.g. locomo10.json).")
     ],
@@ -60,9 +61,8 @@ def locomo(
 ) -> None:
     """How often the prompt holds the turns that answer LoCoMo's questions, next to baselines."""
     from bots.bench.evaluation import evaluate_locomo, load_locomo
-    from bots.cli.main import fail, print_json, run, settings
 
-    s = settings()
+    s = settings(ctx)
     try:
         budgets: list[int | None] = list(parse_budgets(budget)) if budget else [None]
     except InputError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 
+from bots.cli.common import err, fail, out, settings
 from memory_core.errors import StoreError
 from memory_core.store import embedded
 
@@ -27,20 +28,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
 
 
-def _data_dir() -> tuple[Path, str | None]:
-    from bots.cli.main import settings
-
-    s = settings()
+def _data_dir(ctx: typer.Context) -> tuple[Path, str | None]:
+    s = settings(ctx)
     external = None if s.store.redis_url is None else "REDIS_URL is set: memorybot uses that Redis"
     return s.store.data_dir, external
 
 
 @store_app.command("status")
-def status() -> None:
+def status(ctx: typer.Context) -> None:
     """Whether the embedded server runs, its pid, socket and files. Starts nothing."""
-    from bots.cli.main import err, fail, out
-
-    data_dir, external = _data_dir()
+    data_dir, external = _data_dir(ctx)
     if external:
         err.print(f"note: {external}, not the embedded store", markup=False)
     try:
@@ -52,11 +49,9 @@ def status() -> None:
 
 
 @store_app.command("stop")
-def stop() -> None:
+def stop(ctx: typer.Context) -> None:
     """Stop the embedded server (refused while a memorybot process uses it)."""
-    from bots.cli.main import err, fail, out
-
-    data_dir, external = _data_dir()
+    data_dir, external = _data_dir(ctx)
     if external:
         err.print(f"note: {external}, not the embedded store", markup=False)
     try:

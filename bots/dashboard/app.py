@@ -17,13 +17,12 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
-from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 
-from bots.dashboard import health as health_mod
-from bots.dashboard import routes_scope
+import bots.dashboard.health as health_mod
 from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, Session, SessionSigner, safe_next
 from bots.dashboard.listing import PLATFORMS, SORTS, ListingQuery, list_scopes
+from bots.dashboard.routes_scope import register as register_scope_routes
 from bots.dashboard.web import (
     HERE,
     Dashboard,
@@ -73,7 +72,7 @@ def create_app(core: Core) -> FastAPI:
     )
     app.middleware("http")(_guard)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    routes_scope.register(app)
+    register_scope_routes(app)
     app.add_api_route("/login", login_form, methods=["GET"])
     app.add_api_route("/login", login, methods=["POST"])
     app.add_api_route("/logout", logout, methods=["POST"])
@@ -84,7 +83,6 @@ def create_app(core: Core) -> FastAPI:
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(RequestValidationError, _form_error)
     app.add_exception_handler(StoreError, _store_error)
-    app.add_exception_handler(RedisError, _store_error)
     return app
 
 
@@ -161,9 +159,8 @@ async def _form_error(request: Request, exc: Exception) -> Response:
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
-    # The core's StoreError messages mask passwords; a raw Redis error is named, not quoted.
-    reason = str(exc) if isinstance(exc, StoreError) else type(exc).__name__
-    detail = f"The memory store did not answer ({reason}). Is Redis up?"
+    # Redis errors reach here translated (memory_core/store/redis_errors.py): StoreError only.
+    detail = f"The memory store did not answer ({exc}). Is Redis up?"
     return render(
         request, "error.html", {"title": "Store unavailable", "detail": detail}, status=503
     )

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from memory_core.bootstrap import Core
+from memory_core.errors import StoreError
 from memory_core.fleet.metrics import read_minutes, totals
+from memory_core.store.redis_errors import redis_errors_translated
 
 WINDOWS = (15, 60, 360, 1440)
 DEFAULT_WINDOW = 60
@@ -132,7 +132,8 @@ def _llm_use(sums: Counter[str]) -> list[LLMUse]:
 
 async def _sweeps(core: Core) -> list[Sweep]:
     client: Any = core.store.client
-    raw: dict[str, str] = await client.hgetall(core.store.keys.sweeps)
+    with redis_errors_translated():
+        raw: dict[str, str] = await client.hgetall(core.store.keys.sweeps)
     out: list[Sweep] = []
     for job, blob in sorted(raw.items()):
         try:
@@ -151,8 +152,9 @@ async def _redis_memory(core: Core) -> tuple[int | None, int | None, int | None]
     None, None) when the server does not say."""
     client: Any = core.store.client
     try:
-        info = await client.info("memory")
-    except (RedisError, OSError, NotImplementedError):
+        with redis_errors_translated():
+            info = await client.info("memory")
+    except (StoreError, NotImplementedError):
         return None, None, None
     nodes = [info] if "used_memory" in info else [v for v in info.values() if isinstance(v, dict)]
     if not nodes:
@@ -191,7 +193,8 @@ async def collect(
 ) -> HealthReport:
     now = (now or datetime.now(UTC)).astimezone(UTC)
     minutes = max(1, min(minutes, 3 * 1440))  # buckets live three days
-    rows = await read_minutes(core.store.client, core.store.keys, minutes=minutes, now=now)
+    with redis_errors_translated():  # the raw client: Redis errors become StoreError here
+        rows = await read_minutes(core.store.client, core.store.keys, minutes=minutes, now=now)
     sums = totals(rows)
     used, peak, maximum = await _redis_memory(core)
     return HealthReport(

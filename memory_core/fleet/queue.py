@@ -126,6 +126,10 @@ class FleetQueue:
     async def finish(self, scope: str) -> None:
         await self.client.zrem(self.keys.fleet_inflight, scope)
 
+    async def record_sweep(self, job: str, entry: str) -> None:
+        """The last sweep of ``job`` (a JSON object), for the dashboard."""
+        await self.client.hset(self.keys.sweeps, job, entry)
+
     async def pending(self) -> tuple[int, int]:
         """(queued, in flight)."""
         pipe = self.client.pipeline(transaction=False)

@@ -13,6 +13,10 @@ number of processes may fire the same job; the fleet queue shares the scopes out
 maintainer's compare-and-set scripts make each (scope, day) and (scope, week) happen once.
 A scope that cannot be maintained (a stored timezone that does not exist) is skipped and
 listed in the report's ``broken``, with the reason; the others go on.
+
+The scheduler sits below the service layer: it is handed what it calls (the repo, the
+maintainer for its ``due`` check, and ``maintain``, the pipeline's run of one scope) by
+``memory_core.bootstrap``, and imports nothing above it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,10 +39,14 @@ from memory_core.clock import Clock
 from memory_core.errors import MemorybotError, StoreError
 from memory_core.fleet.queue import FleetQueue
 from memory_core.models import ScopeState
-from memory_core.service.pipeline import MemoryPipeline
-from memory_core.tiers.maintenance import MaintenanceReport, why_broken
+from memory_core.store.repo import MemoryRepo
+from memory_core.tiers.maintenance import Maintainer, MaintenanceReport, why_broken
 
 log = logging.getLogger(__name__)
+
+# Brings one scope up to date (the pipeline's ``maintain``: the maintainer's run with its
+# lock, metrics and reports).
+Maintain = Callable[[str], Awaitable[MaintenanceReport]]
 
 
 # An enumerator's marker lives this long unless its heartbeat renews it: a process that dies
@@ -141,14 +149,17 @@ class RolloverScheduler:
     def __init__(
         self,
         *,
-        pipeline: MemoryPipeline,
+        repo: MemoryRepo,
+        maintainer: Maintainer,
+        maintain: Maintain,
         fleet: FleetQueue,
         settings: Settings,
         clock: Clock,
         worker: str | None = None,
     ) -> None:
-        self.pipeline = pipeline
-        self.maintainer = pipeline.maintainer
+        self.repo = repo
+        self.maintainer = maintainer  # which scopes are due: its cheap checks, no work
+        self.maintain = maintain
         self.fleet = fleet
         self.settings = settings
         self.clock = clock
@@ -237,7 +248,7 @@ class RolloverScheduler:
         now_ms = calendar.to_ms(now)
         queued = 0
         if only is not None:
-            states = [(scope, await self.pipeline.repo.state(scope)) for scope in only]
+            states = [(scope, await self.repo.state(scope)) for scope in only]
             return await self.fleet.enqueue(self._due(states, now, report), now_ms=now_ms)
         async for batch in self.fleet.states():
             queued += await self.fleet.enqueue(self._due(batch, now, report), now_ms=now_ms)
@@ -292,7 +303,7 @@ class RolloverScheduler:
                     continue
                 idle_since = None
                 try:
-                    report.add(await self.pipeline.maintain(scope))
+                    report.add(await self.maintain(scope))
                 except Exception:  # one scope's failure never blocks the others
                     log.exception("rollover of %s failed; it will be retried", scope)
                     report.failed += 1
@@ -361,8 +372,8 @@ class RolloverScheduler:
         """The last sweep of each job, for the dashboard."""
         entry = {"at": self.clock.now().isoformat(timespec="seconds"), "worker": self.worker}
         entry.update(report.figures())
-        with contextlib.suppress(Exception):  # bookkeeping only: never fails a sweep
-            await self.fleet.client.hset(self.fleet.keys.sweeps, job, json.dumps(entry))
+        with contextlib.suppress(StoreError):  # bookkeeping only: never fails a sweep
+            await self.fleet.record_sweep(job, json.dumps(entry))
 
     async def stop(self) -> None:
         if self._aps is not None:

@@ -73,6 +73,7 @@ class MemoryPipeline:
         counter: TokenCounter,
         clock: Clock,
         recall: RecallIndex | None = None,
+        metrics: Metrics | None = None,
         background: bool = True,
     ) -> None:
         self.settings = settings
@@ -90,7 +91,7 @@ class MemoryPipeline:
         self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
         self.reports: list[MaintenanceReport] = []
         self.on_report: Callable[[MaintenanceReport], None] | None = None
-        self.metrics: Metrics | None = None  # set by bootstrap
+        self.metrics = metrics
         self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
         self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
         self._drainer: asyncio.Task[None] | None = None

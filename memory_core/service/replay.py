@@ -32,9 +32,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from memory_core import calendar
 from memory_core.clock import ManualClock
 from memory_core.errors import EmptyMessage, InputError, ReplayLineError, StoreUnavailable
@@ -257,8 +254,9 @@ def validate_all(
     return good, bad
 
 
-# Redis going away mid-replay (a restart, a failover): waited out, then a clear error.
-OUTAGE = (StoreUnavailable, RedisConnectionError, RedisTimeoutError, OSError)
+# Redis going away mid-replay (a restart, a failover): waited out, then a clear error. The
+# store classes translate redis-py's connection errors and timeouts into StoreUnavailable.
+OUTAGE = (StoreUnavailable,)
 
 
 def closed_day_reason(line: ReplayLine, scope: str, open_day: str) -> str:
