@@ -19,7 +19,6 @@ from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import IncomingMessage
-from memory_core.service.conversation import Conversation
 from memory_core.text.language import resolve
 
 QUIT = ("/quit", "/exit", "/q")
@@ -99,7 +98,7 @@ async def run_console(
         markup=False,
     )
     actor = Actor(user_id=user, name=user, is_admin=True)
-    conversation = Conversation(core.pipeline)
+    conversation = core.conversation
     sink = ConsoleReply(out, prefix=f"{core.settings.bot.name}> " if interactive else "")
     async for line in _lines(stdin, interactive, f"{user}> "):
         text = line.strip()

@@ -22,6 +22,7 @@ from memory_core.prompt.assembly import PromptAssembler
 from memory_core.recall.embedding import LocalEmbedder
 from memory_core.recall.index import Embedder, RecallIndex
 from memory_core.service.admin import MemoryAdmin
+from memory_core.service.conversation import Conversation
 from memory_core.service.pipeline import MemoryPipeline
 from memory_core.store.platform_state import PlatformState
 from memory_core.store.repo import MemoryRepo
@@ -44,6 +45,7 @@ class Core:
     summarizer: Summarizer
     maintainer: Maintainer
     pipeline: MemoryPipeline
+    conversation: Conversation
     admin: MemoryAdmin
     platform: PlatformState
     scheduler: RolloverScheduler
@@ -161,6 +163,7 @@ async def build_core(
         summarizer=summarizer,
         maintainer=maintainer,
         pipeline=pipeline,
+        conversation=Conversation(pipeline),
         admin=admin,
         platform=PlatformState(store.client, store.keys),
         scheduler=scheduler,

@@ -47,7 +47,6 @@ from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
-from memory_core.service.conversation import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class MemoryBot(discord.AutoShardedClient):
         self.core = core
         self.settings = core.settings.discord
         self.problems = ChannelProblems()
-        self.conversation = Conversation(core.pipeline)
+        self.conversation = core.conversation
         self.memory_commands = MemoryCommands(core)
         self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
         self.tree.add_command(memory_group(self.memory_commands))

@@ -70,7 +70,7 @@ from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError, UsageError
 from memory_core.models import IncomingMessage
-from memory_core.service.conversation import Conversation, Turn
+from memory_core.service.conversation import Turn
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class SlackBot:
         self.core = core
         self.settings = core.settings.slack
         self.directory = SlackDirectory(core.platform, self.settings)
-        self.conversation = Conversation(core.pipeline)
+        self.conversation = core.conversation
         self._queue = _ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
 
