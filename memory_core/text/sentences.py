@@ -3,7 +3,9 @@
 A line break always ends a sentence. CJK terminators (。！？｡) always end one too. Latin ones
 need whitespace (or the end of the line) after them in English, which keeps 3.5, URLs and
 "e.g.x" whole; a period is also not a boundary after a known abbreviation or an initial, or
-before a lower-case word or a digit ("e.g. the", "p.m. tomorrow"). In Japanese, where no
+before a lower-case word or a digit ("e.g. the", "p.m. tomorrow"), unless the caller says a
+sentence may start in lower case (``lowercase_starts``: summaries that name a speaker "al",
+where a sentence about al must stay apart from the one before it). In Japanese, where no
 space follows, ! and ? end a sentence wherever they are. Closing quotes and brackets after a
 terminator belong to the sentence they close.
 """
@@ -30,7 +32,9 @@ ABBREVIATIONS = frozenset(
 )
 
 
-def split_sentences(text: str, *, japanese: bool = False, keep_spacing: bool = False) -> list[str]:
+def split_sentences(
+    text: str, *, japanese: bool = False, keep_spacing: bool = False, lowercase_starts: bool = False
+) -> list[str]:
     """The sentences of ``text``, in order.
 
     By default each sentence is stripped, and pieces without a letter or digit ("...", "?!")
@@ -39,14 +43,14 @@ def split_sentences(text: str, *, japanese: bool = False, keep_spacing: bool = F
     it, so removing a sentence takes its separator with it and leaves its neighbours' lines.
     """
     if keep_spacing:
-        return _pieces_keeping_spacing(text, japanese)
+        return _pieces_keeping_spacing(text, japanese, lowercase_starts)
     sentences: list[str] = []
     for line in text.splitlines():
-        sentences.extend(_line_sentences(line, japanese))
+        sentences.extend(_line_sentences(line, japanese, lowercase_starts))
     return sentences
 
 
-def _line_sentences(line: str, japanese: bool) -> list[str]:
+def _line_sentences(line: str, japanese: bool, lowercase_starts: bool) -> list[str]:
     if not line:
         return []
     if japanese and "." not in line:
@@ -55,18 +59,18 @@ def _line_sentences(line: str, japanese: bool) -> list[str]:
         return [piece.strip() for piece in pieces if _ALNUM_RE.search(piece)]
     pieces = []
     start = 0
-    for end in _sentence_ends(line, japanese):
+    for end in _sentence_ends(line, japanese, lowercase_starts):
         pieces.append(line[start:end].strip())
         start = end
     pieces.append(line[start:].strip())
     return [piece for piece in pieces if _ALNUM_RE.search(piece)]
 
 
-def _pieces_keeping_spacing(text: str, japanese: bool) -> list[str]:
+def _pieces_keeping_spacing(text: str, japanese: bool, lowercase_starts: bool) -> list[str]:
     cuts: list[int] = []
     offset = 0
     for line in text.splitlines(keepends=True):
-        cuts.extend(offset + end for end in _sentence_ends(line, japanese))
+        cuts.extend(offset + end for end in _sentence_ends(line, japanese, lowercase_starts))
         if line.strip():  # the line break (and blank lines) lead the next piece
             cuts.append(offset + len(line.rstrip()))
         offset += len(line)
@@ -84,14 +88,14 @@ def _pieces_keeping_spacing(text: str, japanese: bool) -> list[str]:
     return pieces
 
 
-def _sentence_ends(line: str, japanese: bool) -> Iterator[int]:
+def _sentence_ends(line: str, japanese: bool, lowercase_starts: bool) -> Iterator[int]:
     """The offsets in ``line`` just after each terminator run that ends a sentence."""
     for match in _TERMINATOR_RE.finditer(line):
-        if _is_boundary(line, match, japanese):
+        if _is_boundary(line, match, japanese, lowercase_starts):
             yield match.end()
 
 
-def _is_boundary(line: str, match: re.Match[str], japanese: bool) -> bool:
+def _is_boundary(line: str, match: re.Match[str], japanese: bool, lowercase_starts: bool) -> bool:
     """Decide whether the terminator run ``match`` ends a sentence (see the module doc)."""
     run = match.group(1)
     if not run.isascii():
@@ -105,7 +109,7 @@ def _is_boundary(line: str, match: re.Match[str], japanese: bool) -> bool:
     if bang:
         return True
     following = line[end:].lstrip()[:1]
-    if following and (following.islower() or following.isdigit()):
+    if following and (following.isdigit() or (following.islower() and not lowercase_starts)):
         return False
     start = match.start()
     word_start = start

@@ -89,7 +89,7 @@ def _without_sentences(text: str, unwanted: Callable[[str], bool]) -> str:
     japanese = detect(text) == "ja"
     lines: list[str] = []
     for line in text.splitlines(keepends=True):
-        pieces = split_sentences(line, japanese=japanese, keep_spacing=True)
+        pieces = split_sentences(line, japanese=japanese, keep_spacing=True, lowercase_starts=True)
         kept = [piece for piece in pieces if not unwanted(piece)]
         if len(kept) == len(pieces):
             lines.append(line)

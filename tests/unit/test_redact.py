@@ -91,3 +91,10 @@ def test_a_dropped_sentence_takes_its_separator_and_leaves_the_other_lines() -> 
     text = "Alice likes tea.\nBob's pin is 4431. Carol too.\nDan likes coffee."
     assert redact(text, ["4431"]) == "Alice likes tea.\nCarol too.\nDan likes coffee."
     assert redact("アリスは紅茶。ボブは4431!キャロルも。", ["4431"]) == "アリスは紅茶。キャロルも。"
+
+
+def test_a_sentence_about_a_lower_case_name_is_apart_from_the_one_before() -> None:
+    """Chat names are often lower case ("al"): a summary sentence that starts with one still
+    starts a sentence, or forgetting al would take Alice's sentence with it."""
+    text = "Alice likes hojicha tea very much. al said his number is 555 0100. Bob agreed."
+    assert redact(text, ["555 0100"]) == "Alice likes hojicha tea very much. Bob agreed."
