@@ -5,9 +5,11 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from config.prompts import load_prompts
 from config.settings import MemorySettings
 from memory_core.models import Fact, LogEntry, ScopeState
 from memory_core.prompt.assembly import AssemblyInput, PromptAssembler
+from memory_core.recall.index import Doc, Hit
 from memory_core.text.tokens import TokenCounter
 
 counter = TokenCounter()
@@ -142,3 +144,69 @@ def test_japanese_prompt() -> None:
     assert "あなたはmemorybotです" in system
     assert "今日のこれまで（2025-08-13）" in system
     assert prompt.language == "ja"
+
+
+def recalled(texts: list[str], author: str = "Caroline") -> list[Hit]:
+    """One hit per text, best first, all said on 2025-08-01 (one date line)."""
+    start = int(datetime(2025, 8, 1, 9, 0, tzinfo=UTC).timestamp() * 1000)
+    return [
+        Hit(
+            docs=(
+                Doc(
+                    id=f"{start + i}-0",
+                    ms=start + i,
+                    author=author,
+                    text=text,
+                    kind="message",
+                    n_terms=len(text.split()),
+                    tokens=counter.count(text),
+                ),
+            ),
+            score=1.0 - i / 100,
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+def test_recall_fills_a_budget_its_lines_fit_exactly() -> None:
+    # Line costs are estimated from each message's stored token count; an estimate two
+    # tokens over per line left a tenth of the recall budget unused.
+    texts = [f"I went to the pottery class number {i} and loved it" for i in range(30)]
+    heading = f"## {load_prompts('en').headings['recall']}"
+    lines = [heading, "[2025-08-01]", *(f"Caroline: {t}" for t in texts)]
+    budget = counter.count("\n".join(lines)) + 3  # (+1: the last line needs no newline)
+    assembler = PromptAssembler(counter, MemorySettings())
+    text, cost = assembler._recall(
+        load_prompts("en"), make_input(recalled=recalled(texts)), budget, exclude=set()
+    )
+    assert all(t in text for t in texts)
+    assert cost >= budget - 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(texts.filter(lambda t: t.strip() != ""), min_size=1, max_size=30),
+    author=st.text(min_size=0, max_size=20),
+    budget=st.integers(min_value=0, max_value=2000),
+)
+def test_recall_section_never_exceeds_its_room(texts: list[str], author: str, budget: int) -> None:
+    assembler = PromptAssembler(counter, MemorySettings())
+    text, cost = assembler._recall(
+        load_prompts("en"), make_input(recalled=recalled(texts, author)), budget, exclude=set()
+    )
+    assert cost <= budget
+    assert cost == (counter.count(text) + 2 if text else 0)
+
+
+def test_summaries_give_way_when_something_was_recalled() -> None:
+    # At a small budget a summary written for no question in particular took half the room
+    # and left the messages that match the new message a few hundred tokens.
+    overview = " ".join(f"On day {i} the group talked about plans and books." for i in range(200))
+    state = ScopeState(day="2025-08-13", overview=overview)
+    assembler = PromptAssembler(counter, MemorySettings(budget_tokens=1500))
+    alone = assembler.assemble(make_input(state=state))
+    texts = [f"Caroline said the pottery class {i} was on Friday." for i in range(40)]
+    with_recall = assembler.assemble(make_input(state=state, recalled=recalled(texts)))
+    assert with_recall.sections["overview"] < alone.sections["overview"] * 0.75
+    assert with_recall.sections["recall"] > 400
+    assert with_recall.tokens <= 1500
