@@ -69,7 +69,7 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
     }
 
 
-DATE_LINE = 9  # tokens of a "[2025-08-13]" line in the recall section
+DATE_LINE = 8  # tokens of a "[2025-08-13]" line (and its newline) in the recall section
 # The summaries' share of what is left after the header and the new message: half when
 # nothing was recalled; a third when something was, so that at small budgets the messages
 # that match the new message are not crowded out by a summary written for no question in
