@@ -23,14 +23,17 @@ MAX_FACT_CHARS = 500
 
 
 def stored_text(text: str, cap: int, attachments: Sequence[Attachment] = ()) -> tuple[str, bool]:
-    """A message's text as memory stores it: trimmed, cut at ``cap`` characters with a note
-    of how much was cut, then a line per attachment; and whether it was cut. (New messages
-    and edits alike.) The attachments come after the cut, so a long message keeps them."""
+    """A message's text as memory stores it: trimmed, with a line per attachment after it,
+    cut at ``cap`` characters (files included) with a note of how much was cut; and whether
+    it was cut. (New messages and edits alike.) The files take at most half of ``cap`` and
+    the cut falls in the text, so a long message keeps its files, and a stored text is never
+    longer than ``cap`` and the note (what imports of exports allow)."""
     text = text.strip()
-    truncated = len(text) > cap
+    files = render_attachments(attachments, limit=cap // 2)
+    room = cap - len(files) - 1 if files else cap
+    truncated = len(text) > room
     if truncated:
-        text = f"{text[:cap]} … [truncated: {len(text) - cap} more characters]"
-    files = render_attachments(attachments)
+        text = f"{text[:room]} … [truncated: {len(text) - room} more characters]"
     return "\n".join(part for part in (text, files) if part), truncated
 
 
@@ -56,6 +59,7 @@ _NAME_CHARS = 120
 _KIND_CHARS = 40
 _DESCRIPTION_CHARS = 200
 _URL_CHARS = 500
+_MORE_CHARS = 20  # room kept for the "[N more files]" line
 _DATA_CHARS = str.maketrans({"<": "‹", ">": "›", "[": "(", "]": ")", '"': "'", "`": "'"})
 _SPACES = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -71,14 +75,23 @@ _KIND_LABELS = {
 _SIZE_UNITS = ("KB", "MB", "GB", "TB")
 
 
-def render_attachments(attachments: Sequence[Attachment]) -> str:
+def render_attachments(attachments: Sequence[Attachment], *, limit: int | None = None) -> str:
     """The attachments of a message as lines of its stored text, one per file:
     ``[file: report.pdf, PDF, 1.2 MB: "Q3 numbers" <https://...>]``. The text is what
     the budget counts, recall finds by the file's name, summaries read, and forget and
-    export handle with the message."""
-    lines = [_render_attachment(a) for a in attachments[:MAX_ATTACHMENTS]]
-    if len(attachments) > MAX_ATTACHMENTS:
-        lines.append(f"[and {len(attachments) - MAX_ATTACHMENTS} more files]")
+    export handle with the message. At most ``MAX_ATTACHMENTS`` lines, and ``limit``
+    characters in all: the files past either are counted, not listed."""
+    lines: list[str] = []
+    used = _MORE_CHARS
+    for attachment in attachments[:MAX_ATTACHMENTS]:
+        line = _render_attachment(attachment)
+        if limit is not None and used + len(line) + 1 > limit:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    unlisted = len(attachments) - len(lines)
+    if unlisted and (limit is None or limit >= _MORE_CHARS):
+        lines.append(f"[{unlisted} more file{'s' if unlisted != 1 else ''}]")
     return "\n".join(lines)
 
 

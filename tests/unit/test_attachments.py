@@ -3,6 +3,7 @@ and that nothing a person names a file can break out of its line or the prompt's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -113,20 +114,41 @@ def test_many_files_are_counted_past_the_limit() -> None:
     files = [Attachment(name=f"f{i}.png") for i in range(MAX_ATTACHMENTS + 3)]
     lines = render_attachments(files).split("\n")
     assert len(lines) == MAX_ATTACHMENTS + 1
-    assert lines[-1] == "[and 3 more files]"
+    assert lines[-1] == "[3 more files]"
 
 
 def test_a_file_only_message_has_its_rendering_as_text() -> None:
-    assert stored_text("  ", 100, [PDF]) == (render_attachments([PDF]), False)
-    assert stored_text("  ", 100) == ("", False)
+    assert stored_text("  ", 1000, [PDF]) == (render_attachments([PDF]), False)
+    assert stored_text("  ", 1000) == ("", False)
 
 
-def test_the_cut_leaves_the_files_of_a_long_message() -> None:
-    text, truncated = stored_text("x" * 500, 100, [PDF])
+def test_the_cut_falls_in_the_text_and_leaves_the_files_of_a_long_message() -> None:
+    text, truncated = stored_text("x" * 2000, 1000, [PDF])
     assert truncated
     head, files = text.split("\n")
-    assert head.endswith("[truncated: 400 more characters]")
     assert files == render_attachments([PDF])
+    kept = head.split(" … ")[0]
+    assert len(kept) + 1 + len(files) == 1000  # the cap holds the files too
+    assert head.endswith(f"[truncated: {2000 - len(kept)} more characters]")
+
+
+def test_files_take_at_most_half_the_cap_and_the_rest_are_counted() -> None:
+    files = [replace(PDF, name=f"report-{i}.pdf") for i in range(MAX_ATTACHMENTS)]
+    text, _ = stored_text("hello", 400, files)
+    lines = text.split("\n")
+    assert lines[0] == "hello"
+    assert len(text) - len("hello\n") <= 200
+    listed = [line for line in lines if line.startswith("[file: ")]
+    assert listed and lines[-1] == f"[{MAX_ATTACHMENTS - len(listed)} more files]"
+    assert stored_text("", 100, [PDF]) == ("[1 more file]", False)  # too long to list
+
+
+@pytest.mark.parametrize("cap", [100, 1000, 8000])
+def test_a_stored_text_never_passes_the_cap_and_the_note(cap: int) -> None:
+    odd = Attachment(name="n" * 999, kind="k" * 99, size=10**12, description="d" * 999, url="")
+    for text in ("", "t" * (cap - 5), "t" * (cap * 3)):
+        stored, _ = stored_text(text, cap, [odd] * 30)
+        assert len(stored) <= cap + 64  # what imports of exports allow (_TRUNCATION_ROOM)
 
 
 # -- Slack's file objects ------------------------------------------------------------------
