@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -21,13 +22,123 @@ TIER_FIELDS = ("short", "mid", "long", "overview")
 MAX_FACT_CHARS = 500
 
 
-def stored_text(text: str, cap: int) -> tuple[str, bool]:
-    """A message's text as memory stores it: trimmed, cut at ``cap`` characters with a note
-    of how much was cut; and whether it was cut. (New messages and edits alike.)"""
+def stored_text(text: str, cap: int, attachments: Sequence[Attachment] = ()) -> tuple[str, bool]:
+    """A message's text as memory stores it: trimmed, with a line per attachment after it,
+    cut at ``cap`` characters (files included) with a note of how much was cut; and whether
+    it was cut. (New messages and edits alike.) The files take at most half of ``cap`` and
+    the cut falls in the text, so a long message keeps its files, and a stored text is never
+    longer than ``cap`` and the note (what imports of exports allow)."""
     text = text.strip()
-    if len(text) <= cap:
-        return text, False
-    return f"{text[:cap]} … [truncated: {len(text) - cap} more characters]", True
+    files = render_attachments(attachments, limit=cap // 2)
+    room = cap - len(files) - 1 if files else cap
+    truncated = len(text) > room
+    if truncated:
+        text = f"{text[:room]} … [truncated: {len(text) - room} more characters]"
+    return "\n".join(part for part in (text, files) if part), truncated
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file shared with a message, as memory remembers it: what it is and where it is on
+    the platform, never its content. Every field is what a person or their client chose
+    (Discord: filename, content type, alt text; Slack: name, type, title) and is rendered
+    as data by :func:`render_attachments`."""
+
+    name: str
+    kind: str = ""  # a MIME type ("application/pdf") or a label ("PDF"); "" = unknown
+    size: int | None = None  # bytes
+    description: str = ""  # alt text, title or description
+    url: str = ""  # the platform's link to the file (Discord: url; Slack: permalink)
+
+
+# An attachment line is data in the stored text: bounded, one line, and nothing in it can
+# close or open the prompt's tags or our brackets (the prompt's fence covers "</" anyway;
+# this also keeps the line readable for recall, summaries and exports).
+MAX_ATTACHMENTS = 10  # Discord's own limit per message; more are counted, not listed
+_NAME_CHARS = 120
+_KIND_CHARS = 40
+_DESCRIPTION_CHARS = 200
+_URL_CHARS = 500
+_MORE_CHARS = 20  # room kept for the "[N more files]" line
+_DATA_CHARS = str.maketrans({"<": "‹", ">": "›", "[": "(", "]": ")", '"': "'", "`": "'"})
+_SPACES = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_URL = re.compile(r"https?://[^\s<>\"`\[\]]+")
+_KIND_LABELS = {
+    "application/pdf": "PDF",
+    "application/zip": "ZIP",
+    "application/json": "JSON",
+    "text/plain": "text",
+    "text/csv": "CSV",
+    "text/markdown": "Markdown",
+}
+_SIZE_UNITS = ("KB", "MB", "GB", "TB")
+
+
+def render_attachments(attachments: Sequence[Attachment], *, limit: int | None = None) -> str:
+    """The attachments of a message as lines of its stored text, one per file:
+    ``[file: report.pdf, PDF, 1.2 MB: "Q3 numbers" <https://...>]``. The text is what
+    the budget counts, recall finds by the file's name, summaries read, and forget and
+    export handle with the message. At most ``MAX_ATTACHMENTS`` lines, and ``limit``
+    characters in all: the files past either are counted, not listed."""
+    lines: list[str] = []
+    used = _MORE_CHARS
+    for attachment in attachments[:MAX_ATTACHMENTS]:
+        line = _render_attachment(attachment)
+        if limit is not None and used + len(line) + 1 > limit:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    unlisted = len(attachments) - len(lines)
+    if unlisted and (limit is None or limit >= _MORE_CHARS):
+        lines.append(f"[{unlisted} more file{'s' if unlisted != 1 else ''}]")
+    return "\n".join(lines)
+
+
+def _render_attachment(attachment: Attachment) -> str:
+    parts = [f"file: {_as_data(attachment.name, _NAME_CHARS) or 'unnamed'}"]
+    if kind := _kind_label(attachment.kind):
+        parts.append(kind)
+    if attachment.size is not None and attachment.size >= 0:
+        parts.append(human_size(attachment.size))
+    line = ", ".join(parts)
+    if description := _as_data(attachment.description, _DESCRIPTION_CHARS):
+        line += f': "{description}"'
+    url = attachment.url.strip()
+    if len(url) <= _URL_CHARS and _URL.fullmatch(url):
+        line += f" <{url}>"
+    return f"[{line}]"
+
+
+def _as_data(value: str, limit: int) -> str:
+    """User-chosen text as one bounded line that cannot pass for markup."""
+    value = _SPACES.sub(" ", _CONTROL.sub(" ", value)).strip().translate(_DATA_CHARS)
+    return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
+
+
+def _kind_label(kind: str) -> str:
+    """``application/pdf`` -> ``PDF``, ``image/png`` -> ``PNG image``; a label as given."""
+    kind = _as_data(kind.split(";", 1)[0], _KIND_CHARS)
+    main, slash, sub = kind.lower().partition("/")
+    if not slash:
+        return kind
+    if label := _KIND_LABELS.get(kind.lower()):
+        return label
+    sub = sub.removeprefix("x-").removeprefix("vnd.")
+    if main in ("image", "video", "audio") and sub:
+        return f"{sub.upper()} {main}"
+    return kind
+
+
+def human_size(size: int) -> str:
+    """Bytes as people read them (1024-based, as Discord and Slack show sizes)."""
+    if size < 1024:
+        return f"{size} bytes" if size != 1 else "1 byte"
+    value, unit = size / 1024, 0
+    while value >= 1024 and unit < len(_SIZE_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    digits = 0 if value >= 100 else 1
+    return f"{value:.{digits}f} {_SIZE_UNITS[unit]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +160,9 @@ class IncomingMessage:
     # Slack: a public channel), as the front door knows when the message arrives. Only then
     # may what is learned about a person follow them to other places. Unknown: private.
     public: bool = False
+    # Files shared with the message: rendered into its stored text (a message may be only
+    # files; its text is then the rendering).
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from bots.discord.commands import (
 from bots.discord.events import (
     CONVERSATION_TYPES,
     Place,
+    attachments_of,
     guild_id_of,
     incoming_message,
     is_allowed,
@@ -145,7 +146,11 @@ class MemoryBot(discord.AutoShardedClient):
         message = event.message
         try:
             changed = await self.core.admin.edit_message(
-                place.scope, str(message.id), text, when=message.created_at
+                place.scope,
+                str(message.id),
+                text,
+                when=message.created_at,
+                attachments=attachments_of(message),
             )
         except MemorybotError as exc:
             log.error("edit of message %s in %s not applied: %s", message.id, place.scope, exc)

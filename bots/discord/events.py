@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import discord
 
 from config.settings import DiscordSettings
-from memory_core.models import IncomingMessage
+from memory_core.models import Attachment, IncomingMessage
 
 # Message types that people write; joins, pins, thread-created notices and the like are not
 # conversation and are never remembered.
@@ -167,17 +167,35 @@ def is_text_edit(event: discord.RawMessageUpdateEvent) -> bool:
     return before is None or before.content != event.message.content
 
 
+def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
+    """The files of a message (new or edited alike) as memory remembers them: name, type,
+    size, alt text and link; never the file. The name is ``filename``, as Discord shows it
+    and the link ends; a ``title`` stands in for a missing description."""
+    return tuple(
+        Attachment(
+            name=attachment.filename,
+            kind=attachment.content_type or "",
+            size=attachment.size,
+            description=attachment.description or attachment.title or "",
+            url=attachment.url,
+        )
+        for attachment in message.attachments
+    )
+
+
 def incoming_message(
     message: discord.Message, place: Place, *, bot_id: int, bot_name: str
 ) -> IncomingMessage | None:
-    """The core's view of a message, or None when there is nothing to remember (attachments
-    or stickers only)."""
+    """The core's view of a message, or None when there is nothing to remember (stickers
+    only). A message of files only is remembered by its files."""
     text = message_text(message, bot_id=bot_id, bot_name=bot_name)
-    if not text:
+    attachments = attachments_of(message)
+    if not text and not attachments:
         return None
     return IncomingMessage(
         scope=place.scope,
         text=text,
+        attachments=attachments,
         author=message.author.display_name,
         author_id=str(message.author.id),
         ts=message.created_at,

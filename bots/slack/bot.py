@@ -216,7 +216,7 @@ class SlackBot:
             incoming = await self._incoming(msg, bot_user_id=bot_user_id, client=client)
             return await self.conversation.receive(incoming)
         except EmptyMessage:
-            return None  # a file or an attachment without text: nothing to remember
+            return None  # no text and no file (a legacy attachment only): nothing to remember
         except STORE_ERRORS as exc:
             log.error("Slack: could not store a message in %s: %s", msg.scope, exc)
             return None
@@ -245,6 +245,7 @@ class SlackBot:
             addressed=msg.addressed,
             direct=msg.direct,
             public=bool(public),
+            attachments=msg.files,
         )
 
     async def _plain_text(
@@ -294,7 +295,7 @@ class SlackBot:
                     edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
                 )
                 changed = await self.core.admin.edit_message(
-                    edit.scope, edit.ts, text, when=slack_time(edit.ts)
+                    edit.scope, edit.ts, text, when=slack_time(edit.ts), attachments=edit.files
                 )
             except (*STORE_ERRORS, InputError) as exc:
                 log.error("Slack: could not apply an edit in %s: %s", edit.scope, exc)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from memory_core.models import Attachment
+
 # Message subtypes that are a person saying something. Everything else (joins, topic changes,
 # bot_message...) is not conversation and is ignored; edits and deletions have parsers below.
 HUMAN_SUBTYPES = frozenset({"thread_broadcast", "file_share", "me_message"})
@@ -77,6 +79,7 @@ class SlackMessage:
     # A public channel (the whole workspace can see it), from the event's channel_type;
     # None when the event does not say (app_mention): the front door looks it up.
     public: bool | None = None
+    files: tuple[Attachment, ...] = ()  # shared with the message (subtype file_share)
 
     @property
     def scope(self) -> str:
@@ -141,6 +144,7 @@ def parse_message(
         addressed=event.get("type") == "app_mention" or f"<@{bot_user_id}" in text,
         direct=is_direct(event),
         public=is_public(event),
+        files=message_files(event),
     )
 
 
@@ -171,6 +175,7 @@ class Edit:
     ts: str  # the edited message's ts: the platform_id it was stored with
     user_id: str
     raw_text: str  # the new text, Slack markup; see plain_text
+    files: tuple[Attachment, ...] = ()  # the message's files, which an edit keeps
 
 
 def parse_change(
@@ -203,7 +208,43 @@ def parse_change(
         return None
     if not _is_id(user) or user == bot_user_id or previous.get("text") == text:
         return None
-    return Edit(scope=scope, ts=ts, user_id=user, raw_text=text)
+    return Edit(scope=scope, ts=ts, user_id=user, raw_text=text, files=message_files(message))
+
+
+def message_files(message: Mapping[str, Any]) -> tuple[Attachment, ...]:
+    """The ``files`` of a message event as memory remembers them: name, type, size, title
+    and permalink; never the file. A file Slack hides (``hidden_by_limit``, a deleted file's
+    ``tombstone``, ``check_file_info`` in shared channels) carries no name and is skipped:
+    reading it would take ``files.info`` and the ``files:read`` scope."""
+    files = message.get("files")
+    if not isinstance(files, list):
+        return ()
+    return tuple(
+        attachment
+        for item in files
+        if isinstance(item, Mapping) and (attachment := _file(item)) is not None
+    )
+
+
+def _file(item: Mapping[str, Any]) -> Attachment | None:
+    name = _text_field(item, "name") or _text_field(item, "title")
+    if not name or item.get("mode") in ("tombstone", "hidden_by_limit"):
+        return None
+    title, size = _text_field(item, "title"), item.get("size")
+    return Attachment(
+        name=name,
+        kind=_text_field(item, "pretty_type")
+        or _text_field(item, "mimetype")
+        or _text_field(item, "filetype"),
+        size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        description=title if title != name else "",
+        url=_text_field(item, "permalink"),
+    )
+
+
+def _text_field(item: Mapping[str, Any], key: str) -> str:
+    value = item.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def mentioned_users(text: str, *, exclude: str = "") -> list[str]:

@@ -17,7 +17,7 @@ from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
-from memory_core.models import TIER_FIELDS, LogEntry, WeekSummary, stored_text
+from memory_core.models import TIER_FIELDS, Attachment, LogEntry, WeekSummary, stored_text
 from memory_core.scopes import parse_scope, user_scope
 from memory_core.service.forget_request import ForgetReport, ForgetRequest, redact_day
 from memory_core.store.repo import MemoryRepo
@@ -116,18 +116,25 @@ class MemoryForgetting:
         return (await self._forget(scope, request, found=doomed)).messages
 
     async def edit_message(
-        self, scope: str, platform_id: str, text: str, *, when: datetime | None = None
+        self,
+        scope: str,
+        platform_id: str,
+        text: str,
+        *,
+        when: datetime | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> bool:
         """A message edited on its platform: its new text replaces the stored one (one copy,
         same author and original time), summary sentences with the text the edit removed
         are dropped, and facts drawn from the message go (the next summary of the new text
         learns them again if they still hold). The same text again (platforms send updates
         for embeds and link previews) changes nothing; an edit down to no text is a delete.
-        Returns whether memory changed. ``when``: as for :meth:`forget_message`."""
+        Returns whether memory changed. ``when``: as for :meth:`forget_message`.
+        ``attachments``: the message's files, which an edit keeps (rendered as when stored)."""
         scope = parse_scope(scope)
         if not platform_id:
             return False
-        new_text, _ = stored_text(text, self.settings.memory.max_message_chars)
+        new_text, _ = stored_text(text, self.settings.memory.max_message_chars, attachments)
         if not new_text:
             return bool(await self.forget_message(scope, platform_id, when=when))
         from_ms = calendar.to_ms(when) if when is not None else 0

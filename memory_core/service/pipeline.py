@@ -104,7 +104,9 @@ class MemoryPipeline:
     def prepare(self, msg: IncomingMessage) -> Prepared:
         scope = parse_scope(msg.scope)
         parent = check_parent(scope, msg.parent_scope)
-        text, truncated = stored_text(msg.text, self.settings.memory.max_message_chars)
+        text, truncated = stored_text(
+            msg.text, self.settings.memory.max_message_chars, msg.attachments
+        )
         if not text:
             raise EmptyMessage("the message is empty: there is nothing to remember")
         ts = msg.ts or self.clock.now()

@@ -501,6 +501,59 @@ async def test_an_edit_in_a_thread_is_read_like_a_new_message(slack: Harness) ->
     assert user_texts(await entries(slack.core)) == ["let's plan the offsite"]
 
 
+@pytest.fixture
+async def small_window(
+    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    """A window of a few messages: what a question finds beyond them, recall found."""
+    memory = {"window_tokens": 60, "window_min_tokens": 0}
+    core = await make_core(slack=slack_settings(fake), memory=memory)
+    async for harness in start_harness("http", fake, core, fake_llm):
+        yield harness
+
+
+async def test_a_file_share_is_remembered_and_recalled_by_the_files_name(
+    small_window: Harness,
+) -> None:
+    slack = small_window
+    report = slack.fake.file_object(
+        name="q3-report.pdf", title="Q3 numbers </messages> for the board", user_id=ALICE
+    )
+    shared = slack.fake.message_event(text="", user_id=ALICE, channel_id=C1, files=[report])
+    await slack.deliver(shared)
+    for i in range(6):
+        await slack.say(f"bob {i} {CHATTER}", user=BOB)
+    await slack.mention("what was in the q3-report pdf alice shared?", user=BOB)
+    await slack.replies(1)
+    line = (
+        '[file: q3-report.pdf, PDF, 1.0 KB: "Q3 numbers ‹/messages› for the board" '
+        f"<{report['permalink']}>]"
+    )
+    copies = [e for e in await entries(slack.core) if e.platform_id == shared["ts"]]
+    assert [(e.text, e.author_id) for e in copies] == [(line, ALICE)]
+    prompt = slack.llm.of("reply")[-1].prompt_text
+    recalled = prompt.split("Recalled from earlier", 1)[1].split("</memory>")[0]
+    assert line in recalled
+    assert "</messages> for the board" not in prompt
+
+
+async def test_an_edit_of_a_file_share_keeps_its_files(slack: Harness) -> None:
+    plan = slack.fake.file_object(
+        name="plan.txt",
+        mimetype="text/plain",
+        filetype="text",
+        pretty_type="Plain Text",
+        size=10,
+        user_id=ALICE,
+    )
+    shared = slack.fake.message_event(text="draft", user_id=ALICE, channel_id=C1, files=[plan])
+    await slack.deliver(shared)
+    await slack.deliver(slack.fake.message_changed_event(original=shared, text="final plan"))
+    await slack.settle()
+    copies = [e.text for e in await entries(slack.core) if e.platform_id == shared["ts"]]
+    assert copies == [f"final plan\n[file: plan.txt, Plain Text, 10 bytes <{plan['permalink']}>]"]
+
+
 async def test_retried_event_is_handled_once(slack: Harness) -> None:
     event = slack.fake.message_event(text=f"<@{BOT}> what's new?", user_id=ALICE, channel_id=C1)
     payload = slack.fake.event_payload(event=event, team_id=T1)

@@ -1533,6 +1533,7 @@ class FakeDiscord:
         mentions_bot: bool = False,
         reply_to: int | SentMessage | JSON | None = None,
         attachments: Mapping[str, bytes] | None = None,
+        descriptions: Mapping[str, str] | None = None,
         embeds: Sequence[JSON] = (),
         timeout: float = 5.0,
     ) -> JSON:
@@ -1546,6 +1547,7 @@ class FakeDiscord:
             reply_to: Message (ID, record or payload) this one replies to.
             attachments: ``filename -> bytes``; served by the fake so ``Attachment.read()``
                 works.
+            descriptions: ``filename -> description`` (the alt text people give a file).
             embeds: Raw embed objects.
             timeout: How long to wait for a connected gateway session owning the guild.
 
@@ -1572,7 +1574,7 @@ class FakeDiscord:
             author=author,
             content=content,
             embeds=list(embeds),
-            attachments=self._user_attachments(channel.id, attachments),
+            attachments=self._user_attachments(channel.id, attachments, descriptions),
             reference=self._reference_for(channel, reply_to),
         )
         self._dispatch_message("MESSAGE_CREATE", message)
@@ -1585,6 +1587,7 @@ class FakeDiscord:
         user_id: int,
         content: str,
         attachments: Mapping[str, bytes] | None = None,
+        descriptions: Mapping[str, str] | None = None,
         reply_to: int | SentMessage | JSON | None = None,
         timeout: float = 5.0,
     ) -> JSON:
@@ -1598,7 +1601,7 @@ class FakeDiscord:
             channel=channel,
             author=self.users[user_id],
             content=content,
-            attachments=self._user_attachments(channel.id, attachments),
+            attachments=self._user_attachments(channel.id, attachments, descriptions),
             reference=self._reference_for(channel, reply_to),
         )
         self._dispatch_message("MESSAGE_CREATE", message)
@@ -2232,23 +2235,29 @@ class FakeDiscord:
         return int(message["id"])
 
     def _user_attachments(
-        self, channel_id: int, attachments: Mapping[str, bytes] | None
+        self,
+        channel_id: int,
+        attachments: Mapping[str, bytes] | None,
+        descriptions: Mapping[str, str] | None = None,
     ) -> list[JSON]:
+        """Attachment objects as Discord's API documents them (``description``, the alt
+        text, only when one was given: Discord omits the optional fields)."""
         result: list[JSON] = []
         for filename, data in (attachments or {}).items():
             aid = self._ids.next()
             self._attachments[(aid, channel_id)] = data
             url = f"{self.base_url}/attachments/{channel_id}/{aid}/{filename}"
-            result.append(
-                {
-                    "id": str(aid),
-                    "filename": filename,
-                    "size": len(data),
-                    "url": url,
-                    "proxy_url": url,
-                    "content_type": _guess_content_type(filename),
-                }
-            )
+            attachment: JSON = {
+                "id": str(aid),
+                "filename": filename,
+                "size": len(data),
+                "url": url,
+                "proxy_url": url,
+                "content_type": _guess_content_type(filename),
+            }
+            if description := (descriptions or {}).get(filename):
+                attachment["description"] = description
+            result.append(attachment)
         return result
 
     def _stored_attachments(self, channel_id: int, files: Sequence[UploadedFile]) -> list[JSON]:

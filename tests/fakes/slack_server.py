@@ -33,7 +33,7 @@ import secrets
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -934,8 +934,11 @@ class FakeSlack:
         team_id: str | None = None,
         bot_id: str | None = None,
         subtype: str | None = None,
+        files: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
-        """A ``message`` event (the inner ``event`` object; wrap it with ``event_payload``)."""
+        """A ``message`` event (the inner ``event`` object; wrap it with ``event_payload``).
+        ``files`` (see :meth:`file_object`): a ``file_share`` message, as Slack sends a
+        message with uploaded files (its text may be empty)."""
         message_ts = ts or self.next_ts()
         event: dict[str, Any] = {
             "type": "message",
@@ -958,7 +961,56 @@ class FakeSlack:
             event["thread_ts"] = thread_ts
         if subtype is not None:
             event["subtype"] = subtype
+        if files:
+            event["subtype"] = subtype or "file_share"
+            event["files"] = [dict(f) for f in files]
+            event["upload"] = False
+            event["display_as_bot"] = False
         return event
+
+    def file_object(
+        self,
+        *,
+        name: str,
+        user_id: str,
+        title: str | None = None,
+        mimetype: str = "application/pdf",
+        filetype: str = "pdf",
+        pretty_type: str = "PDF",
+        size: int = 1024,
+    ) -> dict[str, Any]:
+        """A file as a ``file_share`` message event carries it (Slack's file object: the
+        fields apps with the history scopes receive; ``title`` defaults to the name)."""
+        file_id = "F" + secrets.token_hex(5).upper()
+        base = f"https://{self.team_domain}.slack.com"
+        private = f"https://files.slack.com/files-pri/{self.team_id}-{file_id}/{name}"
+        return {
+            "id": file_id,
+            "created": int(time.time()),
+            "timestamp": int(time.time()),
+            "name": name,
+            "title": name if title is None else title,
+            "mimetype": mimetype,
+            "filetype": filetype,
+            "pretty_type": pretty_type,
+            "user": user_id,
+            "user_team": self.team_id,
+            "editable": False,
+            "size": size,
+            "mode": "hosted",
+            "is_external": False,
+            "external_type": "",
+            "is_public": True,
+            "public_url_shared": False,
+            "display_as_bot": False,
+            "username": "",
+            "url_private": private,
+            "url_private_download": f"{private}?download=1",
+            "permalink": f"{base}/files/{user_id}/{file_id}/{name}",
+            "permalink_public": f"https://slack-files.com/{self.team_id}-{file_id}-0a1b2c3d4e",
+            "has_rich_preview": False,
+            "file_access": "visible",
+        }
 
     def app_mention_event(
         self,
@@ -996,7 +1048,7 @@ class FakeSlack:
         subtype ``message_changed``, with the whole new message (same ``ts``, an ``edited``
         stamp) in ``message`` and the old one in ``previous_message``. The event's own
         ``ts``/``event_ts`` are the time of the edit."""
-        if original.get("bot_id") or original.get("subtype"):
+        if original.get("bot_id") or original.get("subtype") not in (None, "file_share"):
             raise ValueError("people edit their own plain messages; the bot uses chat.update")
         edit_ts = edited_ts or self.next_ts()
         previous = _as_changed_message(original)
@@ -1670,7 +1722,20 @@ class FakeSlack:
 
 def _as_changed_message(event: Mapping[str, Any]) -> dict[str, Any]:
     """A message event as a message_changed event nests it: no channel, no event_ts."""
-    keep = ("type", "user", "text", "ts", "team", "client_msg_id", "blocks", "thread_ts")
+    keep = (
+        "type",
+        "subtype",
+        "user",
+        "text",
+        "ts",
+        "team",
+        "client_msg_id",
+        "blocks",
+        "thread_ts",
+        "files",
+        "upload",
+        "display_as_bot",
+    )
     return {k: event[k] for k in keep if k in event}
 
 

@@ -262,6 +262,7 @@ EVENT_FIELDS = (
     "deleted_ts",
     "previous_message",
     "hidden",
+    "files",
 )
 
 
