@@ -3,7 +3,8 @@
 for those of a day or month it names, the blend with meaning when vectors are known, a lift
 from the rest of each message's day (its best message, its day record), and neighbouring
 turns added where they carry the context (the question before a short answer, the answer
-after a question). Pure: it reads the index, never Redis."""
+after a question). Pure: it reads the index, never Redis.
+"""
 
 from __future__ import annotations
 
@@ -245,7 +246,10 @@ def _with_day_context(
         return scores
     # Records are stamped at midday UTC of their (local) day; messages are placed in the
     # scope's local day, so both land on the same day number.
-    offset = datetime.fromtimestamp(int(times.max()) / 1000, tz=zone(tz)).utcoffset()
+    try:
+        offset = datetime.fromtimestamp(int(times.max()) / 1000, tz=zone(tz)).utcoffset()
+    except (ValueError, OverflowError, OSError):  # a time past what datetime knows
+        offset = None
     local = times + (int(offset.total_seconds() * 1000) if offset else 0)
     days = np.where(records, times, local) // DAY_MS
     days -= int(days.min())
@@ -267,8 +271,11 @@ def _in_months(index: ScopeIndex, months: set[tuple[int, int]], tz: str) -> np.n
     ms = np.frombuffer(index.ms, dtype=np.int64)
     mask = np.zeros(len(ms), dtype=bool)
     for year, month in months:
-        start = datetime(year, month, 1, tzinfo=zone(tz))
-        end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=zone(tz))
+        try:
+            start = datetime(year, month, 1, tzinfo=zone(tz))
+            end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=zone(tz))
+        except ValueError:
+            continue  # "June 0000"
         mask |= (ms >= int(start.timestamp() * 1000)) & (ms < int(end.timestamp() * 1000))
     return mask
 

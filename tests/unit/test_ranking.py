@@ -109,3 +109,11 @@ def test_a_question_naming_a_month_prefers_that_month() -> None:
     assert query_months("in June 2022, and March, 2023") == {(2022, 6), (2023, 3)}
     assert query_months("on 13 June 2022 or June 13, 2022") == set()
     assert query_days("What is Nate organizing in June 2022?") == set()
+
+
+def test_a_month_out_of_the_calendar_is_no_error() -> None:
+    index = _index(
+        [("2022-06-14", 9, "I ran a charity race for the shelter")]
+        + [("2022-06-15", 9 + n, text) for n, text in enumerate(FILLER)]
+    )
+    assert rank(index, "the race in June 0000 or December 9999", exclude_ids=set(), limit=5)
