@@ -108,3 +108,34 @@ def test_budgets_parse_and_bad_ones_say_what_to_give() -> None:
         parse_budgets("1500;3000")
     with pytest.raises(InputError, match="between 500 and 200000"):
         parse_budgets("100")
+
+
+def test_a_question_about_a_person_prefers_what_they_said_by_meaning_too() -> None:
+    """A question such as "What pets does Nate have?" is answered by Nate's turns: a turn
+    found by meaning alone (no word of the question in it) ranks above another speaker's
+    turn just as close in meaning, even when that one is newer (the tie-break)."""
+    texts = ["I just got a new addition to the family, this is Max!", "Max is so cute!"]
+    query = _units(1, seed=3)[0]
+    noise = _units(2, seed=4)
+    vecs = 0.6 * query + 0.8 * noise  # both equally close to the query (cosine ~0.6)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = ScopeIndex()
+    for i, (author, text) in enumerate(zip(["Nate", "Joanna"], texts, strict=True)):
+        words = terms(text)
+        index.add(
+            Doc(
+                id=f"{1000 + i}-0",
+                ms=1_700_000_000_000 + i * 3_600_000,
+                author=author,
+                text=text,
+                kind="message",
+                n_terms=len(words),
+            ),
+            words,
+        )
+    put_rows(index, [0, 1], vecs)
+    similarity = np.full(2, float(vecs[0] @ query), dtype=np.float32)  # an exact tie
+    hits = rank(
+        index, "What pets does Nate have?", exclude_ids=set(), limit=5, similarity=similarity
+    )
+    assert [h.docs[0].author for h in hits] == ["Nate", "Joanna"]

@@ -1,0 +1,119 @@
+"""Ranking without Redis or vectors: what the rest of a day and the dates a question names
+do to a message's place."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memory_core.recall.documents import Doc, ScopeIndex
+from memory_core.recall.ranking import query_days, query_months, rank
+from memory_core.recall.textsearch import terms
+
+HOUR = 3_600_000
+
+
+def _ms(day: str, hour: int = 12) -> int:
+    return (
+        int(datetime.fromisoformat(f"{day}T{hour:02d}:00:00").replace(tzinfo=UTC).timestamp())
+        * 1000
+    )
+
+
+def _index(messages: list[tuple[str, int, str]], records: list[tuple[str, str]] = ()) -> ScopeIndex:
+    """``messages``: (day, hour, text), in time order; ``records``: (day, text) day records."""
+    index = ScopeIndex()
+    for n, (day, hour, text) in enumerate(messages):
+        words = terms(text)
+        index.add(
+            Doc(
+                id=f"{_ms(day, hour)}-{n}",
+                ms=_ms(day, hour),
+                author="Ann",
+                text=text,
+                kind="message",
+                n_terms=len(words),
+            ),
+            words,
+        )
+    for day, text in records:
+        words = terms(text)
+        index.add(
+            Doc(id="", ms=_ms(day), author="", text=text, kind="day", n_terms=len(words), day=day),
+            words,
+        )
+        index.day_rows[day] = len(index.docs) - 1
+    return index
+
+
+def _first(index: ScopeIndex, query: str) -> str:
+    hits = rank(index, query, exclude_ids=set(), limit=10)
+    return hits[0].docs[0].text
+
+
+FILLER = [
+    "the weather was grey all morning here",
+    "lunch was soup and bread again",
+    "the train home was late tonight",
+]
+
+
+def test_a_message_of_a_day_that_talks_about_the_question_comes_first() -> None:
+    """Two messages match alike; the one whose day is also about the question's topic
+    (another message of that day matches it well) ranks first, even though the other one
+    is newer (the tie-break)."""
+    index = _index(
+        [
+            ("2024-03-01", 9, "we adopted a puppy, the puppy sleeps all day, a puppy"),
+            ("2024-03-01", 10, "she chewed my shoes"),
+            ("2024-03-01", 11, FILLER[0]),
+            ("2024-03-02", 9, FILLER[1]),
+            ("2024-03-02", 10, "she chewed my shoes"),
+            ("2024-03-02", 11, FILLER[2]),
+        ]
+    )
+    hits = rank(index, "who chewed the shoes of the puppy", exclude_ids=set(), limit=10)
+    shoes = [h for h in hits if any(d.text == "she chewed my shoes" for d in h.docs)]
+    assert next(h.docs[-1].ms for h in shoes) == _ms("2024-03-01", 10)
+
+
+def test_a_day_record_that_matches_lifts_the_messages_of_its_day() -> None:
+    """A day's record (its summary) is a key to its messages: of two messages that match a
+    question alike, the one from the day whose record matches it comes first."""
+    index = _index(
+        [
+            ("2024-03-01", 9, "we finally booked it"),
+            ("2024-03-01", 10, FILLER[0]),
+            ("2024-03-05", 9, "we finally booked it"),
+            ("2024-03-05", 10, FILLER[1]),
+        ],
+        records=[("2024-03-01", "Ann planned a holiday in Lisbon and booked the flights")],
+    )
+    hits = rank(index, "when was the Lisbon holiday booked", exclude_ids=set(), limit=10)
+    booked = [h.docs[0] for h in hits if h.docs[0].text == "we finally booked it"]
+    assert booked[0].ms == _ms("2024-03-01", 9)
+
+
+def test_a_question_naming_a_month_prefers_that_month() -> None:
+    """'in June 2022' prefers June 2022's messages (and is not read as the 20th)."""
+    index = _index(
+        [
+            ("2022-06-14", 9, "I ran a charity race for the shelter"),
+            ("2022-06-29", 9, FILLER[0]),
+            ("2022-06-30", 9, FILLER[1]),
+            ("2022-08-02", 9, FILLER[2]),
+            ("2022-08-03", 9, "I ran a charity race for the shelter"),
+        ]
+    )
+    hits = rank(index, "What race did Ann run in June 2022?", exclude_ids=set(), limit=10)
+    assert hits[0].docs[0].ms == _ms("2022-06-14", 9)
+    assert query_months("in June 2022, and March, 2023") == {(2022, 6), (2023, 3)}
+    assert query_months("on 13 June 2022 or June 13, 2022") == set()
+    assert query_days("What is Nate organizing in June 2022?") == set()
+
+
+def test_a_month_out_of_the_calendar_is_no_error() -> None:
+    index = _index(
+        [("2022-06-14", 9, "I ran a charity race for the shelter")]
+        + [("2022-06-15", 9 + n, text) for n, text in enumerate(FILLER)]
+    )
+    assert rank(index, "the race in June 0000 or December 9999", exclude_ids=set(), limit=5)
