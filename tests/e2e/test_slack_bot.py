@@ -41,6 +41,7 @@ from tests.fakes.slack_server import (
     slash_command_form_body,
 )
 from tests.helpers import all_keys, quoting_facts, scope_values
+from tests.unit.test_slack_manifest import manifest_list
 
 BOT_TOKEN = "xoxb-test-bot-token"
 APP_TOKEN = "xapp-1-test-app-token"
@@ -55,7 +56,11 @@ SCOPE = f"slack:{T1}:{C1}"
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(
-        bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=T1, bot_user_id=BOT
+        bot_token=BOT_TOKEN,
+        app_token=APP_TOKEN,
+        team_id=T1,
+        bot_user_id=BOT,
+        scopes=manifest_list("bot"),  # what an install of the manifest grants, no more
     ) as server:
         server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
         server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")
@@ -172,8 +177,9 @@ class Harness:
     async def click(
         self, action_id: str, value: str, *, user: str = ALICE, channel: str = C1
     ) -> ResponseUrlPost:
+        # The forget-all buttons are in an ephemeral /memory answer: Slack's ephemeral shape.
         payload = self.fake.block_action_payload(
-            action_id=action_id, value=value, user_id=user, channel_id=channel
+            action_id=action_id, value=value, user_id=user, channel_id=channel, ephemeral=True
         )
         if self.mode == "http":
             body = interactive_form_body(payload)
