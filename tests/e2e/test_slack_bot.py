@@ -161,6 +161,11 @@ class Harness:
         fields = self.fake.slash_command_payload(
             text=text, user_id=user, channel_id=channel, team_id=team_id
         )
+        await self.send_command(fields)
+        return await self.response_to(fields["response_url"])
+
+    async def send_command(self, fields: dict[str, str]) -> None:
+        """Deliver a slash command's form fields as Slack does (acked at once)."""
         if self.mode == "http":
             started = time.monotonic()
             sent = await send_signed(
@@ -172,7 +177,6 @@ class Harness:
         else:
             ack = await self.fake.socket_send_slash_command(payload=fields)
             assert ack.payload is None
-        return await self.response_to(fields["response_url"])
 
     async def click(
         self, action_id: str, value: str, *, user: str = ALICE, channel: str = C1
@@ -618,6 +622,39 @@ async def test_a_rejected_memory_answer_is_logged_and_sent_again_as_plain_text(
     assert "standup moves to 10:00" in (response.text or "")
     logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
     assert any(SCOPE in line and "invalid_blocks" in line for line in logged), logged
+
+
+async def test_a_memory_answer_to_an_expired_response_url_goes_by_post_ephemeral(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    await slack.say("standup moves to 10:00", user=BOB)
+    fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
+    slack.fake.age_response_urls(31 * 60)  # Slack's response_url lives 30 minutes
+    caplog.set_level(logging.INFO, logger="bots.slack.bot")
+    await slack.send_command(fields)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert (answer.channel, answer.user) == (C1, ALICE)
+    assert answer.blocks and "standup moves to 10:00" in json.dumps(answer.blocks)
+    assert slack.fake.responses == []
+    await slack.bot.drain()  # the log line comes after Slack's answer
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    assert any(SCOPE in line and "chat.postEphemeral" in line for line in logged), logged
+
+
+async def test_a_memory_answer_refused_even_as_plain_text_goes_by_post_ephemeral(
+    slack: Harness,
+) -> None:
+    await slack.say("standup moves to 10:00", user=BOB)
+    slack.fake.reject_next_response(error="invalid_blocks", count=2)
+    fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
+    await slack.send_command(fields)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert [error for _, error in slack.fake.rejected_responses] == ["invalid_blocks"] * 2
+    assert answer.blocks is None and "standup moves to 10:00" in (answer.text or "")
 
 
 async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
