@@ -185,13 +185,17 @@ class Harness:
         payload = self.fake.block_action_payload(
             action_id=action_id, value=value, user_id=user, channel_id=channel, ephemeral=True
         )
+        await self.send_click(payload)
+        return await self.response_to(payload["response_url"])
+
+    async def send_click(self, payload: dict[str, Any]) -> None:
+        """Deliver a ``block_actions`` payload as Slack does."""
         if self.mode == "http":
             body = interactive_form_body(payload)
             sent = await send_signed(self.url, signing_secret=SECRET, body=body)
             assert sent.status == 200
         else:
             await self.fake.socket_send_interactive(payload=payload)
-        return await self.response_to(payload["response_url"])
 
     async def response_to(self, response_url: str) -> ResponseUrlPost:
         response_id = response_url.rsplit("/", 1)[1]
@@ -681,6 +685,30 @@ async def test_admin_forget_all_asks_then_forgets(slack: Harness) -> None:
     assert "Forgot everything" in (done.text or "")
     assert await entries(slack.core) == []
     assert not [v for v in await scope_values(slack.core, SCOPE) if "forget" in v]
+
+
+async def test_a_confirm_click_with_an_expired_response_url_answers_by_post_ephemeral(
+    slack: Harness,
+) -> None:
+    # An ephemeral message has no message ts to chat.update: the answer can only be a new
+    # ephemeral one.
+    await slack.say("something to forget")
+    payload = slack.fake.block_action_payload(
+        action_id="memory_forget_all_confirm",
+        value=SCOPE,
+        user_id=ALICE,
+        channel_id=C1,
+        ephemeral=True,
+    )
+    slack.fake.age_response_urls(31 * 60)
+    await slack.send_click(payload)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert (answer.channel, answer.user) == (C1, ALICE)
+    assert "Forgot everything" in (answer.text or "")
+    assert await entries(slack.core) == []
+    assert slack.fake.updates == []
 
 
 async def test_forget_all_cancel_and_foreign_scope_keep_memory(slack: Harness) -> None:
