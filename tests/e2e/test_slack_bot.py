@@ -661,6 +661,21 @@ async def test_a_memory_answer_refused_even_as_plain_text_goes_by_post_ephemeral
     assert answer.blocks is None and "standup moves to 10:00" in (answer.text or "")
 
 
+async def test_an_answer_nothing_takes_is_logged_with_slacks_reason(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    slack.fake.channels[C1].bot_is_member = False  # chat.postEphemeral: not_in_channel
+    fields = slack.fake.slash_command_payload(text="help", user_id=ALICE, channel_id=C1)
+    slack.fake.age_response_urls(31 * 60)
+    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    await slack.send_command(fields)
+    await slack.fake.wait_for_calls(method="chat.postEphemeral")
+    await slack.bot.drain()
+    assert slack.fake.ephemerals == [] and slack.fake.responses == []
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    assert any(SCOPE in line and "not_in_channel" in line for line in logged), logged
+
+
 async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
     await slack.say("keep me")
     response = await slack.command("forget all", user=BOB)
