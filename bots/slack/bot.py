@@ -74,6 +74,9 @@ from memory_core.service.conversation import Turn
 
 log = logging.getLogger(__name__)
 
+#: Where an ephemeral answer goes when its response_url will not take it: (client, channel, user).
+Recipient = tuple[AsyncWebClient, str, str]
+
 DRAIN_S = 10.0  # at shutdown, how long handlers in flight may finish
 
 # Redis failures surface as StoreError (translated at the store boundary).
@@ -324,16 +327,19 @@ class SlackBot:
             needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
             actor = await self._actor(client, team_id, user_id, channel_id, needs_admin)
             result = await self._run(scope, parsed or text, actor)
+            to = (client, channel_id, user_id)
             if result.needs_confirm:
                 blocks = confirm_blocks(result, scope)
-                await self._respond(respond, scope, text=escape(result.title), blocks=blocks)
+                await self._respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
             elif result.file is not None:
-                await self._send_export(
-                    client, respond, user_id=user_id, scope=scope, result=result
-                )
+                await self._send_export(client, respond, to=to, scope=scope, result=result)
             else:
                 await self._respond(
-                    respond, scope, text=fallback_text(result), blocks=result_blocks(result)
+                    respond,
+                    scope,
+                    to=to,
+                    text=fallback_text(result),
+                    blocks=result_blocks(result),
                 )
 
     async def _run(self, scope: str, command: Command | str, actor: Actor) -> CommandResult:
@@ -357,20 +363,50 @@ class SlackBot:
         )
         return Actor(user_id=user_id, name=name, is_admin=is_admin)
 
-    async def _respond(self, respond: AsyncRespond, scope: str, **message: Any) -> None:
+    async def _respond(
+        self,
+        respond: AsyncRespond,
+        scope: str,
+        *,
+        to: Recipient | None = None,
+        **message: Any,
+    ) -> None:
         """An answer only the user sees (response_url: works in channels the bot is not in).
 
         slack_sdk's webhook client returns, not raises, when Slack refuses the post (HTTP
         400 ``invalid_blocks``, ``msg_too_long``; 404 ``expired_url``, ``used_url``): the
-        refusal is logged, and a refused message is sent again as short plain text."""
+        refusal is logged, and a refused message is sent again as short plain text. When the
+        response_url will not take it at all (expired, or even the plain text refused), the
+        answer goes to ``to`` with chat.postEphemeral, so the user still sees it."""
         message.setdefault("response_type", "ephemeral")
         status = await self._post_response(respond, scope, message)
-        if status != 400 or not _can_shorten(message):
+        if status == 200:
             return
-        plain = {k: v for k, v in message.items() if k in ("response_type", "replace_original")}
-        plain["text"] = _shortened(str(message.get("text") or ""))
-        if await self._post_response(respond, scope, plain) == 200:
-            log.info("Slack: /memory answer in %s sent as plain text instead", scope)
+        if status == 400 and _can_shorten(message):
+            keep = ("response_type", "replace_original")
+            plain = {k: v for k, v in message.items() if k in keep}
+            plain["text"] = _shortened(str(message.get("text") or ""))
+            if await self._post_response(respond, scope, plain) == 200:
+                log.info("Slack: /memory answer in %s sent as plain text instead", scope)
+                return
+            message = plain
+        if to is not None:
+            await self._post_ephemeral(to, scope, message)
+
+    async def _post_ephemeral(self, to: Recipient, scope: str, message: dict[str, Any]) -> None:
+        """The last way to answer: chat.postEphemeral (the bot must be in the channel)."""
+        client, channel_id, user_id = to
+        fields = {k: v for k, v in message.items() if k in ("text", "blocks")}
+        try:
+            await client.chat_postEphemeral(channel=channel_id, user=user_id, **fields)
+        except SEND_ERRORS as exc:
+            log.warning(
+                "Slack: could not answer /memory in %s by chat.postEphemeral either: %s",
+                scope,
+                error_code(exc),
+            )
+            return
+        log.info("Slack: /memory answer in %s sent by chat.postEphemeral instead", scope)
 
     async def _post_response(
         self, respond: AsyncRespond, scope: str, message: dict[str, Any]
@@ -395,7 +431,7 @@ class SlackBot:
         client: AsyncWebClient,
         respond: AsyncRespond,
         *,
-        user_id: str,
+        to: Recipient,
         scope: str,
         result: CommandResult,
     ) -> None:
@@ -404,6 +440,7 @@ class SlackBot:
         private. (Asked in that DM, it lands right there.)"""
         assert result.file is not None
         filename, content = result.file
+        user_id = to[2]
         try:
             opened = await client.conversations_open(users=user_id)
             await client.files_upload_v2(
@@ -420,10 +457,10 @@ class SlackBot:
                 f"{result.title} But I could not send you the file ({code}): the app needs "
                 "the im:write and files:write scopes (see docs/slack.md)."
             )
-            await self._respond(respond, scope, text=escape(note))
+            await self._respond(respond, scope, to=to, text=escape(note))
             return
         text = f"{result.title} I sent you the file in our direct messages."
-        await self._respond(respond, scope, text=escape(text))
+        await self._respond(respond, scope, to=to, text=escape(text))
 
     # -- forget all: the buttons ------------------------------------------------------
     async def on_forget_all_confirm(
@@ -448,18 +485,27 @@ class SlackBot:
             await self._respond(
                 respond,
                 scope,
+                to=(client, channel_id, user_id),
                 replace_original=True,
                 text=fallback_text(result),
                 blocks=result_blocks(result),
             )
 
     async def on_forget_all_cancel(
-        self, ack: AsyncAck, action: dict[str, Any], respond: AsyncRespond
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        action: dict[str, Any],
+        respond: AsyncRespond,
+        client: AsyncWebClient,
     ) -> None:
         with self._tracked():
             await ack()
             scope = str(action.get("value") or "?")
-            await self._respond(respond, scope, replace_original=True, text=CANCELLED)
+            user_id = (body.get("user") or {}).get("id")
+            channel_id = _clicked_channel(body)
+            to = (client, channel_id, user_id) if user_id and channel_id else None
+            await self._respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
 
 
 def _can_shorten(message: dict[str, Any]) -> bool:
@@ -479,15 +525,21 @@ def _clicked_in(
     conversation it was clicked in (never another channel or workspace)."""
     team_id = context.team_id
     user_id = (body.get("user") or {}).get("id")
-    channel_id = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
-        "channel_id"
-    )
+    channel_id = _clicked_channel(body)
     if not (team_id and isinstance(user_id, str) and isinstance(channel_id, str)):
         return None
     scope = channel_scope(team_id, channel_id)
     if action.get("value") != scope:
         return None
     return scope, user_id, channel_id
+
+
+def _clicked_channel(body: dict[str, Any]) -> str | None:
+    """The channel of a click (an ephemeral message's payload may carry only ``container``)."""
+    channel_id = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+        "channel_id"
+    )
+    return channel_id if isinstance(channel_id, str) else None
 
 
 # -- wiring ------------------------------------------------------------------------------

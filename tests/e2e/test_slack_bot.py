@@ -41,6 +41,7 @@ from tests.fakes.slack_server import (
     slash_command_form_body,
 )
 from tests.helpers import all_keys, quoting_facts, scope_values
+from tests.unit.test_slack_manifest import manifest_list
 
 BOT_TOKEN = "xoxb-test-bot-token"
 APP_TOKEN = "xapp-1-test-app-token"
@@ -55,7 +56,11 @@ SCOPE = f"slack:{T1}:{C1}"
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(
-        bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=T1, bot_user_id=BOT
+        bot_token=BOT_TOKEN,
+        app_token=APP_TOKEN,
+        team_id=T1,
+        bot_user_id=BOT,
+        scopes=manifest_list("bot"),  # what an install of the manifest grants, no more
     ) as server:
         server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
         server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")
@@ -156,6 +161,11 @@ class Harness:
         fields = self.fake.slash_command_payload(
             text=text, user_id=user, channel_id=channel, team_id=team_id
         )
+        await self.send_command(fields)
+        return await self.response_to(fields["response_url"])
+
+    async def send_command(self, fields: dict[str, str]) -> None:
+        """Deliver a slash command's form fields as Slack does (acked at once)."""
         if self.mode == "http":
             started = time.monotonic()
             sent = await send_signed(
@@ -167,21 +177,25 @@ class Harness:
         else:
             ack = await self.fake.socket_send_slash_command(payload=fields)
             assert ack.payload is None
-        return await self.response_to(fields["response_url"])
 
     async def click(
         self, action_id: str, value: str, *, user: str = ALICE, channel: str = C1
     ) -> ResponseUrlPost:
+        # The forget-all buttons are in an ephemeral /memory answer: Slack's ephemeral shape.
         payload = self.fake.block_action_payload(
-            action_id=action_id, value=value, user_id=user, channel_id=channel
+            action_id=action_id, value=value, user_id=user, channel_id=channel, ephemeral=True
         )
+        await self.send_click(payload)
+        return await self.response_to(payload["response_url"])
+
+    async def send_click(self, payload: dict[str, Any]) -> None:
+        """Deliver a ``block_actions`` payload as Slack does."""
         if self.mode == "http":
             body = interactive_form_body(payload)
             sent = await send_signed(self.url, signing_secret=SECRET, body=body)
             assert sent.status == 200
         else:
             await self.fake.socket_send_interactive(payload=payload)
-        return await self.response_to(payload["response_url"])
 
     async def response_to(self, response_url: str) -> ResponseUrlPost:
         response_id = response_url.rsplit("/", 1)[1]
@@ -614,6 +628,54 @@ async def test_a_rejected_memory_answer_is_logged_and_sent_again_as_plain_text(
     assert any(SCOPE in line and "invalid_blocks" in line for line in logged), logged
 
 
+async def test_a_memory_answer_to_an_expired_response_url_goes_by_post_ephemeral(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    await slack.say("standup moves to 10:00", user=BOB)
+    fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
+    slack.fake.age_response_urls(31 * 60)  # Slack's response_url lives 30 minutes
+    caplog.set_level(logging.INFO, logger="bots.slack.bot")
+    await slack.send_command(fields)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert (answer.channel, answer.user) == (C1, ALICE)
+    assert answer.blocks and "standup moves to 10:00" in json.dumps(answer.blocks)
+    assert slack.fake.responses == []
+    await slack.bot.drain()  # the log line comes after Slack's answer
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    assert any(SCOPE in line and "chat.postEphemeral" in line for line in logged), logged
+
+
+async def test_a_memory_answer_refused_even_as_plain_text_goes_by_post_ephemeral(
+    slack: Harness,
+) -> None:
+    await slack.say("standup moves to 10:00", user=BOB)
+    slack.fake.reject_next_response(error="invalid_blocks", count=2)
+    fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
+    await slack.send_command(fields)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert [error for _, error in slack.fake.rejected_responses] == ["invalid_blocks"] * 2
+    assert answer.blocks is None and "standup moves to 10:00" in (answer.text or "")
+
+
+async def test_an_answer_nothing_takes_is_logged_with_slacks_reason(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    slack.fake.channels[C1].bot_is_member = False  # chat.postEphemeral: not_in_channel
+    fields = slack.fake.slash_command_payload(text="help", user_id=ALICE, channel_id=C1)
+    slack.fake.age_response_urls(31 * 60)
+    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    await slack.send_command(fields)
+    await slack.fake.wait_for_calls(method="chat.postEphemeral")
+    await slack.bot.drain()
+    assert slack.fake.ephemerals == [] and slack.fake.responses == []
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    assert any(SCOPE in line and "not_in_channel" in line for line in logged), logged
+
+
 async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
     await slack.say("keep me")
     response = await slack.command("forget all", user=BOB)
@@ -638,6 +700,30 @@ async def test_admin_forget_all_asks_then_forgets(slack: Harness) -> None:
     assert "Forgot everything" in (done.text or "")
     assert await entries(slack.core) == []
     assert not [v for v in await scope_values(slack.core, SCOPE) if "forget" in v]
+
+
+async def test_a_confirm_click_with_an_expired_response_url_answers_by_post_ephemeral(
+    slack: Harness,
+) -> None:
+    # An ephemeral message has no message ts to chat.update: the answer can only be a new
+    # ephemeral one.
+    await slack.say("something to forget")
+    payload = slack.fake.block_action_payload(
+        action_id="memory_forget_all_confirm",
+        value=SCOPE,
+        user_id=ALICE,
+        channel_id=C1,
+        ephemeral=True,
+    )
+    slack.fake.age_response_urls(31 * 60)
+    await slack.send_click(payload)
+    [answer] = await slack.fake.wait_for(
+        lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
+    )
+    assert (answer.channel, answer.user) == (C1, ALICE)
+    assert "Forgot everything" in (answer.text or "")
+    assert await entries(slack.core) == []
+    assert slack.fake.updates == []
 
 
 async def test_forget_all_cancel_and_foreign_scope_keep_memory(slack: Harness) -> None:

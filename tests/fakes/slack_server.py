@@ -33,7 +33,7 @@ import secrets
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -96,6 +96,20 @@ _BLOCK_ID_CHARS = 255
 _UNCHECKED_BLOCK_TYPES = frozenset(
     {"divider", "image", "rich_text", "input", "file", "video", "markdown", "table"}
 )
+
+# The bot scope each Web API method needs (Slack's method reference); checked only when the
+# fake is given the installed scopes. conversations.info needs the read scope of the
+# conversation's type, any one of them is accepted here.
+_METHOD_SCOPES: dict[str, frozenset[str]] = {
+    "chat.postMessage": frozenset({"chat:write"}),
+    "chat.update": frozenset({"chat:write"}),
+    "chat.postEphemeral": frozenset({"chat:write"}),
+    "users.info": frozenset({"users:read"}),
+    "conversations.info": frozenset({"channels:read", "groups:read", "im:read", "mpim:read"}),
+    "conversations.open": frozenset({"im:write"}),
+    "files.getUploadURLExternal": frozenset({"files:write"}),
+    "files.completeUploadExternal": frozenset({"files:write"}),
+}
 
 _DEFAULT_TIMEOUT = 5.0
 
@@ -283,6 +297,8 @@ class FakeChannel:
     is_private: bool = False
     #: The other member of a DM.
     user: str | None = None
+    #: Whether the bot is a member (without chat:write.public it posts only where it is).
+    bot_is_member: bool = True
 
     def to_api(self) -> dict[str, Any]:
         """The ``channel`` object of ``conversations.info``."""
@@ -510,7 +526,10 @@ class FakeSlack:
         bot_name: str = "memorybot",
         api_app_id: str = "AFAKEAPP",
         enterprise_id: str | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> None:
+        """``scopes``: the bot token's scopes (the manifest's); a method that needs another
+        one fails with ``missing_scope``. None: every method is allowed."""
         self.bot_token = bot_token
         self.app_token = app_token
         self.team_id = team_id
@@ -521,6 +540,7 @@ class FakeSlack:
         self.bot_name = bot_name
         self.api_app_id = api_app_id
         self.enterprise_id = enterprise_id
+        self.scopes = frozenset(scopes) if scopes is not None else None
         #: A legacy verification token; Bolt ignores it when a signing secret is set.
         self.verification_token = "fake-verification-token"
 
@@ -537,6 +557,8 @@ class FakeSlack:
 
         self.users: dict[str, FakeUser] = {}
         self.channels: dict[str, FakeChannel] = {}
+        #: Channels that were deleted: every call naming one fails with channel_not_found.
+        self.deleted_channels: set[str] = set()
         self._invalid_tokens: set[str] = set()
         self._rate_limits: dict[str, deque[int]] = {}
         self._failures: dict[str, deque[str]] = {}
@@ -663,6 +685,11 @@ class FakeSlack:
         )
         self.channels[channel_id] = channel
         return channel
+
+    def delete_channel(self, channel_id: str) -> None:
+        """Delete a conversation: calls that name it fail with ``channel_not_found``."""
+        self.channels.pop(channel_id, None)
+        self.deleted_channels.add(channel_id)
 
     def invalidate_token(self, token: str) -> None:
         """Make every call with ``token`` fail with ``invalid_auth`` (revoked token).
@@ -1138,8 +1165,13 @@ class FakeSlack:
         response_url: str | None = None,
         team_id: str | None = None,
         action_type: str = "button",
+        ephemeral: bool = False,
     ) -> dict[str, Any]:
-        """A ``block_actions`` payload for a click on a message the bot posted."""
+        """A ``block_actions`` payload for a click on a message the bot posted.
+
+        ``ephemeral``: the message was ephemeral (a response_url or chat.postEphemeral
+        answer); Slack then marks the container ``is_ephemeral`` and sends no ``message``
+        (there is no stored message to update: answer through ``response_url``)."""
         team = team_id or self.team_id
         ts = message_ts or self.next_ts()
         block = block_id or secrets.token_hex(3)
@@ -1156,7 +1188,7 @@ class FakeSlack:
         if value is not None:
             action["value"] = value
         channel = self.channels.get(channel_id)
-        return {
+        payload: dict[str, Any] = {
             "type": "block_actions",
             "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team},
             "api_app_id": self.api_app_id,
@@ -1165,7 +1197,7 @@ class FakeSlack:
                 "type": "message",
                 "message_ts": ts,
                 "channel_id": channel_id,
-                "is_ephemeral": False,
+                "is_ephemeral": ephemeral,
             },
             "trigger_id": self._new_trigger_id(),
             "team": {"id": team, "domain": self.team_domain},
@@ -1188,6 +1220,9 @@ class FakeSlack:
             "response_url": response_url or self.new_response_url(),
             "actions": [action],
         }
+        if ephemeral:
+            del payload["message"]
+        return payload
 
     # ---------------------------------------------------------------- Socket Mode pushes
 
@@ -1384,6 +1419,9 @@ class FakeSlack:
         auth_error = self._check_token(method, token)
         if auth_error is not None:
             return 200, {"ok": False, "error": auth_error}, {}
+        scope_error = self._check_scope(method, token)
+        if scope_error is not None:
+            return 200, scope_error, {}
 
         failures = self._failures.get(method)
         if failures:
@@ -1404,6 +1442,33 @@ class FakeSlack:
         if wants_app_token != (token == self.app_token):
             return "not_allowed_token_type"
         return None
+
+    def _check_scope(self, method: str, token: str | None) -> dict[str, Any] | None:
+        needed = _METHOD_SCOPES.get(method)
+        if self.scopes is None or token != self.bot_token or not needed:
+            return None
+        if needed & self.scopes:
+            return None
+        # Slack names what the method needs and what the token has.
+        return {
+            "ok": False,
+            "error": "missing_scope",
+            "needed": ",".join(sorted(needed)),
+            "provided": ",".join(sorted(self.scopes)),
+        }
+
+    def _post_error(self, params: dict[str, Any], *, needs_content: bool = True) -> str | None:
+        """Why Slack would refuse a chat.* post to ``params["channel"]``, or None."""
+        channel_id = str(params.get("channel") or "")
+        if not channel_id or channel_id in self.deleted_channels:
+            return "channel_not_found"
+        channel = self.channels.get(channel_id)
+        if channel is not None and not channel.bot_is_member and not channel.is_im:
+            return "not_in_channel"
+        error = message_error(params)
+        if error == "no_text" and not needs_content:
+            return None
+        return error
 
     def _builtin_handler(self, method: str) -> MethodHandler | None:
         handlers: dict[str, MethodHandler] = {
@@ -1453,10 +1518,9 @@ class FakeSlack:
 
     def _chat_post_message(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         channel = params.get("channel")
-        if not channel:
-            return {"ok": False, "error": "channel_not_found"}
-        if not params.get("text") and not params.get("blocks") and not params.get("attachments"):
-            return {"ok": False, "error": "no_text"}
+        error = self._post_error(params)
+        if error is not None:
+            return {"ok": False, "error": error}
         ts = self.next_ts()
         message = self._message_object(params, ts)
         self._messages[(str(channel), ts)] = message
@@ -1465,8 +1529,10 @@ class FakeSlack:
     def _chat_update(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         channel = str(params.get("channel", ""))
         ts = str(params.get("ts", ""))
-        if not channel:
-            return {"ok": False, "error": "channel_not_found"}
+        # chat.update may change only part of a message (the text, or the blocks).
+        error = self._post_error(params, needs_content=False)
+        if error is not None:
+            return {"ok": False, "error": error}
         message = self._messages.get((channel, ts))
         if message is None:
             # The bot can only edit messages it posted (through this fake).
@@ -1484,12 +1550,11 @@ class FakeSlack:
         }
 
     def _chat_post_ephemeral(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
-        if not params.get("channel"):
-            return {"ok": False, "error": "channel_not_found"}
         if not params.get("user"):
             return {"ok": False, "error": "user_not_found"}
-        if not params.get("text") and not params.get("blocks") and not params.get("attachments"):
-            return {"ok": False, "error": "no_text"}
+        error = self._post_error(params)
+        if error is not None:
+            return {"ok": False, "error": error}
         return {"ok": True, "message_ts": self.next_ts()}
 
     def _users_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:

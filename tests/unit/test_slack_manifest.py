@@ -21,6 +21,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "issue_new_wss_url": set(),  # apps.connections.open: the app-level token's connections:write
     "chat_postMessage": {"chat:write"},
     "chat_update": {"chat:write"},
+    "chat_postEphemeral": {"chat:write"},  # a /memory answer its response_url refused
     "users_info": {"users:read"},
     # Only for app_mention events, which come from public and private channels (a DM or a
     # group DM is private by its channel type already): channels:read and groups:read.
