@@ -133,6 +133,17 @@ DISCORD_EPOCH_MS: Final = 1_420_070_400_000
 MAX_CONTENT_LENGTH: Final = 2000
 MAX_EMBEDS: Final = 10
 MAX_EMBED_DESCRIPTION: Final = 4096
+# Discord's documented embed limits (Channel resource, "Embed Limits"): per field of an embed,
+# and 6,000 characters summed over every embed of one message.
+EMBED_FIELD_LIMITS: Final = {"title": 256, "description": MAX_EMBED_DESCRIPTION}
+MAX_EMBED_FIELDS: Final = 25
+MAX_EMBED_FIELD_NAME: Final = 256
+MAX_EMBED_FIELD_VALUE: Final = 1024
+MAX_EMBED_FOOTER_TEXT: Final = 2048
+MAX_EMBED_AUTHOR_NAME: Final = 256
+MAX_EMBEDS_TOTAL_CHARS: Final = 6000
+# Interaction tokens (follow-ups, @original) are valid for 15 minutes after creation.
+INTERACTION_TOKEN_LIFETIME: Final = 15 * 60.0
 EPHEMERAL_FLAG: Final = 1 << 6
 LOADING_FLAG: Final = 1 << 7
 INTERACTION_ACK_TIMEOUT: Final = 3.0
@@ -726,12 +737,62 @@ class _ApiError(Exception):
 
 def _form_error(field_name: str, code: str, message: str) -> _ApiError:
     """Discord's "Invalid Form Body" error (code 50035) for one field."""
-    return _ApiError(
-        400,
-        50035,
-        "Invalid Form Body",
-        errors={field_name: {"_errors": [{"code": code, "message": message}]}},
-    )
+    return _form_error_at((field_name,), code, message)
+
+
+def _form_error_at(path: Sequence[str | int], code: str, message: str) -> _ApiError:
+    """Invalid Form Body for a nested field: Discord nests ``errors`` along the path
+    (``embeds.0.fields.1.value``), list indexes as string keys."""
+    errors: JSON = {"_errors": [{"code": code, "message": message}]}
+    for key in reversed(path):
+        errors = {str(key): errors}
+    return _ApiError(400, 50035, "Invalid Form Body", errors=errors)
+
+
+def _too_long(path: Sequence[str | int], limit: int) -> _ApiError:
+    return _form_error_at(path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+
+
+def _validate_embeds(embeds: Sequence[Any]) -> None:
+    """Refuse what Discord refuses: each documented embed limit, then the 6,000 total."""
+    if len(embeds) > MAX_EMBEDS:
+        raise _too_long(("embeds",), MAX_EMBEDS)
+    total = 0
+    for index, embed in enumerate(embeds):
+        if not isinstance(embed, dict):
+            raise _form_error_at(
+                ("embeds", index),
+                "MODEL_TYPE_CONVERT",
+                "Only dictionaries may be used in a ModelType",
+            )
+        for key, limit in EMBED_FIELD_LIMITS.items():
+            text = str(embed.get(key) or "")
+            if len(text) > limit:
+                raise _too_long(("embeds", index, key), limit)
+            total += len(text)
+        fields = embed.get("fields") or []
+        if len(fields) > MAX_EMBED_FIELDS:
+            raise _too_long(("embeds", index, "fields"), MAX_EMBED_FIELDS)
+        for position, embed_field in enumerate(fields):
+            for key, limit in (("name", MAX_EMBED_FIELD_NAME), ("value", MAX_EMBED_FIELD_VALUE)):
+                text = str(embed_field.get(key) or "")
+                if len(text) > limit:
+                    raise _too_long(("embeds", index, "fields", position, key), limit)
+                total += len(text)
+        for part, key, limit in (
+            ("footer", "text", MAX_EMBED_FOOTER_TEXT),
+            ("author", "name", MAX_EMBED_AUTHOR_NAME),
+        ):
+            text = str((embed.get(part) or {}).get(key) or "")
+            if len(text) > limit:
+                raise _too_long(("embeds", index, part, key), limit)
+            total += len(text)
+    if total > MAX_EMBEDS_TOTAL_CHARS:
+        raise _form_error_at(
+            ("embeds",),
+            "MAX_EMBED_SIZE_EXCEEDED",
+            f"Embed size exceeds maximum size of {MAX_EMBEDS_TOTAL_CHARS}",
+        )
 
 
 @dataclass
@@ -783,6 +844,8 @@ class _FailureRule:
 class _InteractionState:
     interaction: FakeInteraction
     deadline: float | None
+    # loop time after which the token no longer works for follow-ups and @original
+    token_expires_at: float = float("inf")
     response_type: int | None = None
     original_message_id: int | None = None
     component_message_id: int | None = None
@@ -963,6 +1026,7 @@ class FakeDiscord:
         self.recommended_shards = recommended_shards
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.interaction_ack_timeout = interaction_ack_timeout
+        self.interaction_token_lifetime = INTERACTION_TOKEN_LIFETIME
         self.echo_bot_messages = echo_bot_messages
 
         self.app_owner = FakeUser(id=self._ids.next(), name="app-owner")
@@ -1798,6 +1862,10 @@ class FakeDiscord:
             timeout=timeout,
         )
 
+    def age_interaction(self, interaction: FakeInteraction, seconds: float) -> None:
+        """Pretend ``seconds`` passed for ``interaction``'s token (past 15 minutes it expires)."""
+        self._interactions[interaction.id].token_expires_at -= seconds
+
     async def dispatch(
         self, event: str, data: JSON, *, guild_id: int | None = None, timeout: float = 5.0
     ) -> None:
@@ -2561,7 +2629,11 @@ class FakeDiscord:
             if self.interaction_ack_timeout is None
             else loop.time() - created_ago + self.interaction_ack_timeout
         )
-        state = _InteractionState(interaction=interaction, deadline=deadline)
+        state = _InteractionState(
+            interaction=interaction,
+            deadline=deadline,
+            token_expires_at=loop.time() - created_ago + self.interaction_token_lifetime,
+        )
         if message is not None:
             state.component_message_id = int(message["id"])
         self._interactions[iid] = state
@@ -2984,14 +3056,7 @@ class FakeDiscord:
                 "BASE_TYPE_MAX_LENGTH",
                 f"Must be {MAX_CONTENT_LENGTH} or fewer in length.",
             )
-        embeds = payload.get("embeds") or []
-        if len(embeds) > MAX_EMBEDS:
-            raise _form_error("embeds", "BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length.")
-        for embed in embeds:
-            if len(str(embed.get("description") or "")) > MAX_EMBED_DESCRIPTION:
-                raise _form_error(
-                    "embeds", "BASE_TYPE_MAX_LENGTH", "Must be 4096 or fewer in length."
-                )
+        _validate_embeds(payload.get("embeds") or [])
 
     def _require_non_empty(self, payload: JSON, files: Sequence[UploadedFile]) -> None:
         if not (
@@ -3387,6 +3452,8 @@ class FakeDiscord:
         state = self._interactions_by_token.get(call.params["token"])
         if call.int_param("app_id") != self.application_id or state is None:
             raise _ApiError(404, 10015, "Unknown Webhook")
+        if asyncio.get_running_loop().time() > state.token_expires_at:
+            raise _ApiError(401, 50027, "Invalid Webhook Token")
         if state.response_type is None:
             # Follow-ups and @original only exist once the interaction was acknowledged.
             raise _ApiError(404, 10015, "Unknown Webhook")
