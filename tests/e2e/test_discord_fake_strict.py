@@ -12,7 +12,12 @@ import discord
 import pytest
 from discord.ext import commands
 
-from tests.fakes.discord_server import INTERACTION_TOKEN_LIFETIME, FakeDiscord
+from tests.fakes.discord_server import (
+    INTERACTION_TOKEN_LIFETIME,
+    FakeDiscord,
+    Permission,
+    PermissionOverwrite,
+)
 
 GUILD_READY_TIMEOUT = 0.05
 WAIT = 5.0
@@ -177,3 +182,77 @@ async def test_follow_up_and_edit_within_fifteen_minutes_work(fake: FakeDiscord)
     assert results == [None, None]
     assert len(fake.followups) == 1
     assert len(fake.edits) == 1
+
+
+# ------------------------------------------------------------------ View Channel
+
+
+class ListeningBot(discord.Client):
+    """Records the channel of every message it receives."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+        self.channels: asyncio.Queue[int] = asyncio.Queue()
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author != self.user:
+            await self.channels.put(message.channel.id)
+
+
+async def test_messages_of_channels_the_bot_cannot_view_are_not_dispatched(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    hidden = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    # the same deny for @everyone, but the bot is let in by a member overwrite
+    shared = fake.add_text_channel(
+        guild.id,
+        "staff-with-bot",
+        overwrites=[
+            PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL),
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.VIEW_CHANNEL),
+        ],
+    )
+    hidden_thread = fake.add_thread(hidden.id, "hidden-thread")
+    member = fake.add_member(guild.id, name="alice")
+    bot = ListeningBot()
+    async with fake.running(bot):
+        for channel in (hidden, hidden_thread, shared):
+            await fake.send_message(channel_id=channel.id, author_id=member.user.id, content="hi")
+        # messages are dispatched in order, so the first one received shows the others were not
+        assert await asyncio.wait_for(bot.channels.get(), WAIT) == shared.id
+    assert bot.channels.empty()
+
+
+# ------------------------------------------------------------------ private threads
+
+
+async def test_private_thread_messages_reach_the_bot_only_as_member_or_thread_manager(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    outside = fake.add_thread(general.id, "secret", private=True, owner_id=member.user.id)
+    joined = fake.add_thread(general.id, "with-bot", private=True, owner_id=member.user.id)
+    fake.join_thread(joined.id, fake.bot_user.id)
+    invited = fake.add_thread(
+        general.id, "invited", private=True, owner_id=member.user.id, members=[fake.bot_user.id]
+    )
+    bot = ListeningBot()
+    async with fake.running(bot):
+        for channel in (outside, joined, invited):
+            await fake.send_message(channel_id=channel.id, author_id=member.user.id, content="hi")
+        received = [await asyncio.wait_for(bot.channels.get(), WAIT) for _ in range(2)]
+        assert received == [joined.id, invited.id]
+        assert bot.channels.empty()
+        # Manage Threads on the parent channel lets the bot see every private thread
+        general.overwrites.append(
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.MANAGE_THREADS)
+        )
+        await fake.send_message(channel_id=outside.id, author_id=member.user.id, content="again")
+        assert await asyncio.wait_for(bot.channels.get(), WAIT) == outside.id

@@ -453,6 +453,8 @@ class FakeChannel:
     message_count: int = 0
     last_message_id: int | None = None
     created_at: str = field(default_factory=_now_iso)
+    # thread members: what decides who receives a private thread's messages
+    member_ids: set[int] = field(default_factory=set)
 
     @property
     def is_thread(self) -> bool:
@@ -1455,10 +1457,13 @@ class FakeDiscord:
         private: bool = False,
         archived: bool = False,
         thread_id: int | None = None,
+        members: Sequence[int] = (),
     ) -> FakeChannel:
         """Add a thread under a text channel, or a post under a forum (dispatches THREAD_CREATE).
 
-        Archived threads are not part of GUILD_CREATE, like on Discord.
+        Archived threads are not part of GUILD_CREATE, like on Discord. ``members`` (user IDs;
+        the owner always is one) matter for private threads: the bot receives their messages
+        only as a member or with Manage Threads.
         """
         parent = self._channel(parent_id)
         if parent.guild_id is None or parent.type not in (
@@ -1477,6 +1482,7 @@ class FakeDiscord:
             owner_id=owner_id or self.guilds[parent.guild_id].owner_id,
             archived=archived,
         )
+        thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
         self.channels[thread.id] = thread
         self._dispatch(
             "THREAD_CREATE",
@@ -1485,6 +1491,13 @@ class FakeDiscord:
             intent=Intent.GUILDS,
         )
         return thread
+
+    def join_thread(self, thread_id: int, user_id: int) -> None:
+        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread."""
+        thread = self._channel(thread_id)
+        if not thread.is_thread:
+            raise FakeDiscordError(f"channel {thread_id} is not a thread")
+        thread.member_ids.add(user_id)
 
     def dm_channel_id(self, user_id: int) -> int:
         """The DM channel between the bot and a user (created on first use)."""
@@ -2373,6 +2386,8 @@ class FakeDiscord:
         intent = Intent.GUILD_MESSAGES if guild_id is not None else Intent.DIRECT_MESSAGES
         author_id = int(message["author"]["id"])
         mentions_bot = any(int(u["id"]) == self.bot_user.id for u in message["mentions"])
+        if guild_id is not None and not self._bot_receives_messages_of(channel):
+            return
         for session in self._live_sessions(guild_id):
             if not session.intents & intent:
                 continue
@@ -2399,6 +2414,17 @@ class FakeDiscord:
                 data.update(content="", embeds=[], attachments=[], components=[])
                 data.pop("poll", None)
             self._send_dispatch(session, event, data)
+
+    def _bot_receives_messages_of(self, channel: FakeChannel) -> bool:
+        """The gateway sends a guild channel's messages only to who can view it, and a private
+        thread's only to its members and to those who may manage threads."""
+        assert channel.guild_id is not None
+        perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
+        if not perms & Permission.VIEW_CHANNEL:
+            return False
+        if channel.type == ChannelType.PRIVATE_THREAD:
+            return self.bot_user.id in channel.member_ids or bool(perms & Permission.MANAGE_THREADS)
+        return True
 
     def _echo_bot_message(self, event: str, message: JSON) -> None:
         if self.echo_bot_messages and not int(message.get("flags") or 0) & EPHEMERAL_FLAG:
@@ -3271,6 +3297,8 @@ class FakeDiscord:
             guild_id=parent.guild_id,
             parent_id=parent.id,
             owner_id=self.bot_user.id,
+            # the creator of a thread is its first member
+            member_ids={self.bot_user.id},
         )
         self.channels[thread.id] = thread
         response = self._channel_payload(thread)
