@@ -10,11 +10,13 @@ from typing import Any
 
 import discord
 import pytest
+from discord import app_commands
 from discord.ext import commands
 
 from tests.fakes.discord_server import (
     INTERACTION_TOKEN_LIFETIME,
     FakeDiscord,
+    FakeDiscordError,
     Permission,
     PermissionOverwrite,
 )
@@ -156,7 +158,9 @@ async def _run_slow(fake: FakeDiscord, *, aged: float) -> list[Exception | None]
     member = fake.add_member(guild.id, name="alice")
     release = asyncio.Event()
     outcome: asyncio.Queue[Exception | None] = asyncio.Queue()
-    async with fake.running(_slow_bot(release, outcome)):
+    bot = _slow_bot(release, outcome)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+    async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="slow", channel_id=channel.id, user_id=member.user.id
         )
@@ -256,3 +260,63 @@ async def test_private_thread_messages_reach_the_bot_only_as_member_or_thread_ma
         )
         await fake.send_message(channel_id=outside.id, author_id=member.user.id, content="again")
         assert await asyncio.wait_for(bot.channels.get(), WAIT) == outside.id
+
+
+# ------------------------------------------------------------------ registered commands
+
+
+def _group_bot(answered: asyncio.Queue[str]) -> commands.Bot:
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+    memory = app_commands.Group(name="memory", description="Memory")
+
+    @memory.command(name="show", description="Show")
+    async def show(interaction: discord.Interaction) -> None:
+        await answered.put("show")
+        await interaction.response.send_message("shown", ephemeral=True)
+
+    bot.tree.add_command(memory)
+    return bot
+
+
+async def test_only_commands_the_bot_synced_can_be_invoked(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    answered: asyncio.Queue[str] = asyncio.Queue()
+    bot = _group_bot(answered)
+    async with fake.running(bot):
+        with pytest.raises(FakeDiscordError, match="not registered"):
+            await fake.invoke_command(
+                name="memory show", channel_id=channel.id, user_id=member.user.id
+            )
+        await bot.tree.sync()
+        for unknown in ("remember", "memory forget", "memory show extra"):
+            with pytest.raises(FakeDiscordError, match="not registered"):
+                await fake.invoke_command(
+                    name=unknown, channel_id=channel.id, user_id=member.user.id
+                )
+        interaction = await fake.invoke_command(
+            name="memory show", channel_id=channel.id, user_id=member.user.id
+        )
+        response = await fake.wait_for_response(interaction)
+    assert response.content == "shown"
+    assert answered.qsize() == 1
+    assert len(fake.interactions) == 1  # refused invocations never reached the bot
+
+
+async def test_a_guild_command_is_not_registered_in_another_guild(fake: FakeDiscord) -> None:
+    home = fake.add_guild(name="Home")
+    other = fake.add_guild(name="Other")
+    other_channel = fake.add_text_channel(other.id, "general")
+    member = fake.add_member(other.id, name="bob")
+    bot = _group_bot(asyncio.Queue())
+    fake.register_commands(
+        [command.to_dict(bot.tree) for command in bot.tree.get_commands()], guild_id=home.id
+    )
+    async with fake.running(bot):
+        with pytest.raises(FakeDiscordError, match="not registered globally"):
+            await fake.invoke_command(
+                name="memory show", channel_id=other_channel.id, user_id=member.user.id
+            )

@@ -28,6 +28,12 @@ filter what is dispatched (including the privileged MESSAGE_CONTENT rules), guil
 routed to the shard that owns the guild, interactions must be acknowledged within 3 seconds and
 only once, and messages longer than 2000 characters are rejected.
 
+It is never more lenient than Discord's documentation (issue 17): embeds over any documented
+limit are refused with 50035 Invalid Form Body, interaction tokens expire after 15 minutes
+(401, 50027 Invalid Webhook Token), only registered (synced, or ``register_commands``) commands
+can be invoked, and MESSAGE_CREATE/UPDATE reach the bot only for channels it can view and for
+private threads it is a member of (or may manage).
+
 Everything the bot does is recorded on the instance (``sent_messages``, ``edits``, ``typing``,
 ``interaction_responses``, ``followups``, ``synced_commands``, ``unknown_routes``...), and the
 ``wait_for_*`` coroutines let tests wait for those records instead of sleeping.
@@ -1499,6 +1505,12 @@ class FakeDiscord:
             raise FakeDiscordError(f"channel {thread_id} is not a thread")
         thread.member_ids.add(user_id)
 
+    def register_commands(self, commands: Sequence[JSON], *, guild_id: int | None = None) -> None:
+        """Set-up: application commands registered before the test, as an earlier sync left
+        them (Discord keeps them across restarts). Not recorded in ``synced_commands``."""
+        for command in commands:
+            self._store_command(guild_id, dict(command))
+
     def dm_channel_id(self, user_id: int) -> int:
         """The DM channel between the bot and a user (created on first use)."""
         user = self.add_user(user_id)
@@ -1780,6 +1792,7 @@ class FakeDiscord:
             tree = [{"type": option_type, "name": parts[depth], "options": tree}]
         top = parts[0]
         scope = self._command_scope(top, channel.guild_id, guild_command)
+        self._check_registered(scope, parts)
         data: JSON = {
             "id": str(self._command_id(scope, top)),
             "name": top,
@@ -2509,6 +2522,28 @@ class FakeDiscord:
                 raise FakeDiscordError("guild commands cannot be invoked in DMs")
             return guild_id
         return None
+
+    def _check_registered(self, scope: int | None, path: Sequence[str]) -> None:
+        """Users can only invoke what the application registered (synced), down to the
+        subcommand: anything else is a mistake in the test."""
+        node: JSON | None = self._commands.get(scope, {}).get(path[0])
+        for part in path[1:]:
+            if node is None:
+                break
+            node = next(
+                (
+                    option
+                    for option in node.get("options") or []
+                    if option.get("type") in (1, 2) and option.get("name") == part
+                ),
+                None,
+            )
+        if node is None:
+            where = "globally" if scope is None else f"in guild {scope}"
+            raise FakeDiscordError(
+                f"/{' '.join(path)} is not registered {where}: the bot must sync it "
+                "(or the test register_commands() it) before a user can invoke it"
+            )
 
     def _command_id(self, scope: int | None, name: str) -> int:
         key = (scope, name)
