@@ -97,8 +97,16 @@ def world(fake: FakeDiscord) -> World:
 
 @contextlib.asynccontextmanager
 async def serving(fake: FakeDiscord, core: Core, **options: Any) -> AsyncIterator[ObservedBot]:
-    async with fake.running(ObservedBot(core, **options)) as bot:
+    bot = ObservedBot(core, **options)
+    register_commands(fake, bot)
+    async with fake.running(bot):
         yield bot
+
+
+def register_commands(fake: FakeDiscord, bot: ObservedBot) -> None:
+    """/memory as a deployment's earlier ``serve --sync`` left it registered: the fake lets
+    users invoke registered commands only."""
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
 
 
 async def say(

@@ -487,8 +487,9 @@ async def test_unknown_routes_are_recorded(fake: FakeDiscord, world: World) -> N
 # ------------------------------------------------------------------------------- interactions
 
 
-def memory_bot() -> commands.Bot:
-    """A commands.Bot with a ``/memory`` group: show, note (modal) and config set."""
+def memory_bot(fake: FakeDiscord) -> commands.Bot:
+    """A commands.Bot with a ``/memory`` group: show, note (modal) and config set, registered
+    with ``fake`` (only registered commands can be invoked)."""
     bot = commands.Bot(
         command_prefix="!", intents=bot_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
     )
@@ -519,11 +520,12 @@ def memory_bot() -> commands.Bot:
         await interaction.response.send_modal(NoteModal())
 
     bot.tree.add_command(memory)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
     return bot
 
 
 async def test_slash_command_group_ephemeral_response(fake: FakeDiscord, world: World) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory show",
@@ -542,7 +544,7 @@ async def test_slash_command_group_ephemeral_response(fake: FakeDiscord, world: 
 
 
 async def test_subcommand_group_defer_followup_and_edit(fake: FakeDiscord, world: World) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory config set",
@@ -562,7 +564,7 @@ async def test_subcommand_group_defer_followup_and_edit(fake: FakeDiscord, world
 
 
 async def test_modal_submit_reaches_on_submit(fake: FakeDiscord, world: World) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     async with fake.running(bot):
         opened = await fake.invoke_command(
             name="memory note", channel_id=world.general.id, user_id=world.alice.user.id
@@ -577,7 +579,7 @@ async def test_modal_submit_reaches_on_submit(fake: FakeDiscord, world: World) -
 
 
 async def test_slash_command_in_dm(fake: FakeDiscord, world: World) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory show",
@@ -613,7 +615,7 @@ async def test_late_interaction_response_is_rejected() -> None:
         guild = impatient.add_guild()
         channel = impatient.add_text_channel(guild.id, "general")
         user = impatient.add_member(guild.id, name="bob")
-        bot = memory_bot()
+        bot = memory_bot(impatient)
         errors: asyncio.Queue[Exception] = asyncio.Queue()
 
         @bot.tree.error
@@ -635,7 +637,7 @@ async def test_late_interaction_response_is_rejected() -> None:
 async def test_the_three_seconds_count_from_the_interactions_creation(
     fake: FakeDiscord, world: World
 ) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     errors: asyncio.Queue[Exception] = asyncio.Queue()
 
     @bot.tree.error
@@ -660,7 +662,7 @@ async def test_the_three_seconds_count_from_the_interactions_creation(
 
 
 async def test_tree_sync_is_recorded(fake: FakeDiscord, world: World) -> None:
-    bot = memory_bot()
+    bot = memory_bot(fake)
     async with fake.running(bot):
         synced = await bot.tree.sync()
         guild = discord.Object(id=world.guild.id)

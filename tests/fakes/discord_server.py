@@ -28,6 +28,12 @@ filter what is dispatched (including the privileged MESSAGE_CONTENT rules), guil
 routed to the shard that owns the guild, interactions must be acknowledged within 3 seconds and
 only once, and messages longer than 2000 characters are rejected.
 
+It is never more lenient than Discord's documentation (issue 17): embeds over any documented
+limit are refused with 50035 Invalid Form Body, interaction tokens expire after 15 minutes
+(401, 50027 Invalid Webhook Token), only registered (synced, or ``register_commands``) commands
+can be invoked, and MESSAGE_CREATE/UPDATE reach the bot only for channels it can view and for
+private threads it is a member of (or may manage).
+
 Everything the bot does is recorded on the instance (``sent_messages``, ``edits``, ``typing``,
 ``interaction_responses``, ``followups``, ``synced_commands``, ``unknown_routes``...), and the
 ``wait_for_*`` coroutines let tests wait for those records instead of sleeping.
@@ -133,6 +139,17 @@ DISCORD_EPOCH_MS: Final = 1_420_070_400_000
 MAX_CONTENT_LENGTH: Final = 2000
 MAX_EMBEDS: Final = 10
 MAX_EMBED_DESCRIPTION: Final = 4096
+# Discord's documented embed limits (Channel resource, "Embed Limits"): per field of an embed,
+# and 6,000 characters summed over every embed of one message.
+EMBED_FIELD_LIMITS: Final = {"title": 256, "description": MAX_EMBED_DESCRIPTION}
+MAX_EMBED_FIELDS: Final = 25
+MAX_EMBED_FIELD_NAME: Final = 256
+MAX_EMBED_FIELD_VALUE: Final = 1024
+MAX_EMBED_FOOTER_TEXT: Final = 2048
+MAX_EMBED_AUTHOR_NAME: Final = 256
+MAX_EMBEDS_TOTAL_CHARS: Final = 6000
+# Interaction tokens (follow-ups, @original) are valid for 15 minutes after creation.
+INTERACTION_TOKEN_LIFETIME: Final = 15 * 60.0
 EPHEMERAL_FLAG: Final = 1 << 6
 LOADING_FLAG: Final = 1 << 7
 INTERACTION_ACK_TIMEOUT: Final = 3.0
@@ -442,6 +459,8 @@ class FakeChannel:
     message_count: int = 0
     last_message_id: int | None = None
     created_at: str = field(default_factory=_now_iso)
+    # thread members: what decides who receives a private thread's messages
+    member_ids: set[int] = field(default_factory=set)
 
     @property
     def is_thread(self) -> bool:
@@ -726,12 +745,62 @@ class _ApiError(Exception):
 
 def _form_error(field_name: str, code: str, message: str) -> _ApiError:
     """Discord's "Invalid Form Body" error (code 50035) for one field."""
-    return _ApiError(
-        400,
-        50035,
-        "Invalid Form Body",
-        errors={field_name: {"_errors": [{"code": code, "message": message}]}},
-    )
+    return _form_error_at((field_name,), code, message)
+
+
+def _form_error_at(path: Sequence[str | int], code: str, message: str) -> _ApiError:
+    """Invalid Form Body for a nested field: Discord nests ``errors`` along the path
+    (``embeds.0.fields.1.value``), list indexes as string keys."""
+    errors: JSON = {"_errors": [{"code": code, "message": message}]}
+    for key in reversed(path):
+        errors = {str(key): errors}
+    return _ApiError(400, 50035, "Invalid Form Body", errors=errors)
+
+
+def _too_long(path: Sequence[str | int], limit: int) -> _ApiError:
+    return _form_error_at(path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+
+
+def _validate_embeds(embeds: Sequence[Any]) -> None:
+    """Refuse what Discord refuses: each documented embed limit, then the 6,000 total."""
+    if len(embeds) > MAX_EMBEDS:
+        raise _too_long(("embeds",), MAX_EMBEDS)
+    total = 0
+    for index, embed in enumerate(embeds):
+        if not isinstance(embed, dict):
+            raise _form_error_at(
+                ("embeds", index),
+                "MODEL_TYPE_CONVERT",
+                "Only dictionaries may be used in a ModelType",
+            )
+        for key, limit in EMBED_FIELD_LIMITS.items():
+            text = str(embed.get(key) or "")
+            if len(text) > limit:
+                raise _too_long(("embeds", index, key), limit)
+            total += len(text)
+        fields = embed.get("fields") or []
+        if len(fields) > MAX_EMBED_FIELDS:
+            raise _too_long(("embeds", index, "fields"), MAX_EMBED_FIELDS)
+        for position, embed_field in enumerate(fields):
+            for key, limit in (("name", MAX_EMBED_FIELD_NAME), ("value", MAX_EMBED_FIELD_VALUE)):
+                text = str(embed_field.get(key) or "")
+                if len(text) > limit:
+                    raise _too_long(("embeds", index, "fields", position, key), limit)
+                total += len(text)
+        for part, key, limit in (
+            ("footer", "text", MAX_EMBED_FOOTER_TEXT),
+            ("author", "name", MAX_EMBED_AUTHOR_NAME),
+        ):
+            text = str((embed.get(part) or {}).get(key) or "")
+            if len(text) > limit:
+                raise _too_long(("embeds", index, part, key), limit)
+            total += len(text)
+    if total > MAX_EMBEDS_TOTAL_CHARS:
+        raise _form_error_at(
+            ("embeds",),
+            "MAX_EMBED_SIZE_EXCEEDED",
+            f"Embed size exceeds maximum size of {MAX_EMBEDS_TOTAL_CHARS}",
+        )
 
 
 @dataclass
@@ -783,6 +852,8 @@ class _FailureRule:
 class _InteractionState:
     interaction: FakeInteraction
     deadline: float | None
+    # loop time after which the token no longer works for follow-ups and @original
+    token_expires_at: float = float("inf")
     response_type: int | None = None
     original_message_id: int | None = None
     component_message_id: int | None = None
@@ -963,6 +1034,7 @@ class FakeDiscord:
         self.recommended_shards = recommended_shards
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.interaction_ack_timeout = interaction_ack_timeout
+        self.interaction_token_lifetime = INTERACTION_TOKEN_LIFETIME
         self.echo_bot_messages = echo_bot_messages
 
         self.app_owner = FakeUser(id=self._ids.next(), name="app-owner")
@@ -1391,10 +1463,13 @@ class FakeDiscord:
         private: bool = False,
         archived: bool = False,
         thread_id: int | None = None,
+        members: Sequence[int] = (),
     ) -> FakeChannel:
         """Add a thread under a text channel, or a post under a forum (dispatches THREAD_CREATE).
 
-        Archived threads are not part of GUILD_CREATE, like on Discord.
+        Archived threads are not part of GUILD_CREATE, like on Discord. ``members`` (user IDs;
+        the owner always is one) matter for private threads: the bot receives their messages
+        only as a member or with Manage Threads.
         """
         parent = self._channel(parent_id)
         if parent.guild_id is None or parent.type not in (
@@ -1413,6 +1488,7 @@ class FakeDiscord:
             owner_id=owner_id or self.guilds[parent.guild_id].owner_id,
             archived=archived,
         )
+        thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
         self.channels[thread.id] = thread
         self._dispatch(
             "THREAD_CREATE",
@@ -1421,6 +1497,19 @@ class FakeDiscord:
             intent=Intent.GUILDS,
         )
         return thread
+
+    def join_thread(self, thread_id: int, user_id: int) -> None:
+        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread."""
+        thread = self._channel(thread_id)
+        if not thread.is_thread:
+            raise FakeDiscordError(f"channel {thread_id} is not a thread")
+        thread.member_ids.add(user_id)
+
+    def register_commands(self, commands: Sequence[JSON], *, guild_id: int | None = None) -> None:
+        """Set-up: application commands registered before the test, as an earlier sync left
+        them (Discord keeps them across restarts). Not recorded in ``synced_commands``."""
+        for command in commands:
+            self._store_command(guild_id, dict(command))
 
     def dm_channel_id(self, user_id: int) -> int:
         """The DM channel between the bot and a user (created on first use)."""
@@ -1703,6 +1792,7 @@ class FakeDiscord:
             tree = [{"type": option_type, "name": parts[depth], "options": tree}]
         top = parts[0]
         scope = self._command_scope(top, channel.guild_id, guild_command)
+        self._check_registered(scope, parts)
         data: JSON = {
             "id": str(self._command_id(scope, top)),
             "name": top,
@@ -1797,6 +1887,10 @@ class FakeDiscord:
             data=data,
             timeout=timeout,
         )
+
+    def age_interaction(self, interaction: FakeInteraction, seconds: float) -> None:
+        """Pretend ``seconds`` passed for ``interaction``'s token (past 15 minutes it expires)."""
+        self._interactions[interaction.id].token_expires_at -= seconds
 
     async def dispatch(
         self, event: str, data: JSON, *, guild_id: int | None = None, timeout: float = 5.0
@@ -2305,6 +2399,8 @@ class FakeDiscord:
         intent = Intent.GUILD_MESSAGES if guild_id is not None else Intent.DIRECT_MESSAGES
         author_id = int(message["author"]["id"])
         mentions_bot = any(int(u["id"]) == self.bot_user.id for u in message["mentions"])
+        if guild_id is not None and not self._bot_receives_messages_of(channel):
+            return
         for session in self._live_sessions(guild_id):
             if not session.intents & intent:
                 continue
@@ -2331,6 +2427,17 @@ class FakeDiscord:
                 data.update(content="", embeds=[], attachments=[], components=[])
                 data.pop("poll", None)
             self._send_dispatch(session, event, data)
+
+    def _bot_receives_messages_of(self, channel: FakeChannel) -> bool:
+        """The gateway sends a guild channel's messages only to who can view it, and a private
+        thread's only to its members and to those who may manage threads."""
+        assert channel.guild_id is not None
+        perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
+        if not perms & Permission.VIEW_CHANNEL:
+            return False
+        if channel.type == ChannelType.PRIVATE_THREAD:
+            return self.bot_user.id in channel.member_ids or bool(perms & Permission.MANAGE_THREADS)
+        return True
 
     def _echo_bot_message(self, event: str, message: JSON) -> None:
         if self.echo_bot_messages and not int(message.get("flags") or 0) & EPHEMERAL_FLAG:
@@ -2415,6 +2522,28 @@ class FakeDiscord:
                 raise FakeDiscordError("guild commands cannot be invoked in DMs")
             return guild_id
         return None
+
+    def _check_registered(self, scope: int | None, path: Sequence[str]) -> None:
+        """Users can only invoke what the application registered (synced), down to the
+        subcommand: anything else is a mistake in the test."""
+        node: JSON | None = self._commands.get(scope, {}).get(path[0])
+        for part in path[1:]:
+            if node is None:
+                break
+            node = next(
+                (
+                    option
+                    for option in node.get("options") or []
+                    if option.get("type") in (1, 2) and option.get("name") == part
+                ),
+                None,
+            )
+        if node is None:
+            where = "globally" if scope is None else f"in guild {scope}"
+            raise FakeDiscordError(
+                f"/{' '.join(path)} is not registered {where}: the bot must sync it "
+                "(or the test register_commands() it) before a user can invoke it"
+            )
 
     def _command_id(self, scope: int | None, name: str) -> int:
         key = (scope, name)
@@ -2561,7 +2690,11 @@ class FakeDiscord:
             if self.interaction_ack_timeout is None
             else loop.time() - created_ago + self.interaction_ack_timeout
         )
-        state = _InteractionState(interaction=interaction, deadline=deadline)
+        state = _InteractionState(
+            interaction=interaction,
+            deadline=deadline,
+            token_expires_at=loop.time() - created_ago + self.interaction_token_lifetime,
+        )
         if message is not None:
             state.component_message_id = int(message["id"])
         self._interactions[iid] = state
@@ -2984,14 +3117,7 @@ class FakeDiscord:
                 "BASE_TYPE_MAX_LENGTH",
                 f"Must be {MAX_CONTENT_LENGTH} or fewer in length.",
             )
-        embeds = payload.get("embeds") or []
-        if len(embeds) > MAX_EMBEDS:
-            raise _form_error("embeds", "BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length.")
-        for embed in embeds:
-            if len(str(embed.get("description") or "")) > MAX_EMBED_DESCRIPTION:
-                raise _form_error(
-                    "embeds", "BASE_TYPE_MAX_LENGTH", "Must be 4096 or fewer in length."
-                )
+        _validate_embeds(payload.get("embeds") or [])
 
     def _require_non_empty(self, payload: JSON, files: Sequence[UploadedFile]) -> None:
         if not (
@@ -3206,6 +3332,8 @@ class FakeDiscord:
             guild_id=parent.guild_id,
             parent_id=parent.id,
             owner_id=self.bot_user.id,
+            # the creator of a thread is its first member
+            member_ids={self.bot_user.id},
         )
         self.channels[thread.id] = thread
         response = self._channel_payload(thread)
@@ -3387,6 +3515,8 @@ class FakeDiscord:
         state = self._interactions_by_token.get(call.params["token"])
         if call.int_param("app_id") != self.application_id or state is None:
             raise _ApiError(404, 10015, "Unknown Webhook")
+        if asyncio.get_running_loop().time() > state.token_expires_at:
+            raise _ApiError(401, 50027, "Invalid Webhook Token")
         if state.response_type is None:
             # Follow-ups and @original only exist once the interaction was acknowledged.
             raise _ApiError(404, 10015, "Unknown Webhook")

@@ -1,0 +1,322 @@
+"""The fake Discord refuses what real Discord refuses (issue 17): embed limits and expired
+interaction tokens. Each test drives the real discord.py client against the fake and expects
+the error Discord documents, so a fake that grew lenient again fails here."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import discord
+import pytest
+from discord import app_commands
+from discord.ext import commands
+
+from tests.fakes.discord_server import (
+    INTERACTION_TOKEN_LIFETIME,
+    FakeDiscord,
+    FakeDiscordError,
+    Permission,
+    PermissionOverwrite,
+)
+
+GUILD_READY_TIMEOUT = 0.05
+WAIT = 5.0
+
+
+def _intents() -> discord.Intents:
+    intents = discord.Intents.default()
+    intents.message_content = True
+    return intents
+
+
+class EmbedBot(discord.Client):
+    """Sends the embed a test puts in ``to_send`` when a member writes ``!embed``."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+        self.to_send: list[discord.Embed] = []
+        self.results: asyncio.Queue[Exception | None] = asyncio.Queue()
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author == self.user or message.content != "!embed":
+            return
+        try:
+            await message.channel.send(embeds=self.to_send)
+        except Exception as exc:
+            await self.results.put(exc)
+        else:
+            await self.results.put(None)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(bot_name="strict-bot") as server:
+        yield server
+
+
+async def _send_embeds(fake: FakeDiscord, embeds: list[discord.Embed]) -> Exception | None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    bot = EmbedBot()
+    bot.to_send = embeds
+    async with fake.running(bot):
+        await fake.send_message(channel_id=channel.id, author_id=member.user.id, content="!embed")
+        return await asyncio.wait_for(bot.results.get(), WAIT)
+
+
+def _with_fields(count: int, *, name: str = "n", value: str = "v") -> discord.Embed:
+    embed = discord.Embed(title="t")
+    for _ in range(count):
+        embed.add_field(name=name, value=value)
+    return embed
+
+
+@pytest.mark.parametrize(
+    ("embeds", "where", "limit"),
+    [
+        ([discord.Embed(title="x" * 257)], "embeds.0.title", 256),
+        ([discord.Embed(description="x" * 4097)], "embeds.0.description", 4096),
+        ([_with_fields(26)], "embeds.0.fields", 25),
+        ([_with_fields(1, name="x" * 257)], "embeds.0.fields.0.name", 256),
+        ([_with_fields(1, value="x" * 1025)], "embeds.0.fields.0.value", 1024),
+        ([discord.Embed(title="t").set_footer(text="x" * 2049)], "embeds.0.footer.text", 2048),
+        ([discord.Embed(title="t").set_author(name="x" * 257)], "embeds.0.author.name", 256),
+    ],
+    ids=[
+        "title",
+        "description",
+        "fields",
+        "field-name",
+        "field-value",
+        "footer",
+        "author",
+    ],
+)
+async def test_each_embed_limit_is_refused_with_invalid_form_body(
+    fake: FakeDiscord, embeds: list[discord.Embed], where: str, limit: int
+) -> None:
+    error = await _send_embeds(fake, embeds)
+    assert isinstance(error, discord.HTTPException)
+    assert (error.status, error.code) == (400, 50035)
+    assert f"In {where}: Must be {limit} or fewer in length." in error.text
+    assert fake.sent_messages == []
+
+
+async def test_six_thousand_characters_over_all_embeds_are_refused(fake: FakeDiscord) -> None:
+    # every single field is within its own limit; only the sum over both embeds is too much
+    embeds = [discord.Embed(description="x" * 3000), discord.Embed(description="x" * 3001)]
+    error = await _send_embeds(fake, embeds)
+    assert isinstance(error, discord.HTTPException)
+    assert (error.status, error.code) == (400, 50035)
+    assert "Embed size exceeds maximum size of 6000" in error.text
+
+
+async def test_embeds_at_the_limits_are_accepted(fake: FakeDiscord) -> None:
+    full = discord.Embed(title="x" * 256, description="x" * 3013)
+    full.set_footer(text="x" * 1000).set_author(name="x" * 256)
+    for _ in range(25):
+        full.add_field(name="n" * 19, value="v" * 40)
+    assert len(full) == 6000
+    assert await _send_embeds(fake, [full]) is None
+    [sent] = fake.sent_messages
+    assert len(sent.embeds[0]["fields"]) == 25
+
+
+# ------------------------------------------------------------------ interaction tokens
+
+
+def _slow_bot(release: asyncio.Event, outcome: asyncio.Queue[Exception | None]) -> commands.Bot:
+    """``/slow`` defers, waits until the test releases it, then follows up and edits."""
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+
+    @bot.tree.command(name="slow", description="Answer late")
+    async def slow(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)
+        await release.wait()
+        for late_call in (
+            lambda: interaction.followup.send("late"),
+            lambda: interaction.edit_original_response(content="late"),
+        ):
+            try:
+                await late_call()
+            except Exception as exc:
+                await outcome.put(exc)
+            else:
+                await outcome.put(None)
+
+    return bot
+
+
+async def _run_slow(fake: FakeDiscord, *, aged: float) -> list[Exception | None]:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    release = asyncio.Event()
+    outcome: asyncio.Queue[Exception | None] = asyncio.Queue()
+    bot = _slow_bot(release, outcome)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+    async with fake.running(bot):
+        interaction = await fake.invoke_command(
+            name="slow", channel_id=channel.id, user_id=member.user.id
+        )
+        await fake.wait_for_response(interaction)
+        fake.age_interaction(interaction, aged)
+        release.set()
+        return [await asyncio.wait_for(outcome.get(), WAIT) for _ in range(2)]
+
+
+async def test_follow_up_and_edit_after_fifteen_minutes_are_invalid_webhook_token(
+    fake: FakeDiscord,
+) -> None:
+    results = await _run_slow(fake, aged=INTERACTION_TOKEN_LIFETIME + 1)
+    for error in results:
+        assert isinstance(error, discord.HTTPException)
+        assert (error.status, error.code) == (401, 50027)
+    assert fake.followups == []
+    assert fake.edits == []
+
+
+async def test_follow_up_and_edit_within_fifteen_minutes_work(fake: FakeDiscord) -> None:
+    results: list[Any] = await _run_slow(fake, aged=INTERACTION_TOKEN_LIFETIME - 60)
+    assert results == [None, None]
+    assert len(fake.followups) == 1
+    assert len(fake.edits) == 1
+
+
+# ------------------------------------------------------------------ View Channel
+
+
+class ListeningBot(discord.Client):
+    """Records the channel of every message it receives."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+        self.channels: asyncio.Queue[int] = asyncio.Queue()
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author != self.user:
+            await self.channels.put(message.channel.id)
+
+
+async def test_messages_of_channels_the_bot_cannot_view_are_not_dispatched(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    hidden = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    # the same deny for @everyone, but the bot is let in by a member overwrite
+    shared = fake.add_text_channel(
+        guild.id,
+        "staff-with-bot",
+        overwrites=[
+            PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL),
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.VIEW_CHANNEL),
+        ],
+    )
+    hidden_thread = fake.add_thread(hidden.id, "hidden-thread")
+    member = fake.add_member(guild.id, name="alice")
+    bot = ListeningBot()
+    async with fake.running(bot):
+        for channel in (hidden, hidden_thread, shared):
+            await fake.send_message(channel_id=channel.id, author_id=member.user.id, content="hi")
+        # messages are dispatched in order, so the first one received shows the others were not
+        assert await asyncio.wait_for(bot.channels.get(), WAIT) == shared.id
+    assert bot.channels.empty()
+
+
+# ------------------------------------------------------------------ private threads
+
+
+async def test_private_thread_messages_reach_the_bot_only_as_member_or_thread_manager(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    outside = fake.add_thread(general.id, "secret", private=True, owner_id=member.user.id)
+    joined = fake.add_thread(general.id, "with-bot", private=True, owner_id=member.user.id)
+    fake.join_thread(joined.id, fake.bot_user.id)
+    invited = fake.add_thread(
+        general.id, "invited", private=True, owner_id=member.user.id, members=[fake.bot_user.id]
+    )
+    bot = ListeningBot()
+    async with fake.running(bot):
+        for channel in (outside, joined, invited):
+            await fake.send_message(channel_id=channel.id, author_id=member.user.id, content="hi")
+        received = [await asyncio.wait_for(bot.channels.get(), WAIT) for _ in range(2)]
+        assert received == [joined.id, invited.id]
+        assert bot.channels.empty()
+        # Manage Threads on the parent channel lets the bot see every private thread
+        general.overwrites.append(
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.MANAGE_THREADS)
+        )
+        await fake.send_message(channel_id=outside.id, author_id=member.user.id, content="again")
+        assert await asyncio.wait_for(bot.channels.get(), WAIT) == outside.id
+
+
+# ------------------------------------------------------------------ registered commands
+
+
+def _group_bot(answered: asyncio.Queue[str]) -> commands.Bot:
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+    memory = app_commands.Group(name="memory", description="Memory")
+
+    @memory.command(name="show", description="Show")
+    async def show(interaction: discord.Interaction) -> None:
+        await answered.put("show")
+        await interaction.response.send_message("shown", ephemeral=True)
+
+    bot.tree.add_command(memory)
+    return bot
+
+
+async def test_only_commands_the_bot_synced_can_be_invoked(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    answered: asyncio.Queue[str] = asyncio.Queue()
+    bot = _group_bot(answered)
+    async with fake.running(bot):
+        with pytest.raises(FakeDiscordError, match="not registered"):
+            await fake.invoke_command(
+                name="memory show", channel_id=channel.id, user_id=member.user.id
+            )
+        await bot.tree.sync()
+        for unknown in ("remember", "memory forget", "memory show extra"):
+            with pytest.raises(FakeDiscordError, match="not registered"):
+                await fake.invoke_command(
+                    name=unknown, channel_id=channel.id, user_id=member.user.id
+                )
+        interaction = await fake.invoke_command(
+            name="memory show", channel_id=channel.id, user_id=member.user.id
+        )
+        response = await fake.wait_for_response(interaction)
+    assert response.content == "shown"
+    assert answered.qsize() == 1
+    assert len(fake.interactions) == 1  # refused invocations never reached the bot
+
+
+async def test_a_guild_command_is_not_registered_in_another_guild(fake: FakeDiscord) -> None:
+    home = fake.add_guild(name="Home")
+    other = fake.add_guild(name="Other")
+    other_channel = fake.add_text_channel(other.id, "general")
+    member = fake.add_member(other.id, name="bob")
+    bot = _group_bot(asyncio.Queue())
+    fake.register_commands(
+        [command.to_dict(bot.tree) for command in bot.tree.get_commands()], guild_id=home.id
+    )
+    async with fake.running(bot):
+        with pytest.raises(FakeDiscordError, match="not registered globally"):
+            await fake.invoke_command(
+                name="memory show", channel_id=other_channel.id, user_id=member.user.id
+            )
