@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.conftest import START, CoreFactory
@@ -95,6 +96,23 @@ FILLER_JA = [
 ]
 
 
+async def said_long_ago(core: Core, clock: ManualClock, text: str, *, days: int) -> None:
+    """さくら says ``text``, then ``days`` days of 40 filler messages each follow; the
+    vectors are made as the background makes them live."""
+    clock.advance(timedelta(minutes=1))
+    await core.pipeline.ingest(IncomingMessage(scope="j", text=text, author="さくら"))
+    for day in range(1, days + 1):
+        clock.set(START + timedelta(days=day))
+        for i in range(40):
+            author, filler = FILLER_JA[i % len(FILLER_JA)]
+            clock.advance(timedelta(minutes=2))
+            await core.pipeline.ingest(
+                IncomingMessage(scope="j", text=f"{filler}（{i}）", author=author)
+            )
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.embed_backlog("console:j")
+
+
 @pytest.mark.parametrize("embedder", ["off", "local"])
 async def test_japanese_facts_are_recalled_from_long_ago(
     make_core: CoreFactory, embedder: str
@@ -103,20 +121,7 @@ async def test_japanese_facts_are_recalled_from_long_ago(
     alone and with the local multilingual model (which must not crowd it out)."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, memory={"recall_embedder": embedder})
-    clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(
-        IncomingMessage(scope="j", text="予算は5万円までに決めました。", author="さくら")
-    )
-    for day in range(1, 4):
-        clock.set(START + timedelta(days=day))
-        for i in range(40):
-            author, text = FILLER_JA[i % len(FILLER_JA)]
-            clock.advance(timedelta(minutes=2))
-            await core.pipeline.ingest(
-                IncomingMessage(scope="j", text=f"{text}（{i}）", author=author)
-            )
-    assert core.pipeline.recall is not None
-    await core.pipeline.recall.embed_backlog("console:j")  # what the background does live
+    await said_long_ago(core, clock, "予算は5万円までに決めました。", days=3)
     prompt = await core.pipeline.build_prompt(
         IncomingMessage(scope="j", text="予算はいくらに決めましたか？", author="たろう")
     )
@@ -129,20 +134,7 @@ async def test_japanese_is_recalled_by_meaning_with_the_local_model(
     """No shared word or bigram (猫 / ペット): the local model still brings the message back."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, memory={"recall_embedder": "local"})
-    clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(
-        IncomingMessage(scope="j", text="先月から猫を飼い始めました。", author="さくら")
-    )
-    for day in range(1, 3):
-        clock.set(START + timedelta(days=day))
-        for i in range(40):
-            author, text = FILLER_JA[i % len(FILLER_JA)]
-            clock.advance(timedelta(minutes=2))
-            await core.pipeline.ingest(
-                IncomingMessage(scope="j", text=f"{text}（{i}）", author=author)
-            )
-    assert core.pipeline.recall is not None
-    await core.pipeline.recall.embed_backlog("console:j")
+    await said_long_ago(core, clock, "先月から猫を飼い始めました。", days=2)
     prompt = await core.pipeline.build_prompt(
         IncomingMessage(scope="j", text="ペットはいる？", author="たろう")
     )
