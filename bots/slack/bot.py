@@ -394,7 +394,10 @@ class SlackBot:
             await self._post_ephemeral(to, scope, message)
 
     async def _post_ephemeral(self, to: Recipient, scope: str, message: dict[str, Any]) -> None:
-        """The last way to answer: chat.postEphemeral (the bot must be in the channel)."""
+        """The last way to answer: chat.postEphemeral (the bot and the user must be in the
+        channel). Refused (``not_in_channel``, ``user_not_in_channel``...), it is logged with
+        Slack's code and the answer is dropped: never sent to a DM instead, which would show
+        a channel's memory to someone who is no longer in it."""
         client, channel_id, user_id = to
         fields = {k: v for k, v in message.items() if k in ("text", "blocks")}
         try:

@@ -676,6 +676,28 @@ async def test_an_answer_nothing_takes_is_logged_with_slacks_reason(
     assert any(SCOPE in line and "not_in_channel" in line for line in logged), logged
 
 
+async def test_an_answer_to_someone_who_left_the_channel_is_logged_not_sent(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Alice asks, then leaves before her (expired) response_url could carry the answer:
+    # chat.postEphemeral says user_not_in_channel, and her answer is not sent elsewhere (a
+    # DM would show the channel's memory to someone who is no longer in it).
+    await slack.say("standup moves to 10:00", user=BOB)
+    fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
+    slack.fake.remove_member(C1, ALICE)
+    slack.fake.age_response_urls(31 * 60)
+    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    await slack.send_command(fields)
+    [refused] = await slack.fake.wait_for_calls(method="chat.postEphemeral")
+    await slack.bot.drain()
+    assert refused.error == "user_not_in_channel"
+    assert slack.fake.ephemerals == [] and slack.fake.responses == []
+    assert slack.fake.posted_messages == [] and slack.fake.uploads == []
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    assert any(SCOPE in line and "user_not_in_channel" in line for line in logged), logged
+    await slack.settle()  # still serving
+
+
 async def test_non_admin_cannot_forget_all(slack: Harness) -> None:
     await slack.say("keep me")
     response = await slack.command("forget all", user=BOB)

@@ -55,7 +55,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
         bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=TEAM_ID, bot_user_id=BOT_USER_ID
     ) as server:
         server.add_user(ALICE, "alice", real_name="Alice Liddell", is_admin=True)
-        server.add_channel(CHANNEL, "general")
+        server.add_channel(CHANNEL, "general", members=[ALICE])
         yield server
 
 

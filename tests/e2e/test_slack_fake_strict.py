@@ -1,6 +1,12 @@
-"""The fake Slack refuses what Slack refuses (issue 17): posts to a deleted channel or one the
-bot is not in, methods the installed scopes do not allow, and text or blocks over Slack's
-limits; and a click in an ephemeral message has Slack's ephemeral payload shape.
+"""The fake Slack refuses what Slack refuses (issue 17): posts to a channel that does not
+exist (never heard of, or deleted) or one the bot is not in, an ephemeral message to someone
+who is not in the channel, methods the installed scopes do not allow, and text or blocks over
+Slack's limits; and a click in an ephemeral message has Slack's ephemeral payload shape.
+
+The fake knows a conversation when a test adds it, or when it sends an event from it: Slack
+sends message events only from conversations the app is in, so the conversation exists, the
+bot is a member and so is the event's author. Whoever runs a slash command or clicks a button
+in a conversation is a member of it too.
 
 Each check is made through slack_sdk's real client, as the bot makes its calls.
 """
@@ -17,8 +23,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from tests.fakes.slack_server import FakeSlack
 
 BOT_TOKEN = "xoxb-test-bot-token"
-ALICE = "U1"
-CHANNEL, OUTSIDE, GONE = "C1", "COUT", "CGONE"
+ALICE, BOB = "U1", "U2"
+CHANNEL, OUTSIDE, GONE, NEVER = "C1", "COUT", "CGONE", "CNEVER"
 SECTION = {"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}
 
 
@@ -26,10 +32,11 @@ SECTION = {"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}
 async def fake() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(bot_token=BOT_TOKEN, team_id="T1") as server:
         server.add_user(ALICE, "alice")
-        server.add_channel(CHANNEL, "general")
-        server.add_channel(GONE, "old").bot_is_member = True
+        server.add_user(BOB, "bob")
+        server.add_channel(CHANNEL, "general", members=[ALICE])
+        server.add_channel(GONE, "old", members=[ALICE]).bot_is_member = True
         server.delete_channel(GONE)
-        server.add_channel(OUTSIDE, "elsewhere").bot_is_member = False
+        server.add_channel(OUTSIDE, "elsewhere", members=[ALICE]).bot_is_member = False
         yield server
 
 
@@ -65,6 +72,96 @@ async def test_a_deleted_channel_is_not_found(client: AsyncWebClient, method: st
 
 
 @pytest.mark.parametrize("method", POSTS)
+async def test_a_channel_nobody_told_the_fake_about_is_not_found(
+    client: AsyncWebClient, method: str
+) -> None:
+    assert await _error(client, method, channel=NEVER, text="hi") == "channel_not_found"
+
+
+async def test_an_update_in_a_channel_that_does_not_exist_is_not_found(
+    client: AsyncWebClient,
+) -> None:
+    posted = await client.chat_postMessage(channel=CHANNEL, text="first")
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_update(channel=NEVER, ts=str(posted["ts"]), text="moved?")
+    assert caught.value.response["error"] == "channel_not_found"
+
+
+async def test_a_file_shared_to_a_channel_that_does_not_exist_is_refused(
+    client: AsyncWebClient,
+) -> None:
+    with pytest.raises(SlackApiError) as caught:
+        await client.files_upload_v2(channel=NEVER, filename="a.txt", content=b"a")
+    assert caught.value.response["error"] == "invalid_channel"
+    await client.files_upload_v2(channel=CHANNEL, filename="a.txt", content=b"a")
+
+
+async def test_a_conversation_an_event_came_from_exists_with_its_author_in_it(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    said = fake.message_event(text="hi", user_id=BOB, channel_id="CNEW", channel_type="group")
+    fake.event_payload(event=said)  # what Slack delivers: the conversation exists
+    await client.chat_postMessage(channel="CNEW", text="answer")
+    await client.chat_postEphemeral(channel="CNEW", user=BOB, text="only bob")
+    assert await _error(client, "chat.postEphemeral", channel="CNEW", text="x") == (
+        "user_not_in_channel"  # Alice said nothing there
+    )
+    info = (await client.conversations_info(channel="CNEW"))["channel"]
+    assert (info["is_private"], info["is_group"]) == (True, True)  # channel_type "group"
+    mention = fake.app_mention_event(text="hi", user_id=BOB, channel_id="DNEW")
+    fake.event_payload(event=mention)  # no channel_type: a D id is a DM
+    dm = (await client.conversations_info(channel="DNEW"))["channel"]
+    assert (dm["is_im"], dm["user"]) == (True, BOB)
+
+
+async def test_an_event_from_a_deleted_channel_does_not_bring_it_back(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    fake.event_payload(event=fake.message_event(text="hi", user_id=ALICE, channel_id=GONE))
+    assert await _error(client, "chat.postMessage", channel=GONE, text="hi") == (
+        "channel_not_found"
+    )
+
+
+async def test_an_ephemeral_to_someone_not_in_the_channel_is_refused(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+    assert caught.value.response["error"] == "user_not_in_channel"
+    fake.add_member(CHANNEL, BOB)
+    await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+    fake.remove_member(CHANNEL, BOB)  # Bob leaves
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+    assert caught.value.response["error"] == "user_not_in_channel"
+
+
+@pytest.mark.parametrize("how", ["message", "command", "click"])
+async def test_who_speaks_runs_a_command_or_clicks_in_a_channel_is_in_it(
+    fake: FakeSlack, client: AsyncWebClient, how: str
+) -> None:
+    if how == "message":
+        fake.event_payload(event=fake.message_event(text="hi", user_id=BOB, channel_id=CHANNEL))
+    elif how == "command":
+        fake.slash_command_payload(text="show", user_id=BOB, channel_id=CHANNEL)
+    else:
+        fake.block_action_payload(action_id="go", user_id=BOB, channel_id=CHANNEL)
+    await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="only bob")
+    assert [m.user for m in fake.ephemerals] == [BOB]
+
+
+async def test_a_command_in_a_conversation_the_bot_is_not_in_makes_no_channel(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    # Slash commands work anywhere, also where the bot is not; only events prove it is there.
+    fake.slash_command_payload(text="show", user_id=BOB, channel_id=NEVER)
+    assert await _error(client, "chat.postMessage", channel=NEVER, text="hi") == (
+        "channel_not_found"
+    )
+
+
+@pytest.mark.parametrize("method", POSTS)
 async def test_a_channel_the_bot_is_not_in_is_refused(client: AsyncWebClient, method: str) -> None:
     assert await _error(client, method, channel=OUTSIDE, text="hi") == "not_in_channel"
     await _post(client, method, channel=CHANNEL, text="hi")  # a member: accepted
@@ -96,6 +193,7 @@ async def test_a_section_text_over_3000_is_invalid(client: AsyncWebClient, metho
 async def test_a_method_outside_the_installed_scopes_is_missing_scope() -> None:
     async with FakeSlack(bot_token=BOT_TOKEN, scopes=["chat:write", "commands"]) as fake:
         fake.add_user(ALICE, "alice")
+        fake.add_channel(CHANNEL, "general", members=[ALICE])
         client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
         await client.chat_postEphemeral(channel=CHANNEL, user=ALICE, text="allowed")
         with pytest.raises(SlackApiError) as caught:

@@ -299,6 +299,8 @@ class FakeChannel:
     user: str | None = None
     #: Whether the bot is a member (without chat:write.public it posts only where it is).
     bot_is_member: bool = True
+    #: The people in it: chat.postEphemeral reaches only them (``user_not_in_channel``).
+    members: set[str] = field(default_factory=set)
 
     def to_api(self) -> dict[str, Any]:
         """The ``channel`` object of ``conversations.info``."""
@@ -507,6 +509,12 @@ async def serve_web_app(app: web.Application) -> AsyncIterator[str]:
 class FakeSlack:
     """A fake Slack workspace served on 127.0.0.1 (ephemeral port).
 
+    It knows the conversations a test adds (``add_channel``) and those it sends an event
+    from (``event_payload``, Socket Mode pushes): Slack delivers message events only from
+    conversations the app is in. Posting anywhere else is ``channel_not_found``. Members are
+    those added, plus whoever sends an event, runs a slash command or clicks a button there;
+    an ephemeral message to anyone else is ``user_not_in_channel``.
+
     Use ``async with FakeSlack(...) as fake:`` or ``await fake.start()`` / ``await fake.stop()``.
     It must run on the event loop of the test that uses it. Stop Socket Mode clients *before*
     the fake: a client whose socket is closed by the server reconnects, and would then retry
@@ -675,16 +683,67 @@ class FakeSlack:
         is_im: bool = False,
         is_private: bool = False,
         user_id: str | None = None,
+        members: Iterable[str] = (),
     ) -> FakeChannel:
-        """Add (or replace) a conversation that ``conversations.info`` knows.
+        """Add (or replace) a conversation that ``conversations.info`` knows and the chat.*
+        methods post to (any other is ``channel_not_found``, as in Slack).
 
-        ``user_id`` is the other member of a DM (``is_im=True``).
+        ``user_id`` is the other member of a DM (``is_im=True``); ``members``, the people in
+        a channel (more join by sending an event, a slash command or a click there).
         """
         channel = FakeChannel(
-            id=channel_id, name=name, is_im=is_im, is_private=is_private, user=user_id
+            id=channel_id,
+            name=name,
+            is_im=is_im,
+            is_private=is_private,
+            user=user_id,
+            members=set(members) | ({user_id, self.bot_user_id} if is_im and user_id else set()),
         )
         self.channels[channel_id] = channel
         return channel
+
+    def add_member(self, channel_id: str, user_id: str) -> None:
+        """``user_id`` joins a conversation the fake knows."""
+        self.channels[channel_id].members.add(user_id)
+
+    def remove_member(self, channel_id: str, user_id: str) -> None:
+        """``user_id`` leaves (or is removed from) a conversation."""
+        self.channels[channel_id].members.discard(user_id)
+
+    def _learn_from_event(self, event: Any) -> None:
+        """What an event the fake sends proves: Slack delivers message events (and mentions)
+        only from conversations the app is in, so the conversation exists with the bot in
+        it, and its author is a member. Its kind comes from ``channel_type`` or, for an
+        app_mention (which has none), from the id: D is a DM, G a private channel."""
+        if not isinstance(event, Mapping):
+            return
+        channel_id, user_id = event.get("channel"), event.get("user")
+        if not isinstance(channel_id, str) or not channel_id:
+            return
+        if channel_id not in self.channels and channel_id not in self.deleted_channels:
+            kind = event.get("channel_type") or {"D": "im", "G": "group"}.get(channel_id[:1])
+            author = user_id if isinstance(user_id, str) else None
+            if kind == "mpim":
+                self.channels[channel_id] = FakeChannel(
+                    id=channel_id, name=f"mpdm-{channel_id.lower()}", is_mpim=True
+                )
+            else:
+                self.add_channel(
+                    channel_id,
+                    channel_id.lower(),
+                    is_im=kind == "im",
+                    is_private=kind == "group",
+                    user_id=author if kind == "im" else None,
+                )
+        self._learn_member(channel_id, user_id)
+
+    def _learn_member(self, channel_id: Any, user_id: Any) -> None:
+        """Someone who speaks, runs a command or clicks in a known conversation is in it
+        (Slack shows the composer only to members). A command alone does not make a
+        conversation known: slash commands work also where the bot is not."""
+        channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
+        if channel is not None and isinstance(user_id, str) and user_id:
+            channel.members.add(user_id)
 
     def delete_channel(self, channel_id: str) -> None:
         """Delete a conversation: calls that name it fail with ``channel_not_found``."""
@@ -924,7 +983,9 @@ class FakeSlack:
         event_id: str | None = None,
         event_time: int | None = None,
     ) -> dict[str, Any]:
-        """The full Events API ``event_callback`` body wrapping ``event``."""
+        """The full Events API ``event_callback`` body wrapping ``event``. The fake now knows
+        the event's conversation and author (see :meth:`_learn_from_event`)."""
+        self._learn_from_event(event)
         team = team_id or self.team_id
         return {
             "token": self.verification_token,
@@ -1132,7 +1193,9 @@ class FakeSlack:
         channel_name: str | None = None,
         response_url: str | None = None,
     ) -> dict[str, str]:
-        """The form fields of a slash command, with a fresh trigger_id and response_url."""
+        """The form fields of a slash command, with a fresh trigger_id and response_url.
+        The user is then a member of the channel, if the fake knows it."""
+        self._learn_member(channel_id, user_id)
         user = self.users.get(user_id)
         channel = self.channels.get(channel_id)
         return {
@@ -1172,6 +1235,7 @@ class FakeSlack:
         ``ephemeral``: the message was ephemeral (a response_url or chat.postEphemeral
         answer); Slack then marks the container ``is_ephemeral`` and sends no ``message``
         (there is no stored message to update: answer through ``response_url``)."""
+        self._learn_member(channel_id, user_id)
         team = team_id or self.team_id
         ts = message_ts or self.next_ts()
         block = block_id or secrets.token_hex(3)
@@ -1250,6 +1314,8 @@ class FakeSlack:
                 envelope_type == "interactive"
                 and payload.get("type") in {"view_submission", "block_suggestion"}
             )
+        if envelope_type == "events_api":
+            self._learn_from_event(payload.get("event"))
         envelope_id = str(uuid.uuid4())
         message: dict[str, Any] = {
             "envelope_id": envelope_id,
@@ -1457,14 +1523,22 @@ class FakeSlack:
             "provided": ",".join(sorted(self.scopes)),
         }
 
-    def _post_error(self, params: dict[str, Any], *, needs_content: bool = True) -> str | None:
-        """Why Slack would refuse a chat.* post to ``params["channel"]``, or None."""
-        channel_id = str(params.get("channel") or "")
-        if not channel_id or channel_id in self.deleted_channels:
+    def _post_error(
+        self,
+        params: dict[str, Any],
+        *,
+        needs_content: bool = True,
+        recipient: str | None = None,
+    ) -> str | None:
+        """Why Slack would refuse a chat.* post to ``params["channel"]`` (for an ephemeral
+        one, seen by ``recipient``), or None."""
+        channel = self.channels.get(str(params.get("channel") or ""))
+        if channel is None:  # never heard of, or deleted
             return "channel_not_found"
-        channel = self.channels.get(channel_id)
-        if channel is not None and not channel.bot_is_member and not channel.is_im:
+        if not channel.bot_is_member and not channel.is_im:
             return "not_in_channel"
+        if recipient is not None and recipient not in channel.members:
+            return "user_not_in_channel"
         error = message_error(params)
         if error == "no_text" and not needs_content:
             return None
@@ -1552,7 +1626,7 @@ class FakeSlack:
     def _chat_post_ephemeral(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         if not params.get("user"):
             return {"ok": False, "error": "user_not_found"}
-        error = self._post_error(params)
+        error = self._post_error(params, recipient=str(params["user"]))
         if error is not None:
             return {"ok": False, "error": error}
         return {"ok": True, "message_ts": self.next_ts()}
@@ -1590,7 +1664,10 @@ class FakeSlack:
                 self.add_channel(channel_id, channel_id, is_im=True, user_id=users[0])
             else:
                 self.channels[channel_id] = FakeChannel(
-                    id=channel_id, name="mpdm-" + "--".join(users), is_mpim=True
+                    id=channel_id,
+                    name="mpdm-" + "--".join(users),
+                    is_mpim=True,
+                    members={*users, self.bot_user_id},
                 )
         channel = self.channels[channel_id]
         wants_full = str(params.get("return_im", "")).lower() in ("1", "true")
@@ -1631,6 +1708,8 @@ class FakeSlack:
         channels = [c for c in str(params.get("channels", "")).split(",") if c]
         channel_id = params.get("channel_id")
         shared_to = [str(channel_id)] if channel_id else channels
+        if any(c not in self.channels for c in shared_to):
+            return {"ok": False, "error": "invalid_channel"}
         for upload in uploads:
             upload.completed = True
             upload.channel_id = str(channel_id) if channel_id else None
