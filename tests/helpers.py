@@ -21,6 +21,28 @@ from memory_core.models import IncomingMessage
 from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
+SLACK_MANIFEST = ROOT / "slack-manifest.yaml"  # the Slack app memorybot ships
+
+
+def slack_manifest_list(key: str) -> list[str]:
+    """The items of the YAML list under ``key:`` in the Slack manifest (one ``- item  #
+    comment`` per line)."""
+    lines = SLACK_MANIFEST.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"{key}:")
+    items: list[str] = []
+    for line in lines[start + 1 :]:
+        match = re.match(r"\s+- ([\w.:-]+)", line)
+        if match is None:
+            break
+        items.append(match.group(1))
+    return items
+
+
+def slack_bot_scopes() -> list[str]:
+    """The bot scopes an install of the manifest grants, no more: every FakeSlack that runs
+    memorybot gets these (``FakeSlack(scopes=...)``), so a call the manifest does not allow
+    fails with ``missing_scope`` as it would in a real workspace."""
+    return slack_manifest_list("bot")
 
 
 async def scope_values(core: Core, scope: str) -> list[str]:

@@ -40,8 +40,7 @@ from tests.fakes.slack_server import (
     signed_headers,
     slash_command_form_body,
 )
-from tests.helpers import all_keys, quoting_facts, scope_values
-from tests.unit.test_slack_manifest import manifest_list
+from tests.helpers import all_keys, quoting_facts, scope_values, slack_bot_scopes
 
 BOT_TOKEN = "xoxb-test-bot-token"
 APP_TOKEN = "xapp-1-test-app-token"
@@ -60,7 +59,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
         app_token=APP_TOKEN,
         team_id=T1,
         bot_user_id=BOT,
-        scopes=manifest_list("bot"),  # what an install of the manifest grants, no more
+        scopes=slack_bot_scopes(),
     ) as server:
         server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
         server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")
@@ -232,7 +231,7 @@ async def start_harness(
             await bot.drain()
         finally:
             # Before the fake stops: a socket the server closes would reconnect.
-            await handler.close_async()
+            await handler.close_async()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture(params=["http", "socket"])

@@ -35,7 +35,7 @@ from tests.fakes.slack_server import (
     send_signed,
     slash_command_form_body,
 )
-from tests.helpers import all_keys
+from tests.helpers import all_keys, slack_bot_scopes
 from tests.hostile.strategies import hostile_text
 
 BOT_TOKEN = "xoxb-hostile-bot-token"
@@ -105,7 +105,9 @@ class App:
 
 @pytest.fixture
 async def app(make_core: CoreFactory, fake_llm: FakeOpenAI) -> AsyncIterator[App]:
-    async with FakeSlack(bot_token=BOT_TOKEN, team_id=TEAM, bot_user_id=BOT) as fake:
+    async with FakeSlack(
+        bot_token=BOT_TOKEN, team_id=TEAM, bot_user_id=BOT, scopes=slack_bot_scopes()
+    ) as fake:
         fake.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
         fake.add_channel(C1, "general")
         fake.add_channel(DM, DM, is_im=True, user_id=ALICE)
@@ -116,6 +118,14 @@ async def app(make_core: CoreFactory, fake_llm: FakeOpenAI) -> AsyncIterator[App
         async with serve_http(build_app(core, bot=bot), host="127.0.0.1", port=0) as url:
             yield App(fake, core, bot, url)
             await bot.drain()
+
+
+async def test_the_app_has_only_the_scopes_the_manifest_grants(app: App) -> None:
+    """What the bot survives here it survives as installed: a call outside the manifest's
+    bot scopes would be missing_scope, as in a real workspace."""
+    assert app.fake.scopes == frozenset(slack_bot_scopes())
+    await app.still_answers_a_mention()
+    assert [c.method for c in app.fake.calls if c.error == "missing_scope"] == []
 
 
 def escaped(caplog: pytest.LogCaptureFixture) -> list[str]:

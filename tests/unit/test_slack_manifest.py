@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, SLACK_MANIFEST, slack_bot_scopes, slack_manifest_list
 
-MANIFEST = ROOT / "slack-manifest.yaml"
 DOCS = ROOT / "docs" / "slack.md"
 
 # Web API method (as slack_sdk names it) -> the bot scopes it needs here.
@@ -39,19 +38,6 @@ EVENT_SCOPES: dict[str, str] = {
 }
 
 
-def manifest_list(key: str) -> list[str]:
-    """The items of the YAML list under ``key:`` (one ``- item  # comment`` per line)."""
-    lines = MANIFEST.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == f"{key}:")
-    items: list[str] = []
-    for line in lines[start + 1 :]:
-        match = re.match(r"\s+- ([\w.:-]+)", line)
-        if match is None:
-            break
-        items.append(match.group(1))
-    return items
-
-
 def documented_scopes() -> set[str]:
     """The scopes in the first column of docs/slack.md's "| scope | why |" table."""
     text = DOCS.read_text(encoding="utf-8")
@@ -75,17 +61,17 @@ def needed_scopes() -> set[str]:
     unknown = methods - METHOD_SCOPES.keys()
     assert not unknown, f"add the scopes of {sorted(unknown)} to METHOD_SCOPES"
     scopes = set().union(*(METHOD_SCOPES[m] for m in methods))
-    scopes |= {EVENT_SCOPES[event] for event in manifest_list("bot_events")}
-    if "slash_commands:" in MANIFEST.read_text(encoding="utf-8"):
+    scopes |= {EVENT_SCOPES[event] for event in slack_manifest_list("bot_events")}
+    if "slash_commands:" in SLACK_MANIFEST.read_text(encoding="utf-8"):
         scopes.add("commands")
     return scopes
 
 
 def test_the_manifest_asks_for_exactly_the_scopes_the_code_uses() -> None:
-    scopes = manifest_list("bot")
+    scopes = slack_bot_scopes()
     assert len(scopes) == len(set(scopes)), scopes
     assert set(scopes) == needed_scopes()
 
 
 def test_docs_explain_every_scope_of_the_manifest() -> None:
-    assert documented_scopes() == set(manifest_list("bot"))
+    assert documented_scopes() == set(slack_bot_scopes())
