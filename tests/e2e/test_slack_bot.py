@@ -347,6 +347,28 @@ async def test_dm_is_always_answered_under_its_own_scope(slack: Harness) -> None
     assert await entries(slack.core) == []
 
 
+async def test_a_mention_in_a_group_dm_is_answered_though_its_lookup_is_refused(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An app_mention has no channel_type: the bot asks conversations.info, which for a group
+    # DM needs mpim:read, a scope the manifest does not ask for. The mention then counts as
+    # private (as a group DM is) and is answered all the same.
+    group_dm = "GMPIM"
+    await slack.say("hello all", channel=group_dm, channel_type="mpim")
+    caplog.set_level(logging.WARNING, logger="bots.slack.users")
+    await slack.mention("what did I say?", channel=group_dm)
+    [reply] = await slack.replies(1)
+    assert reply.channel == group_dm
+    [lookup] = slack.fake.calls_of("conversations.info")
+    assert (lookup.error, lookup.response["needed"]) == ("missing_scope", "mpim:read")
+    assert any("missing_scope" in r.getMessage() for r in caplog.records), caplog.records
+    scope = f"slack:{T1}:{group_dm}"
+    assert user_texts(await entries(slack.core, scope)) == [
+        "hello all",
+        "@memorybot what did I say?",
+    ]
+
+
 async def test_bot_messages_edits_and_joins_are_ignored(slack: Harness) -> None:
     fake = slack.fake
     events = [

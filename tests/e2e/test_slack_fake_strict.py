@@ -215,3 +215,25 @@ async def test_a_click_in_an_ephemeral_message_has_the_ephemeral_shape(fake: Fak
     assert payload["response_url"].startswith(fake.base_url)
     normal = fake.block_action_payload(action_id="go", user_id=ALICE, channel_id=CHANNEL)
     assert normal["container"]["is_ephemeral"] is False and "message" in normal
+
+
+async def test_conversations_info_needs_the_read_scope_of_the_conversations_type() -> None:
+    # One read scope per kind of conversation (conversations.info's reference): a public
+    # channel needs channels:read, a private one groups:read, a DM im:read, a group DM
+    # mpim:read.
+    async with FakeSlack(bot_token=BOT_TOKEN, scopes=["channels:read", "groups:read"]) as fake:
+        fake.add_channel(CHANNEL, "general")
+        fake.add_channel("CPRIV", "private", is_private=True)
+        fake.add_channel("DALICE", "DALICE", is_im=True, user_id=ALICE)
+        group_dm = fake.message_event(
+            text="hi", user_id=ALICE, channel_id="GMP", channel_type="mpim"
+        )
+        fake.event_payload(event=group_dm)
+        client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+        assert (await client.conversations_info(channel=CHANNEL))["channel"]["id"] == CHANNEL
+        assert (await client.conversations_info(channel="CPRIV"))["channel"]["is_private"]
+        for channel, needed in (("DALICE", "im:read"), ("GMP", "mpim:read")):
+            with pytest.raises(SlackApiError) as caught:
+                await client.conversations_info(channel=channel)
+            response = caught.value.response
+            assert (response["error"], response["needed"]) == ("missing_scope", needed)

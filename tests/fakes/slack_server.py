@@ -99,7 +99,8 @@ _UNCHECKED_BLOCK_TYPES = frozenset(
 
 # The bot scope each Web API method needs (Slack's method reference); checked only when the
 # fake is given the installed scopes. conversations.info needs the read scope of the
-# conversation's type, any one of them is accepted here.
+# conversation's type: any one of them passes this first check, the handler then asks for
+# the right one.
 _METHOD_SCOPES: dict[str, frozenset[str]] = {
     "chat.postMessage": frozenset({"chat:write"}),
     "chat.update": frozenset({"chat:write"}),
@@ -1515,12 +1516,15 @@ class FakeSlack:
             return None
         if needed & self.scopes:
             return None
+        return self._missing_scope(needed)
+
+    def _missing_scope(self, needed: Iterable[str]) -> dict[str, Any]:
         # Slack names what the method needs and what the token has.
         return {
             "ok": False,
             "error": "missing_scope",
             "needed": ",".join(sorted(needed)),
-            "provided": ",".join(sorted(self.scopes)),
+            "provided": ",".join(sorted(self.scopes or ())),
         }
 
     def _post_error(
@@ -1641,6 +1645,14 @@ class FakeSlack:
         channel = self.channels.get(str(params.get("channel", "")))
         if channel is None:
             return {"ok": False, "error": "channel_not_found"}
+        if channel.is_im:
+            needed = "im:read"
+        elif channel.is_mpim:
+            needed = "mpim:read"
+        else:
+            needed = "groups:read" if channel.is_private else "channels:read"
+        if self.scopes is not None and token == self.bot_token and needed not in self.scopes:
+            return self._missing_scope([needed])
         return {"ok": True, "channel": channel.to_api()}
 
     def _conversations_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
