@@ -320,3 +320,67 @@ async def test_a_guild_command_is_not_registered_in_another_guild(fake: FakeDisc
             await fake.invoke_command(
                 name="memory show", channel_id=other_channel.id, user_id=member.user.id
             )
+
+
+# ------------------------------------------------------------------ deferred responses
+
+
+def _deferring_bot(answered: asyncio.Queue[list[discord.WebhookMessage]]) -> commands.Bot:
+    """``/defer public`` and ``/defer private`` think, then send two follow-ups that ask for
+    the opposite visibility of the defer."""
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+    group = app_commands.Group(name="defer", description="Defer")
+
+    async def answer(interaction: discord.Interaction, *, ephemeral: bool) -> None:
+        await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        sent = [
+            await interaction.followup.send(text, ephemeral=not ephemeral, wait=True)
+            for text in ("first", "second")
+        ]
+        await answered.put(sent)
+
+    @group.command(name="public", description="Think in public")
+    async def public(interaction: discord.Interaction) -> None:
+        await answer(interaction, ephemeral=False)
+
+    @group.command(name="private", description="Think privately")
+    async def private(interaction: discord.Interaction) -> None:
+        await answer(interaction, ephemeral=True)
+
+    bot.tree.add_command(group)
+    return bot
+
+
+@pytest.mark.parametrize("visibility", ["public", "private"])
+async def test_the_first_follow_up_after_a_defer_replaces_the_thinking_message(
+    fake: FakeDiscord, visibility: str
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    answered: asyncio.Queue[list[discord.WebhookMessage]] = asyncio.Queue()
+    bot = _deferring_bot(answered)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+    async with fake.running(bot):
+        interaction = await fake.invoke_command(
+            name=f"defer {visibility}", channel_id=channel.id, user_id=member.user.id
+        )
+        deferred = await fake.wait_for_response(interaction)
+        first_sent, second_sent = await asyncio.wait_for(answered.get(), WAIT)
+    first, second = fake.followups
+    # one message: the loading message became the answer; its visibility is the defer's,
+    # whatever the follow-up asked for
+    assert first_sent.id == first.message_id == deferred.message_id
+    assert first.replaced_loading
+    assert int(first.payload.get("flags") or 0) == (64 if visibility == "public" else 0)
+    assert first.ephemeral is deferred.ephemeral is (visibility == "private")
+    stored = fake.messages[first.message_id]
+    assert stored["content"] == "first" and stored["flags"] & (1 << 7) == 0  # no longer loading
+    # later follow-ups are new messages, ephemeral as they ask
+    assert not second.replaced_loading and second.message_id != first.message_id
+    assert second_sent.id == second.message_id
+    assert second.ephemeral is (visibility == "public")
+    bot_messages = [m for m in fake.messages.values() if int(m["channel_id"]) == channel.id]
+    assert [m["content"] for m in bot_messages] == ["first", "second"]

@@ -6,6 +6,9 @@ bot, the bot cannot remember."""
 
 from __future__ import annotations
 
+import pytest
+
+from bots.discord import commands as discord_commands
 from tests.conftest import CoreFactory
 from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     World,
@@ -15,7 +18,12 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     texts_in,
     world,
 )
-from tests.fakes.discord_server import FakeDiscord, Permission, PermissionOverwrite
+from tests.fakes.discord_server import (
+    EPHEMERAL_FLAG,
+    FakeDiscord,
+    Permission,
+    PermissionOverwrite,
+)
 
 
 async def test_messages_of_a_channel_or_private_thread_the_bot_cannot_see_are_not_remembered(
@@ -42,3 +50,53 @@ async def test_messages_of_a_channel_or_private_thread_the_bot_cannot_see_are_no
     assert await texts_in(core, world.scope(world.general)) == ["public plans"]
     assert await texts_in(core, world.scope(hidden)) == []
     assert await texts_in(core, world.scope(private_thread)) == []
+
+
+async def test_a_slow_memory_command_stays_private_when_it_is_deferred(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every /memory answer is private. A slow command is deferred and answered by a follow-up,
+    # and Discord makes that first follow-up as private, or as public, as the defer was: a
+    # public defer would show the answer (facts about people, an export) to the channel.
+    monkeypatch.setattr(discord_commands, "DEFER_AFTER_S", 0.0)  # every command is "slow"
+    core = await make_core()
+    invocations: list[tuple[str, dict[str, str | bool]]] = [
+        ("memory show", {}),
+        ("memory show", {"section": "facts"}),
+        ("memory remember", {"text": "standup is at 10:00"}),
+        ("memory remember", {"text": "I drink tea", "about_me": True}),
+        ("memory export", {}),
+        ("memory config mode", {"value": "all"}),
+        ("memory forget text", {"text": "standup"}),
+        ("memory forget me", {}),
+        ("memory forget all", {}),  # the confirmation buttons
+    ]
+    async with serving(fake, core) as bot:
+        bot.memory_commands.confirm_timeout_s = 0.2
+        await say(fake, bot, world.general, world.alice, "my phone number is 555-0199")
+        for name, options in invocations:
+            interaction = await fake.invoke_command(
+                name=name,
+                channel_id=world.general.id,
+                user_id=world.admin.user.id,
+                options=options or None,
+            )
+            assert (await fake.wait_for_response(interaction)).type == 5, name
+            [answer] = await fake.wait_for_followups(interaction)
+            assert answer.ephemeral, name  # what people see, whatever the follow-up asked
+            assert answer.replaced_loading, name
+        asked = fake.messages[answer.message_id]
+        assert [row["components"] for row in asked["components"]]  # the buttons are there
+        # the unanswered confirmation times out on the very message that shows the buttons
+        [timed_out] = await fake.wait_for_edits(answer.message_id)
+    assert "nothing was forgotten" in (timed_out.content or "")
+    answers = [m for m in fake.messages.values() if int(m["author"]["id"]) == fake.bot_user.id]
+    assert len(answers) == len(invocations)
+    assert all(int(m["flags"]) & EPHEMERAL_FLAG for m in answers)
+    echoed = [
+        d
+        for d in fake.dispatched
+        if d.event in ("MESSAGE_CREATE", "MESSAGE_UPDATE")
+        and int(d.data["author"]["id"]) == fake.bot_user.id
+    ]
+    assert echoed == []  # nothing of it reached the channel

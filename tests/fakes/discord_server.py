@@ -610,7 +610,13 @@ class InteractionResponse:
 
 @dataclass
 class Followup:
-    """A follow-up message (``POST /webhooks/{application_id}/{token}``)."""
+    """A follow-up message (``POST /webhooks/{application_id}/{token}``).
+
+    The first follow-up after a deferred response (type 5) fills the "thinking..." message
+    instead of creating one (``replaced_loading``; ``message_id`` is then the original
+    response's), and whether it is ephemeral was decided by the defer: ``flags`` are those of
+    the message people see, ``payload`` is what the bot sent.
+    """
 
     interaction_id: int
     token: str
@@ -619,6 +625,8 @@ class Followup:
     payload: JSON
     attachments: list[UploadedFile]
     at: float
+    message_flags: int = 0
+    replaced_loading: bool = False
 
     @property
     def content(self) -> str | None:
@@ -628,8 +636,8 @@ class Followup:
 
     @property
     def flags(self) -> int:
-        """Message flags (``64`` = ephemeral)."""
-        return int(self.payload.get("flags") or 0)
+        """Flags of the resulting message (``64`` = ephemeral), not of the request."""
+        return self.message_flags
 
     @property
     def ephemeral(self) -> bool:
@@ -3537,20 +3545,30 @@ class FakeDiscord:
         self._validate_message_payload(payload, files)
         self._require_non_empty(payload, files)
         channel = self.channels[state.interaction.channel_id]
-        metadata = self._interaction_metadata(state)
-        if state.original_message_id is not None:
-            metadata["original_response_message_id"] = str(state.original_message_id)
-        message = self._new_message(
-            channel=channel,
-            author=self.bot_user,
-            content=str(payload.get("content") or ""),
-            embeds=list(payload.get("embeds") or []),
-            components=list(payload.get("components") or []),
-            flags=int(payload.get("flags") or 0),
-            attachments=self._stored_attachments(channel.id, files),
-            webhook=True,
-            interaction_metadata=metadata,
-        )
+        loading = self._loading_response(state)
+        if loading is not None:
+            # The first follow-up after a deferred response is the answer the "thinking..."
+            # message waited for: it replaces that message (as Edit Original Interaction
+            # Response would), and stays as ephemeral, or as public, as the defer made it.
+            message = loading
+            self._apply_edit(message, payload, files)
+            event = "MESSAGE_UPDATE"
+        else:
+            metadata = self._interaction_metadata(state)
+            if state.original_message_id is not None:
+                metadata["original_response_message_id"] = str(state.original_message_id)
+            message = self._new_message(
+                channel=channel,
+                author=self.bot_user,
+                content=str(payload.get("content") or ""),
+                embeds=list(payload.get("embeds") or []),
+                components=list(payload.get("components") or []),
+                flags=int(payload.get("flags") or 0),
+                attachments=self._stored_attachments(channel.id, files),
+                webhook=True,
+                interaction_metadata=metadata,
+            )
+            event = "MESSAGE_CREATE"
         self.followups.append(
             Followup(
                 interaction_id=state.interaction.id,
@@ -3560,12 +3578,23 @@ class FakeDiscord:
                 payload=payload,
                 attachments=list(files),
                 at=time.monotonic(),
+                message_flags=int(message.get("flags") or 0),
+                replaced_loading=loading is not None,
             )
         )
-        self._echo_bot_message("MESSAGE_CREATE", message)
+        self._echo_bot_message(event, message)
         if call.request.query.get("wait") in ("1", "true", "True"):
             return self._json(message, kind="webhook")
         return self._no_content(kind="webhook")
+
+    def _loading_response(self, state: _InteractionState) -> JSON | None:
+        """The deferred response's "thinking..." message, while nothing has filled it yet."""
+        if state.response_type != 5 or state.original_message_id is None:
+            return None
+        message = self.messages.get(state.original_message_id)
+        if message is None or not int(message.get("flags") or 0) & LOADING_FLAG:
+            return None
+        return message
 
     async def _get_webhook_message(self, call: _Call) -> web.Response:
         state = self._webhook_interaction(call)
