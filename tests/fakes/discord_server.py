@@ -1706,14 +1706,24 @@ class FakeDiscord:
         return message
 
     async def edit_user_message(
-        self, message: int | SentMessage | JSON, *, content: str, timeout: float = 5.0
+        self,
+        message: int | SentMessage | JSON,
+        *,
+        content: str | None = None,
+        keep_attachments: Sequence[str] | None = None,
+        timeout: float = 5.0,
     ) -> JSON:
-        """The message's author edits its text (MESSAGE_UPDATE).
+        """The message's author edits it (MESSAGE_UPDATE): its text, or which of its files
+        stay (people can remove a message's attachments when editing it, not add any).
 
         Since API v10 the update carries the full message object, with the same extra
         fields as MESSAGE_CREATE (``guild_id``, ``member``) and the same MESSAGE_CONTENT
         rules; ``edited_timestamp`` is the time of the edit, ``timestamp`` stays the send
         time. Only messages people wrote: the bot edits its own through the REST API.
+
+        Args:
+            content: The new text (``None``: unchanged).
+            keep_attachments: File names of the attachments that stay (``None``: all).
 
         Returns:
             The message payload as now stored (REST shape).
@@ -1721,12 +1731,22 @@ class FakeDiscord:
         stored = self._stored_user_message(message)
         channel = self._channel(int(stored["channel_id"]))
         await self._wait_for_owner_session(channel.guild_id, timeout)
-        stored["content"] = content
-        stored["mentions"] = [
-            self.users[int(uid)].to_payload()
-            for uid in dict.fromkeys(_USER_MENTION.findall(content))
-            if int(uid) in self.users
-        ]
+        if keep_attachments is not None:
+            names = {a["filename"] for a in stored["attachments"]}
+            if unknown := set(keep_attachments) - names:
+                raise FakeDiscordError(f"an edit cannot add attachments: {sorted(unknown)}")
+            stored["attachments"] = [
+                a for a in stored["attachments"] if a["filename"] in keep_attachments
+            ]
+            if not stored["content"] and not stored["attachments"] and content is None:
+                raise FakeDiscordError("Discord deletes a message whose last file is removed")
+        if content is not None:
+            stored["content"] = content
+            stored["mentions"] = [
+                self.users[int(uid)].to_payload()
+                for uid in dict.fromkeys(_USER_MENTION.findall(content))
+                if int(uid) in self.users
+            ]
         stored["edited_timestamp"] = _now_iso()
         self._dispatch_message("MESSAGE_UPDATE", stored)
         await self._flush_sessions(channel.guild_id)
