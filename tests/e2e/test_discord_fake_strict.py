@@ -262,6 +262,58 @@ async def test_private_thread_messages_reach_the_bot_only_as_member_or_thread_ma
         assert await asyncio.wait_for(bot.channels.get(), WAIT) == outside.id
 
 
+class ThreadWatcher(discord.Client):
+    """Records the threads discord.py learns of: created (``newly_created``) or joined."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+        self.threads: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+
+    async def on_thread_create(self, thread: discord.Thread) -> None:
+        await self.threads.put(("create", thread.id))
+
+    async def on_thread_join(self, thread: discord.Thread) -> None:
+        await self.threads.put(("join", thread.id))
+
+
+async def test_private_threads_reach_the_bot_only_as_member_or_thread_manager(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    staff = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    member = fake.add_member(guild.id, name="alice")
+    before = fake.add_thread(general.id, "before-connect", private=True, owner_id=member.user.id)
+    bot = ThreadWatcher()
+    async with fake.running(bot):
+        # GUILD_CREATE lists only the threads the bot can see
+        assert bot.get_channel(before.id) is None
+        outside = fake.add_thread(general.id, "secret", private=True, owner_id=member.user.id)
+        fake.add_thread(staff.id, "hidden-public")  # a public thread of a channel it cannot view
+        invited = fake.add_thread(
+            general.id, "invited", private=True, owner_id=member.user.id, members=[fake.bot_user.id]
+        )
+        assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("create", invited.id)
+        assert bot.get_channel(outside.id) is None
+        # added later: THREAD_CREATE then, and THREAD_MEMBERS_UPDATE (discord.py calls
+        # on_thread_join for each)
+        fake.join_thread(outside.id, fake.bot_user.id)
+        for _ in range(2):
+            assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("join", outside.id)
+        assert isinstance(bot.get_channel(outside.id), discord.Thread)
+        # Manage Threads on the parent: every private thread of it
+        general.overwrites.append(
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.MANAGE_THREADS)
+        )
+        managed = fake.add_thread(general.id, "managed", private=True, owner_id=member.user.id)
+        assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("create", managed.id)
+    assert bot.threads.empty()
+
+
 # ------------------------------------------------------------------ registered commands
 
 

@@ -100,3 +100,23 @@ async def test_a_slow_memory_command_stays_private_when_it_is_deferred(
         and int(d.data["author"]["id"]) == fake.bot_user.id
     ]
     assert echoed == []  # nothing of it reached the channel
+
+
+async def test_a_private_thread_the_bot_is_added_to_later_is_remembered_as_a_thread(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    # Discord tells the bot of a private thread only once it is added (THREAD_CREATE then):
+    # from that moment its messages arrive, and the thread reads its parent's memory.
+    core = await make_core()
+    thread = fake.add_thread(
+        world.general.id, "planning", private=True, owner_id=world.alice.user.id
+    )
+    scope = world.scope(thread)
+    async with serving(fake, core) as bot:
+        await fake.send_message(
+            channel_id=thread.id, author_id=world.alice.user.id, content="before"
+        )
+        fake.join_thread(thread.id, fake.bot_user.id)
+        await say(fake, bot, thread, world.alice, "after the bot joined")
+    assert await texts_in(core, scope) == ["after the bot joined"]
+    assert (await core.repo.state(scope)).parent == world.scope(world.general)

@@ -1498,20 +1498,53 @@ class FakeDiscord:
         )
         thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
         self.channels[thread.id] = thread
-        self._dispatch(
-            "THREAD_CREATE",
-            {**self._channel_payload(thread), "newly_created": True},
-            guild_id=parent.guild_id,
-            intent=Intent.GUILDS,
-        )
+        self._dispatch_thread_create(thread, newly_created=True)
         return thread
 
     def join_thread(self, thread_id: int, user_id: int) -> None:
-        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread."""
+        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread.
+
+        The bot being added gets THREAD_CREATE (without ``newly_created``: discord.py's
+        ``on_thread_join``) and THREAD_MEMBERS_UPDATE, as Discord sends whenever the current
+        user is added to a thread; for a private thread that is when the bot first hears of it.
+        """
         thread = self._channel(thread_id)
         if not thread.is_thread:
             raise FakeDiscordError(f"channel {thread_id} is not a thread")
+        if user_id in thread.member_ids:
+            return
         thread.member_ids.add(user_id)
+        if user_id != self.bot_user.id:
+            return
+        self._dispatch_thread_create(thread, newly_created=False)
+        added = {
+            "id": str(thread.id),
+            "user_id": str(user_id),
+            "join_timestamp": _now_iso(),
+            "flags": 0,
+        }
+        self._dispatch(
+            "THREAD_MEMBERS_UPDATE",
+            {
+                "id": str(thread.id),
+                "guild_id": str(thread.guild_id),
+                "member_count": min(len(thread.member_ids), 50),
+                "added_members": [added],
+            },
+            guild_id=thread.guild_id,
+            intent=Intent.GUILDS,
+        )
+
+    def _dispatch_thread_create(self, thread: FakeChannel, *, newly_created: bool) -> None:
+        """THREAD_CREATE goes only to who may see the thread: View Channel on its parent, and
+        for a private thread membership or Manage Threads ("sent when a thread is created,
+        relevant to the current user, or when the current user is added to a thread")."""
+        if not self._bot_receives_messages_of(thread):
+            return
+        payload = self._channel_payload(thread)
+        if newly_created:
+            payload["newly_created"] = True
+        self._dispatch("THREAD_CREATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
 
     def register_commands(self, commands: Sequence[JSON], *, guild_id: int | None = None) -> None:
         """Set-up: application commands registered before the test, as an earlier sync left
@@ -2232,10 +2265,14 @@ class FakeDiscord:
         else:
             members = [guild.members[self.bot_user.id]]
         channels = [self.channels[cid] for cid in guild.channel_ids]
+        # "all active threads in the guild that the current user is able to view"
         threads = [
             c
             for c in self.channels.values()
-            if c.guild_id == guild.id and c.is_thread and not c.archived
+            if c.guild_id == guild.id
+            and c.is_thread
+            and not c.archived
+            and self._bot_receives_messages_of(c)
         ]
         payload: JSON = {
             **self._guild_payload(guild),
@@ -2457,8 +2494,9 @@ class FakeDiscord:
             self._send_dispatch(session, event, data)
 
     def _bot_receives_messages_of(self, channel: FakeChannel) -> bool:
-        """The gateway sends a guild channel's messages only to who can view it, and a private
-        thread's only to its members and to those who may manage threads."""
+        """The gateway sends a guild channel's messages (and a thread's existence) only to who
+        can view it, and a private thread's only to its members and to those who may manage
+        threads."""
         assert channel.guild_id is not None
         perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
         if not perms & Permission.VIEW_CHANNEL:
@@ -3365,12 +3403,7 @@ class FakeDiscord:
         )
         self.channels[thread.id] = thread
         response = self._channel_payload(thread)
-        self._dispatch(
-            "THREAD_CREATE",
-            {**response, "newly_created": True},
-            guild_id=parent.guild_id,
-            intent=Intent.GUILDS,
-        )
+        self._dispatch_thread_create(thread, newly_created=True)
         if parent.type is ChannelType.GUILD_FORUM:
             # A forum post is a thread plus a starter message that shares the thread's ID.
             starter = payload.get("message") or {}
