@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import discord
 import pytest
@@ -436,3 +436,80 @@ async def test_the_first_follow_up_after_a_defer_replaces_the_thinking_message(
     assert second.ephemeral is (visibility == "public")
     bot_messages = [m for m in fake.messages.values() if int(m["channel_id"]) == channel.id]
     assert [m["content"] for m in bot_messages] == ["first", "second"]
+
+
+# ------------------------------------------------------------------ command contexts
+
+
+class Ran(NamedTuple):
+    command: str
+    context: int  # 0 GUILD, 1 BOT_DM, 2 PRIVATE_CHANNEL
+    guild_install: bool  # discord.py: only in a server
+    user_install: bool
+
+
+def _context_bot(ran: asyncio.Queue[Ran]) -> commands.Bot:
+    """``/guildonly`` (contexts: GUILD) and ``/anywhere`` (every context, guild and user
+    installs) record where they ran."""
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+
+    async def record(interaction: discord.Interaction) -> None:
+        context = interaction.context
+        await ran.put(
+            Ran(
+                command=interaction.command.name if interaction.command else "",
+                context=0 if context.guild else 1 if context.dm_channel else 2,
+                guild_install=interaction.is_guild_integration(),
+                user_install=interaction.is_user_integration(),
+            )
+        )
+        await interaction.response.send_message("ran", ephemeral=True)
+
+    @bot.tree.command(name="guildonly", description="Servers only")
+    @app_commands.allowed_contexts(guilds=True, dms=False, private_channels=False)
+    async def guild_only(interaction: discord.Interaction) -> None:
+        await record(interaction)
+
+    @bot.tree.command(name="anywhere", description="Everywhere it is installed")
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=True)
+    @app_commands.allowed_installs(guilds=True, users=True)
+    async def anywhere(interaction: discord.Interaction) -> None:
+        await record(interaction)
+
+    return bot
+
+
+async def test_a_command_is_offered_only_in_the_contexts_and_installs_it_allows(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    alice = fake.add_member(guild.id, name="alice")
+    dm = fake.dm_channel_id(alice.user.id)
+    ran: asyncio.Queue[Ran] = asyncio.Queue()
+    bot = _context_bot(ran)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+
+    async def invoke(name: str, channel_id: int) -> Ran:
+        await fake.invoke_command(name=name, channel_id=channel_id, user_id=alice.user.id)
+        return await asyncio.wait_for(ran.get(), WAIT)
+
+    async with fake.running(bot):
+        assert await invoke("guildonly", channel.id) == Ran("guildonly", 0, True, False)
+        with pytest.raises(FakeDiscordError, match=r"not offered in the bot's DM \(BOT_DM\)"):
+            await fake.invoke_command(name="guildonly", channel_id=dm, user_id=alice.user.id)
+        assert await invoke("anywhere", dm) == Ran("anywhere", 1, False, False)
+        # a group DM is reached only by a user install, of the user who runs the command
+        group = fake.add_group_dm([alice.user.id, fake.add_user(name="bob").id])
+        for name in ("guildonly", "anywhere"):
+            with pytest.raises(FakeDiscordError, match="not offered in PRIVATE_CHANNEL"):
+                await fake.invoke_command(name=name, channel_id=group.id, user_id=alice.user.id)
+        fake.install_for_user(alice.user.id)
+        assert await invoke("anywhere", group.id) == Ran("anywhere", 2, False, True)
+        assert await invoke("anywhere", channel.id) == Ran("anywhere", 0, True, True)
+        with pytest.raises(FakeDiscordError, match="not offered in PRIVATE_CHANNEL"):
+            await fake.invoke_command(name="guildonly", channel_id=group.id, user_id=alice.user.id)
+    assert ran.empty()
+    assert len(fake.interactions) == 4  # refused invocations never reached the bot

@@ -21,6 +21,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
 from tests.fakes.discord_server import (
     EPHEMERAL_FLAG,
     FakeDiscord,
+    FakeDiscordError,
     Permission,
     PermissionOverwrite,
 )
@@ -120,3 +121,25 @@ async def test_a_private_thread_the_bot_is_added_to_later_is_remembered_as_a_thr
         await say(fake, bot, thread, world.alice, "after the bot joined")
     assert await texts_in(core, scope) == ["after the bot joined"]
     assert (await core.repo.state(scope)).parent == world.scope(world.general)
+
+
+async def test_memory_is_offered_in_servers_and_the_bot_dm_only(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    # /memory is about the bot's memory of a place: a group DM (reached only by a user
+    # install, even one the user made) is no place the bot is in.
+    core = await make_core()
+    fake.install_for_user(world.alice.user.id)
+    group = fake.add_group_dm([world.alice.user.id, world.bob.user.id])
+    async with serving(fake, core):
+        with pytest.raises(FakeDiscordError, match="not offered in PRIVATE_CHANNEL"):
+            await fake.invoke_command(
+                name="memory show", channel_id=group.id, user_id=world.alice.user.id
+            )
+        for channel_id in (world.general.id, fake.dm_channel_id(world.alice.user.id)):
+            interaction = await fake.invoke_command(
+                name="memory show", channel_id=channel_id, user_id=world.alice.user.id
+            )
+            shown = await fake.wait_for_response(interaction)
+            assert shown.ephemeral and "Memory of" in (shown.embeds[0].get("title") or "")
+    assert len(fake.interactions) == 2

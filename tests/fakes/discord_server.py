@@ -31,8 +31,11 @@ only once, and messages longer than 2000 characters are rejected.
 It is never more lenient than Discord's documentation (issue 17): embeds over any documented
 limit are refused with 50035 Invalid Form Body, interaction tokens expire after 15 minutes
 (401, 50027 Invalid Webhook Token), only registered (synced, or ``register_commands``) commands
-can be invoked, and MESSAGE_CREATE/UPDATE reach the bot only for channels it can view and for
-private threads it is a member of (or may manage).
+can be invoked, and only in the contexts their ``contexts`` and ``integration_types`` allow
+(a group DM only through a user install), the first follow-up after a deferred response fills
+the "thinking..." message and is as ephemeral as the defer was, and MESSAGE_CREATE/UPDATE and
+THREAD_CREATE reach the bot only for channels it can view and for private threads it is a
+member of (or may manage).
 
 Everything the bot does is recorded on the instance (``sent_messages``, ``edits``, ``typing``,
 ``interaction_responses``, ``followups``, ``synced_commands``, ``unknown_routes``...), and the
@@ -153,6 +156,11 @@ INTERACTION_TOKEN_LIFETIME: Final = 15 * 60.0
 EPHEMERAL_FLAG: Final = 1 << 6
 LOADING_FLAG: Final = 1 << 7
 INTERACTION_ACK_TIMEOUT: Final = 3.0
+# Interaction context types: where a command is used (a server, the DM with the bot, a group
+# DM or a DM between other users) and installation types: how the app got there.
+CONTEXT_GUILD, CONTEXT_BOT_DM, CONTEXT_PRIVATE_CHANNEL = 0, 1, 2
+GUILD_INSTALL, USER_INSTALL = 0, 1
+_CONTEXT_NAMES: Final = {0: "a server (GUILD)", 1: "the bot's DM (BOT_DM)", 2: "PRIVATE_CHANNEL"}
 _API_PATH = re.compile(r"^/api/v(?P<version>\d+)(?P<rest>/.*)$")
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 
@@ -236,6 +244,7 @@ class ChannelType(enum.IntEnum):
 
     GUILD_TEXT = 0
     DM = 1
+    GROUP_DM = 3
     GUILD_CATEGORY = 4
     ANNOUNCEMENT_THREAD = 10
     PUBLIC_THREAD = 11
@@ -1055,6 +1064,8 @@ class FakeDiscord:
         self.messages: dict[int, JSON] = {}
         """Every message the fake knows (REST-shaped payloads), by ID."""
         self._dm_by_user: dict[int, int] = {}
+        self.user_installs: set[int] = set()
+        """Users who installed the app to their account (USER_INSTALL)."""
         self._attachments: dict[tuple[int, int], bytes] = {}
         self._interactions: dict[int, _InteractionState] = {}
         self._interactions_by_token: dict[str, _InteractionState] = {}
@@ -1569,6 +1580,28 @@ class FakeDiscord:
         self._dm_by_user[user.id] = channel.id
         return channel.id
 
+    def add_group_dm(self, user_ids: Sequence[int], *, name: str | None = None) -> FakeChannel:
+        """A group DM between people (never the bot: bots cannot be in group DMs). Commands
+        reach it only from a user-installed app (see :meth:`install_for_user`), in the
+        PRIVATE_CHANNEL context."""
+        if self.bot_user.id in user_ids:
+            raise FakeDiscordError("bots cannot be added to group DMs")
+        channel = FakeChannel(
+            id=self._ids.next(),
+            type=ChannelType.GROUP_DM,
+            name=name,
+            guild_id=None,
+            owner_id=user_ids[0] if user_ids else None,
+            recipient_ids=[self.add_user(uid).id for uid in user_ids],
+        )
+        self.channels[channel.id] = channel
+        return channel
+
+    def install_for_user(self, user_id: int) -> None:
+        """The user installs the app to their account (USER_INSTALL): its commands whose
+        ``integration_types`` include 1 follow them into group DMs and other servers."""
+        self.user_installs.add(self.add_user(user_id).id)
+
     # ------------------------------------------------------------------ failure injection
 
     def rate_limit_next(
@@ -1854,6 +1887,7 @@ class FakeDiscord:
         top = parts[0]
         scope = self._command_scope(top, channel.guild_id, guild_command)
         self._check_registered(scope, parts)
+        owners = self._check_context(scope, parts, channel, user_id)
         data: JSON = {
             "id": str(self._command_id(scope, top)),
             "name": top,
@@ -1871,6 +1905,7 @@ class FakeDiscord:
             data=data,
             timeout=timeout,
             created_ago=created_ago,
+            owners=owners,
         )
 
     async def click_button(
@@ -2168,6 +2203,17 @@ class FakeDiscord:
             return {
                 "id": str(channel.id),
                 "type": int(channel.type),
+                "last_message_id": _opt_str(channel.last_message_id),
+                "recipients": [self.users[u].to_payload() for u in channel.recipient_ids],
+                "flags": 0,
+            }
+        if channel.type is ChannelType.GROUP_DM:
+            return {
+                "id": str(channel.id),
+                "type": int(channel.type),
+                "name": channel.name,
+                "icon": None,
+                "owner_id": _opt_str(channel.owner_id),
                 "last_message_id": _opt_str(channel.last_message_id),
                 "recipients": [self.users[u].to_payload() for u in channel.recipient_ids],
                 "flags": 0,
@@ -2611,6 +2657,43 @@ class FakeDiscord:
                 "(or the test register_commands() it) before a user can invoke it"
             )
 
+    @staticmethod
+    def _context_of(channel: FakeChannel) -> int:
+        if channel.guild_id is not None:
+            return CONTEXT_GUILD
+        return CONTEXT_BOT_DM if channel.type is ChannelType.DM else CONTEXT_PRIVATE_CHANNEL
+
+    def _check_context(
+        self, scope: int | None, path: Sequence[str], channel: FakeChannel, user_id: int
+    ) -> JSON:
+        """Discord shows a global command only in the interaction contexts its ``contexts``
+        allow (all when unset; a ``dm_permission`` of false takes the bot's DM away), and only
+        where one of its ``integration_types`` put the app: a guild install serves the server
+        and the bot's DM, a user install (of the invoking user) any place, and is the only one
+        that reaches a PRIVATE_CHANNEL. Returns ``authorizing_integration_owners``."""
+        context = self._context_of(channel)
+        if scope is not None:  # guild commands have no contexts: only their guild
+            return {str(GUILD_INSTALL): str(scope)}
+        command = self._commands.get(scope, {})[path[0]]
+        contexts = command.get("contexts")
+        if contexts is None:
+            legacy_no_dm = command.get("dm_permission") is False
+            contexts = [c for c in _CONTEXT_NAMES if not (legacy_no_dm and c == CONTEXT_BOT_DM)]
+        installs = command.get("integration_types")
+        installs = [GUILD_INSTALL] if installs is None else [int(i) for i in installs]
+        owners: JSON = {}
+        if GUILD_INSTALL in installs and context != CONTEXT_PRIVATE_CHANNEL:
+            owners[str(GUILD_INSTALL)] = str(channel.guild_id or 0)
+        if USER_INSTALL in installs and user_id in self.user_installs:
+            owners[str(USER_INSTALL)] = str(user_id)
+        if context not in [int(c) for c in contexts] or not owners:
+            raise FakeDiscordError(
+                f"/{' '.join(path)} is not offered in {_CONTEXT_NAMES[context]}: its contexts "
+                f"are {contexts} and integration_types {installs}"
+                + ("" if user_id in self.user_installs else " (the user has not installed the app)")
+            )
+        return owners
+
     def _command_id(self, scope: int | None, name: str) -> int:
         key = (scope, name)
         if key not in self._command_ids:
@@ -2687,6 +2770,7 @@ class FakeDiscord:
         timeout: float,
         message: JSON | None = None,
         created_ago: float = 0.0,
+        owners: JSON | None = None,
     ) -> FakeInteraction:
         if created_ago < 0:
             raise FakeDiscordError("an interaction cannot be created in the future")
@@ -2724,16 +2808,18 @@ class FakeDiscord:
                 guild_locale="en-US",
                 member={**member.to_payload(), "permissions": str(member_perms)},
                 app_permissions=str(self.permissions_for(guild_id, self.bot_user.id, channel.id)),
-                context=0,
-                authorizing_integration_owners={"0": str(guild_id)},
+                context=CONTEXT_GUILD,
+                authorizing_integration_owners=owners or {"0": str(guild_id)},
             )
         else:
+            if channel.type is ChannelType.GROUP_DM and user.id not in channel.recipient_ids:
+                raise FakeDiscordError(f"user {user.id} is not in group DM {channel.id}")
             payload.update(
                 user=user.to_payload(),
                 # In a DM with the bot the app has the "DM" permission set Discord computes.
                 app_permissions=str(DEFAULT_BOT_PERMISSIONS),
-                context=1,
-                authorizing_integration_owners={"0": "0"},
+                context=self._context_of(channel),
+                authorizing_integration_owners=owners or {"0": "0"},
             )
         if message is not None:
             payload["message"] = copy.deepcopy(message)
