@@ -39,7 +39,7 @@ from bots.discord.events import (
     guild_id_of,
     incoming_message,
     is_allowed,
-    is_text_edit,
+    is_content_edit,
     message_text,
     place_of,
 )
@@ -160,11 +160,11 @@ class MemoryBot(discord.AutoShardedClient):
 
     def translate_edit(self, event: discord.RawMessageUpdateEvent) -> tuple[Place, str] | None:
         """(place, new text) of a person's edit, or None for what memorybot ignores, as for
-        new messages, and for updates that do not change the text (link previews)."""
+        new messages, and for updates that change neither text nor files (link previews)."""
         me, message = self.user, event.message
         if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
             return None
-        if not is_text_edit(event):
+        if not is_content_edit(event):
             return None
         place = place_of(
             message.channel,

@@ -157,14 +157,21 @@ def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str
     )
 
 
-def is_text_edit(event: discord.RawMessageUpdateEvent) -> bool:
-    """Whether a MESSAGE_UPDATE is someone editing the text. Discord also sends one when it
-    adds link previews or embeds, or a message is pinned: then nobody edited it (no
-    ``edited_timestamp``) or the text is what it was."""
+def is_content_edit(event: discord.RawMessageUpdateEvent) -> bool:
+    """Whether a MESSAGE_UPDATE is someone editing what memory keeps of a message: its text,
+    or its files (an edit can remove attachments and leave the text as it was). Discord also
+    sends one when it adds link previews or embeds, or a message is pinned: then nobody
+    edited it (no ``edited_timestamp``) or text and files are what they were."""
     if "content" not in event.data or not event.data.get("edited_timestamp"):
         return False
-    before = event.cached_message
-    return before is None or before.content != event.message.content
+    before, after = event.cached_message, event.message
+    if before is None:
+        return True  # not cached: the core compares with what it stored
+    return before.content != after.content or _file_ids(before) != _file_ids(after)
+
+
+def _file_ids(message: discord.Message) -> list[int]:
+    return [attachment.id for attachment in message.attachments]
 
 
 def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:

@@ -414,6 +414,32 @@ async def test_an_edit_keeps_the_messages_files(
     assert text.startswith("final plan\n[file: plan.txt, text, 10 bytes <http")
 
 
+async def test_an_edit_that_removes_only_a_file_forgets_the_file(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core()
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        sent = await say(
+            fake,
+            bot,
+            world.general,
+            world.alice,
+            "the plan is attached",
+            attachments={"salaries-2027.xlsx": b"x" * 10, "plan.txt": b"y" * 5},
+        )
+        # the text stays; the file shared by mistake is taken off the message
+        await fake.edit_user_message(sent, keep_attachments=["plan.txt"])
+        await bot.edited(sent)
+        await say(fake, bot, world.general, world.bob, "what was shared?", mentions_bot=True)
+        await fake.wait_for_messages(world.general.id, 1)
+    [(text, _)] = await copies_of(core, scope, sent)
+    assert text.startswith("the plan is attached\n[file: plan.txt, text, 5 bytes <http")
+    assert not [v for v in await scope_values(core, scope) if "salaries-2027" in v]
+    assert "salaries-2027" not in last_prompt(fake_llm)
+    assert "plan.txt" in last_prompt(fake_llm)
+
+
 async def test_allow_lists_ignore_everything_else(
     fake: FakeDiscord, world: World, make_core: CoreFactory
 ) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import discord
 import pytest
@@ -262,6 +262,58 @@ async def test_private_thread_messages_reach_the_bot_only_as_member_or_thread_ma
         assert await asyncio.wait_for(bot.channels.get(), WAIT) == outside.id
 
 
+class ThreadWatcher(discord.Client):
+    """Records the threads discord.py learns of: created (``newly_created``) or joined."""
+
+    def __init__(self) -> None:
+        super().__init__(intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+        self.threads: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+
+    async def on_thread_create(self, thread: discord.Thread) -> None:
+        await self.threads.put(("create", thread.id))
+
+    async def on_thread_join(self, thread: discord.Thread) -> None:
+        await self.threads.put(("join", thread.id))
+
+
+async def test_private_threads_reach_the_bot_only_as_member_or_thread_manager(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    staff = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    member = fake.add_member(guild.id, name="alice")
+    before = fake.add_thread(general.id, "before-connect", private=True, owner_id=member.user.id)
+    bot = ThreadWatcher()
+    async with fake.running(bot):
+        # GUILD_CREATE lists only the threads the bot can see
+        assert bot.get_channel(before.id) is None
+        outside = fake.add_thread(general.id, "secret", private=True, owner_id=member.user.id)
+        fake.add_thread(staff.id, "hidden-public")  # a public thread of a channel it cannot view
+        invited = fake.add_thread(
+            general.id, "invited", private=True, owner_id=member.user.id, members=[fake.bot_user.id]
+        )
+        assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("create", invited.id)
+        assert bot.get_channel(outside.id) is None
+        # added later: THREAD_CREATE then, and THREAD_MEMBERS_UPDATE (discord.py calls
+        # on_thread_join for each)
+        fake.join_thread(outside.id, fake.bot_user.id)
+        for _ in range(2):
+            assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("join", outside.id)
+        assert isinstance(bot.get_channel(outside.id), discord.Thread)
+        # Manage Threads on the parent: every private thread of it
+        general.overwrites.append(
+            PermissionOverwrite(id=fake.bot_user.id, type="member", allow=Permission.MANAGE_THREADS)
+        )
+        managed = fake.add_thread(general.id, "managed", private=True, owner_id=member.user.id)
+        assert await asyncio.wait_for(bot.threads.get(), WAIT) == ("create", managed.id)
+    assert bot.threads.empty()
+
+
 # ------------------------------------------------------------------ registered commands
 
 
@@ -320,3 +372,144 @@ async def test_a_guild_command_is_not_registered_in_another_guild(fake: FakeDisc
             await fake.invoke_command(
                 name="memory show", channel_id=other_channel.id, user_id=member.user.id
             )
+
+
+# ------------------------------------------------------------------ deferred responses
+
+
+def _deferring_bot(answered: asyncio.Queue[list[discord.WebhookMessage]]) -> commands.Bot:
+    """``/defer public`` and ``/defer private`` think, then send two follow-ups that ask for
+    the opposite visibility of the defer."""
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+    group = app_commands.Group(name="defer", description="Defer")
+
+    async def answer(interaction: discord.Interaction, *, ephemeral: bool) -> None:
+        await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        sent = [
+            await interaction.followup.send(text, ephemeral=not ephemeral, wait=True)
+            for text in ("first", "second")
+        ]
+        await answered.put(sent)
+
+    @group.command(name="public", description="Think in public")
+    async def public(interaction: discord.Interaction) -> None:
+        await answer(interaction, ephemeral=False)
+
+    @group.command(name="private", description="Think privately")
+    async def private(interaction: discord.Interaction) -> None:
+        await answer(interaction, ephemeral=True)
+
+    bot.tree.add_command(group)
+    return bot
+
+
+@pytest.mark.parametrize("visibility", ["public", "private"])
+async def test_the_first_follow_up_after_a_defer_replaces_the_thinking_message(
+    fake: FakeDiscord, visibility: str
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    answered: asyncio.Queue[list[discord.WebhookMessage]] = asyncio.Queue()
+    bot = _deferring_bot(answered)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+    async with fake.running(bot):
+        interaction = await fake.invoke_command(
+            name=f"defer {visibility}", channel_id=channel.id, user_id=member.user.id
+        )
+        deferred = await fake.wait_for_response(interaction)
+        first_sent, second_sent = await asyncio.wait_for(answered.get(), WAIT)
+    first, second = fake.followups
+    # one message: the loading message became the answer; its visibility is the defer's,
+    # whatever the follow-up asked for
+    assert first_sent.id == first.message_id == deferred.message_id
+    assert first.replaced_loading
+    assert int(first.payload.get("flags") or 0) == (64 if visibility == "public" else 0)
+    assert first.ephemeral is deferred.ephemeral is (visibility == "private")
+    stored = fake.messages[first.message_id]
+    assert stored["content"] == "first" and stored["flags"] & (1 << 7) == 0  # no longer loading
+    # later follow-ups are new messages, ephemeral as they ask
+    assert not second.replaced_loading and second.message_id != first.message_id
+    assert second_sent.id == second.message_id
+    assert second.ephemeral is (visibility == "public")
+    bot_messages = [m for m in fake.messages.values() if int(m["channel_id"]) == channel.id]
+    assert [m["content"] for m in bot_messages] == ["first", "second"]
+
+
+# ------------------------------------------------------------------ command contexts
+
+
+class Ran(NamedTuple):
+    command: str
+    context: int  # 0 GUILD, 1 BOT_DM, 2 PRIVATE_CHANNEL
+    guild_install: bool  # discord.py: only in a server
+    user_install: bool
+
+
+def _context_bot(ran: asyncio.Queue[Ran]) -> commands.Bot:
+    """``/guildonly`` (contexts: GUILD) and ``/anywhere`` (every context, guild and user
+    installs) record where they ran."""
+    bot = commands.Bot(
+        command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+    )
+
+    async def record(interaction: discord.Interaction) -> None:
+        context = interaction.context
+        await ran.put(
+            Ran(
+                command=interaction.command.name if interaction.command else "",
+                context=0 if context.guild else 1 if context.dm_channel else 2,
+                guild_install=interaction.is_guild_integration(),
+                user_install=interaction.is_user_integration(),
+            )
+        )
+        await interaction.response.send_message("ran", ephemeral=True)
+
+    @bot.tree.command(name="guildonly", description="Servers only")
+    @app_commands.allowed_contexts(guilds=True, dms=False, private_channels=False)
+    async def guild_only(interaction: discord.Interaction) -> None:
+        await record(interaction)
+
+    @bot.tree.command(name="anywhere", description="Everywhere it is installed")
+    @app_commands.allowed_contexts(guilds=True, dms=True, private_channels=True)
+    @app_commands.allowed_installs(guilds=True, users=True)
+    async def anywhere(interaction: discord.Interaction) -> None:
+        await record(interaction)
+
+    return bot
+
+
+async def test_a_command_is_offered_only_in_the_contexts_and_installs_it_allows(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    channel = fake.add_text_channel(guild.id, "general")
+    alice = fake.add_member(guild.id, name="alice")
+    dm = fake.dm_channel_id(alice.user.id)
+    ran: asyncio.Queue[Ran] = asyncio.Queue()
+    bot = _context_bot(ran)
+    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
+
+    async def invoke(name: str, channel_id: int) -> Ran:
+        await fake.invoke_command(name=name, channel_id=channel_id, user_id=alice.user.id)
+        return await asyncio.wait_for(ran.get(), WAIT)
+
+    async with fake.running(bot):
+        assert await invoke("guildonly", channel.id) == Ran("guildonly", 0, True, False)
+        with pytest.raises(FakeDiscordError, match=r"not offered in the bot's DM \(BOT_DM\)"):
+            await fake.invoke_command(name="guildonly", channel_id=dm, user_id=alice.user.id)
+        assert await invoke("anywhere", dm) == Ran("anywhere", 1, False, False)
+        # a group DM is reached only by a user install, of the user who runs the command
+        group = fake.add_group_dm([alice.user.id, fake.add_user(name="bob").id])
+        for name in ("guildonly", "anywhere"):
+            with pytest.raises(FakeDiscordError, match="not offered in PRIVATE_CHANNEL"):
+                await fake.invoke_command(name=name, channel_id=group.id, user_id=alice.user.id)
+        fake.install_for_user(alice.user.id)
+        assert await invoke("anywhere", group.id) == Ran("anywhere", 2, False, True)
+        assert await invoke("anywhere", channel.id) == Ran("anywhere", 0, True, True)
+        with pytest.raises(FakeDiscordError, match="not offered in PRIVATE_CHANNEL"):
+            await fake.invoke_command(name="guildonly", channel_id=group.id, user_id=alice.user.id)
+    assert ran.empty()
+    assert len(fake.interactions) == 4  # refused invocations never reached the bot

@@ -31,8 +31,11 @@ only once, and messages longer than 2000 characters are rejected.
 It is never more lenient than Discord's documentation (issue 17): embeds over any documented
 limit are refused with 50035 Invalid Form Body, interaction tokens expire after 15 minutes
 (401, 50027 Invalid Webhook Token), only registered (synced, or ``register_commands``) commands
-can be invoked, and MESSAGE_CREATE/UPDATE reach the bot only for channels it can view and for
-private threads it is a member of (or may manage).
+can be invoked, and only in the contexts their ``contexts`` and ``integration_types`` allow
+(a group DM only through a user install), the first follow-up after a deferred response fills
+the "thinking..." message and is as ephemeral as the defer was, and MESSAGE_CREATE/UPDATE and
+THREAD_CREATE reach the bot only for channels it can view and for private threads it is a
+member of (or may manage).
 
 Everything the bot does is recorded on the instance (``sent_messages``, ``edits``, ``typing``,
 ``interaction_responses``, ``followups``, ``synced_commands``, ``unknown_routes``...), and the
@@ -153,6 +156,11 @@ INTERACTION_TOKEN_LIFETIME: Final = 15 * 60.0
 EPHEMERAL_FLAG: Final = 1 << 6
 LOADING_FLAG: Final = 1 << 7
 INTERACTION_ACK_TIMEOUT: Final = 3.0
+# Interaction context types: where a command is used (a server, the DM with the bot, a group
+# DM or a DM between other users) and installation types: how the app got there.
+CONTEXT_GUILD, CONTEXT_BOT_DM, CONTEXT_PRIVATE_CHANNEL = 0, 1, 2
+GUILD_INSTALL, USER_INSTALL = 0, 1
+_CONTEXT_NAMES: Final = {0: "a server (GUILD)", 1: "the bot's DM (BOT_DM)", 2: "PRIVATE_CHANNEL"}
 _API_PATH = re.compile(r"^/api/v(?P<version>\d+)(?P<rest>/.*)$")
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 
@@ -236,6 +244,7 @@ class ChannelType(enum.IntEnum):
 
     GUILD_TEXT = 0
     DM = 1
+    GROUP_DM = 3
     GUILD_CATEGORY = 4
     ANNOUNCEMENT_THREAD = 10
     PUBLIC_THREAD = 11
@@ -610,7 +619,13 @@ class InteractionResponse:
 
 @dataclass
 class Followup:
-    """A follow-up message (``POST /webhooks/{application_id}/{token}``)."""
+    """A follow-up message (``POST /webhooks/{application_id}/{token}``).
+
+    The first follow-up after a deferred response (type 5) fills the "thinking..." message
+    instead of creating one (``replaced_loading``; ``message_id`` is then the original
+    response's), and whether it is ephemeral was decided by the defer: ``flags`` are those of
+    the message people see, ``payload`` is what the bot sent.
+    """
 
     interaction_id: int
     token: str
@@ -619,6 +634,8 @@ class Followup:
     payload: JSON
     attachments: list[UploadedFile]
     at: float
+    message_flags: int = 0
+    replaced_loading: bool = False
 
     @property
     def content(self) -> str | None:
@@ -628,8 +645,8 @@ class Followup:
 
     @property
     def flags(self) -> int:
-        """Message flags (``64`` = ephemeral)."""
-        return int(self.payload.get("flags") or 0)
+        """Flags of the resulting message (``64`` = ephemeral), not of the request."""
+        return self.message_flags
 
     @property
     def ephemeral(self) -> bool:
@@ -1047,6 +1064,8 @@ class FakeDiscord:
         self.messages: dict[int, JSON] = {}
         """Every message the fake knows (REST-shaped payloads), by ID."""
         self._dm_by_user: dict[int, int] = {}
+        self.user_installs: set[int] = set()
+        """Users who installed the app to their account (USER_INSTALL)."""
         self._attachments: dict[tuple[int, int], bytes] = {}
         self._interactions: dict[int, _InteractionState] = {}
         self._interactions_by_token: dict[str, _InteractionState] = {}
@@ -1490,20 +1509,53 @@ class FakeDiscord:
         )
         thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
         self.channels[thread.id] = thread
-        self._dispatch(
-            "THREAD_CREATE",
-            {**self._channel_payload(thread), "newly_created": True},
-            guild_id=parent.guild_id,
-            intent=Intent.GUILDS,
-        )
+        self._dispatch_thread_create(thread, newly_created=True)
         return thread
 
     def join_thread(self, thread_id: int, user_id: int) -> None:
-        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread."""
+        """Make a user (the bot: ``fake.bot_user.id``) a member of a thread.
+
+        The bot being added gets THREAD_CREATE (without ``newly_created``: discord.py's
+        ``on_thread_join``) and THREAD_MEMBERS_UPDATE, as Discord sends whenever the current
+        user is added to a thread; for a private thread that is when the bot first hears of it.
+        """
         thread = self._channel(thread_id)
         if not thread.is_thread:
             raise FakeDiscordError(f"channel {thread_id} is not a thread")
+        if user_id in thread.member_ids:
+            return
         thread.member_ids.add(user_id)
+        if user_id != self.bot_user.id:
+            return
+        self._dispatch_thread_create(thread, newly_created=False)
+        added = {
+            "id": str(thread.id),
+            "user_id": str(user_id),
+            "join_timestamp": _now_iso(),
+            "flags": 0,
+        }
+        self._dispatch(
+            "THREAD_MEMBERS_UPDATE",
+            {
+                "id": str(thread.id),
+                "guild_id": str(thread.guild_id),
+                "member_count": min(len(thread.member_ids), 50),
+                "added_members": [added],
+            },
+            guild_id=thread.guild_id,
+            intent=Intent.GUILDS,
+        )
+
+    def _dispatch_thread_create(self, thread: FakeChannel, *, newly_created: bool) -> None:
+        """THREAD_CREATE goes only to who may see the thread: View Channel on its parent, and
+        for a private thread membership or Manage Threads ("sent when a thread is created,
+        relevant to the current user, or when the current user is added to a thread")."""
+        if not self._bot_receives_messages_of(thread):
+            return
+        payload = self._channel_payload(thread)
+        if newly_created:
+            payload["newly_created"] = True
+        self._dispatch("THREAD_CREATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
 
     def register_commands(self, commands: Sequence[JSON], *, guild_id: int | None = None) -> None:
         """Set-up: application commands registered before the test, as an earlier sync left
@@ -1527,6 +1579,28 @@ class FakeDiscord:
         self.channels[channel.id] = channel
         self._dm_by_user[user.id] = channel.id
         return channel.id
+
+    def add_group_dm(self, user_ids: Sequence[int], *, name: str | None = None) -> FakeChannel:
+        """A group DM between people (never the bot: bots cannot be in group DMs). Commands
+        reach it only from a user-installed app (see :meth:`install_for_user`), in the
+        PRIVATE_CHANNEL context."""
+        if self.bot_user.id in user_ids:
+            raise FakeDiscordError("bots cannot be added to group DMs")
+        channel = FakeChannel(
+            id=self._ids.next(),
+            type=ChannelType.GROUP_DM,
+            name=name,
+            guild_id=None,
+            owner_id=user_ids[0] if user_ids else None,
+            recipient_ids=[self.add_user(uid).id for uid in user_ids],
+        )
+        self.channels[channel.id] = channel
+        return channel
+
+    def install_for_user(self, user_id: int) -> None:
+        """The user installs the app to their account (USER_INSTALL): its commands whose
+        ``integration_types`` include 1 follow them into group DMs and other servers."""
+        self.user_installs.add(self.add_user(user_id).id)
 
     # ------------------------------------------------------------------ failure injection
 
@@ -1698,14 +1772,24 @@ class FakeDiscord:
         return message
 
     async def edit_user_message(
-        self, message: int | SentMessage | JSON, *, content: str, timeout: float = 5.0
+        self,
+        message: int | SentMessage | JSON,
+        *,
+        content: str | None = None,
+        keep_attachments: Sequence[str] | None = None,
+        timeout: float = 5.0,
     ) -> JSON:
-        """The message's author edits its text (MESSAGE_UPDATE).
+        """The message's author edits it (MESSAGE_UPDATE): its text, or which of its files
+        stay (people can remove a message's attachments when editing it, not add any).
 
         Since API v10 the update carries the full message object, with the same extra
         fields as MESSAGE_CREATE (``guild_id``, ``member``) and the same MESSAGE_CONTENT
         rules; ``edited_timestamp`` is the time of the edit, ``timestamp`` stays the send
         time. Only messages people wrote: the bot edits its own through the REST API.
+
+        Args:
+            content: The new text (``None``: unchanged).
+            keep_attachments: File names of the attachments that stay (``None``: all).
 
         Returns:
             The message payload as now stored (REST shape).
@@ -1713,12 +1797,22 @@ class FakeDiscord:
         stored = self._stored_user_message(message)
         channel = self._channel(int(stored["channel_id"]))
         await self._wait_for_owner_session(channel.guild_id, timeout)
-        stored["content"] = content
-        stored["mentions"] = [
-            self.users[int(uid)].to_payload()
-            for uid in dict.fromkeys(_USER_MENTION.findall(content))
-            if int(uid) in self.users
-        ]
+        if keep_attachments is not None:
+            names = {a["filename"] for a in stored["attachments"]}
+            if unknown := set(keep_attachments) - names:
+                raise FakeDiscordError(f"an edit cannot add attachments: {sorted(unknown)}")
+            stored["attachments"] = [
+                a for a in stored["attachments"] if a["filename"] in keep_attachments
+            ]
+            if not stored["content"] and not stored["attachments"] and content is None:
+                raise FakeDiscordError("Discord deletes a message whose last file is removed")
+        if content is not None:
+            stored["content"] = content
+            stored["mentions"] = [
+                self.users[int(uid)].to_payload()
+                for uid in dict.fromkeys(_USER_MENTION.findall(content))
+                if int(uid) in self.users
+            ]
         stored["edited_timestamp"] = _now_iso()
         self._dispatch_message("MESSAGE_UPDATE", stored)
         await self._flush_sessions(channel.guild_id)
@@ -1793,6 +1887,7 @@ class FakeDiscord:
         top = parts[0]
         scope = self._command_scope(top, channel.guild_id, guild_command)
         self._check_registered(scope, parts)
+        owners = self._check_context(scope, parts, channel, user_id)
         data: JSON = {
             "id": str(self._command_id(scope, top)),
             "name": top,
@@ -1810,6 +1905,7 @@ class FakeDiscord:
             data=data,
             timeout=timeout,
             created_ago=created_ago,
+            owners=owners,
         )
 
     async def click_button(
@@ -2111,6 +2207,17 @@ class FakeDiscord:
                 "recipients": [self.users[u].to_payload() for u in channel.recipient_ids],
                 "flags": 0,
             }
+        if channel.type is ChannelType.GROUP_DM:
+            return {
+                "id": str(channel.id),
+                "type": int(channel.type),
+                "name": channel.name,
+                "icon": None,
+                "owner_id": _opt_str(channel.owner_id),
+                "last_message_id": _opt_str(channel.last_message_id),
+                "recipients": [self.users[u].to_payload() for u in channel.recipient_ids],
+                "flags": 0,
+            }
         payload: JSON = {
             "id": str(channel.id),
             "type": int(channel.type),
@@ -2204,10 +2311,14 @@ class FakeDiscord:
         else:
             members = [guild.members[self.bot_user.id]]
         channels = [self.channels[cid] for cid in guild.channel_ids]
+        # "all active threads in the guild that the current user is able to view"
         threads = [
             c
             for c in self.channels.values()
-            if c.guild_id == guild.id and c.is_thread and not c.archived
+            if c.guild_id == guild.id
+            and c.is_thread
+            and not c.archived
+            and self._bot_receives_messages_of(c)
         ]
         payload: JSON = {
             **self._guild_payload(guild),
@@ -2429,8 +2540,9 @@ class FakeDiscord:
             self._send_dispatch(session, event, data)
 
     def _bot_receives_messages_of(self, channel: FakeChannel) -> bool:
-        """The gateway sends a guild channel's messages only to who can view it, and a private
-        thread's only to its members and to those who may manage threads."""
+        """The gateway sends a guild channel's messages (and a thread's existence) only to who
+        can view it, and a private thread's only to its members and to those who may manage
+        threads."""
         assert channel.guild_id is not None
         perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
         if not perms & Permission.VIEW_CHANNEL:
@@ -2545,6 +2657,43 @@ class FakeDiscord:
                 "(or the test register_commands() it) before a user can invoke it"
             )
 
+    @staticmethod
+    def _context_of(channel: FakeChannel) -> int:
+        if channel.guild_id is not None:
+            return CONTEXT_GUILD
+        return CONTEXT_BOT_DM if channel.type is ChannelType.DM else CONTEXT_PRIVATE_CHANNEL
+
+    def _check_context(
+        self, scope: int | None, path: Sequence[str], channel: FakeChannel, user_id: int
+    ) -> JSON:
+        """Discord shows a global command only in the interaction contexts its ``contexts``
+        allow (all when unset; a ``dm_permission`` of false takes the bot's DM away), and only
+        where one of its ``integration_types`` put the app: a guild install serves the server
+        and the bot's DM, a user install (of the invoking user) any place, and is the only one
+        that reaches a PRIVATE_CHANNEL. Returns ``authorizing_integration_owners``."""
+        context = self._context_of(channel)
+        if scope is not None:  # guild commands have no contexts: only their guild
+            return {str(GUILD_INSTALL): str(scope)}
+        command = self._commands.get(scope, {})[path[0]]
+        contexts = command.get("contexts")
+        if contexts is None:
+            legacy_no_dm = command.get("dm_permission") is False
+            contexts = [c for c in _CONTEXT_NAMES if not (legacy_no_dm and c == CONTEXT_BOT_DM)]
+        installs = command.get("integration_types")
+        installs = [GUILD_INSTALL] if installs is None else [int(i) for i in installs]
+        owners: JSON = {}
+        if GUILD_INSTALL in installs and context != CONTEXT_PRIVATE_CHANNEL:
+            owners[str(GUILD_INSTALL)] = str(channel.guild_id or 0)
+        if USER_INSTALL in installs and user_id in self.user_installs:
+            owners[str(USER_INSTALL)] = str(user_id)
+        if context not in [int(c) for c in contexts] or not owners:
+            raise FakeDiscordError(
+                f"/{' '.join(path)} is not offered in {_CONTEXT_NAMES[context]}: its contexts "
+                f"are {contexts} and integration_types {installs}"
+                + ("" if user_id in self.user_installs else " (the user has not installed the app)")
+            )
+        return owners
+
     def _command_id(self, scope: int | None, name: str) -> int:
         key = (scope, name)
         if key not in self._command_ids:
@@ -2621,6 +2770,7 @@ class FakeDiscord:
         timeout: float,
         message: JSON | None = None,
         created_ago: float = 0.0,
+        owners: JSON | None = None,
     ) -> FakeInteraction:
         if created_ago < 0:
             raise FakeDiscordError("an interaction cannot be created in the future")
@@ -2658,16 +2808,18 @@ class FakeDiscord:
                 guild_locale="en-US",
                 member={**member.to_payload(), "permissions": str(member_perms)},
                 app_permissions=str(self.permissions_for(guild_id, self.bot_user.id, channel.id)),
-                context=0,
-                authorizing_integration_owners={"0": str(guild_id)},
+                context=CONTEXT_GUILD,
+                authorizing_integration_owners=owners or {"0": str(guild_id)},
             )
         else:
+            if channel.type is ChannelType.GROUP_DM and user.id not in channel.recipient_ids:
+                raise FakeDiscordError(f"user {user.id} is not in group DM {channel.id}")
             payload.update(
                 user=user.to_payload(),
                 # In a DM with the bot the app has the "DM" permission set Discord computes.
                 app_permissions=str(DEFAULT_BOT_PERMISSIONS),
-                context=1,
-                authorizing_integration_owners={"0": "0"},
+                context=self._context_of(channel),
+                authorizing_integration_owners=owners or {"0": "0"},
             )
         if message is not None:
             payload["message"] = copy.deepcopy(message)
@@ -3337,12 +3489,7 @@ class FakeDiscord:
         )
         self.channels[thread.id] = thread
         response = self._channel_payload(thread)
-        self._dispatch(
-            "THREAD_CREATE",
-            {**response, "newly_created": True},
-            guild_id=parent.guild_id,
-            intent=Intent.GUILDS,
-        )
+        self._dispatch_thread_create(thread, newly_created=True)
         if parent.type is ChannelType.GUILD_FORUM:
             # A forum post is a thread plus a starter message that shares the thread's ID.
             starter = payload.get("message") or {}
@@ -3537,20 +3684,30 @@ class FakeDiscord:
         self._validate_message_payload(payload, files)
         self._require_non_empty(payload, files)
         channel = self.channels[state.interaction.channel_id]
-        metadata = self._interaction_metadata(state)
-        if state.original_message_id is not None:
-            metadata["original_response_message_id"] = str(state.original_message_id)
-        message = self._new_message(
-            channel=channel,
-            author=self.bot_user,
-            content=str(payload.get("content") or ""),
-            embeds=list(payload.get("embeds") or []),
-            components=list(payload.get("components") or []),
-            flags=int(payload.get("flags") or 0),
-            attachments=self._stored_attachments(channel.id, files),
-            webhook=True,
-            interaction_metadata=metadata,
-        )
+        loading = self._loading_response(state)
+        if loading is not None:
+            # The first follow-up after a deferred response is the answer the "thinking..."
+            # message waited for: it replaces that message (as Edit Original Interaction
+            # Response would), and stays as ephemeral, or as public, as the defer made it.
+            message = loading
+            self._apply_edit(message, payload, files)
+            event = "MESSAGE_UPDATE"
+        else:
+            metadata = self._interaction_metadata(state)
+            if state.original_message_id is not None:
+                metadata["original_response_message_id"] = str(state.original_message_id)
+            message = self._new_message(
+                channel=channel,
+                author=self.bot_user,
+                content=str(payload.get("content") or ""),
+                embeds=list(payload.get("embeds") or []),
+                components=list(payload.get("components") or []),
+                flags=int(payload.get("flags") or 0),
+                attachments=self._stored_attachments(channel.id, files),
+                webhook=True,
+                interaction_metadata=metadata,
+            )
+            event = "MESSAGE_CREATE"
         self.followups.append(
             Followup(
                 interaction_id=state.interaction.id,
@@ -3560,12 +3717,23 @@ class FakeDiscord:
                 payload=payload,
                 attachments=list(files),
                 at=time.monotonic(),
+                message_flags=int(message.get("flags") or 0),
+                replaced_loading=loading is not None,
             )
         )
-        self._echo_bot_message("MESSAGE_CREATE", message)
+        self._echo_bot_message(event, message)
         if call.request.query.get("wait") in ("1", "true", "True"):
             return self._json(message, kind="webhook")
         return self._no_content(kind="webhook")
+
+    def _loading_response(self, state: _InteractionState) -> JSON | None:
+        """The deferred response's "thinking..." message, while nothing has filled it yet."""
+        if state.response_type != 5 or state.original_message_id is None:
+            return None
+        message = self.messages.get(state.original_message_id)
+        if message is None or not int(message.get("flags") or 0) & LOADING_FLAG:
+            return None
+        return message
 
     async def _get_webhook_message(self, call: _Call) -> web.Response:
         state = self._webhook_interaction(call)
