@@ -106,7 +106,7 @@ async def build_core(
     if settings.llm.rpm_limit:
         limiter = FleetRateLimiter(
             store.client,
-            store.keys.llm_rate,
+            store.keys,
             limit=settings.llm.rpm_limit,
             window_s=settings.llm.rpm_window_s,
         )
@@ -145,11 +145,13 @@ async def build_core(
         metrics=metrics,
         background=background,
     )
+    fleet = FleetQueue(store.client, store.keys)
+    await fleet.migrate_legacy()
     scheduler = RolloverScheduler(
         repo=repo,
         maintainer=maintainer,
         maintain=pipeline.maintain,
-        fleet=FleetQueue(store.client, store.keys),
+        fleet=fleet,
         settings=settings,
         clock=clock,
     )

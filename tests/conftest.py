@@ -236,6 +236,7 @@ CLUSTER_MODULES = {
     "tests.integration.test_forget",
     "tests.integration.test_isolation",
     "tests.integration.test_fleet",
+    "tests.integration.test_fleet_buckets",
 }
 
 

@@ -25,7 +25,6 @@ from memory_core.calendar import from_ms
 from memory_core.models import Fact, ScopeState
 
 PAGE_SIZE = 50
-CHUNK = 1_000
 SCAN_LIMIT = 100_000
 STATE_WINDOW = 2_000
 READ_CONCURRENCY = 16  # parallel reads per request: quick, without hogging the pool
@@ -152,14 +151,8 @@ async def load_row(core: Core, scope: str, last_ms: int) -> ScopeRow:
 
 
 async def _index(core: Core, limit: int) -> list[tuple[str, int]]:
-    """The ``limit`` most recently active scopes, read in chunks."""
-    out: list[tuple[str, int]] = []
-    while len(out) < limit:
-        chunk = await core.repo.scopes(offset=len(out), limit=min(CHUNK, limit - len(out)))
-        out += chunk
-        if len(chunk) < CHUNK:
-            break
-    return out
+    """The ``limit`` most recently active scopes."""
+    return await core.repo.scopes(offset=0, limit=limit)
 
 
 async def list_scopes(core: Core, query: ListingQuery) -> Listing:

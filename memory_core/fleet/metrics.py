@@ -1,6 +1,8 @@
 """Fleet-wide metrics: each process counts in memory and adds its counts to per-minute
 hashes in Redis every few seconds, so the dashboard and /metrics see the whole fleet without
-a single extra command on the message path.
+a single extra command on the message path. Each process writes to its own bucket of the key
+schema (a random one), so on a Redis Cluster the flushes of many processes spread over the
+shards; readers add the buckets up.
 
 Counters: messages stored; replies by kind; maintenance work (compactions, days closed,
 weeks, tier refreshes, summary failures); summaries written by the model vs the extractive
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -42,6 +45,7 @@ class Metrics:
     ) -> None:
         self.client = client
         self.keys = keys
+        self.bucket = secrets.randbelow(keys.metric_buckets)
         self._llm_stats = llm_stats
         self._summary_stats = summary_stats
         self.counts: Counter[str] = Counter()
@@ -81,7 +85,7 @@ class Metrics:
         delta = current - self._flushed
         if not delta:
             return 0
-        key = self.keys.metrics(minute_of(now or datetime.now(UTC)))
+        key = self.keys.metrics(minute_of(now or datetime.now(UTC)), self.bucket)
         pipe = self.client.pipeline(transaction=False)
         for name, value in delta.items():
             pipe.hincrby(key, name, value)
@@ -120,9 +124,16 @@ async def read_minutes(
     stamps = [minute_of(end - timedelta(minutes=m)) for m in range(minutes - 1, -1, -1)]
     pipe = client.pipeline(transaction=False)
     for stamp in stamps:
-        pipe.hgetall(keys.metrics(stamp))
+        for bucket in range(keys.metric_buckets):
+            pipe.hgetall(keys.metrics(stamp, bucket))
     rows = await pipe.execute()
-    return [(s, {k: int(v) for k, v in row.items()}) for s, row in zip(stamps, rows, strict=True)]
+    out: list[tuple[str, dict[str, int]]] = []
+    for i, stamp in enumerate(stamps):
+        minute: Counter[str] = Counter()
+        for row in rows[i * keys.metric_buckets : (i + 1) * keys.metric_buckets]:
+            minute.update({k: int(v) for k, v in row.items()})
+        out.append((stamp, dict(minute)))
+    return out
 
 
 def totals(rows: list[tuple[str, dict[str, int]]]) -> Counter[str]:

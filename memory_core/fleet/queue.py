@@ -3,7 +3,9 @@
 A sweep has two parts. *Enumerate*: one process per sweep slot (a ``SET NX`` marker) reads
 the scopes index and queues the scopes that are due. *Work*: every process claims queued
 scopes one at a time (a Lua script moves a scope from the queue into an in-flight set with a
-lease) and brings each up to date. A process that dies leaves its claimed scopes in the
+lease) and brings each up to date. The index, the queue and the in-flight set are split in
+the key schema's buckets (a scope's bucket holds its entries), so on a Redis Cluster the
+work spreads over the shards. A process that dies leaves its claimed scopes in the
 in-flight set; their leases run out and the next claim by anyone puts them back in the queue.
 An enumerator that dies lets its marker's short lease lapse (its heartbeat stops), and the
 next worker to find the queue empty enumerates the slot itself.
@@ -13,6 +15,7 @@ guarantee it even if two workers end up on one scope.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -46,6 +49,9 @@ class FleetQueue:
     def __init__(self, client: Any, keys: KeySchema) -> None:
         self.client = client
         self.keys = keys
+        # Where this process's claims start: a random bucket, so processes do not all
+        # begin with the same one.
+        self._cursor = secrets.randbelow(keys.buckets)
 
     # The slot's marker: "enumerating:<worker>" while its enumerator fills the queue, kept
     # alive by that enumerator's heartbeat for a short lease (so a dead one frees the slot in
@@ -84,56 +90,102 @@ class FleetQueue:
         return "enumerating" if str(value).startswith("enumerating") else "done"
 
     async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
-        """Every scope in the index with the state fields a due-check needs, in batches."""
-        cursor = 0
-        while True:
-            cursor, items = await self.client.zscan(self.keys.scopes_index, cursor, count=batch)
-            scopes = [str(scope) for scope, _ in items]
-            if scopes:
-                pipe = self.client.pipeline(transaction=False)
-                for scope in scopes:
-                    pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
-                rows = await pipe.execute()
-                yield [
-                    (
-                        scope,
-                        ScopeState.from_hash(
-                            {k: v for k, v in zip(DUE_FIELDS, row, strict=True) if v is not None}
-                        ),
-                    )
-                    for scope, row in zip(scopes, rows, strict=True)
-                ]
-            if cursor == 0:
-                return
+        """Every scope in the index with the state fields a due-check needs, in batches
+        (bucket after bucket)."""
+        for index_key in self.keys.all_scopes_indexes():
+            cursor = 0
+            while True:
+                cursor, items = await self.client.zscan(index_key, cursor, count=batch)
+                scopes = [str(scope) for scope, _ in items]
+                if scopes:
+                    pipe = self.client.pipeline(transaction=False)
+                    for scope in scopes:
+                        pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
+                    rows = await pipe.execute()
+                    yield [
+                        (
+                            scope,
+                            ScopeState.from_hash(
+                                {
+                                    k: v
+                                    for k, v in zip(DUE_FIELDS, row, strict=True)
+                                    if v is not None
+                                }
+                            ),
+                        )
+                        for scope, row in zip(scopes, rows, strict=True)
+                    ]
+                if cursor == 0:
+                    break
 
     async def enqueue(self, scopes: list[str], *, now_ms: int) -> int:
+        """Queue ``scopes``, each in its bucket's queue (one round trip)."""
         if not scopes:
             return 0
-        added = await self.client.zadd(
-            self.keys.fleet_queue, dict.fromkeys(scopes, now_ms), nx=True
-        )
-        return int(added)
+        by_bucket: dict[int, list[str]] = {}
+        for scope in scopes:
+            by_bucket.setdefault(self.keys.bucket(scope), []).append(scope)
+        pipe = self.client.pipeline(transaction=False)
+        for bucket, members in by_bucket.items():
+            pipe.zadd(self.keys.fleet_queue(bucket), dict.fromkeys(members, now_ms), nx=True)
+        return sum(int(n) for n in await pipe.execute())
 
     async def claim(self, *, now_ms: int, lease_ms: int) -> str | None:
-        scope = await run_script(
-            self.client,
-            "fleet_claim",
-            [self.keys.fleet_queue, self.keys.fleet_inflight],
-            [now_ms, lease_ms],
-        )
-        return str(scope) if scope else None
+        """A queued scope for this worker, or None when every bucket's queue is empty.
+        Buckets are tried in turn from where this process last found work, so workers
+        spread over the buckets instead of all draining the first."""
+        for step in range(self.keys.buckets):
+            bucket = (self._cursor + step) % self.keys.buckets
+            scope = await run_script(
+                self.client,
+                "fleet_claim",
+                [self.keys.fleet_queue(bucket), self.keys.fleet_inflight(bucket)],
+                [now_ms, lease_ms],
+            )
+            if scope:
+                self._cursor = bucket + 1  # the next worker of this process starts after it
+                return str(scope)
+        return None
 
     async def finish(self, scope: str) -> None:
-        await self.client.zrem(self.keys.fleet_inflight, scope)
+        await self.client.zrem(self.keys.fleet_inflight(self.keys.bucket(scope)), scope)
+
+    async def migrate_legacy(self, *, batch: int = 1000) -> int:
+        """Move what a release before the buckets left in the single fleet-wide keys (the
+        activity index, the queue, the in-flight leases) into the buckets. Run at start-up;
+        nothing to do costs one EXISTS. Returns how many entries moved."""
+        keys = self.keys
+        legacy = [keys.legacy_scopes_index, keys.legacy_fleet_queue, keys.legacy_fleet_inflight]
+        if not await self.client.exists(*legacy):
+            return 0
+        moved = 0
+        for old, new in (
+            (keys.legacy_scopes_index, keys.scopes_index),
+            (keys.legacy_fleet_queue, keys.fleet_queue),
+            (keys.legacy_fleet_inflight, keys.fleet_queue),  # a lease lapses into the queue
+        ):
+            while True:
+                items = await self.client.zrange(old, 0, batch - 1, withscores=True)
+                if not items:
+                    break
+                pipe = self.client.pipeline(transaction=False)
+                for scope, score in items:
+                    # GT: an entry a newer process already wrote is not moved back in time.
+                    pipe.zadd(new(keys.bucket(str(scope))), {scope: score}, gt=True)
+                await pipe.execute()
+                await self.client.zrem(old, *(scope for scope, _ in items))
+                moved += len(items)
+        return moved
 
     async def record_sweep(self, job: str, entry: str) -> None:
         """The last sweep of ``job`` (a JSON object), for the dashboard."""
         await self.client.hset(self.keys.sweeps, job, entry)
 
     async def pending(self) -> tuple[int, int]:
-        """(queued, in flight)."""
+        """(queued, in flight), over every bucket."""
         pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(self.keys.fleet_queue)
-        pipe.zcard(self.keys.fleet_inflight)
-        queued, inflight = await pipe.execute()
-        return int(queued), int(inflight)
+        for bucket in range(self.keys.buckets):
+            pipe.zcard(self.keys.fleet_queue(bucket))
+            pipe.zcard(self.keys.fleet_inflight(bucket))
+        counts = [int(n) for n in await pipe.execute()]
+        return sum(counts[0::2]), sum(counts[1::2])

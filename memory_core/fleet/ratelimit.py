@@ -1,8 +1,14 @@
 """A requests-per-minute limit for the LLM, shared by every process of the fleet.
 
-A sliding-window log in Redis: no window of ``window_s`` seconds ever holds more than
-``limit`` admitted requests, whichever process sent them. Waiting uses real time (it is the
-provider's clock that counts), not the injected clock.
+A sliding-window log in Redis, split into allowances: the limit is divided between up to
+:data:`RATE_BUCKETS` buckets of the key schema (spread over a cluster's shards), each a
+sliding window of its own holding at most its share. A request takes room in the first
+bucket that has it, trying them in turn from a random one. No window of ``window_s`` seconds
+ever holds more than ``limit`` admitted requests in all, whichever process sent them (the
+shares add up to the limit exactly). The error is on the safe side only: a request waits
+when every bucket it tried was full at the moment it tried, so under contention the fleet may
+admit a little less than the limit, never more. Waiting uses real time (it is the provider's
+clock that counts), not the injected clock.
 """
 
 from __future__ import annotations
@@ -12,18 +18,25 @@ import secrets
 import time
 from typing import Any
 
+from memory_core.store.keys import KeySchema
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.scripts import run_script
+
+RATE_BUCKETS = 16  # evenly spaced over the key schema's buckets
 
 
 @translates_redis_errors
 class FleetRateLimiter:
-    def __init__(self, client: Any, key: str, *, limit: int, window_s: float = 60.0) -> None:
+    def __init__(self, client: Any, keys: KeySchema, *, limit: int, window_s: float = 60.0) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.client = client
-        self.key = key
         self.limit = limit
+        n = min(RATE_BUCKETS, limit, keys.buckets)
+        spread = keys.buckets // n
+        self.keys = [keys.llm_rate(i * spread) for i in range(n)]
+        # Shares of the limit that add up to it: the first limit % n buckets take one more.
+        self.shares = [limit // n + (1 if i < limit % n else 0) for i in range(n)]
         self.window_ms = int(window_s * 1000)
         # The provider counts requests when they arrive, a little after we admit them, and
         # not all arrive equally late: count our window a little longer to stay under theirs.
@@ -34,18 +47,29 @@ class FleetRateLimiter:
         """Wait until this process may send one more request."""
         member = secrets.token_hex(8)
         while True:
-            now = int(time.time() * 1000)
-            wait_ms = int(
-                await run_script(
-                    self.client,
-                    "rate_acquire",
-                    [self.key],
-                    [now, self.window_ms, self.limit, member],
-                )
-            )
+            wait_ms = await self._try_buckets(member)
             if wait_ms <= 0:
                 return
             # A little jitter so waiting processes do not all retry at the same instant.
             delay = wait_ms / 1000 + (secrets.randbelow(50) / 1000)
             self.waited_s += delay
             await asyncio.sleep(delay)
+
+    async def _try_buckets(self, member: str) -> int:
+        """0 once a bucket admitted the request, else the shortest wait any bucket named."""
+        start = secrets.randbelow(len(self.keys))
+        shortest: int | None = None
+        for step in range(len(self.keys)):
+            i = (start + step) % len(self.keys)
+            wait_ms = int(
+                await run_script(
+                    self.client,
+                    "rate_acquire",
+                    [self.keys[i]],
+                    [int(time.time() * 1000), self.window_ms, self.shares[i], member],
+                )
+            )
+            if wait_ms <= 0:
+                return 0
+            shortest = wait_ms if shortest is None else min(shortest, wait_ms)
+        return shortest or 1

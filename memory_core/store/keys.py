@@ -2,11 +2,46 @@
 
 All of one scope's keys share the hash tag ``{scope}``, so a Lua script or MULTI may touch
 them together and the same code runs on Redis Cluster.
+
+What the whole fleet shares (the activity index of every scope, the rollover queue and its
+leases, the per-minute metrics, the LLM rate limit) is split into :data:`BUCKETS` buckets,
+so that on a cluster no one shard takes every message's write. Bucket ``b``'s hash tag is a
+short string whose cluster slot lies in the ``b``-th of :data:`BUCKETS` equal slot ranges,
+and a scope belongs to the bucket of its own slot's range: the buckets spread over the
+nodes like the slots do (a cluster splits its slots in ranges), and a scope's bucketed
+write nearly always lands on the scope's own shard. On a single Redis every bucket is on
+the one server and nothing else changes. Readers merge the buckets.
 """
 
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass
+from functools import cache
+
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+BUCKETS = 64  # 256 slots each; 64 buckets split evenly enough over 3, 6 or 16 nodes
+# Metrics are flushed every few seconds per process, not per message: fewer buckets (every
+# fourth tag, still evenly spaced) keep a dashboard read of three days of minutes bounded.
+METRIC_BUCKETS = 16
+
+
+@cache
+def bucket_tags(buckets: int = BUCKETS) -> tuple[str, ...]:
+    """A hash tag per bucket, ``"b<i>.<n>"``: the first ``n`` whose slot falls in bucket
+    ``i``'s range. Deterministic, so every process and release agrees."""
+    tags: list[str] = []
+    for i in range(buckets):
+        n = 0
+        while key_slot(f"b{i}.{n}".encode()) * buckets // REDIS_CLUSTER_HASH_SLOTS != i:
+            n += 1
+        tags.append(f"b{i}.{n}")
+    return tuple(tags)
+
+
+def bucket_of(scope: str, buckets: int = BUCKETS) -> int:
+    """The bucket of a scope: the range its own hash tag's slot falls in."""
+    return key_slot(f"{{{scope}}}".encode()) * buckets // REDIS_CLUSTER_HASH_SLOTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +68,31 @@ class ScopeKeys:
 class KeySchema:
     def __init__(self, prefix: str = "mb") -> None:
         self.prefix = prefix
-        self.scopes_index = f"{prefix}:scopes"  # Sorted set: scope -> last activity (ms)
+        self.buckets = BUCKETS
+        self.metric_buckets = METRIC_BUCKETS
+        self._tags = bucket_tags(BUCKETS)
+        # Before buckets (0.x): one sorted set and one queue for the fleet; read once at
+        # start-up and moved into the buckets (see ScopeWrites.migrate_fleet_keys).
+        self.legacy_scopes_index = f"{prefix}:scopes"
+        self.legacy_fleet_queue = f"{prefix}:{{fleet}}:queue"
+        self.legacy_fleet_inflight = f"{prefix}:{{fleet}}:inflight"
+        self.legacy_llm_rate = f"{prefix}:{{fleet}}:llm-rate"
+
+    def bucket(self, scope: str) -> int:
+        return bucket_of(scope, self.buckets)
+
+    def _bucketed(self, bucket: int, name: str) -> str:
+        return f"{self.prefix}:{{{self._tags[bucket % self.buckets]}}}:{name}"
+
+    def scopes_index(self, bucket: int) -> str:
+        """Sorted set: scope -> last activity (ms), for the scopes of one bucket."""
+        return self._bucketed(bucket, "scopes")
+
+    def scopes_index_of(self, scope: str) -> str:
+        return self.scopes_index(self.bucket(scope))
+
+    def all_scopes_indexes(self) -> list[str]:
+        return [self.scopes_index(b) for b in range(self.buckets)]
 
     def scope(self, scope: str) -> ScopeKeys:
         base = f"{self.prefix}:{{{scope}}}"
@@ -52,15 +111,13 @@ class KeySchema:
             lock=f"{base}:lock",
         )
 
-    # Fleet-wide work sharing. One hash tag for all of it, so a claim moves a scope between
-    # the queue and the in-flight set atomically, on Redis Cluster too.
-    @property
-    def fleet_queue(self) -> str:
-        return f"{self.prefix}:{{fleet}}:queue"  # Sorted set: scope -> when it was queued
+    # Fleet-wide work sharing, per bucket: a bucket's queue and in-flight set share its hash
+    # tag, so a claim moves a scope between them atomically, on Redis Cluster too.
+    def fleet_queue(self, bucket: int) -> str:
+        return self._bucketed(bucket, "queue")  # Sorted set: scope -> when it was queued
 
-    @property
-    def fleet_inflight(self) -> str:
-        return f"{self.prefix}:{{fleet}}:inflight"  # Sorted set: scope -> lease expiry (ms)
+    def fleet_inflight(self, bucket: int) -> str:
+        return self._bucketed(bucket, "inflight")  # Sorted set: scope -> lease expiry (ms)
 
     def fleet_sweep(self, slot: str) -> str:
         return f"{self.prefix}:{{fleet}}:sweep:{slot}"  # String: who enumerated this sweep
@@ -69,12 +126,15 @@ class KeySchema:
     def sweeps(self) -> str:
         return f"{self.prefix}:{{fleet}}:sweeps"  # Hash: job -> JSON of its last sweep
 
-    def metrics(self, minute: str) -> str:
-        return f"{self.prefix}:metrics:{minute}"  # Hash: counter -> count, one per minute
+    def metrics(self, minute: str, bucket: int) -> str:
+        """Hash: counter -> count, one per minute and metrics bucket (a process writes to
+        its own bucket; readers add the buckets up)."""
+        spread = self.buckets // self.metric_buckets
+        return self._bucketed((bucket % self.metric_buckets) * spread, f"metrics:{minute}")
 
-    @property
-    def llm_rate(self) -> str:
-        return f"{self.prefix}:{{fleet}}:llm-rate"  # Sorted set: one member per LLM request
+    def llm_rate(self, bucket: int) -> str:
+        """Sorted set: one member per LLM request admitted by this bucket's allowance."""
+        return self._bucketed(bucket, "llm-rate")
 
     @property
     def durability_mark(self) -> str:

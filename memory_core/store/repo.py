@@ -80,7 +80,7 @@ class MemoryRepo(ScopeWrites):
             # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
             pipe.execute_command("EVALSHA", SHAS["ingest"], 3, k.log, k.state, k.ids, *args)
             if touch_index:
-                pipe.zadd(self.keys.scopes_index, {scope: ts_ms})
+                pipe.zadd(self.keys.scopes_index_of(scope), {scope: ts_ms})
             try:
                 result, *_ = await pipe.execute()
             except NoScriptError:

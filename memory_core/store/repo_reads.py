@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,13 +154,45 @@ class ScopeReads:
         )
 
     async def scopes(self, *, offset: int = 0, limit: int = 100) -> list[tuple[str, int]]:
-        raw = await self.client.zrevrange(
-            self.keys.scopes_index, offset, offset + limit - 1, withscores=True
-        )
-        return [(str(scope), int(score)) for scope, score in raw]
+        """Scopes by last activity, newest first (ties by name): the buckets merged, each
+        read in chunks as the merge reaches its end."""
+        want = offset + limit
+        if limit <= 0:
+            return []
+        keys = self.keys.all_scopes_indexes()
+        chunk = -(-want // len(keys)) + 16  # a bucket's share of the page, and some slack
+        buffers: list[list[tuple[str, int]]] = [[] for _ in keys]
+        read = [0] * len(keys)
+        done = [False] * len(keys)
+
+        async def refill(indexes: list[int]) -> None:
+            pipe = self.client.pipeline(transaction=False)
+            for i in indexes:
+                pipe.zrevrange(keys[i], read[i], read[i] + chunk - 1, withscores=True)
+            for i, rows in zip(indexes, await pipe.execute(), strict=True):
+                buffers[i] = [(str(s), int(score)) for s, score in rows][::-1]  # pop() = next
+                read[i] += len(rows)
+                done[i] = len(rows) < chunk
+
+        await refill(list(range(len(keys))))
+        heap = [(-buf[-1][1], buf[-1][0], i) for i, buf in enumerate(buffers) if buf]
+        heapq.heapify(heap)
+        out: list[tuple[str, int]] = []
+        while heap and len(out) < want:
+            _, _, i = heapq.heappop(heap)
+            out.append(buffers[i].pop())
+            if not buffers[i] and not done[i]:
+                await refill([i])
+            if buffers[i]:
+                scope, score = buffers[i][-1]
+                heapq.heappush(heap, (-score, scope, i))
+        return out[offset:]
 
     async def scope_count(self) -> int:
-        return int(await self.client.zcard(self.keys.scopes_index))
+        pipe = self.client.pipeline(transaction=False)
+        for key in self.keys.all_scopes_indexes():
+            pipe.zcard(key)
+        return sum(int(n) for n in await pipe.execute())
 
     async def scope_exists(self, scope: str) -> bool:
         """Whether the scope holds any memory (a forgotten scope keeps only its epoch)."""

@@ -149,7 +149,7 @@ class ScopeWrites(ScopeReads):
         k = self.k(scope)
         keys = [k.state, *(key for key in k.all() if key != k.state)]
         deleted = await run_script(self.client, "forget_scope", keys, [])
-        await self.client.zrem(self.keys.scopes_index, scope)
+        await self.client.zrem(self.keys.scopes_index_of(scope), scope)
         return int(deleted)
 
     async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:
@@ -185,4 +185,4 @@ class ScopeWrites(ScopeReads):
             pipe.sadd(k.done, *dump.done)
         await pipe.execute()
         # The index lives in another hash slot: outside the scope's transaction.
-        await self.client.zadd(self.keys.scopes_index, {scope: last_activity_ms})
+        await self.client.zadd(self.keys.scopes_index_of(scope), {scope: last_activity_ms})

@@ -291,7 +291,10 @@ async def test_overview_pages_through_a_large_index(site: Site) -> None:
     # Seed the index directly (fast): 12,000 scopes, as the bot would leave them.
     redis: Any = core.store.client
     entries = {f"slack:T7:C{i:05d}": 1_700_000_000_000 + i for i in range(12_000)}
-    await redis.zadd(core.store.keys.scopes_index, entries)
+    pipe = redis.pipeline(transaction=False)
+    for scope, ms in entries.items():
+        pipe.zadd(core.store.keys.scopes_index_of(scope), {scope: ms})
+    await pipe.execute()
     async with client() as http:
         await log_in(http, site.url)
         for query, expect in (

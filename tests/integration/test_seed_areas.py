@@ -221,8 +221,9 @@ async def test_10_data_structure(make_core: CoreFactory) -> None:
     assert types[k.days] == "list" and types[k.weeks] == "list"
     assert types[k.facts] == "hash" and types[k.done] == "set"
     assert types[k.episodes] == "list"
-    assert await core.store.client.type(core.store.keys.scopes_index) == "zset"
-    assert await core.store.client.zscore(core.store.keys.scopes_index, "discord:1:2") > 0
+    index = core.store.keys.scopes_index_of("discord:1:2")
+    assert await core.store.client.type(index) == "zset"
+    assert await core.store.client.zscore(index, "discord:1:2") > 0
     # Every key of the scope carries the scope's hash tag (Cluster-safe), and nothing else
     # of the scope exists outside the known key list.
     found = [x async for x in core.store.client.scan_iter(match="mb:*{discord:1:2}*")]

@@ -1,0 +1,101 @@
+"""The fleet-wide keys split in buckets (memory_core.store.keys): they spread over a
+cluster's nodes, a scope's bucketed entries sit with it, readers merge the buckets in
+order, and what a release before the buckets left in the single keys is moved into them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+from memory_core.fleet.ratelimit import FleetRateLimiter
+from memory_core.models import IncomingMessage
+from memory_core.store.keys import BUCKETS, KeySchema, bucket_of, bucket_tags
+from tests.conftest import CoreFactory
+
+
+def _node(slot: int, nodes: int) -> int:
+    """The node serving ``slot`` when a cluster splits its slots in equal ranges (what
+    ``redis-cli --cluster create`` and the tests' cluster do)."""
+    return min(slot // (REDIS_CLUSTER_HASH_SLOTS // nodes), nodes - 1)
+
+
+@pytest.mark.parametrize("nodes", [3, 6, 16])
+def test_buckets_spread_evenly_over_the_nodes(nodes: int) -> None:
+    served = Counter(_node(key_slot(tag.encode()), nodes) for tag in bucket_tags())
+    assert len(served) == nodes
+    assert max(served.values()) / (BUCKETS / nodes) <= 1.1
+
+
+def test_a_scope_and_its_bucket_mostly_share_a_node() -> None:
+    keys = KeySchema("mb")
+    scopes = [f"discord:{g}:{c}" for g in range(40) for c in range(50)]
+    same = sum(
+        _node(key_slot(keys.scope(s).log.encode()), 3)
+        == _node(key_slot(keys.scopes_index_of(s).encode()), 3)
+        for s in scopes
+    )
+    assert same / len(scopes) > 0.95  # only the buckets that straddle a node boundary differ
+    assert {bucket_of(s) for s in scopes} == set(range(BUCKETS))
+
+
+async def test_scopes_are_listed_newest_first_across_buckets(make_core: CoreFactory) -> None:
+    core = await make_core(offline=True)
+    redis: Any = core.store.client
+    scopes = {f"slack:T1:C{i:04d}": 1_700_000_000_000 + (i * 7919) % 1000 for i in range(700)}
+    pipe = redis.pipeline(transaction=False)
+    for scope, ms in scopes.items():
+        pipe.zadd(core.store.keys.scopes_index_of(scope), {scope: ms})
+    await pipe.execute()
+    expected = sorted(scopes.items(), key=lambda row: (-row[1], row[0]))
+    assert await core.repo.scope_count() == 700
+    assert await core.repo.scopes(offset=0, limit=700) == expected
+    assert await core.repo.scopes(offset=95, limit=50) == expected[95:145]
+    assert await core.repo.scopes(offset=690, limit=50) == expected[690:]
+
+
+async def test_a_message_writes_its_scopes_bucket_only(make_core: CoreFactory) -> None:
+    core = await make_core(offline=True)
+    await core.pipeline.ingest(IncomingMessage(scope="discord:5:6", text="hello", author="A"))
+    redis: Any = core.store.client
+    keys = core.store.keys
+    index = keys.scopes_index_of("discord:5:6")
+    assert await redis.zscore(index, "discord:5:6") is not None
+    others = [k for k in keys.all_scopes_indexes() if k != index]
+    assert sum([await redis.zcard(k) for k in others]) == 0
+    assert not await redis.exists(keys.legacy_scopes_index)
+
+
+async def test_the_single_keys_of_an_older_release_move_into_the_buckets(
+    make_core: CoreFactory,
+) -> None:
+    first = await make_core(offline=True)
+    redis: Any = first.store.client
+    keys = first.store.keys
+    await first.pipeline.ingest(IncomingMessage(scope="console:new", text="hi", author="A"))
+    scopes = {f"discord:1:{i}": 1_000 + i for i in range(1_500)}
+    scopes["console:new"] = 1  # older than what the bucket already holds: not moved back
+    await redis.zadd(keys.legacy_scopes_index, scopes)
+    await redis.zadd(keys.legacy_fleet_queue, {"discord:1:3": 5})
+    await redis.zadd(keys.legacy_fleet_inflight, {"discord:1:4": 9})
+    second = await make_core(offline=True)  # start-up moves them
+    assert not await redis.exists(
+        keys.legacy_scopes_index, keys.legacy_fleet_queue, keys.legacy_fleet_inflight
+    )
+    assert await second.repo.scope_count() == 1_501
+    assert await redis.zscore(keys.scopes_index_of("console:new"), "console:new") > 1
+    assert await redis.zscore(keys.scopes_index_of("discord:1:7"), "discord:1:7") == 1_007
+    assert await second.scheduler.fleet.pending() == (2, 0)
+    claimed = {await second.scheduler.fleet.claim(now_ms=10, lease_ms=1000) for _ in range(3)}
+    assert claimed == {"discord:1:3", "discord:1:4", None}
+
+
+@pytest.mark.parametrize("limit", [1, 5, 16, 100, 1001])
+def test_rate_shares_add_up_to_the_fleet_limit(limit: int) -> None:
+    limiter = FleetRateLimiter(None, KeySchema("mb"), limit=limit, window_s=60)
+    assert sum(limiter.shares) == limit
+    assert min(limiter.shares) >= 1
+    assert len(set(limiter.keys)) == len(limiter.shares)
+    assert max(limiter.shares) - min(limiter.shares) <= 1
