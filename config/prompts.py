@@ -34,6 +34,7 @@ class PromptSet:
     offline_recent: str
     apology: str
     store_down: str
+    caption: str  # the instruction sent with an image to the vision model
     ui: dict[str, str]
 
     def render(self, template: str, **values: object) -> str:
@@ -82,5 +83,6 @@ def load_prompts(language: str) -> PromptSet:
         offline_recent=offline["recent"],
         apology=errors["apology"],
         store_down=errors["store_down"],
+        caption=_section(data, "vision")["caption"],
         ui={str(k): str(v) for k, v in _section(data, "ui").items()},
     )

@@ -116,6 +116,11 @@ class LLMSettings(_Section):
         default=None,
         description="e.g. text-embedding-3-small: recall then also searches by meaning.",
     )
+    vision_model: str | None = Field(
+        default=None,
+        description="e.g. gpt-4o-mini: images shared in chats get a short caption, made once "
+        "in the background and stored with the message (off by default; never offline).",
+    )
     rpm_limit: int = Field(
         default=0, ge=0, description="Requests per minute for the whole fleet (0: no limit)."
     )

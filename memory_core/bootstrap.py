@@ -22,6 +22,7 @@ from memory_core.prompt.assembly import PromptAssembler
 from memory_core.recall.embedding import LocalEmbedder
 from memory_core.recall.index import Embedder, RecallIndex
 from memory_core.service.admin import MemoryAdmin
+from memory_core.service.captions import Captioner
 from memory_core.service.conversation import Conversation
 from memory_core.service.pipeline import MemoryPipeline
 from memory_core.store.platform_state import PlatformState
@@ -62,6 +63,8 @@ class Core:
         else:
             where = llm.base_url or "api.openai.com"
             llm_line = f"LLM: {llm.chat_model} (summaries: {llm.summary_model}) at {where}"
+            if llm.vision_model:
+                llm_line += f"; image captions: {llm.vision_model}"
         return [f"Memory: {self.store.description}", llm_line]
 
     async def discard(self) -> None:
@@ -144,6 +147,7 @@ async def build_core(
         ),
         metrics=metrics,
         background=background,
+        captioner=Captioner(settings=settings, llm=llm, store=admin, background=background),
     )
     fleet = FleetQueue(store.client, store.keys)
     await fleet.migrate_legacy()

@@ -76,6 +76,11 @@ class LLMOffline(LLMError):
     """No model is configured (neither OPENAI_API_KEY nor OPENAI_BASE_URL)."""
 
 
+class AttachmentUnavailable(MemorybotError):
+    """A front door could not fetch a file's bytes for its caption (gone, refused, too
+    big, not an image); the message stays as it was stored."""
+
+
 class InputError(MemorybotError):
     """Bad input from a user or a file; the message says what to fix."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -38,6 +38,17 @@ def stored_text(text: str, cap: int, attachments: Sequence[Attachment] = ()) -> 
 
 
 @dataclass(frozen=True, slots=True)
+class ImageSource:
+    """How a front door lets the core read an image's bytes for its caption, without the
+    core knowing the platform: ``fetch(limit)`` returns at most ``limit`` bytes or raises
+    :class:`~memory_core.errors.AttachmentUnavailable`. The bytes are used for one model
+    call and dropped; memory never stores them."""
+
+    mime: str  # the image's MIME type, as the platform gave it ("image/png")
+    fetch: Callable[[int], Awaitable[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
 class Attachment:
     """A file shared with a message, as memory remembers it: what it is and where it is on
     the platform, never its content. Every field is what a person or their client chose
@@ -49,6 +60,11 @@ class Attachment:
     size: int | None = None  # bytes
     description: str = ""  # alt text, title or description
     url: str = ""  # the platform's link to the file (Discord: url; Slack: permalink)
+    # A vision model's short description of an image, made once in the background and
+    # stored in the message's text (rendered as data, like the fields above).
+    caption: str = ""
+    # Set by the front door for an image it can fetch; never stored, never compared.
+    image: ImageSource | None = field(default=None, compare=False, repr=False)
 
 
 # An attachment line is data in the stored text: bounded, one line, and nothing in it can
@@ -58,6 +74,8 @@ MAX_ATTACHMENTS = 10  # Discord's own limit per message; more are counted, not l
 _NAME_CHARS = 120
 _KIND_CHARS = 40
 _DESCRIPTION_CHARS = 200
+CAPTION_CHARS = 200
+_CAPTION_OPEN = ' caption: "'
 _URL_CHARS = 500
 _MORE_CHARS = 20  # room kept for the "[N more files]" line
 _DATA_CHARS = str.maketrans({"<": "‹", ">": "›", "[": "(", "]": ")", '"': "'", "`": "'"})
@@ -96,18 +114,61 @@ def render_attachments(attachments: Sequence[Attachment], *, limit: int | None =
 
 
 def _render_attachment(attachment: Attachment) -> str:
+    head, tail = _line_ends(attachment)
+    if caption := _as_data(attachment.caption, CAPTION_CHARS):
+        head += f'{_CAPTION_OPEN}{caption}"'
+    return head + tail
+
+
+def _line_ends(attachment: Attachment) -> tuple[str, str]:
+    """An attachment's line without its caption, as the part before where a caption goes
+    and the part after it."""
     parts = [f"file: {_as_data(attachment.name, _NAME_CHARS) or 'unnamed'}"]
     if kind := _kind_label(attachment.kind):
         parts.append(kind)
     if attachment.size is not None and attachment.size >= 0:
         parts.append(human_size(attachment.size))
-    line = ", ".join(parts)
+    head = "[" + ", ".join(parts)
     if description := _as_data(attachment.description, _DESCRIPTION_CHARS):
-        line += f': "{description}"'
-    url = attachment.url.strip()
+        head += f': "{description}"'
+    url, tail = attachment.url.strip(), "]"
     if len(url) <= _URL_CHARS and _URL.fullmatch(url):
-        line += f" <{url}>"
-    return f"[{line}]"
+        tail = f" <{url}>]"
+    return head, tail
+
+
+def caption_in(text: str, attachment: Attachment) -> str | None:
+    """What a stored text says about ``attachment``'s caption: the caption its line holds,
+    "" when its line is there without one, None when the file has no line in it (an edit
+    took it away, or the budget left it unlisted). Captions are data (no double quote
+    survives :func:`_as_data`), so the line reads back unambiguously."""
+    head, tail = _line_ends(attachment)
+    start, end = head + _CAPTION_OPEN, '"' + tail
+    for line in text.split("\n"):
+        if line == head + tail:
+            return ""
+        if len(line) > len(start) + len(end) and line.startswith(start) and line.endswith(end):
+            inner = line[len(start) : len(line) - len(end)]
+            if '"' not in inner:
+                return inner
+    return None
+
+
+def with_captions(text: str, attachments: Sequence[Attachment], cap: int) -> str:
+    """``text`` (a stored message) with the captions of ``attachments`` put into their
+    lines, each only while the text stays within ``cap`` characters; lines that already
+    hold a caption, or are not there, are left as they are."""
+    lines = text.split("\n")
+    for attachment in attachments:
+        plain = _render_attachment(replace(attachment, caption=""))
+        captioned = _render_attachment(attachment)
+        if captioned == plain or plain not in lines:
+            continue
+        if len(text) + len(captioned) - len(plain) > cap:
+            break
+        lines[lines.index(plain)] = captioned
+        text = "\n".join(lines)
+    return text
 
 
 def _as_data(value: str, limit: int) -> str:

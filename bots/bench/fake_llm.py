@@ -12,6 +12,8 @@ fields quote the start of the conversation text it was given.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import hashlib
 import json
@@ -38,7 +40,95 @@ class RecordedRequest:
 
     @property
     def prompt_text(self) -> str:
-        return "\n".join(str(m.get("content", "")) for m in self.messages)
+        return "\n".join(_text_of(m.get("content", "")) for m in self.messages)
+
+    @property
+    def images(self) -> list[bytes]:
+        """The images sent (decoded from their data URLs), in order."""
+        return [
+            _data_url(part["image_url"]["url"])[1]
+            for m in self.messages
+            if isinstance(m.get("content"), list)
+            for part in m["content"]
+            if part.get("type") == "image_url"
+        ]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return str(content)
+
+
+# The image formats OpenAI's vision input takes, by the bytes they start with.
+_IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+_DATA_URL = re.compile(r"data:([\w/+.-]+);base64,([A-Za-z0-9+/=]*)")
+
+
+def _data_url(url: str) -> tuple[str, bytes]:
+    """(MIME type, bytes) of a base64 data URL; ValueError when it is not a valid image."""
+    match = _DATA_URL.fullmatch(url)
+    if match is None:
+        raise ValueError("image_url.url must be an https URL or a base64 data URL")
+    mime = match.group(1)
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"invalid base64 image data: {exc}") from exc
+    if mime not in _IMAGE_MAGIC:
+        raise ValueError(f"unsupported image type {mime}: use png, jpeg, gif or webp")
+    if not data.startswith(_IMAGE_MAGIC[mime]):
+        raise ValueError(f"the image data is not a valid {mime} image")
+    return mime, data
+
+
+def content_error(messages: Any) -> str | None:
+    """Why OpenAI's chat completions would refuse these messages' content (400), or None:
+    a string, or (in a user message) an array of ``text`` and ``image_url`` parts, each
+    shaped as the API reference says; an image only as an https or base64 data URL of a
+    supported format."""
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty array"
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list) or not content:
+            return f"messages[{i}].content must be a string or a non-empty array of parts"
+        for j, part in enumerate(content):
+            where = f"messages[{i}].content[{j}]"
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                if set(part) != {"type", "text"} or not isinstance(part["text"], str):
+                    return f"{where}: a text part is {{type, text: string}}"
+                continue
+            if kind != "image_url":
+                return f"{where}.type must be 'text' or 'image_url'"
+            if message.get("role") != "user":
+                return f"{where}: image content is only allowed in user messages"
+            image = part.get("image_url")
+            if set(part) != {"type", "image_url"} or not isinstance(image, dict):
+                return f"{where}: an image part is {{type, image_url: {{url, detail?}}}}"
+            if set(image) - {"url", "detail"} or image.get("detail", "auto") not in (
+                "auto",
+                "low",
+                "high",
+            ):
+                return f"{where}.image_url: only url and detail (auto, low, high)"
+            url = image.get("url")
+            if not isinstance(url, str):
+                return f"{where}.image_url.url must be a string"
+            if not url.startswith("https://"):
+                try:
+                    _data_url(url)
+                except ValueError as exc:
+                    return f"{where}.image_url.url: {exc}"
+    return None
 
 
 @dataclass
@@ -77,6 +167,10 @@ def default_answer(request: RecordedRequest) -> str:
     if request.purpose == "reply":
         last = request.messages[-1].get("content", "") if request.messages else ""
         return f"ACK: {str(last)[:200]}"
+    if request.purpose == "caption":
+        # What a vision model reads in the picture: here, the words written in its bytes.
+        words = re.findall(rb"[A-Za-z][A-Za-z ,.'-]{3,}", b"".join(request.images))
+        return "A picture showing " + " ".join(w.decode() for w in words)[:300] + "."
     text = request.prompt_text
     if request.purpose == "compact":
         previous = _between(text, "previous")
@@ -249,6 +343,8 @@ class FakeOpenAI:
             at=time.time(),
         )
         self.requests.append(recorded)
+        if (problem := content_error(body.get("messages"))) is not None:
+            return _error(400, problem)
         if self.delay or recorded.purpose in self.slow:
             await self._pause(self.delay + self.slow.get(recorded.purpose, 0.0))
         if self.down:

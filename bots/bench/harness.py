@@ -196,6 +196,11 @@ class LatencyLLM:
     async def embed(self, texts: Any) -> list[list[float]]:
         raise NotImplementedError("benchmarks do not embed")
 
+    async def describe_image(
+        self, image: bytes, *, mime: str, instruction: str, max_tokens: int
+    ) -> Any:
+        raise NotImplementedError("benchmarks do not caption images")
+
     async def close(self) -> None:
         return None
 

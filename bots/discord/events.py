@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import discord
 
+from bots.discord.files import image_source
 from config.settings import DiscordSettings
 from memory_core.models import Attachment, IncomingMessage
 
@@ -177,7 +178,8 @@ def _file_ids(message: discord.Message) -> list[int]:
 def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
     """The files of a message (new or edited alike) as memory remembers them: name, type,
     size, alt text and link; never the file. The name is ``filename``, as Discord shows it
-    and the link ends; a ``title`` stands in for a missing description."""
+    and the link ends; a ``title`` stands in for a missing description. An image also
+    carries a way to read its bytes, for its caption (``llm.vision_model``)."""
     return tuple(
         Attachment(
             name=attachment.filename,
@@ -185,6 +187,7 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
             size=attachment.size,
             description=attachment.description or attachment.title or "",
             url=attachment.url,
+            image=image_source(attachment),
         )
         for attachment in message.attachments
     )

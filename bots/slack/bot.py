@@ -52,6 +52,7 @@ from bots.slack.connect import (
     require_bot_token,
     serve_http,
 )
+from bots.slack.files import SlackFiles
 from bots.slack.send import SEND_ERRORS, ThreadReply
 from bots.slack.text import (
     Deletion,
@@ -128,6 +129,7 @@ class SlackBot:
         self.core = core
         self.settings = core.settings.slack
         self.directory = SlackDirectory(core.platform, self.settings)
+        self.files = SlackFiles(self.settings)
         self.conversation = core.conversation
         self._queue = _ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -248,7 +250,7 @@ class SlackBot:
             addressed=msg.addressed,
             direct=msg.direct,
             public=bool(public),
-            attachments=msg.files,
+            attachments=self.files.with_images(msg.files, msg.downloads),
         )
 
     async def _plain_text(

@@ -80,6 +80,8 @@ class SlackMessage:
     # None when the event does not say (app_mention): the front door looks it up.
     public: bool | None = None
     files: tuple[Attachment, ...] = ()  # shared with the message (subtype file_share)
+    # Each file's MIME type and url_private, in the order of ``files`` (image captions)
+    downloads: tuple[tuple[str, str], ...] = ()
 
     @property
     def scope(self) -> str:
@@ -145,6 +147,7 @@ def parse_message(
         direct=is_direct(event),
         public=is_public(event),
         files=message_files(event),
+        downloads=file_downloads(event),
     )
 
 
@@ -223,6 +226,19 @@ def message_files(message: Mapping[str, Any]) -> tuple[Attachment, ...]:
         attachment
         for item in files
         if isinstance(item, Mapping) and (attachment := _file(item)) is not None
+    )
+
+
+def file_downloads(message: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(MIME type, ``url_private``) of each file :func:`message_files` keeps, in its order:
+    where the bytes of an image are, for its caption (reading them takes ``files:read``)."""
+    files = message.get("files")
+    if not isinstance(files, list):
+        return ()
+    return tuple(
+        (_text_field(item, "mimetype").lower(), _text_field(item, "url_private"))
+        for item in files
+        if isinstance(item, Mapping) and _file(item) is not None
     )
 
 

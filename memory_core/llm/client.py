@@ -8,6 +8,7 @@ dashboard, the benchmarks and the CLI reports.
 from __future__ import annotations
 
 import asyncio
+import base64
 import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from config.settings import LLMSettings
 from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
 
-Purpose = Literal["reply", "compact", "refresh"]
+Purpose = Literal["reply", "compact", "refresh", "caption"]
 ChatMessage = Mapping[str, str]
 PURPOSE_HEADER = "X-Memorybot-Purpose"
 T = TypeVar("T")
@@ -90,6 +91,10 @@ class LLM(Protocol):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
+    async def describe_image(
+        self, image: bytes, *, mime: str, instruction: str, max_tokens: int
+    ) -> ChatResult: ...
+
     async def close(self) -> None: ...
 
 
@@ -128,15 +133,25 @@ class OfflineLLM:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 
+    async def describe_image(
+        self, image: bytes, *, mime: str, instruction: str, max_tokens: int
+    ) -> ChatResult:
+        raise LLMOffline("no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+
     async def close(self) -> None:
         return None
 
 
-def _sendable(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+def _sendable(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The messages as JSON can carry them: lone surrogates (a "\\ud800" escape in a
-    platform's JSON) are not UTF-8 and would fail the request, so they become "?"."""
+    platform's JSON) are not UTF-8 and would fail the request, so they become "?". Content
+    that is not a string (a caption call's content parts) is ours, and sent as it is."""
     return [
-        {k: v.encode("utf-8", "replace").decode("utf-8") for k, v in m.items()} for m in messages
+        {
+            k: v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
+            for k, v in m.items()
+        }
+        for m in messages
     ]
 
 
@@ -174,6 +189,8 @@ class OpenAICompatLLM:
         self.stats = LLMStats()
 
     def _model(self, purpose: Purpose) -> str:
+        if purpose == "caption":
+            return self._settings.vision_model or self._settings.chat_model
         return self._settings.chat_model if purpose == "reply" else self._settings.summary_model
 
     async def complete(
@@ -220,6 +237,28 @@ class OpenAICompatLLM:
             return vectors
 
         return await self._retrying("embed", once)
+
+    async def describe_image(
+        self, image: bytes, *, mime: str, instruction: str, max_tokens: int
+    ) -> ChatResult:
+        """One caption call to the vision model: ``instruction`` and the image as a data
+        URL in one user message (OpenAI's content parts), with our retries and counters
+        (purpose "caption"). The bytes live only in this request."""
+        if not self._settings.vision_model:
+            raise LLMOffline("no vision model is configured (llm.vision_model)")
+        url = f"data:{mime};base64,{base64.b64encode(image).decode('ascii')}"
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": instruction},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
+        messages: list[Mapping[str, Any]] = [{"role": "user", "content": content}]
+        result = await self._retrying(
+            "caption", lambda: self._call_once(messages, "caption", False, max_tokens)
+        )
+        stats = self.stats.of("caption")
+        stats.prompt_tokens += result.prompt_tokens
+        stats.completion_tokens += result.completion_tokens
+        return result
 
     async def _retrying(self, purpose: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` with our retries: back-off with jitter, Retry-After honoured, every
@@ -298,7 +337,7 @@ class OpenAICompatLLM:
 
     async def _call_once(
         self,
-        messages: Sequence[ChatMessage],
+        messages: Sequence[Mapping[str, Any]],
         purpose: Purpose,
         json_output: bool,
         max_tokens: int | None,

@@ -50,6 +50,7 @@ class ForgetRequest:
     author: str = ""
     author_id: str = ""
     role: str = "user"
+    public: bool = False  # "edit": the message was said where everyone could see it
 
     def drop_entry(self, entry: LogEntry) -> bool:
         if entry.id in self.entry_ids or self.kind == "all":
@@ -109,6 +110,7 @@ class ForgetRequest:
             author=str(data.get("author", "")),
             author_id=str(data.get("author_id", "")),
             role="assistant" if data.get("role") == "assistant" else "user",
+            public=bool(data.get("public", False)),
         )
 
 

@@ -17,7 +17,15 @@ from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
-from memory_core.models import TIER_FIELDS, Attachment, LogEntry, WeekSummary, stored_text
+from memory_core.models import (
+    TIER_FIELDS,
+    Attachment,
+    LogEntry,
+    WeekSummary,
+    caption_in,
+    stored_text,
+    with_captions,
+)
 from memory_core.scopes import parse_scope, user_scope
 from memory_core.service.forget_request import ForgetReport, ForgetRequest, redact_day
 from memory_core.store.repo import MemoryRepo
@@ -134,14 +142,21 @@ class MemoryForgetting:
         scope = parse_scope(scope)
         if not platform_id:
             return False
-        new_text, _ = stored_text(text, self.settings.memory.max_message_chars, attachments)
-        if not new_text:
+        cap = self.settings.memory.max_message_chars
+        if not stored_text(text, cap, attachments)[0]:
             return bool(await self.forget_message(scope, platform_id, when=when))
         from_ms = calendar.to_ms(when) if when is not None else 0
         stored = await self._message_entries(scope, platform_id, from_ms)
-        if not stored or [e.text for e in stored] == [new_text]:
+        if not stored:
             return False
         first = stored[0]
+        # A file the edit keeps keeps the caption it was given (the platform does not know it).
+        kept = [
+            replace(a, caption=a.caption or caption_in(first.text, a) or "") for a in attachments
+        ]
+        new_text, _ = stored_text(text, cap, kept)
+        if [e.text for e in stored] == [new_text]:
+            return False
         needles = {n: None for e in stored for n in removed_spans(e.text, new_text)}
         request = ForgetRequest(
             kind="edit",
@@ -153,8 +168,72 @@ class MemoryForgetting:
             author=first.author,
             author_id=first.author_id,
             role=first.role,
+            public=first.public,
         )
         await self._forget(scope, request, found=stored)
+        return True
+
+    # -- captions (background work: it must not bring back what was forgotten) ---------
+    async def uncaptioned(
+        self,
+        scope: str,
+        platform_id: str,
+        attachments: Sequence[Attachment],
+        *,
+        when: datetime | None = None,
+    ) -> list[Attachment]:
+        """Of a stored message's ``attachments``, those its stored text lists without a
+        caption: none when the message is gone or every file has one already (a caption
+        is made once)."""
+        stored = await self._message_entries(
+            parse_scope(scope), platform_id, calendar.to_ms(when) if when is not None else 0
+        )
+        if not platform_id or not stored:
+            return []
+        return [a for a in attachments if caption_in(stored[0].text, a) == ""]
+
+    async def add_captions(
+        self,
+        scope: str,
+        platform_id: str,
+        captioned: Sequence[Attachment],
+        *,
+        when: datetime | None = None,
+    ) -> bool:
+        """Store images' captions in their message's text (as an edit that removes nothing,
+        so recall, summaries, the budget, exports and forget see them as the message's
+        words). Nothing is written if the message is gone or lost the files meanwhile, or
+        anything was forgotten in the scope since this started reading (the epoch moved, or
+        a forget is pending): a caption never brings back forgotten memory. Whether it was
+        stored."""
+        scope = parse_scope(scope)
+        if not platform_id:
+            return False
+        epoch = (await self.repo.state(scope)).epoch  # read before the message it decides on
+        from_ms = calendar.to_ms(when) if when is not None else 0
+        stored = await self._message_entries(scope, platform_id, from_ms)
+        if len(stored) != 1:
+            return False  # gone (forgotten, deleted), or copies an interrupted edit left
+        [entry] = stored
+        new_text = with_captions(entry.text, captioned, self.settings.memory.max_message_chars)
+        if new_text == entry.text:
+            return False
+        request = ForgetRequest(
+            kind="edit",
+            text=new_text,
+            platform_id=platform_id,
+            entry_ids=(entry.id,),
+            ts_ms=_stored_ms(entry),
+            author=entry.author,
+            author_id=entry.author_id,
+            role=entry.role,
+            public=entry.public,
+        )
+        if not await self.repo.begin_forget_at(scope, request.to_json(), epoch=epoch):
+            return False
+        await self._apply_edit(scope, request)
+        await self.repo.end_forget(scope, request.to_json())
+        await self._persist()
         return True
 
     async def _forget(
@@ -302,6 +381,7 @@ class MemoryForgetting:
             day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
             parent="",
             touch_index=False,
+            public=request.public,
         )
 
     async def _message_entries(self, scope: str, platform_id: str, from_ms: int) -> list[LogEntry]:

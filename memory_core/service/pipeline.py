@@ -35,6 +35,7 @@ from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_
 from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
 from memory_core.recall.index import Hit, RecallIndex
 from memory_core.scopes import check_parent, parse_scope, user_scope
+from memory_core.service.captions import Captioner
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import resolve
 from memory_core.text.tokens import TokenCounter
@@ -75,6 +76,7 @@ class MemoryPipeline:
         recall: RecallIndex | None = None,
         metrics: Metrics | None = None,
         background: bool = True,
+        captioner: Captioner | None = None,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -85,6 +87,7 @@ class MemoryPipeline:
         self.clock = clock
         self.recall = recall
         self.background = background
+        self.captioner = captioner
         self.secrets = SecretMask(settings.secret_values())
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -147,6 +150,8 @@ class MemoryPipeline:
             await self.schedule(p.scope)
         if result.stored and self.background and self.recall is not None:
             self.recall.embed_soon(p.scope)  # its vector, once, off the reply path
+        if result.stored and result.outcome != "duplicate" and self.captioner is not None:
+            await self.captioner.soon(msg)  # its images' captions, once, in the background
         return result
 
     async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
@@ -330,6 +335,8 @@ class MemoryPipeline:
                 log.error("%d held messages could not be stored before shutdown", self.held)
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+        if self.captioner is not None:
+            await self.captioner.drain()
         if self.recall is not None:
             await self.recall.drain()
 

@@ -68,6 +68,15 @@ class ScopeWrites(ScopeReads):
         pipe.hset(k.state, "forgets_pending", 1)
         await pipe.execute()
 
+    async def begin_forget_at(self, scope: str, request: str, *, epoch: int) -> bool:
+        """:meth:`begin_forget`, only if the scope's epoch is still ``epoch`` and no forget
+        is pending (background work decided on what it read then). Whether it was written."""
+        k = self.k(scope)
+        written = await run_script(
+            self.client, "begin_forget_at", [k.forgets, k.state], [request, str(epoch)]
+        )
+        return bool(written)
+
     async def end_forget(self, scope: str, request: str | None) -> None:
         """Cross a finished forget off (``None``: just settle the flag with the list)."""
         k = self.k(scope)

@@ -361,6 +361,22 @@ if redis.call('LLEN', KEYS[1]) == 0 then redis.call('HSET', KEYS[2], 'forgets_pe
 return 1
 """
 
+# KEYS: forgets, state. ARGV: the request, the epoch it was decided at. Writes a change down
+# (as begin_forget does) only if nothing was forgotten since: the epoch has not moved and no
+# forget is pending. Background work (an image's caption) cannot bring back what a forget
+# took away while it ran. Returns 1 written, 0 refused.
+BEGIN_FORGET_AT = """
+local st = KEYS[2]
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[2] then return 0 end
+if redis.call('HGET', st, 'forgets_pending') == '1' or redis.call('LLEN', KEYS[1]) > 0 then
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('HINCRBY', st, 'epoch', 1)
+redis.call('HSET', st, 'forgets_pending', 1)
+return 1
+"""
+
 # KEYS: state, log. Re-derives the counters from the log after messages were deleted: the
 # unsummarised messages (after short_upto) and their tokens, and the log's length, in one
 # step, so a message stored at the same moment is counted, not overwritten.
@@ -396,6 +412,7 @@ SCRIPTS: dict[str, str] = {
     "fleet_claim": FLEET_CLAIM,
     "forget_scope": FORGET_SCOPE,
     "end_forget": END_FORGET,
+    "begin_forget_at": BEGIN_FORGET_AT,
     "resync_counters": RESYNC_COUNTERS,
 }
 SHAS: dict[str, str] = {

@@ -558,6 +558,10 @@ class FakeSlack:
         self.socket_acks: list[SocketAck] = []
         self.http_log: list[HttpLogEntry] = []
         self._uploads: dict[str, FileUpload] = {}
+        #: Bytes of the files people shared (file_object(data=...)), by file id: what
+        #: url_private serves. Every download of one, allowed or not: (file id, served).
+        self._shared_files: dict[str, tuple[bytes, str]] = {}
+        self.file_downloads: list[tuple[str, bool]] = []
         self._responses: list[ResponseUrlPost] = []
         #: response_url posts Slack would refuse: (post, error), oldest first.
         self.rejected_responses: list[tuple[ResponseUrlPost, str]] = []
@@ -599,6 +603,7 @@ class FakeSlack:
                 web.post("/upload/v1/{file_id}", self._handle_upload),
                 web.post("/response/{response_id}", self._handle_response_url),
                 web.get("/socket-mode/link/", self._handle_socket),
+                web.get("/files-pri/{team_file}/{name}", self._handle_file_download),
             ]
         )
         # A short shutdown timeout: the only long-lived connections are WebSockets, which
@@ -1067,12 +1072,20 @@ class FakeSlack:
         filetype: str = "pdf",
         pretty_type: str = "PDF",
         size: int = 1024,
+        data: bytes | None = None,
     ) -> dict[str, Any]:
         """A file as a ``file_share`` message event carries it (Slack's file object: the
-        fields apps with the history scopes receive; ``title`` defaults to the name)."""
+        fields apps with the history scopes receive; ``title`` defaults to the name).
+        ``data``: the file's bytes, served by the fake at its ``url_private`` (then on this
+        server, and ``size`` is their length) as Slack serves it: only with the bot token in
+        an Authorization header and, when the fake knows the scopes, ``files:read``."""
         file_id = "F" + secrets.token_hex(5).upper()
         base = f"https://{self.team_domain}.slack.com"
         private = f"https://files.slack.com/files-pri/{self.team_id}-{file_id}/{name}"
+        if data is not None:
+            self._shared_files[file_id] = (data, mimetype)
+            private = f"{self.base_url}/files-pri/{self.team_id}-{file_id}/{name}"
+            size = len(data)
         return {
             "id": file_id,
             "created": int(time.time()),
@@ -1765,6 +1778,27 @@ class FakeSlack:
         }
 
     # ---------------------------------------------------------------- other endpoints
+
+    async def _handle_file_download(self, request: web.Request) -> web.Response:
+        """``url_private``: the file's bytes for a bot token with ``files:read``; for
+        anything else Slack answers with its sign-in page (HTML, status 200), not an error
+        the client could tell from the status alone."""
+        _, _, file_id = request.match_info["team_file"].partition("-")
+        shared = self._shared_files.get(file_id)
+        if shared is None:
+            return web.Response(status=404, text="file_not_found")
+        authorization = request.headers.get("Authorization", "")
+        token = authorization.removeprefix("Bearer ").strip() if authorization else ""
+        allowed = token == self.bot_token and token not in self._invalid_tokens
+        if allowed and self.scopes is not None:
+            allowed = "files:read" in self.scopes
+        self.file_downloads.append((file_id, allowed))
+        self._notify()
+        if not allowed:
+            page = "<!DOCTYPE html><html><title>Slack</title><body>Sign in</body></html>"
+            return web.Response(text=page, content_type="text/html")
+        data, mimetype = shared
+        return web.Response(body=data, content_type=mimetype)
 
     async def _handle_upload(self, request: web.Request) -> web.Response:
         upload = self._uploads.get(request.match_info["file_id"])

@@ -345,3 +345,16 @@ async def test_counters_stay_right_when_messages_arrive_during_a_forget(
     assert state.unsum_count == len(log)  # nothing summarised in this test
     assert state.unsum_tokens == sum(e.tokens for e in log)
     assert not state.forgets_pending and await core.repo.pending_forgets(scope) == []
+
+
+async def test_an_edit_keeps_who_could_see_the_message(make_core: CoreFactory) -> None:
+    # Stored again as edited, the message stays public: what it teaches about a person may
+    # still travel, as it could before the edit.
+    core = await make_core()
+    said = IncomingMessage(
+        scope=SCOPE, text="draft", author="Bob", author_id="u2", platform_id="p9", public=True
+    )
+    await core.pipeline.ingest(said)
+    assert await core.admin.edit_message(SCOPE, "p9", "final")
+    [entry] = await core.repo.all_entries(SCOPE)
+    assert (entry.text, entry.public) == ("final", True)

@@ -12,9 +12,11 @@ from bots.slack.text import Edit, parse_change, parse_message
 from memory_core.models import (
     MAX_ATTACHMENTS,
     Attachment,
+    caption_in,
     human_size,
     render_attachments,
     stored_text,
+    with_captions,
 )
 from memory_core.prompt.fence import fence
 
@@ -222,3 +224,22 @@ def test_a_slack_edit_keeps_the_messages_files() -> None:
     edit = parse_change(change, team_id="T1", bot_user_id="UBOT")
     assert isinstance(edit, Edit)
     assert [f.name for f in edit.files] == ["q3-report.pdf"]
+
+
+def test_a_caption_goes_into_its_files_line_and_reads_back_from_it() -> None:
+    png = Attachment(name="p.png", kind="image/png", size=10, url="https://cdn.example.com/p.png")
+    text, _ = stored_text("look", 4000, [PDF, png])
+    assert caption_in(text, png) == "" and caption_in("look", png) is None
+    captioned = with_captions(text, [replace(png, caption='A "cat" ] on <b>')], 4000)
+    assert captioned == (
+        f"look\n{render_attachments([PDF])}\n"
+        "[file: p.png, PNG image, 10 bytes caption: \"A 'cat' ) on ‹b›\" <https://cdn.example.com/p.png>]"
+    )
+    assert caption_in(captioned, png) == "A 'cat' ) on ‹b›"
+    assert caption_in(captioned, PDF) == ""  # another file's line has no caption
+    # Rendered again with the caption read back (an edit that keeps the file): the same text.
+    assert (
+        stored_text("look", 4000, [PDF, replace(png, caption="A 'cat' ) on ‹b›")])[0] == captioned
+    )
+    # A caption that would take the text past the cap is not put in.
+    assert with_captions(text, [replace(png, caption="x" * 100)], len(text) + 50) == text

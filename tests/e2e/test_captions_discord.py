@@ -1,0 +1,166 @@
+"""Image captions through the Discord front door: the real discord.py client against the fake
+Discord (which serves the attachment's bytes at its url), a real Core on the private Redis,
+and the fake OpenAI server (strict about the vision content shape; it "sees" the words
+written in an image's bytes).
+"""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from typing import Any
+
+import pytest
+
+from config.prompts import load_prompts
+from memory_core.bootstrap import Core
+from memory_core.models import human_size
+from tests.conftest import CoreFactory
+from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
+    World,
+    chatter,
+    copies_of,
+    fake,
+    last_prompt,
+    say,
+    serving,
+    world,
+)
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import key_values
+
+VISION = {"vision_model": "fake-vision"}
+# A PNG as the fake model reads it: the words in it are what it "sees"; the rest is pixels.
+PIXELS = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha()) * 8
+IMAGE = b"\x89PNG\r\n\x1a\n\x00a tabby cat asleep on the red sofa\x00" + PIXELS
+CAPTION = "A picture showing a tabby cat asleep on the red sofa."
+SIZE = human_size(len(IMAGE))
+
+
+async def stored_values(core: Core) -> list[str]:
+    """Every key and value under the core's prefix (not only the scope's keys)."""
+    client: Any = core.store.client
+    values: list[str] = []
+    async for key in client.scan_iter(match=f"{core.store.keys.prefix}:*", count=500):
+        values += await key_values(core, key)
+    return values
+
+
+def assert_no_file_bytes(values: list[str]) -> None:
+    encoded = base64.b64encode(IMAGE).decode()
+    assert not any(encoded[:40] in v or "PNG\r\n" in v or "\x00\x01\x02" in v for v in values)
+
+
+async def test_an_image_only_message_is_captioned_once_and_recalled_by_its_caption(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    # A window of a few messages: the question finds the image by recall, by its caption.
+    memory = {"window_tokens": 60, "window_min_tokens": 0}
+    core = await make_core(llm=VISION, memory=memory, background=True)
+    scope = world.scope(world.general)
+    async with serving(fake, core) as bot:
+        shared = await say(fake, bot, world.general, world.alice, "", attachments={"p.png": IMAGE})
+        await core.pipeline.drain()
+        await chatter(fake, bot, world, 6)  # no more caption calls: no image in them
+        await say(
+            fake, bot, world.general, world.bob, "who was asleep on the sofa?", mentions_bot=True
+        )
+        await fake.wait_for_messages(world.general.id, 1)
+        await core.pipeline.drain()
+    [call] = fake_llm.of("caption")
+    assert call.model == "fake-vision" and call.images == [IMAGE]
+    [part] = [p for p in call.messages[0]["content"] if p["type"] == "image_url"]
+    assert part["image_url"]["url"].startswith("data:image/png;base64,")
+    [(text, author)] = await copies_of(core, scope, shared)
+    url = shared["attachments"][0]["url"]
+    assert text == f'[file: p.png, PNG image, {SIZE} caption: "{CAPTION}" <{url}>]'
+    assert author == str(world.alice.user.id)
+    prompt = last_prompt(fake_llm)
+    recalled = prompt.split(load_prompts("en").headings["recall"], 1)[1].split("</memory>")[0]
+    assert text in recalled
+    assert core.llm.stats.of("caption").calls == 1
+    assert_no_file_bytes(await stored_values(core))
+
+
+async def test_vision_is_off_by_default(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core(background=True)
+    async with serving(fake, core) as bot:
+        shared = await say(fake, bot, world.general, world.alice, "", attachments={"p.png": IMAGE})
+        await core.pipeline.drain()
+    assert fake_llm.of("caption") == []
+    [(text, _)] = await copies_of(core, world.scope(world.general), shared)
+    assert "caption" not in text and text.startswith("[file: p.png, PNG image")
+
+
+async def test_a_failing_caption_call_keeps_the_message_as_it_was(
+    fake: FakeDiscord,
+    world: World,
+    make_core: CoreFactory,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    core = await make_core(llm={**VISION, "max_retries": 1}, background=True)
+    fake_llm.fail_next(2, status=500, purposes=("caption",))
+    async with serving(fake, core) as bot:
+        with caplog.at_level(logging.WARNING, logger="memory_core.service.captions"):
+            shared = await say(
+                fake, bot, world.general, world.alice, "look", attachments={"p.png": IMAGE}
+            )
+            await core.pipeline.drain()
+    assert len(fake_llm.of("caption")) == 2  # one retry, then given up
+    [(text, _)] = await copies_of(core, world.scope(world.general), shared)
+    assert text == f"look\n[file: p.png, PNG image, {SIZE} <{shared['attachments'][0]['url']}>]"
+    assert any("no caption for 'p.png'" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_message_deleted_before_its_caption_arrives_stays_forgotten(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_caption(request: RecordedRequest) -> str | None:
+        if request.purpose != "caption":
+            return None
+        asked.set()
+        await release.wait()
+        return "A secret whiteboard plan."
+
+    fake_llm.responder = slow_caption
+    core = await make_core(llm=VISION, background=True)
+    scope = world.scope(world.general)
+    where = {"channel_id": str(world.general.id), "guild_id": str(world.guild.id)}
+    async with serving(fake, core) as bot:
+        await say(fake, bot, world.general, world.bob, "before")
+        shared = await say(fake, bot, world.general, world.alice, "", attachments={"p.png": IMAGE})
+        await asyncio.wait_for(asked.wait(), 5)
+        await fake.dispatch(
+            "MESSAGE_DELETE", {"id": shared["id"], **where}, guild_id=world.guild.id
+        )
+        await bot.deleted(shared)
+        release.set()
+        await core.pipeline.drain()
+    assert await copies_of(core, scope, shared) == []
+    values = await stored_values(core)
+    assert not any("whiteboard" in v or "p.png" in v for v in values)
+    assert_no_file_bytes(values)
+
+
+async def test_an_edit_that_keeps_the_image_keeps_its_caption(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core(llm=VISION, background=True)
+    async with serving(fake, core) as bot:
+        shared = await say(fake, bot, world.general, world.alice, "a", attachments={"p.png": IMAGE})
+        await core.pipeline.drain()
+        await fake.edit_user_message(shared, content="our cat")
+        await bot.edited(shared)
+        await core.pipeline.drain()
+    assert len(fake_llm.of("caption")) == 1
+    [(text, _)] = await copies_of(core, world.scope(world.general), shared)
+    assert text.startswith(f'our cat\n[file: p.png, PNG image, {SIZE} caption: "{CAPTION}" <')
