@@ -42,7 +42,7 @@ from tests.e2e.test_slack_bot import (
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack_server import FakeSlack
-from tests.unit.test_slack_manifest import manifest_list
+from tests.helpers import slack_bot_scopes
 
 SIZE = human_size(len(IMAGE))
 
@@ -60,7 +60,7 @@ def workspace(server: FakeSlack) -> None:
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeSlack]:
     """An install of the manifest plus files:read, as docs/slack.md says to add for vision."""
-    scopes = [*manifest_list("bot"), "files:read"]
+    scopes = [*slack_bot_scopes(), "files:read"]
     async with FakeSlack(
         bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=T1, bot_user_id=BOT, scopes=scopes
     ) as server:
@@ -144,7 +144,7 @@ async def test_without_files_read_there_is_no_caption_and_the_log_says_why(
         app_token=APP_TOKEN,
         team_id=T1,
         bot_user_id=BOT,
-        scopes=manifest_list("bot"),
+        scopes=slack_bot_scopes(),
     ) as manifest_only:
         workspace(manifest_only)
         async for slack in harness(manifest_only, make_core, fake_llm, llm=VISION):
