@@ -52,6 +52,15 @@ DAY_CONTEXT = 0.2
 DAY_KEY = 0.3
 MONTH_BOOST = 0.15  # of the best score, for messages of a month the query names (88.0 -> 88.1%)
 SEM_BASE = 0.2  # cosine at or below this adds nothing (unrelated sentences score ~0.1-0.2)
+# A message's meaning is lifted by LENGTH_PRIOR * ln(1 + its terms): a message that says
+# something ("we moved to Lisbon in May for my new job") answers a question more often than
+# one that matches it as well in a few words ("nice!", "me too, Lisbon"), whose vector is
+# mostly its speaker and the turn before. Whether a message is close enough in meaning to
+# be recalled at all (VECTOR_MIN) does not change: length never recalls an unrelated
+# message. On the development set at 3,000 tokens: 88.1% without, 88.9% with 0.06 (every
+# conversation at or above; 1,500 tokens: 77.1% -> 77.8%). (A semantic-only experiment
+# there: 0.04-0.06 lifted evidence in the top 30 by meaning from 63.6% to 69-71%.)
+LENGTH_PRIOR = 0.06
 
 
 def _named_authors(index: ScopeIndex, query: str) -> set[str]:
@@ -169,7 +178,7 @@ def rank(
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
     floor = max(FLOOR * reachable, 0.5)
     if similarity is not None:
-        scores = _fuse(scores, floor, similarity, records, by_named)
+        scores = _fuse(scores, floor, similarity, records, by_named, bm25.lengths())
     else:
         scores = np.where(scores >= floor, scores, 0.0).astype(np.float32)
     unit = 1.0 if similarity is not None else float(scores.max())
@@ -205,6 +214,7 @@ def _fuse(
     similarity: np.ndarray,
     records: np.ndarray,
     by_named: np.ndarray | None,
+    lengths: np.ndarray,
 ) -> np.ndarray:
     """The word score (its boosts for dates and names included) as a share of the best, plus
     SEM_WEIGHT times how far the meaning is above SEM_BASE: a message found either way can
@@ -217,7 +227,9 @@ def _fuse(
     lexical = np.where(scores >= floor, scores / best, 0.0)
     sims = similarity.copy()
     sims[records[: len(sims)]] = 0.0  # day records are ranked by words only
-    meaning = np.clip((sims - SEM_BASE) / (1 - SEM_BASE), 0.0, None)
+    # (Not where no vector is known, nor for records: their sims are 0.)
+    lifted = np.where(sims > 0, sims + LENGTH_PRIOR * np.log1p(lengths[: len(sims)]), 0.0)
+    meaning = np.clip((lifted - SEM_BASE) / (1 - SEM_BASE), 0.0, None)
     fused = (lexical + SEM_WEIGHT * meaning).astype(np.float32)
     fused[(lexical == 0) & (sims < VECTOR_MIN)] = 0.0
     if by_named is not None:

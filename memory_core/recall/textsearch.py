@@ -214,6 +214,12 @@ class BM25:
             self._frozen[term] = cached
         return cached[1], cached[2]
 
+    def lengths(self) -> np.ndarray:
+        """Every document's length in terms (float32; do not modify)."""
+        if len(self._lengths_np) != len(self._lengths):
+            self._lengths_np = np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32)
+        return self._lengths_np
+
     def score_array(
         self, query: Iterable[str], *, weights: dict[str, float] | None = None
     ) -> np.ndarray:
@@ -222,8 +228,7 @@ class BM25:
         scores = np.zeros(n, dtype=np.float32)
         if not n:
             return scores
-        if len(self._lengths_np) != n:
-            self._lengths_np = np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32)
+        self.lengths()
         avg = self.total_length / n or 1.0
         k1, b = self.k1, self.b
         for term in set(query):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
+
 from memory_core.recall.documents import Doc, ScopeIndex
 from memory_core.recall.ranking import query_days, query_months, rank
 from memory_core.recall.textsearch import terms
@@ -117,3 +119,20 @@ def test_a_month_out_of_the_calendar_is_no_error() -> None:
         + [("2022-06-15", 9 + n, text) for n, text in enumerate(FILLER)]
     )
     assert rank(index, "the race in June 0000 or December 9999", exclude_ids=set(), limit=5)
+
+
+def test_of_two_messages_as_close_in_meaning_the_one_that_says_more_comes_first() -> None:
+    """Found by meaning alone, equally close: the longer message is the likelier answer
+    (LENGTH_PRIOR; without it the newer, shorter one came first); a message the query is
+    not close to stays out however long it is."""
+    short = "me too, Lisbon"
+    long = "we moved to Lisbon in May because my new job at the harbour office started then"
+    unrelated = " ".join(["the weather was grey all morning and lunch was soup"] * 3)
+    index = _index(
+        [("2025-03-01", 9, long), ("2025-03-02", 9, short), ("2025-03-03", 9, unrelated)]
+    )
+    similarity = np.array([0.5, 0.5, 0.1], dtype=np.float32)
+    hits = rank(
+        index, "where does she live now", exclude_ids=set(), limit=10, similarity=similarity
+    )
+    assert [h.docs[0].text for h in hits] == [long, short]
