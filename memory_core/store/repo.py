@@ -11,6 +11,7 @@ its lock and the compare-and-set steps that move the tiers on.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -24,6 +25,8 @@ from memory_core.store.records import LockClaim, cas_reply, real_ms
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.scripts import SCRIPTS, SHAS, run_script
+
+log = logging.getLogger(__name__)
 
 # Platform ids remembered per scope to store each message once: the newest this many (a
 # sorted set of ~100 bytes an id, so at most ~10 MB for a scope that big; its log is bigger).
@@ -82,7 +85,12 @@ class MemoryRepo(ScopeWrites):
             if touch_index:
                 pipe.zadd(self.keys.scopes_index_of(scope), {scope: ts_ms})
             try:
-                result, *_ = await pipe.execute()
+                # Errors as results: the message is stored or not by its script's reply; a
+                # failed index entry (on a cluster, a bucket on another, unreachable shard)
+                # does not make a stored message look lost (and a retry store it twice).
+                result, *index = await pipe.execute(raise_on_error=False)
+                if isinstance(result, Exception):
+                    raise result
             except NoScriptError:
                 if attempt:
                     raise
@@ -94,6 +102,13 @@ class MemoryRepo(ScopeWrites):
                 ) from exc
             except RedisError as exc:
                 raise StoreError(f"Redis refused the message: {exc}") from exc
+            if index and isinstance(index[0], Exception):
+                log.warning(
+                    "message stored in %s, but not its entry in the scopes index (the next "
+                    "message writes it): %s",
+                    scope,
+                    index[0],
+                )
             break
         entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
         outcome = str(result[9]) if len(result) > 9 else ""
