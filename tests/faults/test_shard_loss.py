@@ -38,18 +38,22 @@ async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up
     fake_llm: FakeOpenAI,
 ) -> None:
     with LocalCluster(3, appendonly=True) as cluster:
-        # The shard to lose serves none of the fleet-wide keys (every message also touches
-        # the scope index: losing that shard is another matter), and it is not the node the
-        # client was given: redis-py's cluster client refreshes its view through that node,
-        # and cannot while it is away (both told in this branch's report).
-        keys = KeySchema()
-        fleet = {cluster.node_of(k) for k in (keys.scopes_index, keys.fleet_queue)}
-        lost = next(i for i in range(len(cluster.servers)) if i not in fleet)
+        # The shard lost is the node of slot 0, the first primary of redis-py's view of the
+        # cluster (the node it asked for the command table on every refresh), under a key
+        # prefix that puts none of the fleet-wide keys on it: every message also touches the
+        # scope index, and losing that node is another matter (this branch's report).
+        lost = 0
+        keys = next(
+            k
+            for k in (KeySchema(f"mb{i}") for i in range(100))
+            if lost not in {cluster.node_of(key) for key in (k.scopes_index, k.fleet_queue)}
+        )
         settings = make_settings(
-            redis_url=cluster.servers[(lost + 1) % len(cluster.servers)].url,
+            redis_url=cluster.servers[1].url,  # not the lost node's address either
             cluster=True,
             llm_url=fake_llm.base_url,
             memory={"compact_trigger_tokens": 10**6},
+            store={"key_prefix": keys.prefix},
         )
         clock = ManualClock(START)
         core = await build_core(settings, clock=clock)
