@@ -22,7 +22,6 @@ import socket
 import subprocess
 import tempfile
 import time
-import weakref
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -36,7 +35,7 @@ CLUSTER_SLOTS = 16384
 # Commands that are the measuring or the client's housekeeping, not memorybot's work.
 HOUSEKEEPING = frozenset({"info", "config", "cluster", "ping", "command", "client", "hello"})
 
-_running: weakref.WeakSet[LocalRedis] = weakref.WeakSet()
+_running: set[LocalRedis] = set()  # started and not stopped yet
 
 
 @atexit.register

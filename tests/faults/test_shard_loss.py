@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from bots.bench.cluster import LocalCluster
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
@@ -34,6 +36,7 @@ def _scopes_by_node(cluster: LocalCluster, keys: KeySchema) -> dict[int, list[st
     return by_node
 
 
+@pytest.mark.slow
 async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up(
     fake_llm: FakeOpenAI,
 ) -> None:
