@@ -23,46 +23,46 @@ PER_NODE = 3  # scopes on each node
 ROUNDS = 4  # messages per scope while the shard is away
 
 
-def _scopes_by_node(cluster: LocalCluster, keys: KeySchema) -> dict[int, list[str]]:
-    """``PER_NODE`` console scopes served by each node (by their keys' hash tag)."""
+def _scopes_by_node(cluster: LocalCluster, keys: KeySchema, lost: int) -> dict[int, list[str]]:
+    """``PER_NODE`` console scopes served by each node (by their keys' hash tag); on a live
+    node, one of them, where the buckets allow it, with its scope index entry on the lost
+    node (a bucket that straddles two nodes)."""
     by_node: dict[int, list[str]] = {i: [] for i in range(len(cluster.servers))}
-    i = 0
-    while any(len(names) < PER_NODE for names in by_node.values()):
+    straddling: list[str] = []
+    for i in range(20_000):
         scope = f"console:team{i}"
         node = cluster.node_of(keys.scope(scope).log)
-        if len(by_node[node]) < PER_NODE:
+        if node != lost and not straddling and cluster.node_of(keys.scopes_index_of(scope)) == lost:
+            straddling.append(scope)
             by_node[node].append(scope)
-        i += 1
+        elif len(by_node[node]) < PER_NODE:
+            by_node[node].append(scope)
+        if straddling and all(len(names) >= PER_NODE for names in by_node.values()):
+            break
     return by_node
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("lost", [0, 1])
 async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up(
-    fake_llm: FakeOpenAI,
+    fake_llm: FakeOpenAI, lost: int
 ) -> None:
     with LocalCluster(3, appendonly=True) as cluster:
-        # The shard lost is the node of slot 0, the first primary of redis-py's view of the
-        # cluster (the node it asked for the command table on every refresh), under a key
-        # prefix that puts none of the fleet-wide keys on it: every message also touches the
-        # scope index, and losing that node is another matter (this branch's report).
-        lost = 0
-        keys = next(
-            k
-            for k in (KeySchema(f"mb{i}") for i in range(100))
-            if lost not in {cluster.node_of(key) for key in (k.scopes_index, k.fleet_queue)}
-        )
+        # Node 0 serves slot 0: the first primary of redis-py's view of the cluster (the node
+        # it asks for the command table on every refresh). Node 1 holds the scope index
+        # entries of some scopes on the other nodes (a bucket straddling two nodes): their
+        # messages are stored all the same.
+        keys = KeySchema("mb")
         settings = make_settings(
             redis_url=cluster.servers[1].url,  # not the lost node's address either
             cluster=True,
             llm_url=fake_llm.base_url,
             memory={"compact_trigger_tokens": 10**6},
-            store={"key_prefix": keys.prefix},
         )
         clock = ManualClock(START)
         core = await build_core(settings, clock=clock)
         try:
-            assert core.store.keys.prefix == keys.prefix
-            by_node = _scopes_by_node(cluster, keys)
+            by_node = _scopes_by_node(cluster, keys, lost)
             live = [s for node, names in by_node.items() if node != lost for s in names]
             away = by_node[lost]
             sent: dict[str, list[str]] = {s: [] for s in live + away}
