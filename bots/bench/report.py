@@ -252,6 +252,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         *_load_shortfall(results["load"]),
         *([f"{results['load']['run']}", ""] if results["load"].get("run") else []),
         *_locomo_section(results.get("locomo")),
+        *_cluster_section(results.get("cluster")),
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
@@ -402,6 +403,56 @@ def _locomo_section(locomo: dict[str, Any] | None) -> list[str]:
         "",
         locomo["attribution"],
         "",
+    ]
+
+
+PHASE_UNITS = {"ingest": "msgs/s", "sweep": "scopes/s", "replies": "replies/s"}
+
+
+def _cluster_section(cluster: dict[str, Any] | None) -> list[str]:
+    """How evenly a Redis Cluster's nodes share the work (saved from `memorybot bench
+    cluster --json`; absent from older runs)."""
+    if not cluster:
+        return []
+    rows = []
+    for c in cluster["clusters"]:
+        for name, phase in [*c["phases"].items(), ("all phases", c["overall"])]:
+            rows.append(
+                [
+                    c["nodes"],
+                    name,
+                    " / ".join(f"{share:.0%}" for share in phase["shares"]),
+                    f"{phase['max_share_over_ideal']}x",
+                    f"{phase['cpu_max_share_over_ideal']}x" if "cpu_s" in phase else "-",
+                    f"{phase['per_s']} {PHASE_UNITS[name]}" if name in PHASE_UNITS else "-",
+                ]
+            )
+    target = cluster["target_max_share_over_ideal"]
+    return [
+        "## 9. Redis Cluster: the work of each node",
+        "",
+        f"`memorybot bench cluster` on local clusters ({cluster['server']}, no replicas, on "
+        f"this machine's loopback): {cluster['messages']:,} messages over "
+        f"{cluster['scopes']:,} scopes, a rollover sweep past midnight, a question and its "
+        "answer in every scope from the fake model. Each node's share of the commands served "
+        "(`INFO commandstats`, commands run inside a script included), and the busiest "
+        "node's share over an even "
+        f"share (1.0x: even; the target is {target}x or less), also for CPU time "
+        "(`INFO cpu`).",
+        "",
+        _table(
+            [
+                "nodes",
+                "phase",
+                "share of commands per node",
+                "busiest / even",
+                "busiest CPU / even",
+                "throughput",
+            ],
+            rows,
+        ),
+        "",
+        *([f"{cluster['note']}", ""] if cluster.get("note") else []),
     ]
 
 

@@ -8,7 +8,10 @@ to docs/benchmarks.md with plots.
 3. prompt tokens per reply as history grows, the same four;
 4. rollover: scopes per second and overhead per scope at several concurrencies, idle scopes;
 5. Redis memory: bytes per stored message and per idle scope after a simulated year;
-6. recall latency at 1k, 10k, 100k messages in a scope.
+6. recall latency at 1k, 10k, 100k messages in a scope;
+7. load: a steady rate of messages with replies and background maintenance;
+8. (recall quality on LoCoMo: saved from ``memorybot eval locomo --json``, not measured here);
+9. Redis Cluster: each node's share of the work on local 3- and 6-node clusters.
 
 Quick mode (CI) shrinks every size so the whole run takes a couple of minutes on 2 cores.
 Figures are medians of repeated runs where a run is short enough to repeat.
@@ -41,6 +44,7 @@ from bots.bench.alternatives import (
     SeedDesign,
     conversation,
 )
+from bots.bench.cluster_bench import bench_cluster
 from bots.bench.fake_llm import FakeOpenAI
 from bots.bench.harness import bench_ingest, bench_recall, bench_rollover, private_settings
 from bots.bench.load import load_run
@@ -67,6 +71,7 @@ class Sizes:
     year_days: int
     recall: tuple[int, ...]
     load: tuple[int, int, int]  # rate per second, scopes, seconds
+    cluster: tuple[tuple[int, ...], int, int]  # node counts, scopes, messages
 
     @classmethod
     def of(cls, quick: bool) -> Sizes:
@@ -82,6 +87,7 @@ class Sizes:
                 60,
                 (1000, 10000),
                 (50, 200, 15),
+                ((3, 6), 100, 600),
             )
         return cls(
             (1, 1000, 10000),
@@ -94,6 +100,7 @@ class Sizes:
             365,
             (1000, 10000, 100000),
             (200, 1000, 600),
+            ((3, 6), 1000, 10000),
         )
 
 
@@ -340,6 +347,12 @@ async def run_all(settings: Settings, *, quick: bool, out: Path, log: Log) -> di
     rate, scopes, seconds = sizes.load
     results["load"] = await load_run(settings, rate=rate, scopes=scopes, seconds=seconds)
     log(f"load: { {k: v for k, v in results['load'].items() if k != 'rss_samples'} }")
+    nodes, scopes, messages = sizes.cluster
+    results["cluster"] = await bench_cluster(
+        settings, nodes=nodes, scopes=scopes, messages=messages
+    )
+    for row in results["cluster"]["clusters"]:
+        log(f"cluster of {row['nodes']}: {row['overall']}")
     results["seconds"] = round(time.perf_counter() - started, 1)
     from bots.bench.report import write_report
 

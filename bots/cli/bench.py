@@ -23,6 +23,7 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("rollover")(rollover)
     bench_app.command("recall")(recall)
     bench_app.command("load")(load)
+    bench_app.command("cluster")(cluster)
     bench_app.command("all")(all_benchmarks)
     bench_app.command("report")(report)
 
@@ -179,6 +180,44 @@ def load(
             "drain; "
             f"RSS {r['rss_mb_start']} -> {r['rss_mb_end']} MB"
         )
+
+
+def cluster(
+    ctx: typer.Context,
+    nodes: Annotated[
+        str, typer.Option("--nodes", help="Node counts, one local cluster each, e.g. 3,6")
+    ] = "3,6",
+    scopes: Annotated[int, typer.Option("--scopes", min=1)] = 1000,
+    messages: Annotated[int, typer.Option("--messages", min=1)] = 10000,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """How evenly a Redis Cluster's nodes share the work (local clusters, started and
+    stopped here): ingest, a rollover sweep and replies across many scopes."""
+    from bots.bench.cluster_bench import bench_cluster
+
+    try:
+        counts = [int(x) for x in nodes.split(",") if x.strip()]
+    except ValueError as exc:
+        raise fail(f"--nodes {nodes!r}: give node counts like 3,6", 1) from exc
+    if not counts or min(counts) < 3:
+        raise fail(f"--nodes {nodes!r}: a Redis Cluster needs at least 3 nodes", 1)
+    s = settings(ctx)
+    r = _measure(
+        "cluster",
+        len(counts) * (messages + 2 * scopes),
+        as_json,
+        lambda p: bench_cluster(s, nodes=counts, scopes=scopes, messages=messages, progress=p),
+    )
+    if not as_json:
+        for row in r["clusters"]:
+            phases = ", ".join(
+                f"{name} {p['max_share_over_ideal']}x" for name, p in row["phases"].items()
+            )
+            say(
+                f"{row['nodes']} nodes: busiest node over its even share: {phases} (overall "
+                f"{row['overall']['max_share_over_ideal']}x; target "
+                f"<= {r['target_max_share_over_ideal']}x); ingest {row['msgs_per_s']} msgs/s"
+            )
 
 
 def all_benchmarks(

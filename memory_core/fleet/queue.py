@@ -15,14 +15,18 @@ guarantee it even if two workers end up on one scope.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
+from memory_core.errors import StoreUnavailable
 from memory_core.models import ScopeState
 from memory_core.store.keys import KeySchema
-from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
 from memory_core.store.scripts import run_script
+
+log = logging.getLogger(__name__)
 
 # The state fields a due-check needs (not the summaries themselves: those are large).
 DUE_FIELDS = (
@@ -52,6 +56,7 @@ class FleetQueue:
         # Where this process's claims start: a random bucket, so processes do not all
         # begin with the same one.
         self._cursor = secrets.randbelow(keys.buckets)
+        self._with_work: list[int] = []  # buckets the last look found work in
 
     # The slot's marker: "enumerating:<worker>" while its enumerator fills the queue, kept
     # alive by that enumerator's heartbeat for a short lease (so a dead one frees the slot in
@@ -92,16 +97,25 @@ class FleetQueue:
     async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
         """Every scope in the index with the state fields a due-check needs, in batches
         (bucket after bucket)."""
+        unreachable = 0
         for index_key in self.keys.all_scopes_indexes():
             cursor = 0
             while True:
-                cursor, items = await self.client.zscan(index_key, cursor, count=batch)
+                try:
+                    with redis_errors_translated():
+                        cursor, items = await self.client.zscan(index_key, cursor, count=batch)
+                except StoreUnavailable as exc:
+                    # A cluster shard that is down: its buckets wait for the next sweep,
+                    # the others are swept now.
+                    log.warning("sweep: skipped %s, unreachable: %s", index_key, exc)
+                    unreachable += 1
+                    break
                 scopes = [str(scope) for scope, _ in items]
                 if scopes:
                     pipe = self.client.pipeline(transaction=False)
                     for scope in scopes:
                         pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
-                    rows = await pipe.execute()
+                    rows = await pipe.execute(raise_on_error=False)
                     yield [
                         (
                             scope,
@@ -114,9 +128,12 @@ class FleetQueue:
                             ),
                         )
                         for scope, row in zip(scopes, rows, strict=True)
+                        if not isinstance(row, Exception)  # on a shard that is down
                     ]
                 if cursor == 0:
                     break
+        if unreachable == self.keys.buckets:
+            raise StoreUnavailable("no bucket of the scopes index could be read")
 
     async def enqueue(self, scopes: list[str], *, now_ms: int) -> int:
         """Queue ``scopes``, each in its bucket's queue (one round trip)."""
@@ -132,23 +149,67 @@ class FleetQueue:
 
     async def claim(self, *, now_ms: int, lease_ms: int) -> str | None:
         """A queued scope for this worker, or None when every bucket's queue is empty.
-        Buckets are tried in turn from where this process last found work, so workers
-        spread over the buckets instead of all draining the first."""
-        for step in range(self.keys.buckets):
-            bucket = (self._cursor + step) % self.keys.buckets
-            scope = await run_script(
-                self.client,
-                "fleet_claim",
-                [self.keys.fleet_queue(bucket), self.keys.fleet_inflight(bucket)],
-                [now_ms, lease_ms],
-            )
-            if scope:
-                self._cursor = bucket + 1  # the next worker of this process starts after it
-                return str(scope)
+        The claim script runs on the bucket this process last found work in, then on the
+        others known to have work; only when those are empty does one pipelined look at
+        every bucket (queued, or leases run out) find where work is. So a busy sweep costs
+        about one command a claim, and workers spread over the buckets."""
+        tried: set[int] = set()
+        for probe in (False, True):
+            if probe:
+                self._with_work = await self._buckets_with_work(now_ms)
+            for bucket in [self._cursor, *self._with_work]:
+                if bucket in tried:
+                    continue
+                tried.add(bucket)
+                scope = await self._claim_in(bucket, now_ms=now_ms, lease_ms=lease_ms)
+                if scope:
+                    self._cursor = bucket
+                    return scope
+                if bucket in self._with_work:
+                    self._with_work.remove(bucket)
         return None
 
+    async def _claim_in(self, bucket: int, *, now_ms: int, lease_ms: int) -> str | None:
+        try:
+            with redis_errors_translated():
+                scope = await run_script(
+                    self.client,
+                    "fleet_claim",
+                    [self.keys.fleet_queue(bucket), self.keys.fleet_inflight(bucket)],
+                    [now_ms, lease_ms],
+                )
+        except StoreUnavailable as exc:  # a cluster shard that is down: the others go on
+            log.warning("claim: queue bucket %d unreachable: %s", bucket, exc)
+            return None
+        return str(scope) if scope else None
+
+    async def _buckets_with_work(self, now_ms: int) -> list[int]:
+        """The buckets with a scope queued or a lease run out, from after the cursor on."""
+        n = self.keys.buckets
+        order = [(self._cursor + 1 + step) % n for step in range(n)]
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in order:
+            pipe.zcard(self.keys.fleet_queue(bucket))
+            pipe.zcount(self.keys.fleet_inflight(bucket), "-inf", now_ms)
+        with redis_errors_translated():
+            counts = await pipe.execute(raise_on_error=False)
+        down = [c for c in counts if isinstance(c, Exception)]
+        if down:  # a cluster shard that is down: the other buckets' work goes on
+            log.warning("claim: %d queue buckets unreachable: %s", len(down) // 2, down[0])
+        return [
+            bucket
+            for i, bucket in enumerate(order)
+            if not any(isinstance(c, Exception) for c in counts[2 * i : 2 * i + 2])
+            and (int(counts[2 * i]) or int(counts[2 * i + 1]))
+        ]
+
     async def finish(self, scope: str) -> None:
-        await self.client.zrem(self.keys.fleet_inflight(self.keys.bucket(scope)), scope)
+        """The scope is done; if its bucket cannot be reached its lease runs out instead."""
+        try:
+            with redis_errors_translated():
+                await self.client.zrem(self.keys.fleet_inflight(self.keys.bucket(scope)), scope)
+        except StoreUnavailable as exc:
+            log.warning("could not release the lease of %s (it runs out): %s", scope, exc)
 
     async def migrate_legacy(self, *, batch: int = 1000) -> int:
         """Move what a release before the buckets left in the single fleet-wide keys (the

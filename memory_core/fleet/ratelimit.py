@@ -18,8 +18,9 @@ import secrets
 import time
 from typing import Any
 
+from memory_core.errors import StoreUnavailable
 from memory_core.store.keys import KeySchema
-from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
 from memory_core.store.scripts import run_script
 
 RATE_BUCKETS = 16  # evenly spaced over the key schema's buckets
@@ -59,17 +60,27 @@ class FleetRateLimiter:
         """0 once a bucket admitted the request, else the shortest wait any bucket named."""
         start = secrets.randbelow(len(self.keys))
         shortest: int | None = None
+        down: StoreUnavailable | None = None
         for step in range(len(self.keys)):
             i = (start + step) % len(self.keys)
-            wait_ms = int(
-                await run_script(
-                    self.client,
-                    "rate_acquire",
-                    [self.keys[i]],
-                    [int(time.time() * 1000), self.window_ms, self.shares[i], member],
-                )
-            )
+            try:
+                with redis_errors_translated():
+                    wait_ms = int(
+                        await run_script(
+                            self.client,
+                            "rate_acquire",
+                            [self.keys[i]],
+                            [int(time.time() * 1000), self.window_ms, self.shares[i], member],
+                        )
+                    )
+            except StoreUnavailable as exc:
+                # A cluster shard that is down holds some shares: the others still admit
+                # (the fleet then stays under the limit by those shares).
+                down = exc
+                continue
             if wait_ms <= 0:
                 return 0
             shortest = wait_ms if shortest is None else min(shortest, wait_ms)
+        if shortest is None and down is not None:
+            raise down
         return shortest or 1

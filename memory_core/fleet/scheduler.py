@@ -296,10 +296,13 @@ class RolloverScheduler:
                     if status != "enumerating":
                         return
                     idle_since = idle_since or time.monotonic()
-                    if time.monotonic() - idle_since > self.enumeration_wait_s:
+                    idle_s = time.monotonic() - idle_since
+                    if idle_s > self.enumeration_wait_s:
                         log.warning("sweep %s: its enumerator queued nothing for a while", slot)
                         return
-                    await asyncio.sleep(0.05)  # the queue is still being filled
+                    # The queue is still being filled: look again soon, less often the
+                    # longer it stays empty (every look reads every bucket).
+                    await asyncio.sleep(min(0.05 + idle_s / 4, 0.4))
                     continue
                 idle_since = None
                 try:

@@ -49,6 +49,7 @@ from memory_core.recall.vectors import (
     reserve_rows,
     unit_vector,
 )
+from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.scripts import run_script
 
@@ -137,7 +138,7 @@ class RecallIndex:
         index = self._indexes.get(scope) or ScopeIndex()
         # One atomic snapshot (the scope's keys share a slot): the log's length must be read
         # at the same instant as its new entries to tell whether anything left it.
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         pipe.hmget(k.state, ["epoch", "forgets_pending"])
         pipe.xrange(k.log, min="-", max="+", count=1)
         start = f"({index.last_id}" if index.last_id else "-"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -97,6 +97,7 @@ class MemoryPipeline:
         self.metrics = metrics
         self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
         self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
+        self._held_scopes: Counter[str] = Counter()  # held messages per scope
         self._drainer: asyncio.Task[None] | None = None
         self._unknown_zones: set[str] = set()  # stored timezones already warned about
         # False: maintenance runs without the fleet lock (replay; correctness never depends
@@ -128,7 +129,9 @@ class MemoryPipeline:
         """Store one message (one round trip) and hand the scope to maintenance if due.
 
         If Redis cannot be reached, the message waits in a bounded in-memory buffer and is
-        stored, in order, as soon as Redis is back (``IngestResult.buffered``). Past the
+        stored, in order, as soon as Redis is back (``IngestResult.buffered``). On a Redis
+        Cluster the order kept is each scope's: a scope whose shard answers is stored at
+        once while another shard's scopes wait (see :meth:`_waits_behind`). Past the
         bound, StoreUnavailable says the message was not kept, so the front door does not
         acknowledge it as stored. ``hold=False``: StoreUnavailable at once instead (replay
         waits for Redis itself, its clock held at the message). ``own_day``: refuse the
@@ -136,9 +139,9 @@ class MemoryPipeline:
         p = self.prepare(msg)
         if own_day:
             p = replace(p, own_day=True)
-        if self._buffer:  # an outage is being caught up: stay in order behind it
-            if not hold:
-                raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
+        if self._buffer and not hold:
+            raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
+        if self._waits_behind(p.scope):  # an outage is being caught up: stay in order
             return self._hold(p, msg)
         try:
             result = await self._store(p, msg, replay=False)
@@ -179,6 +182,15 @@ class MemoryPipeline:
             self.metrics.incr("messages")
         return result
 
+    def _waits_behind(self, scope: str) -> bool:
+        """Whether a message for ``scope`` must wait behind held ones. One server is one
+        failure: while anything is held, everything waits (no round trip to a Redis that is
+        away). A cluster's shards fail one by one: only the scope's own held messages count,
+        so a lost shard does not stop the scopes of the others."""
+        if self.settings.store.cluster:
+            return self._held_scopes[scope] > 0
+        return bool(self._buffer)
+
     def _hold(self, p: Prepared, msg: IncomingMessage) -> IngestResult:
         limit = self.settings.store.outage_buffer
         if len(self._buffer) >= limit:
@@ -198,6 +210,7 @@ class MemoryPipeline:
         repeat = bool(msg.platform_id) and key in self._held_ids
         if not repeat:  # the same delivery twice (a mention's two events): held once
             self._buffer.append((p, msg))
+            self._held_scopes[p.scope] += 1
             if msg.platform_id:
                 self._held_ids.add(key)
         if self._drainer is None or self._drainer.done():
@@ -216,32 +229,51 @@ class MemoryPipeline:
             outcome="duplicate" if repeat else "",
         )
 
-    def _release(self) -> None:
-        """The oldest held message is stored (or given up): out of the buffer."""
-        p, msg = self._buffer.popleft()
+    def _release(self, held: tuple[Prepared, IncomingMessage]) -> None:
+        """A held message is stored (or given up): out of the buffer. It is the oldest of
+        its scope, so near the front (the buffer's head when Redis is one server)."""
+        self._buffer.remove(held)
+        p, msg = held
         self._held_ids.discard((p.scope, msg.platform_id))
+        self._held_scopes[p.scope] -= 1
+        if not self._held_scopes[p.scope]:
+            del self._held_scopes[p.scope]
 
     async def _drain(self) -> None:
-        """Store the held messages in order once Redis answers again."""
+        """Store the held messages once Redis answers again, each scope's in order.
+
+        Each pass goes through the buffer oldest first; a scope that cannot be stored keeps
+        its later messages back until the next pass. On one server the first failure ends
+        the pass (the server is away for every scope); on a cluster the other scopes are
+        tried, so a shard that is still away does not hold up the ones that are back."""
         delay = 0.1
         stored = 0
         while self._buffer:
-            p, msg = self._buffer[0]
-            try:
-                result = await self._store(p, msg, replay=True)
-            except StoreUnavailable:
+            blocked: set[str] = set()
+            for held in list(self._buffer):  # messages held meanwhile: the next pass
+                p, msg = held
+                if p.scope in blocked:
+                    continue
+                try:
+                    result = await self._store(p, msg, replay=True)
+                except StoreUnavailable:
+                    blocked.add(p.scope)
+                    if not self.settings.store.cluster:
+                        break
+                    continue
+                except Exception:  # one message Redis refuses must not hold up the rest
+                    log.exception("a held message in %s could not be stored; dropped", p.scope)
+                    self._release(held)
+                    continue
+                self._release(held)
+                stored += 1
+                if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
+                    await self.schedule(p.scope)
+            if blocked:
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
-                continue
-            except Exception:  # one message Redis refuses must not hold up the rest
-                log.exception("a held message in %s could not be stored; dropped", p.scope)
-                self._release()
-                continue
-            self._release()
-            stored += 1
-            delay = 0.1
-            if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
-                await self.schedule(p.scope)
+            else:
+                delay = 0.1
         log.warning("Redis is back: %d held messages stored", stored)
 
     @property

@@ -10,24 +10,77 @@ its lock and the compare-and-set steps that move the tiers on.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Sequence
+from typing import Any
 
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.models import DaySummary, IngestResult, ScopeState, WeekSummary
+from memory_core.store.keys import ScopeKeys
 from memory_core.store.locks import LockHolder
+from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import LockClaim, cas_reply, real_ms
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.scripts import SCRIPTS, SHAS, run_script
 
+log = logging.getLogger(__name__)
+
 # Platform ids remembered per scope to store each message once: the newest this many (a
 # sorted set of ~100 bytes an id, so at most ~10 MB for a scope that big; its log is bigger).
 PLATFORM_IDS_MAX = 100_000
+
+
+async def _ingest_round_trip(
+    client: Any,
+    k: ScopeKeys,
+    args: list[Any],
+    scope: str,
+    index: str,
+    ts_ms: int,
+    *,
+    by_source: bool = False,
+) -> tuple[Any, BaseException | None]:
+    """The ingest script and the scope's index entry, in one round trip: a pipeline on
+    one Redis; on a cluster two commands at once (the index entry's bucket may be on
+    another shard, and a shard that is down must not fail a message stored on a live
+    one). Returns the script's reply and the index write's error, if any; the script's
+    own error is raised. (A function, not a method: the class's error translation would
+    turn the NoScriptError its caller retries on into a StoreError.)"""
+    # The script by its hash; when the server does not know it (restarted, failed
+    # over), by its source, which also caches it there.
+    script = (("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])) + (
+        3,
+        k.log,
+        k.state,
+        k.ids,
+        *args,
+    )
+    if isinstance(client, RedisCluster):
+        if not index:
+            return await client.execute_command(*script), None
+        result, written = await asyncio.gather(
+            client.execute_command(*script),
+            client.zadd(index, {scope: ts_ms}),
+            return_exceptions=True,
+        )
+    else:
+        pipe = client.pipeline(transaction=False)
+        pipe.execute_command(*script)
+        if index:
+            pipe.zadd(index, {scope: ts_ms})
+        result, *rest = await pipe.execute(raise_on_error=False)
+        written = rest[0] if rest else None
+    if isinstance(result, BaseException):
+        raise result
+    return result, written if isinstance(written, BaseException) else None
 
 
 @translates_redis_errors
@@ -75,18 +128,15 @@ class MemoryRepo(ScopeWrites):
             PLATFORM_IDS_MAX,
             "1" if public else "",
         ]
+        index = self.keys.scopes_index_of(scope) if touch_index else ""
         for attempt in (0, 1):
-            pipe = self.client.pipeline(transaction=False)
-            # execute_command, not evalsha(): redis-py refuses the latter in cluster pipelines.
-            pipe.execute_command("EVALSHA", SHAS["ingest"], 3, k.log, k.state, k.ids, *args)
-            if touch_index:
-                pipe.zadd(self.keys.scopes_index_of(scope), {scope: ts_ms})
             try:
-                result, *_ = await pipe.execute()
+                result, index_error = await _ingest_round_trip(
+                    self.client, k, args, scope, index, ts_ms, by_source=bool(attempt)
+                )
             except NoScriptError:
                 if attempt:
                     raise
-                await self.client.script_load(SCRIPTS["ingest"])
                 continue
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                 raise StoreUnavailable(
@@ -94,6 +144,14 @@ class MemoryRepo(ScopeWrites):
                 ) from exc
             except RedisError as exc:
                 raise StoreError(f"Redis refused the message: {exc}") from exc
+            if index_error is not None:
+                # Stored all the same: the message is not lost (nor stored twice by a retry);
+                # the scope's next message writes its index entry.
+                log.warning(
+                    "message stored in %s, but not its entry in the scopes index: %s",
+                    scope,
+                    index_error,
+                )
             break
         entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
         outcome = str(result[9]) if len(result) > 9 else ""
@@ -246,7 +304,7 @@ class MemoryRepo(ScopeWrites):
 
     async def note_failure(self, scope: str, *, retry_at_ms: int) -> int:
         k = self.k(scope)
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         pipe.hincrby(k.state, "failures", 1)
         pipe.hset(k.state, "retry_at", retry_at_ms)
         failures, _ = await pipe.execute()

@@ -10,6 +10,7 @@ from typing import Any
 
 from memory_core.errors import StoreError
 from memory_core.models import DaySummary, Fact, WeekSummary
+from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import ScopeDump
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.repo_reads import ScopeReads
@@ -62,7 +63,7 @@ class ScopeWrites(ScopeReads):
     async def begin_forget(self, scope: str, request: str) -> None:
         """Write a forget down (and move the epoch) before doing any of it."""
         k = self.k(scope)
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         pipe.rpush(k.forgets, request)
         pipe.hincrby(k.state, "epoch", 1)
         pipe.hset(k.state, "forgets_pending", 1)
@@ -117,7 +118,7 @@ class ScopeWrites(ScopeReads):
         for entry_id in ids:
             look.xrange(k.log, min=f"({entry_id}", max="+", count=1)
         following = [found[0][0] for found in await look.execute() if found]
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         pipe.xdel(k.log, *ids)
         pipe.hdel(k.vectors, *ids, *following)
         deleted, _ = await pipe.execute()
@@ -146,7 +147,7 @@ class ScopeWrites(ScopeReads):
         await self._replace_list(self.k(scope).weeks, [w.to_json() for w in weeks])
 
     async def _replace_list(self, key: str, values: Sequence[str]) -> None:
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         pipe.delete(key)
         if values:
             pipe.rpush(key, *values)
@@ -168,7 +169,7 @@ class ScopeWrites(ScopeReads):
             raise StoreError(
                 f"scope {scope} already has memory; forget it first or import elsewhere"
             )
-        pipe = self.client.pipeline(transaction=True)
+        pipe = await atomic_pipeline(self.client)
         if dump.state:
             pipe.hset(k.state, mapping=dump.state)
         for entry in dump.log:

@@ -9,8 +9,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisError
 
 from config.redis_url import mask_url, split_userinfo, url_passwords
@@ -43,6 +44,18 @@ def _failure_reason(url: str, exc: BaseException) -> str:
         if len(password) >= _MIN_SCRUBBED:
             reason = reason.replace(password, "***")
     return reason
+
+
+class _KnownCommands(AsyncCommandsParser):
+    """redis-py's cluster client asks its default node for the command table (``COMMAND``)
+    on every refresh of its view of the cluster, and the default node is the first primary
+    of that view, up or not: once a command has failed on a lost shard that serves slot 0,
+    every command, to every shard, fails until it is back. The table does not change while
+    we run: asked once, at connection, and kept."""
+
+    async def initialize(self, node: ClusterNode | None = None) -> None:
+        if not self.commands:
+            await super().initialize(node)
 
 
 @dataclass
@@ -137,6 +150,7 @@ async def _connect(
     try:
         if cluster:
             client = RedisCluster.from_url(url, max_connections=settings.max_connections, **options)
+            client.commands_parser = _KnownCommands()
         else:
             # A blocking pool: under a burst (a rollover at high concurrency, a flood of
             # messages) a command waits for a connection rather than failing.

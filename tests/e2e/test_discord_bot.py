@@ -24,6 +24,7 @@ import redis
 from aiohttp import web
 from discord.http import Route
 
+from bots.bench.cluster import LocalRedis
 from bots.discord import commands as discord_commands
 from bots.discord.bot import build_client, run_discord
 from bots.discord.commands import sync_command_tree
@@ -31,7 +32,7 @@ from config.prompts import load_prompts
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
-from tests.conftest import START, CoreFactory, RedisServer, make_settings
+from tests.conftest import START, CoreFactory, make_settings
 from tests.fakes.discord_server import (
     JSON,
     FakeChannel,
@@ -813,7 +814,7 @@ async def test_a_store_outage_keeps_the_client_running_and_the_message_held(
 ) -> None:
     """Redis goes away: the message waits in memory (not dropped), the member is told that
     memory is unavailable and the message is saved, /memory says so too."""
-    server = RedisServer()
+    server = LocalRedis()
     settings = make_settings(redis_url=server.url, llm_url=fake_llm.base_url)
     core = await build_core(settings, clock=ManualClock(START), background=False)
     try:

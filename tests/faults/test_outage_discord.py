@@ -5,10 +5,11 @@ instead of failing before it."""
 
 from __future__ import annotations
 
+from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, RedisServer, _free_port, make_settings
+from tests.conftest import START, make_settings
 from tests.e2e.test_discord_bot import World, fake, say, serving, world  # noqa: F401
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
@@ -21,9 +22,9 @@ from tests.helpers import AOF, until
 async def test_a_redis_restart_loses_no_message_and_doubles_none(
     fake: FakeDiscord, world: World, fake_llm: FakeOpenAI
 ) -> None:
-    port = _free_port()
-    server = RedisServer(port, extra=AOF)
-    restarted: RedisServer | None = None
+    port = free_port()
+    server = LocalRedis(port, extra=AOF)
+    restarted: LocalRedis | None = None
     settings = make_settings(redis_url=server.url, llm_url=fake_llm.base_url)
     core = await build_core(settings, clock=ManualClock(START), background=False)
     scope = world.scope(world.general)
@@ -38,7 +39,7 @@ async def test_a_redis_restart_loses_no_message_and_doubles_none(
             await say(fake, bot, world.general, world.alice, "anyone?", mentions_bot=True)
             [apology] = await fake.wait_for_messages(world.general.id, 1)
             assert core.pipeline.held == 4
-            restarted = RedisServer(port, extra=(*AOF, "--dir", server.dir))
+            restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
             await until(lambda: core.pipeline.held == 0)
             for i in range(2):
                 await say(fake, bot, world.general, world.alice, f"after {i}")

@@ -4,10 +4,11 @@ of a mention (app_mention + message) are stored and answered once."""
 
 from __future__ import annotations
 
+from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, RedisServer, _free_port, make_settings
+from tests.conftest import START, make_settings
 from tests.e2e.test_slack_bot import SCOPE, fake, slack_settings, start_harness  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -20,9 +21,9 @@ from tests.helpers import AOF, until
 async def test_a_redis_restart_loses_no_message_and_doubles_none(
     fake: FakeSlack, fake_llm: FakeOpenAI
 ) -> None:
-    port = _free_port()
-    server = RedisServer(port, extra=AOF)
-    restarted: RedisServer | None = None
+    port = free_port()
+    server = LocalRedis(port, extra=AOF)
+    restarted: LocalRedis | None = None
     settings = make_settings(
         redis_url=server.url, llm_url=fake_llm.base_url, slack=slack_settings(fake)
     )
@@ -37,7 +38,7 @@ async def test_a_redis_restart_loses_no_message_and_doubles_none(
             await slack.mention("anyone there?")  # app_mention + message, one ts
             [apology] = await slack.replies(1)
             assert core.pipeline.held == 2
-            restarted = RedisServer(port, extra=(*AOF, "--dir", server.dir))
+            restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
             await until(lambda: core.pipeline.held == 0)
             await slack.deliver(during)  # Slack retries a delivery it thinks failed
             await slack.say("after")

@@ -8,22 +8,23 @@ from datetime import timedelta
 
 import pytest
 
+from bots.bench.cluster import LocalRedis, free_port
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
-from tests.conftest import START, RedisServer, _free_port, make_settings
+from tests.conftest import START, make_settings
 
 
 async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    port = _free_port()
-    server = RedisServer(port, extra=("--appendonly", "yes", "--appendfsync", "always"))
+    port = free_port()
+    server = LocalRedis(port, extra=("--appendonly", "yes", "--appendfsync", "always"))
     settings = make_settings(redis_url=server.url, memory={"compact_trigger_tokens": 10**6})
     clock = ManualClock(START)
     core = await build_core(settings, clock=clock, background=True)
-    restarted: RedisServer | None = None
+    restarted: LocalRedis | None = None
     try:
         held_seen = 0
         for i in range(1000):
@@ -33,7 +34,7 @@ async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(
                 server.proc.terminate()
                 server.proc.wait(10)
             if i == 600:
-                restarted = RedisServer(
+                restarted = LocalRedis(
                     port,
                     extra=("--appendonly", "yes", "--appendfsync", "always", "--dir", server.dir),
                 )
@@ -64,8 +65,8 @@ async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(
 
 
 async def test_during_an_outage_replies_apologise_and_past_the_bound_messages_are_refused() -> None:
-    port = _free_port()
-    server = RedisServer(port)
+    port = free_port()
+    server = LocalRedis(port)
     core = await build_core(
         make_settings(redis_url=server.url, store={"outage_buffer": 3}), background=False
     )

@@ -13,10 +13,11 @@ from typing import Any
 
 import redis
 
+from bots.bench.cluster import LocalRedis, free_port
 from bots.bench.fake_llm import RecordedRequest, default_answer
 from memory_core import calendar
 from memory_core.models import DaySummary, LogEntry
-from tests.conftest import START, RedisServer, _free_port
+from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import spawn_memorybot
 
@@ -72,9 +73,9 @@ async def test_a_redis_restart_mid_replay_closes_every_day_with_its_own_date(
 ) -> None:
     """Redis stops while the reply to a line of day 1 is being written, and comes back once
     memorybot says it is waiting for it. The replay clock must not run ahead meanwhile."""
-    port = _free_port()
-    server = RedisServer(port, extra=AOF)
-    restarted: RedisServer | None = None
+    port = free_port()
+    server = LocalRedis(port, extra=AOF)
+    restarted: LocalRedis | None = None
     stopped = asyncio.Event()
 
     def responder(request: RecordedRequest) -> str:
@@ -103,7 +104,7 @@ async def test_a_redis_restart_mid_replay_closes_every_day_with_its_own_date(
                 read_stderr_until(proc.stderr, "Redis is unreachable", seen), timeout=60
             )
             assert stopped.is_set()
-            restarted = RedisServer(port, extra=(*AOF, "--dir", server.dir))
+            restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
             _, err = await asyncio.wait_for(proc.communicate(), timeout=120)
             err_text = "".join(seen) + err.decode()
             assert proc.returncode == 0, err_text
@@ -120,9 +121,9 @@ async def test_an_outage_during_a_summary_is_a_clear_error_and_the_replay_resume
 ) -> None:
     """Redis stops while day 2 is being summarised and stays away longer than the replay
     waits: a clear error (exit 2, no traceback); run again, the replay finishes the job."""
-    port = _free_port()
-    server = RedisServer(port, extra=AOF)
-    restarted: RedisServer | None = None
+    port = free_port()
+    server = LocalRedis(port, extra=AOF)
+    restarted: LocalRedis | None = None
 
     def responder(request: RecordedRequest) -> str:
         day_2 = request.purpose == "compact" and "day 2 line" in request.prompt_text
@@ -144,7 +145,7 @@ async def test_an_outage_during_a_summary_is_a_clear_error_and_the_replay_resume
             assert proc.returncode == 2, first
             assert "Traceback" not in first
             assert "run the same replay again" in first
-            restarted = RedisServer(port, extra=(*AOF, "--dir", server.dir))
+            restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
             proc = await spawn_memorybot(tmp_path, *args, env=env)
             _, err = await asyncio.wait_for(proc.communicate(), timeout=120)
             assert proc.returncode == 0, err.decode()

@@ -24,6 +24,7 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bots.bench.cluster import LocalRedis
 from bots.commands import Actor
 from bots.frontdoor import run_command
 from config.settings import Settings, load_settings
@@ -33,7 +34,7 @@ from memory_core.errors import LLMUnavailable, MemorybotError, StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.prompt.answers import MASK
 from memory_core.store.server import mask_url, open_store
-from tests.conftest import START, RedisServer
+from tests.conftest import START
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack_server import serve_web_app
@@ -72,7 +73,7 @@ def assert_clean(text: str, where: str) -> None:
             pytest.fail(f"{name} leaked in {where}: ...{context}...")
 
 
-class PasswordRedis(RedisServer):
+class PasswordRedis(LocalRedis):
     """A private redis-server that requires a password (the URL carries it)."""
 
     def __init__(self, password: str) -> None:

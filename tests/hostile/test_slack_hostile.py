@@ -50,7 +50,7 @@ GOOD_KEY = re.compile(
     rf"^mb:\{{slack:{SLACK_ID}:(?:{SLACK_ID}(?::{SLACK_TS})?|user:{SLACK_ID})\}}:[a-z]+$"
     rf"|^mb:seen:slack:(?:{SLACK_ID}:{SLACK_ID}:{SLACK_TS}|Ev[A-Za-z0-9]+)$"
     rf"|^mb:cache:slack-[a-z]+:{SLACK_ID}:{SLACK_ID}$"
-    r"|^mb:scopes$|^mb:metrics:\d+$|^mb:\{fleet\}:[a-z:-]+$"
+    r"|^mb:\{b\d+\.\d+\}:(?:scopes|queue|inflight|llm-rate|metrics:\d+)$|^mb:\{fleet\}:[a-z:-]+$"
 )
 
 

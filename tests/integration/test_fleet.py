@@ -37,6 +37,7 @@ async def _sweep_all(fleet: list[Core]) -> list[SweepReport]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # ~95 s on the 2-core CI machine; the default 120 s is tight
 async def test_four_workers_thousand_scopes_fourteen_days(
     make_core: CoreFactory, redis_target: object
 ) -> None:
