@@ -178,7 +178,7 @@ def rank(
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
     floor = max(FLOOR * reachable, 0.5)
     if similarity is not None:
-        scores = _fuse(scores, floor, similarity, records, by_named, bm25.lengths())
+        scores = _fuse(scores, floor, similarity, records, by_named, bm25.log_lengths())
     else:
         scores = np.where(scores >= floor, scores, 0.0).astype(np.float32)
     unit = 1.0 if similarity is not None else float(scores.max())
@@ -214,7 +214,7 @@ def _fuse(
     similarity: np.ndarray,
     records: np.ndarray,
     by_named: np.ndarray | None,
-    lengths: np.ndarray,
+    log_lengths: np.ndarray,
 ) -> np.ndarray:
     """The word score (its boosts for dates and names included) as a share of the best, plus
     SEM_WEIGHT times how far the meaning is above SEM_BASE: a message found either way can
@@ -228,7 +228,7 @@ def _fuse(
     sims = similarity.copy()
     sims[records[: len(sims)]] = 0.0  # day records are ranked by words only
     # (Not where no vector is known, nor for records: their sims are 0.)
-    lifted = np.where(sims > 0, sims + LENGTH_PRIOR * np.log1p(lengths[: len(sims)]), 0.0)
+    lifted = np.where(sims > 0, sims + LENGTH_PRIOR * log_lengths[: len(sims)], 0.0)
     meaning = np.clip((lifted - SEM_BASE) / (1 - SEM_BASE), 0.0, None)
     fused = (lexical + SEM_WEIGHT * meaning).astype(np.float32)
     fused[(lexical == 0) & (sims < VECTOR_MIN)] = 0.0

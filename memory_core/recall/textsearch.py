@@ -179,6 +179,7 @@ class BM25:
         self.total_length = 0
         self._frozen: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
         self._lengths_np: np.ndarray = np.zeros(0, dtype=np.float32)
+        self._log_lengths: np.ndarray = np.zeros(0, dtype=np.float32)
 
     def add(self, doc_terms: Sequence[str]) -> int:
         doc = len(self._lengths)
@@ -219,6 +220,12 @@ class BM25:
         if len(self._lengths_np) != len(self._lengths):
             self._lengths_np = np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32)
         return self._lengths_np
+
+    def log_lengths(self) -> np.ndarray:
+        """``ln(1 + length)`` of every document, kept between queries (do not modify)."""
+        if len(self._log_lengths) != len(self._lengths):
+            self._log_lengths = np.log1p(self.lengths())
+        return self._log_lengths
 
     def score_array(
         self, query: Iterable[str], *, weights: dict[str, float] | None = None
