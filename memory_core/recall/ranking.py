@@ -315,7 +315,7 @@ def _expand(
 ) -> None:
     """Pseudo-relevance feedback: add the top documents' rarest words to the query."""
     bm25 = index.bm25
-    top = np.argsort(-scores, kind="stable")[:PRF_DOCS]
+    top = _top(scores, PRF_DOCS)
     pool: dict[str, float] = {}
     for d in top.tolist():
         if scores[d] <= 0:
@@ -326,6 +326,16 @@ def _expand(
     expansion = sorted(pool, key=lambda t: (-pool[t], t))[:PRF_TERMS]
     if expansion:
         scores += bm25.score_array(expansion, weights=dict.fromkeys(expansion, PRF_WEIGHT))
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` best scores, best first, ties by index: what a stable
+    argsort of the whole array would start with, without sorting 100,000 scores."""
+    if len(scores) <= k:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates = np.nonzero(scores >= kth)[0]  # every tie at the k-th score too
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
 
 
 def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:

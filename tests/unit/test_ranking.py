@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memory_core.recall.documents import Doc, ScopeIndex
-from memory_core.recall.ranking import query_days, query_months, rank
+from memory_core.recall.ranking import _top, query_days, query_months, rank
 from memory_core.recall.textsearch import terms
 
 HOUR = 3_600_000
@@ -136,3 +136,14 @@ def test_of_two_messages_as_close_in_meaning_the_one_that_says_more_comes_first(
         index, "where does she live now", exclude_ids=set(), limit=10, similarity=similarity
     )
     assert [h.docs[0].text for h in hits] == [long, short]
+
+
+def test_the_top_of_the_scores_is_what_a_full_stable_sort_starts_with() -> None:
+    """Pseudo-relevance feedback reads the best few documents without sorting them all:
+    the same documents, in the same order, ties included (scores with many ties)."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 50, 5_000):
+        for _ in range(100):
+            scores = rng.integers(0, 4, n).astype(np.float32)
+            expected = np.argsort(-scores, kind="stable")[:3]
+            assert _top(scores, 3).tolist() == expected.tolist()
