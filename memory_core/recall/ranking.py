@@ -318,8 +318,6 @@ def _expand(
     top = _top(scores, PRF_DOCS)
     pool: dict[str, float] = {}
     for d in top.tolist():
-        if scores[d] <= 0:
-            break
         for t in terms(index.docs[d].text):
             if t not in weights and t not in q_terms:
                 pool[t] = pool.get(t, 0.0) + bm25.idf(t)
@@ -329,13 +327,14 @@ def _expand(
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """The indices of the ``k`` best scores, best first, ties by index: what a stable
-    argsort of the whole array would start with, without sorting 100,000 scores."""
-    if len(scores) <= k:
-        return np.argsort(-scores, kind="stable")
-    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-    candidates = np.nonzero(scores >= kth)[0]  # every tie at the k-th score too
-    return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
+    """The indices of the ``k`` best positive scores, best first, ties by index: what a
+    stable argsort of the whole array starts with, up to its first score of 0 or less,
+    without sorting 100,000 scores (word scores are mostly 0)."""
+    positive = np.flatnonzero(scores > 0)
+    if len(positive) > k:
+        kth = np.partition(scores[positive], len(positive) - k)[len(positive) - k]
+        positive = positive[scores[positive] >= kth]  # every tie at the k-th score too
+    return positive[np.argsort(-scores[positive], kind="stable")][:k]
 
 
 def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
