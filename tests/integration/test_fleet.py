@@ -37,13 +37,15 @@ async def _sweep_all(fleet: list[Core]) -> list[SweepReport]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # ~95 s on the 2-core CI machine; the default 120 s is tight
-async def test_four_workers_thousand_scopes_fourteen_days(
+@pytest.mark.timeout(300)  # ~50 s on a slow 2-core machine; the default 120 s is tight
+async def test_four_workers_five_hundred_scopes_fourteen_days(
     make_core: CoreFactory, redis_target: object
 ) -> None:
     clock = ManualClock(START)
     cluster = getattr(redis_target, "cluster", False)
-    scopes_n = 300 if cluster else 1000  # the cluster pass checks the same on fewer scopes
+    # (1,000 scopes took 100 s of a 12-minute suite on a slow machine: 500 check the same;
+    # the cluster pass checks it on fewer still.)
+    scopes_n = 300 if cluster else 500
     fleet = await _fleet(
         make_core,
         clock,
