@@ -139,9 +139,9 @@ class MemoryPipeline:
         p = self.prepare(msg)
         if own_day:
             p = replace(p, own_day=True)
-        if self._buffer and not hold:
-            raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
         if self._waits_behind(p.scope):  # an outage is being caught up: stay in order
+            if not hold:
+                raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
             return self._hold(p, msg)
         try:
             result = await self._store(p, msg, replay=False)

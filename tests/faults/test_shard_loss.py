@@ -13,6 +13,7 @@ import pytest
 from bots.bench.cluster import LocalCluster
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
+from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.store import KeySchema
 from tests.conftest import START, make_settings
@@ -87,6 +88,17 @@ async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up
                 for scope in live:
                     assert await say(scope, f"{scope} live {n}"), f"{scope} stored at once"
             assert core.pipeline.held == ROUNDS * len(away)
+            # A caller that does not hold (replay) is refused only for the lost shard's
+            # scopes: it waits for its own scope's held messages, not the whole buffer.
+            for scope in live:
+                clock.advance(timedelta(seconds=1))
+                msg = IncomingMessage(scope=scope, text=f"{scope} replayed", author="Ann")
+                result = await asyncio.wait_for(core.pipeline.ingest(msg, hold=False), 15)
+                assert result.stored, scope
+                sent[scope].append(msg.text)
+            msg = IncomingMessage(scope=away[0], text="not held", author="Ann")
+            with pytest.raises(StoreUnavailable):
+                await asyncio.wait_for(core.pipeline.ingest(msg, hold=False), 15)
             for scope in live:  # asked and answered with memory; both are in memory
                 clock.advance(timedelta(seconds=1))
                 ask = f"recap {scope}"
