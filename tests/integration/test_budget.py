@@ -237,3 +237,23 @@ async def test_calls_without_a_tag_are_not_charged(
     core = await make_core()
     await core.llm.complete([{"role": "user", "content": "hi"}], purpose="reply")
     assert await core.budget.ledger.top_scopes(START.date().isoformat()) == []
+
+
+async def test_a_stream_without_a_usage_chunk_is_counted_with_our_tokenizer(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """An endpoint that refuses stream_options (llm.stream_usage off): the prompt and the
+    answer are counted with cl100k, so the budget still holds."""
+    core = await make_core(llm={"stream_usage": False})
+
+    async def progress(text: str) -> None:
+        return None
+
+    msg = said("tell me a long story")
+    stored = await core.pipeline.ingest(msg)
+    reply = await core.pipeline.reply(msg, exclude_id=stored.id, on_progress=progress)
+    (request,) = fake_llm.of("reply")
+    assert "stream_options" not in request.body
+    day = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
+    assert day["completion"] == core.counter.count(reply.text)
+    assert day["prompt"] == core.counter.count_messages(request.messages)
