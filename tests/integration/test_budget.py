@@ -257,3 +257,20 @@ async def test_a_stream_without_a_usage_chunk_is_counted_with_our_tokenizer(
     day = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
     assert day["completion"] == core.counter.count(reply.text)
     assert day["prompt"] == core.counter.count_messages(request.messages)
+
+
+async def test_captions_wait_while_the_budget_is_reached_and_are_counted_otherwise(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    from tests.e2e.test_captions_discord import VISION
+    from tests.integration.test_captions import Image, message
+
+    core = await make_core(llm=VISION, budget={"daily_tokens": 10})
+    await core.pipeline.ingest(message(Image().attachment(), pid="m1"))
+    assert len(fake_llm.of("caption")) == 1
+    day = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
+    assert day["p:caption"] == day["tokens"] > 10 and day["u:u1"] == day["tokens"]
+    await core.pipeline.ingest(message(Image().attachment(), pid="m2"))
+    assert len(fake_llm.of("caption")) == 1  # the budget is spent: no second caption call
+    [text] = [e.text for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m2"]
+    assert "caption: " not in text and "p.png" in text
