@@ -274,3 +274,20 @@ async def test_captions_wait_while_the_budget_is_reached_and_are_counted_otherwi
     assert len(fake_llm.of("caption")) == 1  # the budget is spent: no second caption call
     [text] = [e.text for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m2"]
     assert "caption: " not in text and "p.png" in text
+
+
+async def test_the_notice_and_the_stats_speak_japanese_in_a_japanese_channel(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    core = await make_core(budget={"daily_tokens": 10})
+    await command(core, "config language ja")
+    await command(core, "config timezone Asia/Tokyo")
+    await answer(core, "こんにちは、今日の予定は？")
+    refused = await answer(core, "もう一つ質問があります")
+    assert refused.kind == "budget"
+    assert "このチャンネルの1日のトークン予算（10 トークン）" in refused.text
+    assert "00:00 Asia/Tokyo にリセットされます" in refused.text
+    result = await execute(
+        core.admin, scope=SCOPE, command=parse_command("show stats"), actor=ADMIN, language="ja"
+    )
+    assert "/ 10 トークン、00:00 Asia/Tokyo にリセット" in result.text()
