@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from config.settings import SettingsError, load_settings
-from memory_core.errors import InputError
-from memory_core.fleet.spending import server_of
-from memory_core.service.budget import parse_limit
+from config.settings import Settings, SettingsError, load_settings
+from memory_core.clock import ManualClock
+from memory_core.errors import InputError, StoreUnavailable
+from memory_core.fleet.spending import SpendLedger, server_of
+from memory_core.llm.usage import SpendTag, current_tag
+from memory_core.models import IncomingMessage
+from memory_core.service.budget import Budget, parse_limit
+from memory_core.store.keys import KeySchema
+from tests.conftest import START
 
 
 @pytest.mark.parametrize(
@@ -64,3 +69,20 @@ def test_budget_settings_errors_name_the_field_and_the_fix(
         load_settings()
     monkeypatch.setenv("MEMORYBOT_BUDGET__SERVERS", '{"discord:1": 5000}')
     assert load_settings().budget.servers == {"discord:1": 5000}
+
+
+class UnreachableLedger(SpendLedger):
+    """A ledger whose Redis is away (the check's read fails as the store's reads do)."""
+
+    async def overrides(self, scope: str) -> tuple[str, str, str]:
+        raise StoreUnavailable("Redis is unreachable: connection refused")
+
+
+async def test_a_budget_that_cannot_be_read_never_silences_the_bot() -> None:
+    settings = Settings(budget={"daily_tokens": 10})
+    ledger = UnreachableLedger(None, KeySchema(), clock=ManualClock(START), default_tz="UTC")
+    budget = Budget(settings=settings, ledger=ledger, clock=ManualClock(START))
+    msg = IncomingMessage(scope="discord:1:2", text="hi", author="Ann", author_id="7")
+    assert await budget.admit(msg, "en") is None  # the reply goes ahead
+    assert current_tag() == SpendTag("discord:1:2", "7", "Ann")  # and is still counted
+    assert await budget.over("discord:1:2") is False  # summaries keep the model
