@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Limit = Literal["scope", "member", "server"]
-OVERRIDE_FIELDS = ("daily_tokens", "user_daily_tokens")  # in the scope's state hash
 
 
 def parse_limit(value: str, *, setting: str) -> str:
