@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from config.prompts import PromptSet, load_prompts
-from memory_core.errors import PermissionDenied, UsageError
+from memory_core.errors import InputError, PermissionDenied, UsageError
 from memory_core.models import LANGUAGE_SETTINGS, MODES
 from memory_core.prompt.assembly import order_facts, render_fact
 from memory_core.scopes import user_scope
 from memory_core.service.admin import MemoryAdmin, ScopeView
+from memory_core.service.budget import SpendReport, parse_limit
 
 Action = Literal[
     "show",
@@ -34,7 +35,8 @@ Action = Literal[
     "help",
 ]
 SHOW_SECTIONS = ("overview", "tiers", "facts", "stats")
-CONFIG_KEYS = ("mode", "timezone", "language")
+CONFIG_KEYS = ("mode", "timezone", "language", "daily_tokens", "user_daily_tokens")
+BUDGET_KEYS = ("daily_tokens", "user_daily_tokens")
 # Admin-only where the command changes a memory the whole channel shares.
 ADMIN_ACTIONS = frozenset(
     {"forget_all", "forget_text", "forget_fact", "remember", "export", "pause", "resume", "config"}
@@ -46,7 +48,8 @@ USAGE = """/memory show [overview|tiers|facts|stats]
 /memory remember <text> | me <text about you>
 /memory export
 /memory pause | resume
-/memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>"""
+/memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>
+/memory config daily_tokens <N|off|default> | user_daily_tokens <N|off|default>"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,11 @@ def parse_command(text: str) -> Command:
             raise _usage(f"mode must be one of {', '.join(MODES)}")
         if key == "language" and value.lower() not in LANGUAGE_SETTINGS:
             raise _usage(f"language must be one of {', '.join(LANGUAGE_SETTINGS)}")
+        if key in BUDGET_KEYS:
+            try:
+                parse_limit(value, setting=key)
+            except InputError as exc:
+                raise _usage(str(exc)) from exc
         return Command("config", key=key, arg=value if key == "timezone" else value.lower())
     raise _usage(f"unknown /memory command {_quote(verb)}")
 
@@ -160,7 +168,7 @@ async def execute(
         case "help":
             return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
         case "show":
-            view = await admin.show(scope, user_id=actor.user_id)
+            view = await admin.show(scope, user_id=actor.user_id, spend=command.arg == "stats")
             return render_show(view, command.arg or "overview", p)
         case "forget_all":
             if not command.confirmed:
@@ -224,7 +232,10 @@ async def execute(
             return CommandResult(title=p.say("resumed", scope=scope))
         case "config":
             changes = await admin.configure(scope, **{command.key: command.arg})
-            text = ", ".join(f"{k}={v or 'auto'}" for k, v in changes.items())
+            text = ", ".join(
+                f"{k}={v or ('default' if k in BUDGET_KEYS else 'auto')}"
+                for k, v in changes.items()
+            )
             return CommandResult(title=p.say("configured", scope=scope, changes=text))
     raise _usage(f"unknown /memory command {command.action!r}")
 
@@ -236,6 +247,14 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
     result = CommandResult(title=p.say("title_show", scope=view.scope))
     info = [p.say("messages", count=view.messages)]
     info.append(p.say("mode", mode=view.mode, tz=view.timezone, lang=view.language))
+    if state.daily_tokens or state.user_daily_tokens:
+        info.append(
+            p.say(
+                "budget_limits",
+                scope=_limit_text(state.daily_tokens, p),
+                member=_limit_text(state.user_daily_tokens, p),
+            )
+        )
     if state.paused:
         info.append(p.say("paused"))
     result.sections.append(("", "\n".join(info)))
@@ -281,6 +300,40 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
         if state.failures:
             stats.append(f"summary failures in a row: {state.failures}")
         result.sections.append((p.say("heading_stats"), "\n".join(stats)))
+        if view.spend is not None:
+            result.sections.append((p.say("heading_spend"), render_spend(view.spend, p)))
     if len(result.sections) == 1 and section != "stats":
         result.sections.append(("", p.say("no_memory")))
     return result
+
+
+def _limit_text(stored: str, p: PromptSet) -> str:
+    """A budget override as /memory show says it."""
+    if not stored:
+        return p.say("budget_default")
+    if stored == "off":
+        return p.say("budget_off")
+    return f"{int(stored):,}" if stored.isdigit() else stored[:20]
+
+
+def render_spend(report: SpendReport, p: PromptSet) -> str:
+    """Today's tokens against each limit: the channel's, the asker's own, the server's."""
+    lines = []
+    for line in report.lines:
+        what = p.say(f"spend_{line.which}")
+        if line.limit:
+            lines.append(
+                p.say(
+                    "spend_line",
+                    what=what,
+                    spent=f"{line.spent:,}",
+                    limit=f"{line.limit:,}",
+                    resets=line.resets,
+                )
+            )
+        else:
+            lines.append(p.say("spend_line_nolimit", what=what, spent=f"{line.spent:,}"))
+    if report.purposes:
+        shown = ", ".join(f"{k} {v:,}" for k, v in report.purposes.items())
+        lines.append(p.say("spend_purposes", purposes=shown))
+    return "\n".join(lines)

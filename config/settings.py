@@ -125,6 +125,11 @@ class LLMSettings(_Section):
         default=0, ge=0, description="Requests per minute for the whole fleet (0: no limit)."
     )
     rpm_window_s: float = Field(default=60.0, gt=0, description="The window rpm_limit counts in.")
+    stream_usage: bool = Field(
+        default=True,
+        description="Ask a streamed reply for its usage (stream_options.include_usage); off "
+        "for an endpoint that refuses the option: the budget then counts with cl100k.",
+    )
     reply_deadline_s: float = Field(
         default=45.0,
         gt=0,
@@ -270,6 +275,43 @@ class DashboardSettings(_Section):
     port: int = Field(default=8765, ge=0, le=65535)
 
 
+_SERVER_KEY = re.compile(r"^(discord|slack):[A-Za-z0-9_.-]{1,100}$")
+
+
+class BudgetSettings(_Section):
+    """Daily model-token budgets (prompt + completion, from the API's usage figures),
+    counted fleet-wide per local day. 0 = no limit. A channel's own admins may set its
+    daily_tokens and user_daily_tokens with /memory config; the servers' are set here."""
+
+    daily_tokens: int = Field(
+        default=0, ge=0, description="Each scope (channel, thread, DM) per local day (0: off)."
+    )
+    user_daily_tokens: int = Field(
+        default=0, ge=0, description="Each member within one scope per local day (0: off)."
+    )
+    server_daily_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Each Discord guild / Slack workspace per day in memory.timezone (0: off).",
+    )
+    servers: dict[str, int] = Field(
+        default_factory=dict,
+        description='Per-server overrides, e.g. {"discord:123" = 50000, "slack:T01" = 0}.',
+    )
+
+    @field_validator("servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, limit in value.items():
+            if not _SERVER_KEY.match(name):
+                raise ValueError(
+                    f"budget.servers key {name[:80]!r}: use discord:<guild id> or slack:<team id>"
+                )
+            if limit < 0:
+                raise ValueError(f"budget.servers[{name!r}] must be 0 (no limit) or more")
+        return value
+
+
 class Settings(BaseSettings):
     """Every setting of memorybot. Build with :func:`load_settings`."""
 
@@ -288,6 +330,7 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -17,11 +17,13 @@ from memory_core.fleet.metrics import Metrics
 from memory_core.fleet.queue import FleetQueue
 from memory_core.fleet.ratelimit import FleetRateLimiter
 from memory_core.fleet.scheduler import RolloverScheduler
+from memory_core.fleet.spending import SpendLedger
 from memory_core.llm.client import LLM, build_llm
 from memory_core.prompt.assembly import PromptAssembler
 from memory_core.recall.embedding import LocalEmbedder
 from memory_core.recall.index import Embedder, RecallIndex
 from memory_core.service.admin import MemoryAdmin
+from memory_core.service.budget import Budget
 from memory_core.service.captions import Captioner
 from memory_core.service.conversation import Conversation
 from memory_core.service.pipeline import MemoryPipeline
@@ -51,6 +53,7 @@ class Core:
     platform: PlatformState
     scheduler: RolloverScheduler
     metrics: Metrics
+    budget: Budget
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -113,11 +116,23 @@ async def build_core(
             limit=settings.llm.rpm_limit,
             window_s=settings.llm.rpm_window_s,
         )
-    llm = llm or build_llm(settings.llm, limiter=limiter)
+    # Every model call's usage is counted against the daily budgets (an LLM handed in is
+    # not: benchmarks and evaluations run offline or on their own bill).
+    ledger = SpendLedger(store.client, store.keys, clock=clock, default_tz=settings.memory.timezone)
+    llm = llm or build_llm(settings.llm, limiter=limiter, on_usage=ledger.record)
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys)
     summarizer = Summarizer(llm, counter)
-    admin = MemoryAdmin(repo=repo, settings=settings, clock=clock, persist=store.persist)
+    metrics = Metrics(
+        store.client,
+        store.keys,
+        llm_stats=lambda: llm.stats,
+        summary_stats=lambda: summarizer.stats,
+    )
+    budget = Budget(settings=settings, ledger=ledger, clock=clock, metrics=metrics)
+    admin = MemoryAdmin(
+        repo=repo, settings=settings, clock=clock, persist=store.persist, budget=budget
+    )
     maintainer = Maintainer(
         repo=repo,
         summarizer=summarizer,
@@ -125,12 +140,7 @@ async def build_core(
         clock=clock,
         lock_ttl_ms=int(settings.scheduler.lock_ttl_s * 1000),
         recover=admin.resume_forgets,
-    )
-    metrics = Metrics(
-        store.client,
-        store.keys,
-        llm_stats=lambda: llm.stats,
-        summary_stats=lambda: summarizer.stats,
+        over_budget=budget.over,
     )
     pipeline = MemoryPipeline(
         settings=settings,
@@ -147,7 +157,10 @@ async def build_core(
         ),
         metrics=metrics,
         background=background,
-        captioner=Captioner(settings=settings, llm=llm, store=admin, background=background),
+        captioner=Captioner(
+            settings=settings, llm=llm, store=admin, background=background, budget=budget
+        ),
+        budget=budget,
     )
     fleet = FleetQueue(store.client, store.keys)
     await fleet.migrate_legacy()
@@ -174,4 +187,5 @@ async def build_core(
         platform=PlatformState(store.client, store.keys),
         scheduler=scheduler,
         metrics=metrics,
+        budget=budget,
     )

@@ -15,7 +15,7 @@ from memory_core.calendar import from_ms
 Role = Literal["user", "assistant"]
 FactKind = Literal["preference", "decision", "profile", "question", "note"]
 FACT_KINDS: tuple[str, ...] = ("preference", "decision", "profile", "question", "note")
-ReplyKind = Literal["llm", "offline", "apology"]
+ReplyKind = Literal["llm", "offline", "apology", "budget"]  # budget: a limit is reached
 MODES = ("mention", "all", "off")  # when the bot answers in a scope
 LANGUAGE_SETTINGS = ("auto", "en", "ja")
 TIER_FIELDS = ("short", "mid", "long", "overview")
@@ -295,6 +295,8 @@ class ScopeState:
     name: str = ""  # the place's human name, as the platform last gave it
     trimmed_ms: int = 0  # retention: raw messages before this were trimmed
     forgets_pending: bool = False  # a forget was interrupted: maintenance finishes it
+    daily_tokens: str = ""  # budget override: "" = settings' default, "off", or a number
+    user_daily_tokens: str = ""  # the same, for each member here
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:

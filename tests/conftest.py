@@ -95,6 +95,7 @@ CLUSTER_MODULES = {
     "tests.integration.test_isolation",
     "tests.integration.test_fleet",
     "tests.integration.test_fleet_buckets",
+    "tests.integration.test_budget",  # spend keys on three tags per call, readers over buckets
 }
 
 

@@ -45,11 +45,15 @@ def slack_bot_scopes() -> list[str]:
     return slack_manifest_list("bot")
 
 
-async def scope_values(core: Core, scope: str) -> list[str]:
-    """Every key name and value stored for ``scope``, found by SCAN (not by our key list)."""
+async def scope_values(core: Core, scope: str, *, memory_only: bool = False) -> list[str]:
+    """Every key name and value stored for ``scope``, found by SCAN (not by our key list).
+    ``memory_only``: without the token spend counters, which a forget keeps on purpose
+    (the budget; they hold counts and member ids, no text)."""
     client: Any = core.store.client
     values: list[str] = []
     async for key in client.scan_iter(match=core.store.keys.scope_pattern(scope), count=500):
+        if memory_only and key.startswith(core.store.keys.spend_scope(scope, "")):
+            continue
         values += await key_values(core, key)
     return values
 
@@ -57,7 +61,7 @@ async def scope_values(core: Core, scope: str) -> list[str]:
 async def forgotten(core: Core, scope: str) -> bool:
     """Whether nothing of ``scope`` is left but its forget generation (the state holding
     only its epoch, so nothing computed from the old memory can be written back)."""
-    values = await scope_values(core, scope)
+    values = await scope_values(core, scope, memory_only=True)
     return values[:2] == [core.store.keys.scope(scope).state, "epoch"] and len(values) == 3
 
 

@@ -345,6 +345,8 @@ class FakeOpenAI:
         self.requests.append(recorded)
         if (problem := content_error(body.get("messages"))) is not None:
             return _error(400, problem)
+        if (problem := stream_options_error(body)) is not None:
+            return _error(400, problem)
         if self.delay or recorded.purpose in self.slow:
             await self._pause(self.delay + self.slow.get(recorded.purpose, 0.0))
         if self.down:
@@ -370,7 +372,6 @@ class FakeOpenAI:
                 text = default_answer(recorded)
         if body.get("stream"):
             return await self._stream(request, recorded, text)
-        prompt_tokens = max(1, len(recorded.prompt_text) // 4)
         return web.json_response(
             {
                 "id": f"chatcmpl-{len(self.requests)}",
@@ -384,11 +385,7 @@ class FakeOpenAI:
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": max(1, len(text) // 4),
-                    "total_tokens": prompt_tokens + max(1, len(text) // 4),
-                },
+                "usage": fake_usage(recorded, text),
             }
         )
 
@@ -407,28 +404,83 @@ class FakeOpenAI:
         await response.prepare(request)
         size = max(1, self.stream_piece_chars)
         pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        # OpenAI: with stream_options.include_usage, every chunk carries "usage": null and
+        # one extra chunk before [DONE] has "choices": [] and the whole request's usage.
+        with_usage = bool((recorded.body.get("stream_options") or {}).get("include_usage"))
         for i, piece in enumerate(pieces):
             if i and self.stream_piece_delay:
                 await self._pause(self.stream_piece_delay)
             delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
-            await response.write(_event(recorded, delta, None))
+            await response.write(_event(recorded, delta, None, with_usage=with_usage))
         # As OpenAI does: a last chunk with an empty delta and the finish reason.
-        await response.write(_event(recorded, {}, "stop"))
+        await response.write(_event(recorded, {}, "stop", with_usage=with_usage))
+        if with_usage:
+            await response.write(_usage_event(recorded, text))
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
 
 
-def _event(recorded: RecordedRequest, delta: dict[str, str], finish: str | None) -> bytes:
+def _event(
+    recorded: RecordedRequest,
+    delta: dict[str, str],
+    finish: str | None,
+    *,
+    with_usage: bool = False,
+) -> bytes:
     """One server-sent event of a streamed chat completion."""
-    chunk = {
+    chunk: dict[str, Any] = {
         "id": "chatcmpl-stream",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": recorded.model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if with_usage:
+        chunk["usage"] = None
     return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _usage_event(recorded: RecordedRequest, text: str) -> bytes:
+    """The last chunk of a stream asked for its usage: no choices, the request's usage."""
+    chunk = {
+        "id": "chatcmpl-stream",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": recorded.model,
+        "choices": [],
+        "usage": fake_usage(recorded, text),
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def fake_prompt_tokens(recorded: RecordedRequest) -> int:
+    return max(1, len(recorded.prompt_text) // 4)
+
+
+def fake_usage(recorded: RecordedRequest, text: str) -> dict[str, int]:
+    """The usage figures the fake reports: about four characters a token, at least one."""
+    prompt, completion = fake_prompt_tokens(recorded), max(1, len(text) // 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def stream_options_error(body: dict[str, Any]) -> str | None:
+    """What OpenAI refuses about ``stream_options``: only with ``stream: true``, and an
+    object whose ``include_usage`` is a boolean."""
+    if "stream_options" not in body or body["stream_options"] is None:
+        return None
+    if not body.get("stream"):
+        return "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+    options = body["stream_options"]
+    if not isinstance(options, dict):
+        return "Invalid type for 'stream_options': expected an object."
+    if "include_usage" in options and not isinstance(options["include_usage"], bool):
+        return "Invalid type for 'stream_options.include_usage': expected a boolean."
+    return None
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

@@ -1,5 +1,6 @@
 """The dashboard's FastAPI app: login, the overview of scopes, fleet health and /metrics.
-The scope page and its changes live in :mod:`bots.dashboard.routes_scope`.
+The scope page and its changes live in :mod:`bots.dashboard.routes_scope`, the cost page
+in :mod:`bots.dashboard.cost`.
 
 Every request passes :func:`_guard` first: without a valid session cookie (or, for /metrics,
 the token as a bearer token) a page answers with a redirect to the login form and anything
@@ -21,6 +22,7 @@ from starlette.exceptions import HTTPException
 
 import bots.dashboard.health as health_mod
 from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, Session, SessionSigner, safe_next
+from bots.dashboard.cost import register as register_cost_routes
 from bots.dashboard.listing import PLATFORMS, SORTS, ListingQuery, list_scopes
 from bots.dashboard.routes_scope import register as register_scope_routes
 from bots.dashboard.web import (
@@ -73,6 +75,7 @@ def create_app(core: Core) -> FastAPI:
     app.middleware("http")(_guard)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     register_scope_routes(app)
+    register_cost_routes(app)
     app.add_api_route("/login", login_form, methods=["GET"])
     app.add_api_route("/login", login, methods=["POST"])
     app.add_api_route("/logout", logout, methods=["POST"])

@@ -24,7 +24,8 @@ WINDOWS = (15, 60, 360, 1440)
 DEFAULT_WINDOW = 60
 PURPOSES = ("reply", "compact", "refresh", "embed")
 SUMMARY_PURPOSES = ("compact", "refresh")  # the LLM calls that write summaries
-REPLY_KINDS = ("llm", "offline", "apology")
+REPLY_KINDS = ("llm", "offline", "apology", "budget")  # budget: a limit reached, no call
+BUDGET_LIMITS = ("scope", "member", "server")
 SUMMARY_KINDS = ("llm", "fallback", "offline")
 MAINTENANCE = (
     ("compactions", "Compactions of today's messages into the short tier"),
@@ -247,6 +248,11 @@ def prometheus(report: HealthReport) -> str:
         "memorybot_replies_total",
         f"Replies by kind {window}.",
         [({"kind": k}, s[f"replies_{k}"]) for k in REPLY_KINDS],
+    )
+    metric(
+        "memorybot_budget_refusals_total",
+        f"Replies refused by a daily token budget, by the limit reached {window}.",
+        [({"limit": k}, s[f"budget_refusals:{k}"]) for k in BUDGET_LIMITS],
     )
     metric(
         "memorybot_summaries_total",

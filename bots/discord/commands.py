@@ -238,6 +238,16 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
     async def config_language(interaction: discord.Interaction, value: LanguageChoice) -> None:
         await runner.run(interaction, Command("config", key="language", arg=value))
 
+    @config.command(name="daily_tokens", description="Daily model-token budget here (admins)")
+    @app_commands.describe(value="A number of tokens, off (no limit here) or default")
+    async def config_daily_tokens(interaction: discord.Interaction, value: str) -> None:
+        await runner.run(interaction, Command("config", key="daily_tokens", arg=value.strip()))
+
+    @config.command(name="user_daily_tokens", description="Each member's daily budget (admins)")
+    @app_commands.describe(value="A number of tokens, off (no limit here) or default")
+    async def config_user_daily_tokens(interaction: discord.Interaction, value: str) -> None:
+        await runner.run(interaction, Command("config", key="user_daily_tokens", arg=value.strip()))
+
     return memory
 
 

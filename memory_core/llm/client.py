@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -20,8 +21,12 @@ from memory_core.errors import LLMBadOutput, LLMOffline, LLMUnavailable
 
 Purpose = Literal["reply", "compact", "refresh", "caption"]
 ChatMessage = Mapping[str, str]
+# Told the API's usage figures after each successful call: (purpose, prompt, completion).
+# The budget counts with it (memory_core.fleet.spending); it must never raise.
+UsageHook = Callable[[str, int, int], Awaitable[None]]
 PURPOSE_HEADER = "X-Memorybot-Purpose"
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import openai
@@ -173,11 +178,18 @@ class OpenAICompatLLM:
 
     offline = False
 
-    def __init__(self, settings: LLMSettings, *, limiter: RateLimiter | None = None) -> None:
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        limiter: RateLimiter | None = None,
+        on_usage: UsageHook | None = None,
+    ) -> None:
         import openai  # imported here: it takes a second, and offline mode never needs it
 
         self._settings = settings
         self._limiter = limiter
+        self._on_usage = on_usage
         self._client = openai.AsyncOpenAI(
             # Local servers (Ollama, vLLM) need no key, but the client insists on one.
             api_key=settings.api_key.get_secret_value() if settings.api_key else "not-needed",
@@ -207,7 +219,18 @@ class OpenAICompatLLM:
         stats = self.stats.of(purpose)
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
+        await self._used(purpose, result.prompt_tokens, result.completion_tokens)
         return result
+
+    async def _used(self, purpose: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Tell the usage hook (the budget) what a call cost; a hook that fails is logged,
+        never the caller's failure."""
+        if self._on_usage is None or not (prompt_tokens or completion_tokens):
+            return
+        try:
+            await self._on_usage(purpose, prompt_tokens, completion_tokens)
+        except Exception:
+            log.exception("could not count the tokens of a %s call", purpose)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embeddings of ``texts`` with the configured embedding model, in order."""
@@ -234,6 +257,8 @@ class OpenAICompatLLM:
             ]
             if len(vectors) != len(texts):
                 raise LLMBadOutput(f"{model} returned {len(vectors)} embeddings for {len(texts)}")
+            usage = getattr(response, "usage", None)
+            await self._used("embed", int(getattr(usage, "prompt_tokens", 0) or 0), 0)
             return vectors
 
         return await self._retrying("embed", once)
@@ -258,6 +283,7 @@ class OpenAICompatLLM:
         stats = self.stats.of("caption")
         stats.prompt_tokens += result.prompt_tokens
         stats.completion_tokens += result.completion_tokens
+        await self._used("caption", result.prompt_tokens, result.completion_tokens)
         return result
 
     async def _retrying(self, purpose: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -381,10 +407,15 @@ class OpenAICompatLLM:
         import openai
 
         kwargs = self._kwargs(purpose, False, max_tokens)
+        if self._settings.stream_usage:
+            # OpenAI's documented way to learn a stream's usage: one last chunk before
+            # [DONE] with "choices": [] and "usage" (every other chunk has "usage": null).
+            kwargs["stream_options"] = {"include_usage": True}
         stats = self.stats.of(purpose)
         stats.calls += 1
         started = time.perf_counter()
-        got_text = False
+        pieces: list[str] = []
+        usage: Any = None
         async with self._gate:
             try:
                 # A streamed request is a request like any other for the fleet's rpm limit.
@@ -394,26 +425,55 @@ class OpenAICompatLLM:
                 response = await create(messages=_sendable(messages), stream=True, **kwargs)
                 async with response:
                     async for chunk in response:
+                        usage = getattr(chunk, "usage", None) or usage
                         choices = getattr(chunk, "choices", None) or []
                         delta = choices[0].delta.content if choices and choices[0].delta else None
                         if delta:
-                            got_text = True
-                            stats.completion_tokens += 1
+                            pieces.append(delta)
                             yield delta
             except openai.OpenAIError as exc:
                 stats.failures += 1
                 raise self._translate(exc, kwargs["model"]) from exc
             finally:
                 stats.seconds += time.perf_counter() - started
-        if not got_text:
+                await self._stream_used(purpose, messages, pieces, usage)
+        if not pieces:
             stats.failures += 1
             raise LLMBadOutput(f"the LLM ({kwargs['model']}) returned an empty answer")
+
+    async def _stream_used(
+        self, purpose: Purpose, messages: Sequence[ChatMessage], pieces: list[str], usage: Any
+    ) -> None:
+        """Count a stream's tokens, also when the reader stopped early (what was generated
+        is billed): the API's usage chunk when it sent one; else (an endpoint that ignores
+        stream_options, or a stream cut before its end) our own count of the prompt and of
+        the answer so far, with the same cl100k ruler as the prompt budget."""
+        if not pieces:
+            return
+        if usage is not None:
+            prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+            completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        else:
+            from memory_core.text.tokens import TokenCounter
+
+            counter = TokenCounter()
+            prompt = counter.count_messages(messages)
+            completion = counter.count("".join(pieces))
+        stats = self.stats.of(purpose)
+        stats.prompt_tokens += prompt
+        stats.completion_tokens += completion
+        await self._used(purpose, prompt, completion)
 
     async def close(self) -> None:
         await self._client.close()
 
 
-def build_llm(settings: LLMSettings, *, limiter: RateLimiter | None = None) -> LLM:
+def build_llm(
+    settings: LLMSettings,
+    *,
+    limiter: RateLimiter | None = None,
+    on_usage: UsageHook | None = None,
+) -> LLM:
     if settings.offline:
         return OfflineLLM()
-    return OpenAICompatLLM(settings, limiter=limiter)
+    return OpenAICompatLLM(settings, limiter=limiter, on_usage=on_usage)

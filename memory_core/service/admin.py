@@ -27,6 +27,7 @@ from memory_core.models import (
     WeekSummary,
 )
 from memory_core.scopes import parse_scope, user_scope
+from memory_core.service.budget import SpendReport, parse_limit
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
 from memory_core.service.forgetting import MemoryForgetting
 
@@ -44,6 +45,7 @@ class ScopeView:
     timezone: str
     language: str
     about_you: list[Fact] = field(default_factory=list)
+    spend: SpendReport | None = None  # today's tokens against the limits (show stats)
 
 
 class MemoryAdmin(MemoryForgetting):
@@ -54,9 +56,12 @@ class MemoryAdmin(MemoryForgetting):
         return self.clock.now().isoformat(timespec="seconds")
 
     # -- read --------------------------------------------------------------------------
-    async def show(self, scope: str, *, recent: int = 10, user_id: str = "") -> ScopeView:
+    async def show(
+        self, scope: str, *, recent: int = 10, user_id: str = "", spend: bool = False
+    ) -> ScopeView:
         """The scope's memory; with ``user_id``, also what is known about that person across
-        the guild or workspace (shown only to them: /memory answers are private)."""
+        the guild or workspace (shown only to them: /memory answers are private). With
+        ``spend``, today's tokens: the scope's, that person's own, the server's."""
         scope = parse_scope(scope)
         person = user_scope(scope, user_id)
         state = await self.repo.state(scope)
@@ -74,6 +79,9 @@ class MemoryAdmin(MemoryForgetting):
             timezone=state.tz or m.timezone,
             language=state.lang or m.language,
             about_you=await self.repo.facts(person) if person else [],
+            spend=await self.budget.report(scope, member_id=user_id)
+            if spend and self.budget is not None
+            else None,
         )
 
     # -- remember ----------------------------------------------------------------------
@@ -158,9 +166,19 @@ class MemoryAdmin(MemoryForgetting):
         mode: str | None = None,
         timezone: str | None = None,
         language: str | None = None,
+        daily_tokens: str | None = None,
+        user_daily_tokens: str | None = None,
     ) -> dict[str, str]:
+        """Change the scope's settings. The budgets take a number of tokens, "off" (no
+        limit here, whatever the settings say) or "default" (the settings' limit)."""
         scope = parse_scope(scope)
         changes: dict[str, str | int] = {}
+        for name, value in (
+            ("daily_tokens", daily_tokens),
+            ("user_daily_tokens", user_daily_tokens),
+        ):
+            if value is not None:
+                changes[name] = parse_limit(value, setting=name)
         if mode is not None:
             if mode not in MODES:
                 raise InputError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
@@ -180,7 +198,10 @@ class MemoryAdmin(MemoryForgetting):
                 )
             changes["lang"] = "" if language == "auto" else language
         if not changes:
-            raise InputError("nothing to change: give mode, timezone or language")
+            raise InputError(
+                "nothing to change: give mode, timezone, language, daily_tokens or "
+                "user_daily_tokens"
+            )
         await self.repo.set_fields(scope, changes)
         return {k: str(v) for k, v in changes.items()}
 

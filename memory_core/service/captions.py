@@ -16,14 +16,18 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from config.prompts import load_prompts
 from config.settings import Settings
 from memory_core.errors import AttachmentUnavailable, LLMError, StoreError
 from memory_core.llm.client import LLM
+from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import MAX_ATTACHMENTS, Attachment, IncomingMessage
 from memory_core.text.language import resolve
+
+if TYPE_CHECKING:
+    from memory_core.service.budget import Budget
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +66,16 @@ def captionable(attachment: Attachment) -> bool:
 
 class Captioner:
     def __init__(
-        self, *, settings: Settings, llm: LLM, store: CaptionStore, background: bool = True
+        self,
+        *,
+        settings: Settings,
+        llm: LLM,
+        store: CaptionStore,
+        background: bool = True,
+        budget: Budget | None = None,
     ) -> None:
         self.enabled = bool(settings.llm.vision_model) and not llm.offline
+        self.budget = budget  # captions wait while the scope's daily budget is reached
         self.settings = settings
         self.llm = llm
         self.store = store
@@ -106,12 +117,16 @@ class Captioner:
         """One model call per image still without a caption, then one write; whether a
         caption was stored."""
         todo = await self.store.uncaptioned(msg.scope, msg.platform_id, images, when=msg.ts)
+        if todo and self.budget is not None and await self.budget.over(msg.scope):
+            log.info("captions in %s skipped: its daily token budget is reached", msg.scope)
+            return False
         language = resolve(self.settings.memory.language, [msg.text])
         captioned: list[Attachment] = []
-        for attachment in todo:
-            text = await self._describe(msg.scope, attachment, language)
-            if text:
-                captioned.append(replace(attachment, caption=text, image=None))
+        with charge_to(SpendTag(msg.scope, msg.author_id, msg.author)):
+            for attachment in todo:
+                text = await self._describe(msg.scope, attachment, language)
+                if text:
+                    captioned.append(replace(attachment, caption=text, image=None))
         if not captioned:
             return False
         stored = await self.store.add_captions(msg.scope, msg.platform_id, captioned, when=msg.ts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from config.settings import Settings
 from memory_core import calendar
@@ -32,6 +33,9 @@ from memory_core.store.repo import MemoryRepo
 from memory_core.text.tokens import TokenCounter
 from memory_core.tiers.redact import removed_spans
 
+if TYPE_CHECKING:
+    from memory_core.service.budget import Budget
+
 # Finding a message by its platform id: stream ids never go below a message's own time, so
 # the log is read from a little before it (clock skew), a bounded window, before a full scan.
 LOOKUP_MARGIN_MS = 60_000
@@ -49,8 +53,10 @@ class MemoryForgetting:
         settings: Settings,
         clock: Clock,
         persist: Callable[[], Awaitable[None]],
+        budget: Budget | None = None,
     ) -> None:
         self.repo = repo
+        self.budget = budget  # daily token limits: /memory config, show stats, forget me
         self.settings = settings
         self.clock = clock  # (the admin's: notes and exports are dated)
         # Makes what was just done durable (Store.persist): a forget is reported done only
@@ -65,10 +71,24 @@ class MemoryForgetting:
         memory right now is refused. Returns how many keys were deleted."""
         scope = parse_scope(scope)
         request = ForgetRequest(kind="all")
+        kept = await self._budget_before_forget(scope)
         await self.repo.begin_forget(scope, request.to_json())
         deleted = await self._forget_everything(scope)
+        if kept:
+            await self.repo.set_fields(scope, kept)
         await self._persist()
         return deleted
+
+    async def _budget_before_forget(self, scope: str) -> dict[str, str | int]:
+        """Forgetting a channel's memory must not reset its budget: the spend counters are
+        not memory keys (they stay), the members' display names in them go, and the
+        channel's own limits are returned to be written back after the forget."""
+        if self.budget is None:
+            return {}
+        await self.budget.ledger.forget_names(scope)
+        _, daily, user_daily = await self.budget.ledger.overrides(scope)
+        kept = {"daily_tokens": daily, "user_daily_tokens": user_daily}
+        return {k: v for k, v in kept.items() if v}
 
     async def _forget_everything(self, scope: str) -> int:
         authors = {e.author_id for e in await self.repo.all_entries(scope)}
@@ -92,9 +112,12 @@ class MemoryForgetting:
         scope = parse_scope(scope)
         if not user_id and not name.strip():
             raise InputError("forget me needs a user id or a name")
-        return await self._forget(
+        report = await self._forget(
             scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
         )
+        if self.budget is not None:  # their share of the spend is about them too
+            await self.budget.ledger.forget_member(scope, user_id)
+        return report
 
     async def forget_message(
         self, scope: str, platform_id: str, *, when: datetime | None = None

@@ -43,6 +43,7 @@ from memory_core.tiers.maintenance import Maintainer, MaintenanceReport
 
 if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
+    from memory_core.service.budget import Budget
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +78,15 @@ class MemoryPipeline:
         metrics: Metrics | None = None,
         background: bool = True,
         captioner: Captioner | None = None,
+        budget: Budget | None = None,  # daily token limits; None: none
     ) -> None:
         self.settings = settings
         self.repo = repo
-        self.llm = llm
-        self.maintainer = maintainer
+        self.llm, self.maintainer = llm, maintainer
         self.assembler = assembler
-        self.counter = counter
-        self.clock = clock
-        self.recall = recall
-        self.background = background
-        self.captioner = captioner
+        self.counter, self.clock = counter, clock
+        self.recall, self.background = recall, background
+        self.captioner, self.budget = captioner, budget
         self.secrets = SecretMask(settings.secret_values())
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -470,6 +469,8 @@ class MemoryPipeline:
         if self.llm.offline:
             text = await self.offline_text(msg.scope, prompt.language)
             return self._count_reply(Reply(text=text, kind="offline", prompt_tokens=prompt.tokens))
+        if self.budget and (notice := await self.budget.admit(msg, prompt.language)):
+            return self._count_reply(notice)  # a limit is reached: no model call
         max_chars = self.settings.bot.reply_max_chars
         deadline_s = self.settings.llm.reply_deadline_s
         streamed = StreamedAnswer(self.secrets, max_chars=max_chars)

@@ -136,6 +136,22 @@ class KeySchema:
         """Sorted set: one member per LLM request admitted by this bucket's allowance."""
         return self._bucketed(bucket, "llm-rate")
 
+    # Token spend, per local day. Not in ScopeKeys.all(): forgetting a scope's memory must
+    # not reset its budget (the spend is the bill, not what was said).
+    def spend_scope(self, scope: str, day: str) -> str:
+        """Hash: tokens, prompt, completion, p:<purpose>, u:<member id>, n:<member id> (the
+        member's display name, for the dashboard). Under the scope's own hash tag."""
+        return f"{self.prefix}:{{{scope}}}:spend:{day}"
+
+    def spend_server(self, server: str, day: str) -> str:
+        """Hash: tokens, s:<scope>. A guild's or workspace's day, under its own hash tag."""
+        return f"{self.prefix}:{{server:{server}}}:spend:{day}"
+
+    def spend_day(self, bucket: int, day: str) -> str:
+        """Hash: scope -> tokens on that day, for the scopes of one bucket (the dashboard's
+        per-day view merges the buckets; no one key takes every call's write)."""
+        return self._bucketed(bucket, f"spend:{day}")
+
     @property
     def durability_mark(self) -> str:
         """String: a counter written just before WAITAOF, so the fsync it waits for covers

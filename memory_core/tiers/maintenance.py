@@ -31,6 +31,7 @@ from config.settings import MemorySettings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import LLMUnavailable, StoreError, UnknownTimezone
+from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import DaySummary, LogEntry, ScopeState, WeekSummary
 from memory_core.store.locks import LockHolder
 from memory_core.store.repo import MemoryRepo
@@ -86,6 +87,7 @@ class Maintainer:
         clock: Clock,
         lock_ttl_ms: int = 30_000,
         recover: Callable[[str], Awaitable[int]] | None = None,
+        over_budget: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.repo = repo
         self.summarizer = summarizer
@@ -96,6 +98,10 @@ class Maintainer:
         self.lock_ttl_ms = lock_ttl_ms
         # Finishes forgets a crash interrupted, before any summary reads the scope.
         self.recover = recover
+        # Whether the scope's (or its server's) daily token budget is reached: its run then
+        # summarises extractively, as offline, until the scope's next local day.
+        self.over_budget = over_budget
+        self._budget_reached: set[str] = set()  # scopes whose run is within such a day
 
     # -- cheap checks ------------------------------------------------------------------
     def tz(self, state: ScopeState) -> str:
@@ -155,17 +161,21 @@ class Maintainer:
             token, known.state = claim.token, claim.state
         keeper = asyncio.create_task(self._keep_lock(scope, token)) if token else None
         try:
-            for _ in range(MAX_STEPS):
-                step = await self._step(scope, report, known)
-                if step is None:
-                    break
-                known = step
-            else:
-                log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
+            if self.over_budget is not None and await self.over_budget(scope):
+                self._budget_reached.add(scope)
+            with charge_to(SpendTag(scope)):  # the summary calls are on the scope's bill
+                for _ in range(MAX_STEPS):
+                    step = await self._step(scope, report, known)
+                    if step is None:
+                        break
+                    known = step
+                else:
+                    log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
         except UnknownTimezone as exc:
             report.broken = why_broken(exc)
             log.warning("maintenance of %s skipped: %s", scope, report.broken)
         finally:
+            self._budget_reached.discard(scope)
             await self._release(scope, token, keeper)
         return report
 
@@ -233,7 +243,11 @@ class Maintainer:
             return True
         return False
 
-    def _force_extractive(self, state: ScopeState) -> bool:
+    def _force_extractive(self, scope: str, state: ScopeState) -> bool:
+        """The extractive summariser stands in: the model kept failing, or the scope's
+        daily token budget is reached (no model call then; the model is back tomorrow)."""
+        if scope in self._budget_reached:
+            return True
         return state.failures >= self.settings.summary_attempts
 
     async def _llm_failed(
@@ -281,7 +295,7 @@ class Maintainer:
         if not chunk:
             return None
         lang = resolve(state.lang or s.language, (e.text for e in chunk[-50:]))
-        force = self._force_extractive(state)
+        force = self._force_extractive(scope, state)
         known = await self._known_facts(scope, state, chunk, force)
         try:
             outcome = await self.summarizer.compact(
@@ -448,7 +462,7 @@ class Maintainer:
                 overview_tokens=s.overview_tokens,
                 week_tokens=s.week_tokens,
                 long_tokens=s.long_tokens,
-                force_extractive=self._force_extractive(state),
+                force_extractive=self._force_extractive(scope, state),
             )
         except LLMUnavailable as exc:
             return await self._llm_failed(scope, state, exc, report)

@@ -1154,9 +1154,11 @@ async def test_the_command_tree_is_synced_to_configured_guilds(
     )
     assert sorted(o["name"] for o in options["forget"]["options"]) == ["all", "fact", "me", "text"]
     assert sorted(o["name"] for o in options["config"]["options"]) == [
+        "daily_tokens",
         "language",
         "mode",
         "timezone",
+        "user_daily_tokens",
     ]
     [section] = options["show"]["options"]
     assert [c["value"] for c in section["choices"]] == ["overview", "tiers", "facts", "stats"]

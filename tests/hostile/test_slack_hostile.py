@@ -48,6 +48,8 @@ SLACK_TS = r"\d+\.\d+"
 # inside the hash tag, or one of the fleet-wide keys.
 GOOD_KEY = re.compile(
     rf"^mb:\{{slack:{SLACK_ID}:(?:{SLACK_ID}(?::{SLACK_TS})?|user:{SLACK_ID})\}}:[a-z]+$"
+    rf"|^mb:\{{(?:slack:{SLACK_ID}:{SLACK_ID}(?::{SLACK_TS})?|server:slack:{SLACK_ID}|b\d+\.\d+)\}}"
+    r":spend:\d{4}-\d\d-\d\d$"  # token spend (budgets): a scope's, its workspace's, a bucket's
     rf"|^mb:seen:slack:(?:{SLACK_ID}:{SLACK_ID}:{SLACK_TS}|Ev[A-Za-z0-9]+)$"
     rf"|^mb:cache:slack-[a-z]+:{SLACK_ID}:{SLACK_ID}$"
     r"|^mb:\{b\d+\.\d+\}:(?:scopes|queue|inflight|llm-rate|metrics:\d+)$|^mb:\{fleet\}:[a-z:-]+$"

@@ -148,8 +148,15 @@ async def test_forget_all_and_forget_fact(make_core: CoreFactory, fake_llm: Fake
 
     await core.admin.forget_all(SCOPE)
 
-    # Only the forget generation is left of the scope: no text of it anywhere in Redis.
-    assert await scope_values(core, SCOPE) == [f"mb:{{{SCOPE}}}:state", "epoch", "2"]
+    # Only the forget generation is left of the scope: no text of it anywhere in Redis. (And
+    # its token spend, kept so that a forget does not reset the budget: counts, no names.)
+    assert await scope_values(core, SCOPE, memory_only=True) == [
+        f"mb:{{{SCOPE}}}:state",
+        "epoch",
+        "2",
+    ]
+    spend = [v for v in await scope_values(core, SCOPE) if v.startswith("n:")]
+    assert spend == []
     assert SCOPE not in [s for s, _ in await core.repo.scopes()]
     assert not await core.repo.scope_exists(SCOPE)
     everything = [v for key in await all_keys(core) for v in await key_values(core, key)]

@@ -1,0 +1,229 @@
+"""Model tokens spent, counted in Redis per local day, fleet-wide.
+
+Every successful model call reports its usage figures to :meth:`SpendLedger.record` (the
+LLM client's usage hook). Who the call was for is not threaded through every layer: the
+reply path, the maintainer and the captioner tag their work (:mod:`memory_core.llm.usage`: a
+context variable, so background tasks they start inherit it), and the hook reads the tag.
+A call with no tag (a benchmark, the CLI's dry runs) is not charged to anyone.
+
+Three counters per call, one pipelined round trip (each key on its own hash tag, so a
+cluster spreads them): the scope's day (tokens, prompt, completion, per purpose, per
+member), its server's day (a Discord guild or Slack workspace: tokens, per scope) and the
+fleet's day for the dashboard (scope -> tokens, split over the key schema's buckets so no
+one key takes every write). Days are the scope's local days (its timezone, else
+memory.timezone); a server's and the fleet's days are in memory.timezone. Everything
+expires after :data:`SPEND_TTL_S`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from memory_core import calendar
+from memory_core.clock import Clock
+from memory_core.llm.usage import SpendTag, current_tag
+from memory_core.store.keys import KeySchema
+from memory_core.store.redis_errors import translates_redis_errors
+
+log = logging.getLogger(__name__)
+
+SPEND_TTL_S = 40 * 86400  # the dashboard shows 14 days; a month stays for questions
+MEMBER = "u:"  # field prefix: a member's tokens
+NAME = "n:"  # field prefix: a member's display name (for the dashboard)
+PURPOSE = "p:"  # field prefix: tokens of one purpose (reply, compact, refresh, caption...)
+SCOPE = "s:"  # field prefix in a server's day: one scope's tokens
+
+
+def server_of(scope: str) -> str | None:
+    """The Discord guild or Slack workspace (``discord:G``, ``slack:T``) whose bill a scope
+    is on; None for a Discord DM and the console, which belong to no server."""
+    parts = scope.split(":")
+    if parts[0] not in ("discord", "slack") or len(parts) < 3 or parts[1] == "dm":
+        return None
+    return ":".join(parts[:2])
+
+
+def last_days(now: datetime, tz: str, count: int) -> list[str]:
+    """The ``count`` local days up to today in ``tz``, oldest first."""
+    today = date.fromisoformat(calendar.local_day(now, tz))
+    return [(today - timedelta(days=n)).isoformat() for n in range(count - 1, -1, -1)]
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """Today's tokens of one check: the scope's, the member's there, the server's."""
+
+    scope: int = 0
+    member: int = 0
+    server: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpend:
+    member_id: str
+    name: str
+    tokens: int
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):  # a hand edit: counts as nothing, never a crash
+        return 0
+
+
+@translates_redis_errors
+class SpendLedger:
+    """The spend counters in Redis: written after each call, read by the budget check,
+    ``/memory show stats`` and the dashboard's cost page."""
+
+    def __init__(self, client: Any, keys: KeySchema, *, clock: Clock, default_tz: str) -> None:
+        self.client = client
+        self.keys = keys
+        self.clock = clock
+        self.default_tz = default_tz
+
+    async def overrides(self, scope: str) -> tuple[str, str, str]:
+        """The scope's stored timezone and budget overrides (``/memory config``)."""
+        raw = await self.client.hmget(
+            self.keys.scope(scope).state, ["tz", "daily_tokens", "user_daily_tokens"]
+        )
+        tz, daily, user_daily = (value or "" for value in raw)
+        return tz, daily, user_daily
+
+    async def scope_tz(self, scope: str) -> str:
+        """The scope's usable timezone (a stored one that does not exist: the default)."""
+        stored = await self.client.hget(self.keys.scope(scope).state, "tz")
+        return calendar.known_zone_or(stored or self.default_tz, self.default_tz)
+
+    # -- write -------------------------------------------------------------------------
+    async def record(self, purpose: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """The usage hook: add one call's tokens to its tag's counters. A failure is logged
+        and swallowed: counting must never cost a reply."""
+        tag = current_tag()
+        if tag is None:
+            return
+        try:
+            await self._record(tag, purpose, prompt_tokens, completion_tokens)
+        except Exception:
+            log.exception("could not record %s tokens spent in %s", purpose, tag.scope)
+
+    async def _record(self, tag: SpendTag, purpose: str, prompt: int, completion: int) -> None:
+        tokens = prompt + completion
+        now = self.clock.now()
+        tz = tag.tz or await self.scope_tz(tag.scope)
+        day = calendar.local_day(now, tz)
+        fleet_day = calendar.local_day(now, self.default_tz)
+        pipe = self.client.pipeline(transaction=False)
+        key = self.keys.spend_scope(tag.scope, day)
+        pipe.hincrby(key, "tokens", tokens)
+        pipe.hincrby(key, "prompt", prompt)
+        pipe.hincrby(key, "completion", completion)
+        pipe.hincrby(key, PURPOSE + purpose, tokens)
+        if tag.member_id:
+            pipe.hincrby(key, MEMBER + tag.member_id, tokens)
+            if tag.member_name:
+                pipe.hset(key, NAME + tag.member_id, tag.member_name[:80])
+        pipe.expire(key, SPEND_TTL_S)
+        server = server_of(tag.scope)
+        if server is not None:
+            server_key = self.keys.spend_server(server, fleet_day)
+            pipe.hincrby(server_key, "tokens", tokens)
+            pipe.hincrby(server_key, SCOPE + tag.scope, tokens)
+            pipe.expire(server_key, SPEND_TTL_S)
+        day_key = self.keys.spend_day(self.keys.bucket(tag.scope), fleet_day)
+        pipe.hincrby(day_key, tag.scope, tokens)
+        pipe.expire(day_key, SPEND_TTL_S)
+        await pipe.execute()
+
+    async def forget_member(self, scope: str, member_id: str) -> None:
+        """``/memory forget me``: the member's tokens and name leave the scope's spend days
+        (the scope's own total stays: it is the bill, not about them)."""
+        if not member_id:
+            return
+        tz = await self.scope_tz(scope)
+        pipe = self.client.pipeline(transaction=False)
+        for day in last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1):
+            pipe.hdel(self.keys.spend_scope(scope, day), MEMBER + member_id, NAME + member_id)
+        await pipe.execute()
+
+    async def forget_names(self, scope: str) -> None:
+        """``/memory forget all``: the members' display names go; the counts (the budget)
+        stay, so forgetting a channel's memory never resets what it may still spend."""
+        tz = await self.scope_tz(scope)
+        days = last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1)
+        keys = [self.keys.spend_scope(scope, day) for day in days]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hkeys(key)
+        fields = await pipe.execute()
+        pipe = self.client.pipeline(transaction=False)
+        for key, names in zip(keys, fields, strict=True):
+            doomed = [f for f in names if f.startswith(NAME)]
+            if doomed:
+                pipe.hdel(key, *doomed)
+        await pipe.execute()
+
+    # -- read --------------------------------------------------------------------------
+    async def spent(
+        self, scope: str, *, day: str, member_id: str, server: str | None, server_day: str
+    ) -> Spent:
+        """Today's tokens for one check, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self.keys.spend_scope(scope, day), ["tokens", MEMBER + (member_id or "-")])
+        if server is not None:
+            pipe.hget(self.keys.spend_server(server, server_day), "tokens")
+        rows = await pipe.execute()
+        scope_tokens, member_tokens = rows[0]
+        return Spent(
+            scope=_int(scope_tokens),
+            member=_int(member_tokens) if member_id else 0,
+            server=_int(rows[1]) if server is not None else 0,
+        )
+
+    async def scope_day(self, scope: str, day: str) -> dict[str, int]:
+        """The scope's counters of one day (tokens, prompt, completion, p:*, u:*)."""
+        raw = await self.client.hgetall(self.keys.spend_scope(scope, day))
+        return {k: _int(v) for k, v in raw.items() if not k.startswith(NAME)}
+
+    async def fleet_days(self, days: list[str]) -> list[tuple[str, int]]:
+        """The fleet's tokens per day (memory.timezone days), in the order given."""
+        pipe = self.client.pipeline(transaction=False)
+        for day in days:
+            for bucket in range(self.keys.buckets):
+                pipe.hvals(self.keys.spend_day(bucket, day))
+        rows = await pipe.execute()
+        n = self.keys.buckets
+        return [
+            (day, sum(_int(v) for row in rows[i * n : (i + 1) * n] for v in row))
+            for i, day in enumerate(days)
+        ]
+
+    async def top_scopes(self, day: str, *, limit: int = 50) -> list[tuple[str, int]]:
+        """The scopes that spent most on ``day`` (memory.timezone day), most first."""
+        pipe = self.client.pipeline(transaction=False)
+        for bucket in range(self.keys.buckets):
+            pipe.hgetall(self.keys.spend_day(bucket, day))
+        total: Counter[str] = Counter()
+        for row in await pipe.execute():
+            total.update({scope: _int(v) for scope, v in row.items()})
+        return sorted(total.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+    async def members(self, scope: str, day: str) -> list[MemberSpend]:
+        """The members of ``scope`` who spent on ``day`` (the scope's local day), most
+        first, with the display name last seen."""
+        raw = await self.client.hgetall(self.keys.spend_scope(scope, day))
+        out = [
+            MemberSpend(
+                member_id=k[len(MEMBER) :],
+                name=raw.get(NAME + k[len(MEMBER) :], ""),
+                tokens=_int(v),
+            )
+            for k, v in raw.items()
+            if k.startswith(MEMBER)
+        ]
+        return sorted(out, key=lambda m: (-m.tokens, m.member_id))
