@@ -295,6 +295,7 @@ class ScopeState:
     name: str = ""  # the place's human name, as the platform last gave it
     trimmed_ms: int = 0  # retention: raw messages before this were trimmed
     forgets_pending: bool = False  # a forget was interrupted: maintenance finishes it
+    sources: bool = False  # answers that used a recalled message end with a "from <date>" line
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:
@@ -446,3 +447,6 @@ class Reply:
     kind: ReplyKind
     prompt_tokens: int = 0
     stored_id: str = ""
+    # The prompt it was written from (a memory_core.prompt.assembly.Prompt, which imports
+    # this module, hence ``object``): what /memory why records once the answer is delivered.
+    prompt: object = field(default=None, compare=False, repr=False)

@@ -27,6 +27,7 @@ from memory_core.models import (
     WeekSummary,
 )
 from memory_core.scopes import parse_scope, user_scope
+from memory_core.service.answer_record import AnswerRecord, read_record
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
 from memory_core.service.forgetting import MemoryForgetting
 
@@ -75,6 +76,10 @@ class MemoryAdmin(MemoryForgetting):
             language=state.lang or m.language,
             about_you=await self.repo.facts(person) if person else [],
         )
+
+    async def why(self, scope: str) -> AnswerRecord | None:
+        """What the last answer in the scope used (``/memory why``), while it is kept."""
+        return await read_record(self.repo, parse_scope(scope))
 
     # -- remember ----------------------------------------------------------------------
     async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:
@@ -158,6 +163,7 @@ class MemoryAdmin(MemoryForgetting):
         mode: str | None = None,
         timezone: str | None = None,
         language: str | None = None,
+        sources: str | None = None,
     ) -> dict[str, str]:
         scope = parse_scope(scope)
         changes: dict[str, str | int] = {}
@@ -179,6 +185,10 @@ class MemoryAdmin(MemoryForgetting):
                     f"language must be one of {', '.join(LANGUAGE_SETTINGS)} (got {language!r})"
                 )
             changes["lang"] = "" if language == "auto" else language
+        if sources is not None:  # the "from <date>" line under answers that used recall
+            if sources not in ("on", "off"):
+                raise InputError(f"sources must be on or off (got {sources[:20]!r})")
+            changes["sources"] = 1 if sources == "on" else 0
         if not changes:
             raise InputError("nothing to change: give mode, timezone or language")
         await self.repo.set_fields(scope, changes)
