@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bots.why import Linker, links_for, render_why
+from bots.why import Linker as Linker  # re-exported: what a door passes to run_command
+from bots.why import links_for, render_why
 from config.prompts import PromptSet, load_prompts
 from memory_core.errors import PermissionDenied, UsageError
 from memory_core.models import LANGUAGE_SETTINGS, MODES

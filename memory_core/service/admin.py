@@ -192,7 +192,10 @@ class MemoryAdmin(MemoryForgetting):
         if not changes:
             raise InputError("nothing to change: give mode, timezone or language")
         await self.repo.set_fields(scope, changes)
-        return {k: str(v) for k, v in changes.items()}
+        shown = {k: str(v) for k, v in changes.items()}
+        if sources is not None:
+            shown["sources"] = sources  # as it was asked: on | off
+        return shown
 
     # -- export / import ---------------------------------------------------------------
     async def export(self, scope: str) -> dict[str, Any]:
