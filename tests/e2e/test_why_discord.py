@@ -133,3 +133,24 @@ async def test_a_message_deleted_on_discord_takes_the_record_away(
         _, why = await command(fake, "memory why", world.general, world.alice)
     assert not await core.store.client.exists(key)
     assert "No answer to explain yet" in (why.content or "") + embed_text(why)
+
+
+async def test_in_a_dm_the_link_is_an_at_me_link_that_resolves(
+    fake: FakeDiscord, world: World, make_core: CoreFactory, papaya: FakeOpenAI
+) -> None:
+    core = await make_core(memory=SMALL_WINDOW)
+    user = world.alice.user.id
+    dm_channel = fake.dm_channel_id(user)
+    async with serving(fake, core) as bot:
+        old = await fake.send_dm(user_id=user, content=OLD)
+        await bot.handled(old)
+        for i in range(6):
+            await bot.handled(await fake.send_dm(user_id=user, content=f"lunch chatter {i}"))
+        await bot.handled(await fake.send_dm(user_id=user, content="what is the code word?"))
+        await fake.wait_for_messages(dm_channel, 8)
+        _, why = await command(fake, "memory why", dm_channel, world.alice)
+    assert why.ephemeral
+    [line] = [x for x in embed_text(why).splitlines() if "alice: the launch code word" in x]
+    [url] = [m.group(0) for m in LINK.finditer(line)]
+    assert url.startswith(f"https://discord.com/channels/@me/{dm_channel}/")
+    assert resolve(fake, url)["id"] == old["id"]
