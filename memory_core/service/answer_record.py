@@ -101,7 +101,7 @@ async def build_record(
     for their platform ids (one round trip); one no longer in the log is left out."""
     used = prompt.used
     personal = {id(f) for f in used.personal}
-    facts = tuple(_used_fact(f, id(f) in personal) for f in used.facts[:MAX_FACTS])
+    facts = tuple(_used_fact(f, id(f) in personal, msg.scope) for f in used.facts[:MAX_FACTS])
     docs = used.recalled[:MAX_RECALLED]
     entries = {e.id: e for e in await repo.entries_by_ids(msg.scope, [d.id for d in docs if d.id])}
     recalled: list[UsedMessage] = []
@@ -133,14 +133,14 @@ async def build_record(
     )
 
 
-def _used_fact(fact: Fact, personal: bool) -> UsedFact:
+def _used_fact(fact: Fact, personal: bool, scope: str) -> UsedFact:
     return UsedFact(
         id=fact.id,
         text=_cut(fact.text, FACT_CHARS),
         kind=fact.kind,
         subject=fact.subject[:120],
         subject_id=fact.subject_id,
-        origin=fact.origin,
+        origin=fact.origin or scope,  # a channel's own facts were learned in it
         by=fact.by[:120],
         ts=fact.ts,
         pinned=fact.pinned,

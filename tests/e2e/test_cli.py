@@ -124,6 +124,16 @@ async def test_memory_why_in_the_console_lists_the_recalled_message(
         assert "papaya" in fake_llm.of("reply")[-1].prompt_text
 
 
+async def test_memory_why_after_ask_explains_that_answer(cli: CLI, clean_redis: str) -> None:
+    env = {"REDIS_URL": clean_redis, **SMALL_WINDOW}
+    await cli("console", "--scope", "w", stdin=WHY_CHAT.split("what is")[0], **env)
+    asked = await cli("ask", "--scope", "w", "what is the launch code word?", **env)
+    assert asked.code == 0, asked.err
+    why = await cli("console", "--scope", "w", stdin="/memory why\n", **env)
+    assert "What the last answer used (asked by you, " in why.out
+    assert "] you: the launch code word is papaya" in why.out
+
+
 async def test_replay_skips_and_reports_bad_lines(cli: CLI, clean_redis: str) -> None:
     path = cli.home / "chat.jsonl"
     good = {"ts": START.isoformat(), "user": "Alice", "text": "hello"}

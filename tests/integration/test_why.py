@@ -116,6 +116,7 @@ async def test_the_answer_records_the_recalled_message_and_facts_it_used(
     text = await why(core)
     assert "[2025-08-11 09:01] Carol: the launch code word is papaya" in text
     assert "I am vegetarian" in text and "pinned" in text and "Dana" in text
+    assert f"deploys happen on Thursdays (learned in {SCOPE}, Dana, 2025-08-11)" in text
     key = core.store.keys.scope(SCOPE).why
     ttl = await core.store.client.ttl(key)
     assert 23 * 3600 < ttl <= 24 * 3600
@@ -233,3 +234,15 @@ async def test_source_line_off_or_an_unrelated_answer_adds_nothing(
     sink = LinkingSink(message_chars=2000)
     assert await conversation.answer(turn, sink, stream_interval_s=None)
     assert sink.shown == ["I do not know."]
+
+
+async def test_memory_why_speaks_japanese(make_core: CoreFactory, papaya: FakeOpenAI) -> None:
+    core = await make_core(memory=SMALL_WINDOW)
+    ask = Command("why")
+    empty = await execute(core.admin, scope=SCOPE, command=ask, actor=ALICE, language="ja")
+    assert empty.title == "説明できる返信はまだありません（記録は 24 時間保存されます）。"
+    await seed(core)
+    await answer(core)
+    shown = await execute(core.admin, scope=SCOPE, command=ask, actor=ALICE, language="ja")
+    assert shown.title.startswith("直前の返信が使ったもの（Alice さんの質問、")
+    assert "思い出したメッセージ" in shown.text() and "papaya" in shown.text()
