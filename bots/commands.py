@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bots.why import Linker as Linker  # re-exported: what a door passes to run_command
+from bots.why import links_for, render_why
 from config.prompts import PromptSet, load_prompts
 from memory_core.errors import InputError, PermissionDenied, UsageError
 from memory_core.models import LANGUAGE_SETTINGS, MODES
@@ -33,9 +35,10 @@ Action = Literal[
     "resume",
     "config",
     "help",
+    "why",
 ]
 SHOW_SECTIONS = ("overview", "tiers", "facts", "stats")
-CONFIG_KEYS = ("mode", "timezone", "language", "daily_tokens", "user_daily_tokens")
+CONFIG_KEYS = ("mode", "timezone", "language", "daily_tokens", "user_daily_tokens", "sources")
 BUDGET_KEYS = ("daily_tokens", "user_daily_tokens")
 # Admin-only where the command changes a memory the whole channel shares.
 ADMIN_ACTIONS = frozenset(
@@ -49,7 +52,9 @@ USAGE = """/memory show [overview|tiers|facts|stats]
 /memory export
 /memory pause | resume
 /memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>
-/memory config daily_tokens <N|off|default> | user_daily_tokens <N|off|default>"""
+/memory config daily_tokens <N|off|default> | user_daily_tokens <N|off|default>
+/memory config sources <on|off>
+/memory why   (what the last answer here was based on)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +136,10 @@ def parse_command(text: str) -> Command:
                 raise _usage("remember what about you? e.g. /memory remember me I am vegetarian")
             return Command("remember_me", arg=" ".join(rest[1:]))
         return Command("remember", arg=rest_text)
+    if verb == "why":
+        if rest:
+            raise _usage("/memory why takes no arguments")
+        return Command("why")
     if verb in ("export", "pause", "resume"):
         if rest:
             raise _usage(f"/memory {verb} takes no arguments")
@@ -148,6 +157,8 @@ def parse_command(text: str) -> Command:
                 parse_limit(value, setting=key)
             except InputError as exc:
                 raise _usage(str(exc)) from exc
+        if key == "sources" and value.lower() not in ("on", "off"):
+            raise _usage("sources must be on or off")
         return Command("config", key=key, arg=value if key == "timezone" else value.lower())
     raise _usage(f"unknown /memory command {_quote(verb)}")
 
@@ -157,9 +168,16 @@ def _action_name(command: Command) -> str:
 
 
 async def execute(
-    admin: MemoryAdmin, *, scope: str, command: Command, actor: Actor, language: str = "en"
+    admin: MemoryAdmin,
+    *,
+    scope: str,
+    command: Command,
+    actor: Actor,
+    language: str = "en",
+    link: Linker | None = None,
 ) -> CommandResult:
-    """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError."""
+    """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError.
+    ``link``: the front door's links to its messages (``/memory why``)."""
     p = load_prompts(language)
     own_fact = command.action == "forget_fact" and command.arg.startswith("me:")
     if command.action in ADMIN_ACTIONS and not actor.is_admin and not own_fact:
@@ -167,6 +185,14 @@ async def execute(
     match command.action:
         case "help":
             return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
+        case "why":
+            record = await admin.why(scope)
+            links = await links_for(record, link) if record else {}
+            ttl = admin.settings.memory.why_ttl_hours
+            title, sections = render_why(
+                record, viewer_id=actor.user_id, p=p, ttl_hours=ttl, links=links
+            )
+            return CommandResult(title=title, sections=sections)
         case "show":
             view = await admin.show(scope, user_id=actor.user_id, spend=command.arg == "stats")
             return render_show(view, command.arg or "overview", p)
@@ -255,6 +281,8 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
                 member=_limit_text(state.user_daily_tokens, p),
             )
         )
+    if state.sources:
+        info.append(p.say("sources_setting", value="on"))
     if state.paused:
         info.append(p.say("paused"))
     result.sections.append(("", "\n".join(info)))

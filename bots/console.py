@@ -64,6 +64,9 @@ class ConsoleReply:
     async def edit(self, *, handle: int, text: str) -> bool:
         return False  # never called: the console does not stream
 
+    async def source_line(self, *, platform_id: str, label: str) -> str:
+        return f"({label})"  # a terminal has no message links
+
 
 def print_result(result: CommandResult, *, out: Console, err: Console) -> None:
     """A refusal or mistake goes where errors go; an answer (and an export's JSON) to out."""

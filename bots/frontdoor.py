@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from bots.commands import USAGE, Actor, Command, CommandResult, execute, parse_command
+from bots.why import Linker
 from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.errors import InputError, PermissionDenied, StoreError, UsageError
@@ -24,11 +25,13 @@ async def run_command(
     command: Command | str,
     actor: Actor,
     language: str | None = None,
+    link: Linker | None = None,
 ) -> CommandResult:
     """Run a /memory command; refusals and mistakes come back as results, not exceptions.
 
     ``language``: what the platform knows of the user's language ("ja", "en"); otherwise the
-    scope's language setting, then the bot's, decide.
+    scope's language setting, then the bot's, decide. ``link``: the door's link to one of
+    its messages by platform id (``/memory why``).
     """
     if language not in ("en", "ja"):
         try:
@@ -39,7 +42,7 @@ async def run_command(
     try:
         parsed = parse_command(command) if isinstance(command, str) else command
         return await execute(
-            core.admin, scope=scope, command=parsed, actor=actor, language=p.language
+            core.admin, scope=scope, command=parsed, actor=actor, language=p.language, link=link
         )
     except UsageError as exc:
         return CommandResult(title=p.say("usage_title"), sections=[("", str(exc))], ok=False)

@@ -194,6 +194,12 @@ class MemorySettings(_Section):
         default=3, ge=1, description="LLM failures in a row before an extractive summary stands in."
     )
     retry_base_s: float = Field(default=30.0, ge=0)
+    why_ttl_hours: int = Field(
+        default=24,
+        ge=1,
+        le=24 * 30,
+        description="How long /memory why keeps what the last answer in a scope used.",
+    )
 
     @field_validator("timezone")
     @classmethod

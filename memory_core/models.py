@@ -297,6 +297,7 @@ class ScopeState:
     forgets_pending: bool = False  # a forget was interrupted: maintenance finishes it
     daily_tokens: str = ""  # budget override: "" = settings' default, "off", or a number
     user_daily_tokens: str = ""  # the same, for each member here
+    sources: bool = False  # answers that used a recalled message end with a "from <date>" line
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:
@@ -448,3 +449,6 @@ class Reply:
     kind: ReplyKind
     prompt_tokens: int = 0
     stored_id: str = ""
+    # The prompt it was written from (a memory_core.prompt.assembly.Prompt, which imports
+    # this module, hence ``object``): what /memory why records once the answer is delivered.
+    prompt: object = field(default=None, compare=False, repr=False)

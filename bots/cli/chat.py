@@ -8,6 +8,7 @@ import typer
 
 from bots.cli.common import ScopeOpt, core_for, out, print_json, run, scope_arg, settings
 from memory_core.models import IncomingMessage
+from memory_core.service.answer_record import remember_basis
 
 
 def register(app: typer.Typer) -> None:
@@ -63,6 +64,8 @@ def ask(
                 }
             reply = await core.pipeline.handle(msg)
             assert reply is not None  # direct messages are always answered
+            ttl = s.memory.why_ttl_hours  # printed below: delivered, so /memory why explains it
+            await remember_basis(core.repo, msg, reply, now=core.clock.now(), ttl_hours=ttl)
             return {
                 "scope": target,
                 "reply": reply.text,

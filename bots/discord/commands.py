@@ -20,6 +20,7 @@ from discord import app_commands
 
 from bots.commands import Actor, Command, CommandResult
 from bots.discord.events import Place, is_allowed, place_of
+from bots.discord.links import message_url
 from bots.discord.ui import ConfirmView, send_ephemeral, send_result, texts_for
 from bots.frontdoor import run_command
 from config.settings import DiscordSettings
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 ShowSection = Literal["overview", "tiers", "facts", "stats"]
 ReplyMode = Literal["mention", "all", "off"]
 LanguageChoice = Literal["auto", "en", "ja"]
+OnOff = Literal["on", "off"]
 
 # Discord drops an interaction that is not acknowledged within 3 s of its creation: a command
 # still running this long after the interaction was created is deferred ("thinking...") and
@@ -141,8 +143,18 @@ class MemoryCommands:
     async def _execute(
         self, place: Place, command: Command, actor: Actor, language: str | None
     ) -> CommandResult:
+        async def link(message_id: str) -> str:  # /memory why: the scope's own messages
+            return message_url(
+                guild_id=place.guild_id, channel_id=place.channel_id, message_id=message_id
+            )
+
         return await run_command(
-            self.core, scope=place.scope, command=command, actor=actor, language=language
+            self.core,
+            scope=place.scope,
+            command=command,
+            actor=actor,
+            language=language,
+            link=link,
         )
 
     async def _in_time(
@@ -211,6 +223,10 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
         else:
             await runner.run(interaction, Command("remember", arg=text))
 
+    @memory.command(name="why", description="What the last answer here was based on")
+    async def why(interaction: discord.Interaction) -> None:
+        await runner.run(interaction, Command("why"))
+
     @memory.command(name="export", description="Download this channel's memory as JSON (admins)")
     async def export(interaction: discord.Interaction) -> None:
         await runner.run(interaction, Command("export"))
@@ -247,6 +263,11 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
     @app_commands.describe(value="A number of tokens, off (no limit here) or default")
     async def config_user_daily_tokens(interaction: discord.Interaction, value: str) -> None:
         await runner.run(interaction, Command("config", key="user_daily_tokens", arg=value.strip()))
+
+    @config.command(name="sources", description="End answers with their source (admins)")
+    @app_commands.describe(value="on: a 'from <date>' link under answers that used an old message")
+    async def config_sources(interaction: discord.Interaction, value: OnOff) -> None:
+        await runner.run(interaction, Command("config", key="sources", arg=value))
 
     return memory
 

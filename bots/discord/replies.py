@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator
 
 import discord
 
+from bots.discord.events import guild_id_of
+from bots.discord.links import message_url
+
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 2000
@@ -131,6 +134,13 @@ class DiscordReply:
             self.problems.failed(self.channel.id, exc)
             return False
         return True
+
+    async def source_line(self, *, platform_id: str, label: str) -> str:
+        """Small text (``-#``) linking to the recalled message, in this same channel."""
+        url = message_url(
+            guild_id=guild_id_of(self.trigger), channel_id=self.channel.id, message_id=platform_id
+        )
+        return f"-# [{label}]({url})" if url else ""
 
 
 async def send_first(trigger: discord.Message, text: str, *, mention: bool) -> discord.Message:

@@ -31,7 +31,7 @@ import aiohttp
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, parse_command
+from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, Linker, parse_command
 from bots.frontdoor import run_command
 from bots.slack.blocks import (
     CANCELLED,
@@ -53,6 +53,7 @@ from bots.slack.connect import (
     serve_http,
 )
 from bots.slack.files import SlackFiles
+from bots.slack.links import permalinks
 from bots.slack.send import SEND_ERRORS, ThreadReply
 from bots.slack.text import (
     Deletion,
@@ -328,7 +329,7 @@ class SlackBot:
             parsed = _parse_or_none(text)
             needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
             actor = await self._actor(client, team_id, user_id, channel_id, needs_admin)
-            result = await self._run(scope, parsed or text, actor)
+            result = await self._run(scope, parsed or text, actor, permalinks(client, channel_id))
             to = (client, channel_id, user_id)
             if result.needs_confirm:
                 blocks = confirm_blocks(result, scope)
@@ -344,10 +345,13 @@ class SlackBot:
                     blocks=result_blocks(result),
                 )
 
-    async def _run(self, scope: str, command: Command | str, actor: Actor) -> CommandResult:
-        """In the scope's queue: "forget me" right after a message forgets that message too."""
-        async with self._queue.hold(scope):
-            return await run_command(self.core, scope=scope, command=command, actor=actor)
+    async def _run(
+        self, scope: str, command: Command | str, actor: Actor, link: Linker | None = None
+    ) -> CommandResult:
+        async with self._queue.hold(scope):  # "forget me" right after a message forgets it too
+            return await run_command(
+                self.core, scope=scope, command=command, actor=actor, link=link
+            )
 
     async def _actor(
         self,

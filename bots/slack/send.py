@@ -16,6 +16,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.links import permalink
 from bots.slack.text import to_mrkdwn
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ class ThreadReply:
             self._fail("update", exc)
             return False
         return True
+
+    async def source_line(self, *, platform_id: str, label: str) -> str:
+        """A small italic link to the recalled message (``markup`` makes it ``<url|label>``)."""
+        url = await permalink(self.client, channel=self.channel, ts=platform_id)
+        return f"_[{label}]({url})_" if url else ""
 
     def _fail(self, what: str, exc: Exception) -> None:
         code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc

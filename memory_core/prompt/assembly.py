@@ -27,6 +27,19 @@ PLACES = {"discord": "Discord", "slack": "Slack", "console": "terminal"}
 
 
 @dataclass(frozen=True, slots=True)
+class PromptUse:
+    """What of memory made it into a prompt within the budget (what ``/memory why`` shows),
+    taken from assembly itself rather than re-derived."""
+
+    facts: tuple[Fact, ...] = ()
+    personal: tuple[Fact, ...] = ()  # of ``facts``, those about the person asking (their own)
+    recalled: tuple[Doc, ...] = ()  # by the score of their hit, best first
+    epoch: int = 0  # the scope's epoch when its memory was read
+    sources: bool = False  # the scope's source-line setting, as read then
+    tz: str = "UTC"  # the scope's timezone: the dates of what was recalled
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     messages: list[dict[str, str]]
     tokens: int
@@ -34,6 +47,7 @@ class Prompt:
     sections: dict[str, int] = field(default_factory=dict)  # tokens by section, for reports
     window_messages: int = 0
     language: str = "en"
+    used: PromptUse = field(default_factory=PromptUse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +65,7 @@ class AssemblyInput:
     parent_state: ScopeState | None = None
     exclude_id: str = ""
     recalled: Sequence[Hit] = ()  # from the recall index, best first
+    personal: Sequence[Fact] = ()  # facts about the person asking that may be used here
 
 
 def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
@@ -141,7 +156,7 @@ class PromptAssembler:
         # rules that say memory is data comes before it.
         share = MEMORY_SHARE_WITH_RECALL if data.recalled else MEMORY_SHARE
         memory_room = remaining // share if rules_whole else 0
-        memory_parts, sections = self._memory(prompts, data, memory_room)
+        memory_parts, sections, facts_used = self._memory(prompts, data, memory_room)
         remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
 
         # 3. The working window (newest verbatim messages) and recalled messages share what
@@ -153,7 +168,9 @@ class PromptAssembler:
             data, today, min(s.window_tokens, remaining - recall_cap)
         )
         recall_room = remaining - used if rules_whole else 0
-        recall_text, recall_cost = self._recall(prompts, data, recall_room, exclude=window_ids)
+        recall_text, recall_cost, recalled = self._recall(
+            prompts, data, recall_room, exclude=window_ids
+        )
         if recall_text:
             memory_parts.append(recall_text)
             sections["recall"] = recall_cost
@@ -171,10 +188,12 @@ class PromptAssembler:
         messages.append({"role": "user", "content": new_content})
         total = self.counter.count_messages(messages)
         # 4. Exact measurement, and trimming if the parts did not add up exactly.
+        cut = False
         while total > budget:
             if len(messages) > 2:
                 messages.pop(1)  # the oldest window message
             else:
+                cut = True
                 system = self.counter.truncate(system, count(system) // 2)
                 messages[0]["content"] = system
                 if not system:
@@ -192,6 +211,26 @@ class PromptAssembler:
             sections=sections,
             window_messages=len(messages) - 2,
             language=prompts.language,
+            used=self._used(data, facts_used, recalled, system if cut else None),
+        )
+
+    @staticmethod
+    def _used(
+        data: AssemblyInput, facts: list[Fact], recalled: list[Doc], cut_system: str | None
+    ) -> PromptUse:
+        """What made it in; after the system message was cut (a tiny budget), only what is
+        still in it."""
+        if cut_system is not None:
+            facts = [f for f in facts if fence(render_fact(f)) in cut_system]
+            recalled = [d for d in recalled if fence(render_recalled(d)) in cut_system]
+        personal = {id(f) for f in data.personal}
+        return PromptUse(
+            facts=tuple(facts),
+            personal=tuple(f for f in facts if id(f) in personal),
+            recalled=tuple(recalled),
+            epoch=data.state.epoch,
+            sources=data.state.sources,
+            tz=data.tz,
         )
 
     def _window(
@@ -243,7 +282,7 @@ class PromptAssembler:
 
     def _recall(
         self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
-    ) -> tuple[str, int]:
+    ) -> tuple[str, int, list[Doc]]:
         """Recalled messages by score within ``budget``, shown in time order under the date
         they were said (one date line per day, not per message: more memory per token)."""
         heading = f"## {prompts.headings['recall']}"
@@ -267,12 +306,13 @@ class PromptAssembler:
         # The estimates are exact within a token a line: measure what was packed, and drop
         # the last hits taken (the lowest scored) in the rare case it came out over.
         while picked:
-            text = self._render_recall(heading, [d for docs in picked for d in docs], data.tz)
+            chosen = [d for docs in picked for d in docs]
+            text = self._render_recall(heading, chosen, data.tz)
             cost = self.counter.count(text) + 2
             if cost <= budget:
-                return text, cost
+                return text, cost, chosen
             picked.pop()
-        return "", 0
+        return "", 0, []
 
     @staticmethod
     def _render_recall(heading: str, chosen: list[Doc], tz: str) -> str:
@@ -295,7 +335,7 @@ class PromptAssembler:
 
     def _memory(
         self, prompts: PromptSet, data: AssemblyInput, limit: int
-    ) -> tuple[list[str], dict[str, int]]:
+    ) -> tuple[list[str], dict[str, int], list[Fact]]:
         h = prompts.headings
         state = data.state
         candidates: list[tuple[str, str, str]] = []  # (section name, heading, body)
@@ -328,18 +368,21 @@ class PromptAssembler:
             sections[name] = cost
             left -= cost
         facts_limit = min(self.settings.facts_prompt_tokens, left)
-        if data.facts and facts_limit > 0:
+        all_facts = [*data.facts, *data.personal]
+        taken: list[Fact] = []
+        if all_facts and facts_limit > 0:
             lines: list[str] = []
             used = self.counter.count(h["facts"]) + 4
-            for fact in order_facts(data.facts):
+            for fact in order_facts(all_facts):
                 line = fence(render_fact(fact))
                 cost = self.counter.count(line) + 1
                 if used + cost > facts_limit:
                     break
                 lines.append(line)
+                taken.append(fact)
                 used += cost
             if lines:
                 text = f"## {h['facts']}\n" + "\n".join(lines)
                 parts.append(text)
                 sections["facts"] = self.counter.count(text)
-        return parts, sections
+        return parts, sections, taken

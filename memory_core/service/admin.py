@@ -27,6 +27,7 @@ from memory_core.models import (
     WeekSummary,
 )
 from memory_core.scopes import parse_scope, user_scope
+from memory_core.service.answer_record import AnswerRecord, read_record
 from memory_core.service.budget import SpendReport, parse_limit
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
 from memory_core.service.forgetting import MemoryForgetting
@@ -83,6 +84,10 @@ class MemoryAdmin(MemoryForgetting):
             if spend and self.budget is not None
             else None,
         )
+
+    async def why(self, scope: str) -> AnswerRecord | None:
+        """What the last answer in the scope used (``/memory why``), while it is kept."""
+        return await read_record(self.repo, parse_scope(scope))
 
     # -- remember ----------------------------------------------------------------------
     async def remember(self, scope: str, text: str, *, by: str = "") -> Fact:
@@ -168,6 +173,7 @@ class MemoryAdmin(MemoryForgetting):
         language: str | None = None,
         daily_tokens: str | None = None,
         user_daily_tokens: str | None = None,
+        sources: str | None = None,
     ) -> dict[str, str]:
         """Change the scope's settings. The budgets take a number of tokens, "off" (no
         limit here, whatever the settings say) or "default" (the settings' limit)."""
@@ -197,13 +203,20 @@ class MemoryAdmin(MemoryForgetting):
                     f"language must be one of {', '.join(LANGUAGE_SETTINGS)} (got {language!r})"
                 )
             changes["lang"] = "" if language == "auto" else language
+        if sources is not None:  # the "from <date>" line under answers that used recall
+            if sources not in ("on", "off"):
+                raise InputError(f"sources must be on or off (got {sources[:20]!r})")
+            changes["sources"] = 1 if sources == "on" else 0
         if not changes:
             raise InputError(
-                "nothing to change: give mode, timezone, language, daily_tokens or "
-                "user_daily_tokens"
+                "nothing to change: give mode, timezone, language, daily_tokens, "
+                "user_daily_tokens or sources"
             )
         await self.repo.set_fields(scope, changes)
-        return {k: str(v) for k, v in changes.items()}
+        shown = {k: str(v) for k, v in changes.items()}
+        if sources is not None:
+            shown["sources"] = sources  # as it was asked: on | off
+        return shown
 
     # -- export / import ---------------------------------------------------------------
     async def export(self, scope: str) -> dict[str, Any]:

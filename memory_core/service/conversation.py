@@ -29,7 +29,9 @@ from typing import Generic, Protocol, TypeVar
 from config.prompts import load_prompts
 from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage, IngestResult
+from memory_core.service.answer_record import remember_basis
 from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.sources import source_text
 from memory_core.text.chunks import split_message
 
 log = logging.getLogger(__name__)
@@ -214,10 +216,15 @@ class Conversation:
         log.info(
             "replied in %s (%s, %d prompt tokens)", message.scope, reply.kind, reply.prompt_tokens
         )
-        if not await writer.finish(reply.text):
+        text = await source_text(reply, message.text, sink, repo=pipeline.repo, scope=message.scope)
+        if not await writer.finish(text):
             return False  # an answer nobody saw is not part of the conversation
         try:
-            await pipeline.remember_answer(message, reply)
+            await pipeline.remember_answer(message, reply)  # without the source line
         except StoreError as exc:
             log.error("could not store the answer in %s: %s", message.scope, exc)
+        memory = pipeline.settings.memory
+        await remember_basis(
+            pipeline.repo, message, reply, now=pipeline.clock.now(), ttl_hours=memory.why_ttl_hours
+        )
         return True

@@ -426,6 +426,8 @@ class MemoryForgetting:
         if not fact_id:
             raise InputError("give the id of the fact to forget (see /memory show facts)")
         deleted = bool(await self.repo.delete_facts(scope, [fact_id]))
+        if deleted:  # the last answer may have used it (/memory why also checks what is left)
+            await self.repo.drop_answer_record(scope)
         await self._persist()
         return deleted
 

@@ -32,10 +32,11 @@ from memory_core.errors import (
 from memory_core.llm.client import LLM
 from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, stored_text
 from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_marker
-from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler, render_fact
+from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
 from memory_core.recall.index import Hit, RecallIndex
 from memory_core.scopes import check_parent, parse_scope, user_scope
 from memory_core.service.captions import Captioner
+from memory_core.service.offline import offline_reply
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import resolve
 from memory_core.text.tokens import TokenCounter
@@ -428,7 +429,8 @@ class MemoryPipeline:
             AssemblyInput(
                 scope=scope,
                 state=snap.state,
-                facts=[*snap.facts, *travelling(snap.user_facts, scope)],
+                facts=snap.facts,
+                personal=travelling(snap.user_facts, scope),
                 recent=snap.recent,
                 new_author=msg.author,
                 new_text=new_text,
@@ -466,9 +468,10 @@ class MemoryPipeline:
             language = resolve(self.settings.memory.language, [msg.text])
             return self._count_reply(Reply(text=load_prompts(language).store_down, kind="apology"))
         prompts = load_prompts(prompt.language)
-        if self.llm.offline:
-            text = await self.offline_text(msg.scope, prompt.language)
-            return self._count_reply(Reply(text=text, kind="offline", prompt_tokens=prompt.tokens))
+        if self.llm.offline:  # what it shows (recalled messages too) is what /memory why lists
+            text, shown = await self._offline(msg.scope, prompt)
+            reply = Reply(text=text, kind="offline", prompt_tokens=prompt.tokens, prompt=shown)
+            return self._count_reply(reply)
         if self.budget and (notice := await self.budget.admit(msg, prompt.language)):
             return self._count_reply(notice)  # a limit is reached: no model call
         max_chars = self.settings.bot.reply_max_chars
@@ -499,7 +502,7 @@ class MemoryPipeline:
             log.warning("reply in %s failed: %s", msg.scope, exc)
             return self._apology(prompt, prompts.apology)
         text = capped(text, max_chars, prompts.say("reply_cut_long"))
-        reply = Reply(text=text, kind="llm", prompt_tokens=prompt.tokens)
+        reply = Reply(text=text, kind="llm", prompt_tokens=prompt.tokens, prompt=prompt)
         if store:
             reply = replace(reply, stored_id=await self.remember_answer(msg, reply))
         return self._count_reply(reply)
@@ -554,32 +557,10 @@ class MemoryPipeline:
 
     async def offline_text(self, scope: str, language: str) -> str:
         """The offline reply: say no LLM is configured and show what is remembered."""
-        prompts = load_prompts(language)
-        scope = parse_scope(scope)
-        snap = await self.repo.prompt_snapshot(scope, recent=5, parent=None)
-        state = snap.state
-        h = prompts.headings
-        parts = [prompts.offline_reply]
-        for heading, body in (
-            (h["overview"], state.overview),
-            (prompts.render(h["day"], date=state.day), state.short),
-        ):
-            if body:
-                parts.append(f"{heading}:\n{self.counter.truncate(body, 200)}")
-        if snap.facts:
-            lines = [render_fact(f) for f in snap.facts[-5:]]
-            parts.append(f"{h['facts']}:\n" + "\n".join(lines))
-        if snap.recent:
-            tz = self._scope_tz(scope, state.tz)
-            lines = []
-            for entry in reversed(snap.recent):
-                when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
-                lines.append(f"[{when}] {entry.author}: {self.counter.truncate(entry.text, 40)}")
-            recent = prompts.render(prompts.offline_recent, count=state.msg_count)
-            parts.append(recent + "\n" + "\n".join(lines))
-        if len(parts) == 1:
-            parts.append(prompts.offline_nothing)
-        return "\n\n".join(parts)
+        return (await self._offline(scope, Prompt([], 0, 0, language=language)))[0]
+
+    async def _offline(self, scope: str, prompt: Prompt) -> tuple[str, Prompt]:
+        return await offline_reply(self.repo, self.counter, scope, prompt, zone_of=self._scope_tz)
 
 
 def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:

@@ -60,6 +60,9 @@ class ScopeKeys:
     ids: str  # Sorted set: platform id -> stream time (ms), the newest stored, so a message
     # (a platform's delivery, a replayed transcript line) is stored once
     lock: str  # String: the maintenance lock (SET NX PX)
+    # String with a TTL: JSON of what the last answer's prompt used (/memory why); any forget
+    # or edit in the scope deletes it, and forget all with every other key here
+    why: str
 
     def all(self) -> tuple[str, ...]:
         return astuple(self)
@@ -109,6 +112,7 @@ class KeySchema:
             people=f"{base}:people",
             ids=f"{base}:ids",
             lock=f"{base}:lock",
+            why=f"{base}:why",
         )
 
     # Fleet-wide work sharing, per bucket: a bucket's queue and in-flight set share its hash

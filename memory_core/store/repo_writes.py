@@ -67,6 +67,7 @@ class ScopeWrites(ScopeReads):
         pipe.rpush(k.forgets, request)
         pipe.hincrby(k.state, "epoch", 1)
         pipe.hset(k.state, "forgets_pending", 1)
+        pipe.delete(k.why)  # what the last answer used may be what goes: never shown again
         await pipe.execute()
 
     async def begin_forget_at(self, scope: str, request: str, *, epoch: int) -> bool:
@@ -88,6 +89,26 @@ class ScopeWrites(ScopeReads):
         deleting messages), atomically with any message stored meanwhile."""
         k = self.k(scope)
         await run_script(self.client, "resync_counters", [k.state, k.log], [])
+
+    # -- what the last answer used (/memory why) ----------------------------------------
+    async def put_answer_record(self, scope: str, record: str, *, ttl_ms: int, epoch: int) -> bool:
+        """Keep what an answer used, replacing the previous record, for ``ttl_ms``; refused
+        (False) if anything was forgotten since its prompt was read at ``epoch``."""
+        k = self.k(scope)
+        written = await run_script(
+            self.client,
+            "put_answer_record",
+            [k.state, k.forgets, k.why],
+            [record, str(max(1, ttl_ms)), str(epoch)],
+        )
+        return bool(written)
+
+    async def answer_record(self, scope: str) -> str | None:
+        raw = await self.client.get(self.k(scope).why)
+        return None if raw is None else str(raw)
+
+    async def drop_answer_record(self, scope: str) -> None:
+        await self.client.delete(self.k(scope).why)
 
     async def pending_forgets(self, scope: str) -> list[str]:
         return [str(x) for x in await self.client.lrange(self.k(scope).forgets, 0, -1)]

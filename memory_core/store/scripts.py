@@ -377,6 +377,20 @@ redis.call('HSET', st, 'forgets_pending', 1)
 return 1
 """
 
+# KEYS: state, forgets, why. ARGV: the answer's record (JSON), its TTL (ms), the epoch its
+# prompt was read at. Stores what an answer used (/memory why) only if nothing was forgotten
+# since (the epoch has not moved, no forget is pending): a forget racing an answer cannot
+# leave a record of the text it removed. Returns 1 written, 0 refused.
+PUT_ANSWER_RECORD = """
+local st = KEYS[1]
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[3] then return 0 end
+if redis.call('HGET', st, 'forgets_pending') == '1' or redis.call('LLEN', KEYS[2]) > 0 then
+  return 0
+end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
 # KEYS: state, log. Re-derives the counters from the log after messages were deleted: the
 # unsummarised messages (after short_upto) and their tokens, and the log's length, in one
 # step, so a message stored at the same moment is counted, not overwritten.
@@ -414,6 +428,7 @@ SCRIPTS: dict[str, str] = {
     "end_forget": END_FORGET,
     "begin_forget_at": BEGIN_FORGET_AT,
     "resync_counters": RESYNC_COUNTERS,
+    "put_answer_record": PUT_ANSWER_RECORD,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

@@ -93,6 +93,47 @@ async def test_console_replies_one_line_per_input(
     assert fake_llm.count("reply") == 2
 
 
+WHY_CHAT = (
+    "the launch code word is papaya\n"
+    + "".join(f"unrelated chatter number {i} about lunch\n" for i in range(8))
+    + "what is the launch code word?\n/memory why\n"
+)
+SMALL_WINDOW = {"MEMORYBOT_MEMORY__WINDOW_TOKENS": "60", "MEMORYBOT_MEMORY__WINDOW_MIN_TOKENS": "0"}
+
+
+@pytest.mark.parametrize("model", ["fake", "offline"])
+async def test_memory_why_in_the_console_lists_the_recalled_message(
+    cli: CLI, clean_redis: str, fake_llm: FakeOpenAI, model: str
+) -> None:
+    """A new user's console: an older message recalled for a question, then /memory why
+    shows it with its date and author (on the default offline install too)."""
+    llm = {"OPENAI_BASE_URL": fake_llm.base_url} if model == "fake" else {}
+    run = await cli(
+        "console", "--user", "Alice", stdin=WHY_CHAT, REDIS_URL=clean_redis, **SMALL_WINDOW, **llm
+    )
+    assert run.code == 0, run.err
+    answer, why = run.out.split("What the last answer used (asked by Alice, ")
+    today = why[:10]  # the console's clock is the real one: the day it was asked
+    assert why.count("Recalled messages") == 1
+    lines = [x for x in why.splitlines() if x.startswith("- [")]
+    [line] = [x for x in lines if x.split("] ", 1)[1].startswith("Alice: the launch code")]
+    assert line.startswith(f"- [{today} ")  # its date (and time), then its author
+    if model == "offline":
+        assert "papaya" in answer.split("No LLM is configured")[-1]  # the reply showed it too
+    else:
+        assert "papaya" in fake_llm.of("reply")[-1].prompt_text
+
+
+async def test_memory_why_after_ask_explains_that_answer(cli: CLI, clean_redis: str) -> None:
+    env = {"REDIS_URL": clean_redis, **SMALL_WINDOW}
+    await cli("console", "--scope", "w", stdin=WHY_CHAT.split("what is")[0], **env)
+    asked = await cli("ask", "--scope", "w", "what is the launch code word?", **env)
+    assert asked.code == 0, asked.err
+    why = await cli("console", "--scope", "w", stdin="/memory why\n", **env)
+    assert "What the last answer used (asked by you, " in why.out
+    assert "] you: the launch code word is papaya" in why.out
+
+
 async def test_replay_skips_and_reports_bad_lines(cli: CLI, clean_redis: str) -> None:
     path = cli.home / "chat.jsonl"
     good = {"ts": START.isoformat(), "user": "Alice", "text": "hello"}

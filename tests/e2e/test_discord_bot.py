@@ -1150,13 +1150,14 @@ async def test_the_command_tree_is_synced_to_configured_guilds(
     assert memory["contexts"] == [0, 1]
     options = {o["name"]: o for o in memory["options"]}
     assert sorted(options) == sorted(
-        ["show", "forget", "remember", "export", "pause", "resume", "config"]
+        ["show", "forget", "remember", "export", "pause", "resume", "config", "why"]
     )
     assert sorted(o["name"] for o in options["forget"]["options"]) == ["all", "fact", "me", "text"]
     assert sorted(o["name"] for o in options["config"]["options"]) == [
         "daily_tokens",
         "language",
         "mode",
+        "sources",
         "timezone",
         "user_daily_tokens",
     ]

@@ -38,7 +38,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -567,6 +567,9 @@ class FakeSlack:
         self.rejected_responses: list[tuple[ResponseUrlPost, str]] = []
         self._response_rejections: deque[str] = deque()
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Messages people posted, as the events the fake sent (kept up to date by the edit
+        #: and delete events it sends): what chat.getPermalink knows besides the bot's own.
+        self._said: dict[tuple[str, str], dict[str, Any]] = {}
 
         self.users: dict[str, FakeUser] = {}
         self.channels: dict[str, FakeChannel] = {}
@@ -742,6 +745,22 @@ class FakeSlack:
                     user_id=author if kind == "im" else None,
                 )
         self._learn_member(channel_id, user_id)
+        self._learn_message(channel_id, event)
+
+    def _learn_message(self, channel_id: str, event: Mapping[str, Any]) -> None:
+        """A message event the fake sends is a message that now exists in Slack (an edit
+        changes it, a delete removes it): chat.getPermalink finds it."""
+        subtype = event.get("subtype")
+        if event.get("type") not in ("message", "app_mention"):
+            return
+        if subtype in (None, "file_share", "thread_broadcast") and isinstance(event.get("ts"), str):
+            self._said.setdefault((channel_id, event["ts"]), dict(event))
+        elif subtype == "message_deleted":
+            self._said.pop((channel_id, str(event.get("deleted_ts", ""))), None)
+        elif subtype == "message_changed" and isinstance(event.get("message"), Mapping):
+            key = (channel_id, str(event["message"].get("ts", "")))
+            if key in self._said:
+                self._said[key] = {**event["message"], "channel": channel_id}
 
     def _learn_member(self, channel_id: Any, user_id: Any) -> None:
         """Someone who speaks, runs a command or clicks in a known conversation is in it
@@ -1567,6 +1586,7 @@ class FakeSlack:
             "chat.postMessage": self._chat_post_message,
             "chat.update": self._chat_update,
             "chat.postEphemeral": self._chat_post_ephemeral,
+            "chat.getPermalink": self._chat_get_permalink,
             "users.info": self._users_info,
             "conversations.info": self._conversations_info,
             "conversations.open": self._conversations_open,
@@ -1647,6 +1667,48 @@ class FakeSlack:
         if error is not None:
             return {"ok": False, "error": error}
         return {"ok": True, "message_ts": self.next_ts()}
+
+    def _chat_get_permalink(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """chat.getPermalink (no scope needed): ``channel`` and ``message_ts`` are required;
+        ``channel_not_found`` for a conversation the fake does not know (or deleted),
+        ``message_not_found`` for a ts that is no message in it. A thread reply's permalink
+        carries ``thread_ts`` and ``cid``, as Slack's do."""
+        channel_id, ts = str(params.get("channel") or ""), str(params.get("message_ts") or "")
+        if not channel_id or not ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        if channel_id not in self.channels:
+            return {"ok": False, "error": "channel_not_found"}
+        message = self._said.get((channel_id, ts)) or self._messages.get((channel_id, ts))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        url = f"https://{self.team_domain}.slack.com/archives/{channel_id}/p{ts.replace('.', '')}"
+        thread_ts = message.get("thread_ts")
+        if thread_ts and thread_ts != ts:
+            url += f"?thread_ts={thread_ts}&cid={channel_id}"
+        return {"ok": True, "channel": channel_id, "permalink": url}
+
+    def resolve_permalink(self, url: str) -> dict[str, Any] | None:
+        """The message a permalink of this workspace opens (as Slack's client would find
+        it), or None: its channel, its ts (the digits after ``p``, six of them after the
+        dot) and, for a thread reply, the thread it is in."""
+        parsed = urlsplit(url)
+        parts = parsed.path.split("/")
+        if parsed.scheme != "https" or parsed.netloc != f"{self.team_domain}.slack.com":
+            return None
+        if len(parts) != 4 or parts[1] != "archives" or not parts[3].startswith("p"):
+            return None
+        channel_id, digits = parts[2], parts[3][1:]
+        if not digits.isdigit() or len(digits) <= 6:
+            return None
+        ts = f"{digits[:-6]}.{digits[-6:]}"
+        message = self._said.get((channel_id, ts)) or self._messages.get((channel_id, ts))
+        if message is None:
+            return None
+        query = parse_qs(parsed.query)
+        thread_ts = message.get("thread_ts")
+        if thread_ts and thread_ts != ts and query.get("thread_ts") != [thread_ts]:
+            return None
+        return {**message, "channel": channel_id}
 
     def _users_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         user = self.users.get(str(params.get("user", "")))

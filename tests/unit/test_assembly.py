@@ -176,7 +176,7 @@ def test_recall_fills_a_budget_its_lines_fit_exactly() -> None:
     lines = [heading, "[2025-08-01]", *(f"Caroline: {t}" for t in texts)]
     budget = counter.count("\n".join(lines)) + 3  # (+1: the last line needs no newline)
     assembler = PromptAssembler(counter, MemorySettings())
-    text, cost = assembler._recall(
+    text, cost, _ = assembler._recall(
         load_prompts("en"), make_input(recalled=recalled(texts)), budget, exclude=set()
     )
     assert all(t in text for t in texts)
@@ -191,7 +191,7 @@ def test_recall_fills_a_budget_its_lines_fit_exactly() -> None:
 )
 def test_recall_section_never_exceeds_its_room(texts: list[str], author: str, budget: int) -> None:
     assembler = PromptAssembler(counter, MemorySettings())
-    text, cost = assembler._recall(
+    text, cost, _ = assembler._recall(
         load_prompts("en"), make_input(recalled=recalled(texts, author)), budget, exclude=set()
     )
     assert cost <= budget

@@ -27,6 +27,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "conversations_info": {"channels:read", "groups:read"},
     "conversations_open": {"im:write"},  # a 1:1 DM for the export
     "files_upload_v2": {"files:write"},
+    "chat_getPermalink": set(),  # /memory why and source lines: Slack asks for no scope
 }
 
 EVENT_SCOPES: dict[str, str] = {

@@ -1,0 +1,81 @@
+"""The offline reply (no LLM configured): say so, and show what is remembered here, with
+up to :data:`RECALLED_SHOWN` older messages that recall found for the question (recall ran
+while the prompt was built: no extra work). What it showed is what ``/memory why`` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from config.prompts import load_prompts
+from memory_core import calendar
+from memory_core.prompt.assembly import Prompt, PromptUse, render_fact, render_recalled
+from memory_core.scopes import parse_scope
+from memory_core.store.repo import MemoryRepo
+from memory_core.text.tokens import TokenCounter
+
+RECALLED_SHOWN = 3
+RECENT_SHOWN = 5
+FACTS_SHOWN = 5
+
+
+async def offline_reply(
+    repo: MemoryRepo,
+    counter: TokenCounter,
+    scope: str,
+    prompt: Prompt,
+    *,
+    zone_of: Callable[[str, str], str],
+) -> tuple[str, Prompt]:
+    """The offline reply's text, and ``prompt`` narrowed to what that text shows (its
+    sections' sizes, its facts and recalled messages). ``zone_of(scope, stored)``: the
+    timezone its times are shown in."""
+    prompts = load_prompts(prompt.language)
+    scope = parse_scope(scope)
+    snap = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN, parent=None)
+    state = snap.state
+    tz = zone_of(scope, state.tz)
+    h = prompts.headings
+    parts = [prompts.offline_reply]
+    sections: dict[str, int] = {}
+    for name, heading, body in (
+        ("overview", h["overview"], state.overview),
+        ("short", prompts.render(h["day"], date=state.day), state.short),
+    ):
+        if body:
+            parts.append(f"{heading}:\n{counter.truncate(body, 200)}")
+            sections[name] = counter.count(parts[-1])
+    facts = snap.facts[-FACTS_SHOWN:]
+    if facts:
+        parts.append(f"{h['facts']}:\n" + "\n".join(render_fact(f) for f in facts))
+        sections["facts"] = counter.count(parts[-1])
+    recent = {e.id for e in snap.recent}
+    recalled = [d for d in prompt.used.recalled if d.kind == "message" and d.id not in recent][
+        :RECALLED_SHOWN
+    ]
+    if recalled:
+        lines = []
+        for doc in sorted(recalled, key=lambda d: (d.ms, d.id)):
+            when = calendar.from_ms(doc.ms).astimezone(calendar.zone(tz)).strftime("%Y-%m-%d")
+            lines.append(f"[{when}] {counter.truncate(render_recalled(doc), 60)}")
+        parts.append(f"{h['recall']}:\n" + "\n".join(lines))
+        sections["recall"] = counter.count(parts[-1])
+    if snap.recent:
+        lines = []
+        for entry in reversed(snap.recent):
+            when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
+            lines.append(f"[{when}] {entry.author}: {counter.truncate(entry.text, 40)}")
+        heading = prompts.render(prompts.offline_recent, count=state.msg_count)
+        parts.append(heading + "\n" + "\n".join(lines))
+        sections["window"] = counter.count(parts[-1])
+    if len(parts) == 1:
+        parts.append(prompts.offline_nothing)
+    used = PromptUse(
+        facts=tuple(facts),
+        recalled=tuple(recalled),
+        epoch=prompt.used.epoch,
+        sources=prompt.used.sources,
+        tz=prompt.used.tz,
+    )
+    return "\n\n".join(parts), replace(prompt, sections=sections, used=used)
