@@ -25,6 +25,7 @@ from typing import Any
 
 from memory_core import calendar
 from memory_core.clock import Clock
+from memory_core.errors import StoreError
 from memory_core.llm.usage import SpendTag, current_tag
 from memory_core.store.keys import KeySchema
 from memory_core.store.redis_errors import translates_redis_errors
@@ -109,6 +110,14 @@ class SpendLedger:
             return
         try:
             await self._record(tag, purpose, prompt_tokens, completion_tokens)
+        except StoreError as exc:  # Redis away: these tokens are not counted (one line)
+            log.warning(
+                "could not record %d %s tokens spent in %s: %s",
+                prompt_tokens + completion_tokens,
+                purpose,
+                tag.scope,
+                exc,
+            )
         except Exception:
             log.exception("could not record %s tokens spent in %s", purpose, tag.scope)
 
