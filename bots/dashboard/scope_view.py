@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bots.dashboard.listing import ScopeParts, describe, memory_tokens
+from bots.why import render_why
+from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.models import TIER_FIELDS, Fact, IncomingMessage, LogEntry
 from memory_core.prompt.assembly import Prompt
@@ -54,6 +56,10 @@ class ScopeDetail:
     history_pages: int
     history_capped: bool  # older messages exist beyond what pages reach
     people: list[Person]  # authors on this history page with facts about them
+    # What the last answer here used (/memory why), as its title and (heading, body)
+    # sections; None when no record is kept. Facts that travelled with the asker are
+    # counted, not shown: they are theirs, as in /memory why run by anyone else.
+    why: tuple[str, list[tuple[str, str]]] | None = None
 
     @property
     def scope(self) -> str:
@@ -83,7 +89,17 @@ async def scope_detail(core: Core, scope: str, *, page: int = 1) -> ScopeDetail:
         history_pages=pages,
         history_capped=view.messages > HISTORY_MAX,
         people=await _people(core, view.scope, history),
+        why=await _why(core, view.scope),
     )
+
+
+async def _why(core: Core, scope: str) -> tuple[str, list[tuple[str, str]]] | None:
+    record = await core.admin.why(scope)
+    if record is None:
+        return None
+    p = load_prompts("en")  # the dashboard speaks English
+    ttl = core.settings.memory.why_ttl_hours
+    return render_why(record, viewer_id="", p=p, ttl_hours=ttl, links={})
 
 
 async def _people(core: Core, scope: str, entries: list[LogEntry]) -> list[Person]:

@@ -157,6 +157,8 @@ class MemoryAdmin(MemoryForgetting):
                     fact.ts = self._now_iso()
                     fact.by = by or fact.by
                     await self.repo.replace_fact(scope, fact)
+                    # The last answer's record (/memory why) quotes the old text: it goes.
+                    await self.repo.drop_answer_record(scope)
                 return fact
         raise InputError(f"there is no fact {fact_id!r} in {scope} (see /memory show facts)")
 

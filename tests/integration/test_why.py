@@ -7,15 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+import aiohttp
 import pytest
 
 from bots.commands import Actor, Command, execute
+from bots.dashboard import running_dashboard
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from memory_core.service.conversation import Conversation
+from tests.browser.support import TOKEN
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
+from tests.integration.test_dashboard_http import log_in_any
 
 SCOPE = "discord:1:2"
 ALICE = Actor(user_id="7", name="Alice", is_admin=True)
@@ -147,7 +151,7 @@ async def test_the_offline_reply_shows_and_records_recalled_messages(
     assert [m.platform_id for m in record.recalled] == ["m1"]
 
 
-@pytest.mark.parametrize("how", ["all", "me", "text", "fact", "delete", "edit"])
+@pytest.mark.parametrize("how", ["all", "me", "text", "fact", "delete", "edit", "fact_edit"])
 async def test_every_forget_or_edit_takes_the_record_away(
     make_core: CoreFactory, papaya: FakeOpenAI, how: str
 ) -> None:
@@ -168,6 +172,8 @@ async def test_every_forget_or_edit_takes_the_record_away(
         assert await admin.forget_fact(SCOPE, fact.id)
     elif how == "delete":
         assert await admin.forget_message(SCOPE, "m1") == 1
+    elif how == "fact_edit":  # an admin's new words for a fact the record quotes
+        await admin.edit_fact(SCOPE, fact.id, "deploys happen on Fridays")
     else:
         assert await admin.edit_message(SCOPE, "m1", "never mind")
     assert not await core.store.client.exists(key)
@@ -246,3 +252,35 @@ async def test_memory_why_speaks_japanese(make_core: CoreFactory, papaya: FakeOp
     shown = await execute(core.admin, scope=SCOPE, command=ask, actor=ALICE, language="ja")
     assert shown.title.startswith("直前の返信が使ったもの（Alice さんの質問、")
     assert "思い出したメッセージ" in shown.text() and "papaya" in shown.text()
+
+
+async def test_the_dashboard_scope_page_shows_the_record_until_a_forget(
+    make_core: CoreFactory, papaya: FakeOpenAI
+) -> None:
+    """The admin sees on the scope page what the last answer used, as /memory why shows it
+    to anyone but the asker (the asker's own facts counted, not shown), and it goes with a
+    forget."""
+    core = await make_core(memory=SMALL_WINDOW, dashboard={"token": TOKEN})
+    await seed(core)
+    await core.admin.remember_me(SCOPE, "I am vegetarian", user_id="7", name="Alice")
+    await answer(core)
+    async with (
+        running_dashboard(core) as server,
+        aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http,
+    ):
+        await log_in_any(http, server.url)
+
+        async def page() -> str:
+            async with http.get(f"{server.url}/scopes/{SCOPE}") as r:
+                assert r.status == 200
+                return await r.text()
+
+        shown = await page()
+        assert "What the last answer used" in shown
+        assert "Carol: the launch code word is papaya" in shown
+        assert "1 facts about Alice, shown only to them" in shown
+        assert (
+            "vegetarian" not in shown.split("What the last answer used")[1].split("</details>")[0]
+        )
+        await core.admin.forget_text(SCOPE, "papaya")
+        assert "What the last answer used" not in await page()
