@@ -84,7 +84,7 @@ async def test_memory_why_lists_the_recalled_message_with_a_link_that_resolves(
     assert "I am vegetarian" in text  # alice asked: her own facts are shown to her
     other = embed_text(theirs)
     assert "bob: the launch code word is papaya" in other and url in other
-    assert "vegetarian" not in other and "1 facts about alice, shown only to them" in other
+    assert "vegetarian" not in other and "facts about alice, shown only to them: 1" in other
 
 
 async def test_source_line_links_the_recalled_message_and_memory_keeps_the_plain_answer(

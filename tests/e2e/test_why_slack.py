@@ -62,7 +62,7 @@ async def test_memory_why_lists_the_recalled_message_with_a_permalink_that_resol
     assert "I am vegetarian" in text
     other = block_texts(theirs)
     assert url in other and "vegetarian" not in other
-    assert "1 facts about Alice, shown only to them" in other
+    assert "facts about Alice, shown only to them: 1" in other
 
 
 async def test_a_failed_permalink_lookup_lists_the_message_without_a_link(

@@ -135,7 +135,7 @@ async def test_someone_else_sees_the_record_without_the_askers_own_facts(
     await answer(core)
     text = await why(core, BOB)
     assert "papaya" in text
-    assert "vegetarian" not in text and "1 facts about Alice, shown only to them" in text
+    assert "vegetarian" not in text and "facts about Alice, shown only to them: 1" in text
 
 
 async def test_the_offline_reply_shows_and_records_recalled_messages(
@@ -278,7 +278,7 @@ async def test_the_dashboard_scope_page_shows_the_record_until_a_forget(
         shown = await page()
         assert "What the last answer used" in shown
         assert "Carol: the launch code word is papaya" in shown
-        assert "1 facts about Alice, shown only to them" in shown
+        assert "facts about Alice, shown only to them: 1" in shown
         assert (
             "vegetarian" not in shown.split("What the last answer used")[1].split("</details>")[0]
         )
