@@ -1,0 +1,38 @@
+"""Daily token budgets through the Slack front door: the real Bolt app (signed HTTP
+requests) against the fake Slack, a real Core on the private Redis, the fake OpenAI server."""
+
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
+    ALICE,
+    BOB,
+    Harness,
+    block_texts,
+    fake,
+    http,
+)
+
+
+async def test_slack_member_budget_stops_one_member_not_the_others(http: Harness) -> None:
+    """An admin gives each member 10 tokens a day here; Bob's second mention gets the
+    notice while Alice is still answered, and the fake model saw exactly the two calls that
+    were within budget."""
+    slack = http
+    refused = await slack.command("config user_daily_tokens 10", user=BOB)
+    assert "Only admins" in (refused.text or "")
+    configured = await slack.command("config user_daily_tokens 10", user=ALICE)
+    assert "user_daily_tokens=10" in block_texts(configured)
+    await slack.mention("what is new?", user=BOB)
+    await slack.replies(1)
+    await slack.mention("and now?", user=BOB)
+    await slack.replies(2)
+    await slack.mention("anything for me?", user=ALICE)
+    first, second, third = await slack.replies(3)
+    assert (first.text or "").startswith("ACK:") and (third.text or "").startswith("ACK:")
+    assert "your daily token budget of 10 tokens is used up" in (second.text or "")
+    assert "resets at 00:00 UTC" in (second.text or "")
+    assert slack.llm.count("reply") == 2
+    stats = block_texts(await slack.command("show stats", user=BOB))
+    assert "you: " in stats and "/ 10 tokens today, resets 00:00 UTC" in stats
