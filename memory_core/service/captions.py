@@ -75,7 +75,7 @@ class Captioner:
         budget: Budget | None = None,
     ) -> None:
         self.enabled = bool(settings.llm.vision_model) and not llm.offline
-        self.budget = budget  # captions wait while the scope's daily budget is reached
+        self.budget = budget  # no captions while the scope's daily budget is reached
         self.settings = settings
         self.llm = llm
         self.store = store
