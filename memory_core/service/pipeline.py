@@ -83,11 +83,15 @@ class MemoryPipeline:
     ) -> None:
         self.settings = settings
         self.repo = repo
-        self.llm, self.maintainer = llm, maintainer
+        self.llm = llm
+        self.maintainer = maintainer
         self.assembler = assembler
-        self.counter, self.clock = counter, clock
-        self.recall, self.background = recall, background
-        self.captioner, self.budget = captioner, budget
+        self.counter = counter
+        self.clock = clock
+        self.recall = recall
+        self.background = background
+        self.captioner = captioner
+        self.budget = budget
         self.secrets = SecretMask(settings.secret_values())
         self._running: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
