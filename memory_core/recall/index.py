@@ -33,6 +33,7 @@ import numpy as np
 
 from memory_core.calendar import day_start, to_ms
 from memory_core.errors import MemorybotError
+from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import DaySummary, LogEntry
 from memory_core.recall.documents import Doc, Hit, ScopeIndex, day_text, retire_day_record
 from memory_core.recall.ranking import rank
@@ -321,7 +322,8 @@ class RecallIndex:
         alone: a reply never fails for want of a vector)."""
         assert self.embedder is not None
         try:
-            [q] = list(await self.embedder([query]))
+            with charge_to(SpendTag(scope)):  # memory's work: on the scope's bill
+                [q] = list(await self.embedder([query]))
         except MemorybotError as exc:
             log.warning("embeddings unavailable for %s, recalling by words only: %s", scope, exc)
             return None
@@ -422,7 +424,9 @@ class RecallIndex:
                     embedding_text(index.docs[i], c) for i, c in zip(rows, contexts, strict=True)
                 ]
             try:
-                vecs = await self.embedder(texts)
+                # On the scope's bill, never on the member whose task happened to start this.
+                with charge_to(SpendTag(scope)):
+                    vecs = await self.embedder(texts)
             except BaseException:
                 index.unembedded.extend(rows)  # (this index, or a stale one: harmless)
                 raise

@@ -4,6 +4,7 @@ scope's next local day; the spend is shown, reset by the day, kept by forget."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -291,3 +292,23 @@ async def test_the_notice_and_the_stats_speak_japanese_in_a_japanese_channel(
         core.admin, scope=SCOPE, command=parse_command("show stats"), actor=ADMIN, language="ja"
     )
     assert "/ 10 トークン、00:00 Asia/Tokyo にリセット" in result.text()
+
+
+async def test_embeddings_are_on_the_scopes_bill_not_a_members(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """With an embedding model on the endpoint, the messages' vectors (made in the
+    background) and the question's are charged to the scope: they are memory's work, not
+    the asker's. Each message arrives in its own task, as a door's event does."""
+    core = await make_core(llm={"embedding_model": "fake-embed"})
+    for i in range(3):
+        msg = IncomingMessage(scope=SCOPE, text=f"note {i}: the deploy is on Friday", author="Max")
+        await asyncio.create_task(core.pipeline.ingest(msg))
+    await core.pipeline.drain()
+    reply = await asyncio.create_task(answer(core, "when is the deploy?"))
+    await core.pipeline.drain()
+    assert reply.kind == "llm" and fake_llm.count("embed") >= 2  # the messages, the question
+    counters = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
+    assert counters["p:embed"] > 0
+    assert counters["tokens"] == counters["p:embed"] + counters["p:reply"]
+    assert counters["u:" + ADMIN.user_id] == counters["p:reply"]
