@@ -361,35 +361,44 @@ if redis.call('LLEN', KEYS[1]) == 0 then redis.call('HSET', KEYS[2], 'forgets_pe
 return 1
 """
 
+
+def _nothing_forgotten_since(state: str, forgets: str, epoch: str) -> str:
+    """The guard of writes made from what was read at ``epoch`` (Lua, returning 0 when
+    refused): the epoch has not moved and no forget is pending or written down."""
+    return f"""
+if (redis.call('HGET', {state}, 'epoch') or '0') ~= {epoch} then return 0 end
+if redis.call('HGET', {state}, 'forgets_pending') == '1' or redis.call('LLEN', {forgets}) > 0 then
+  return 0
+end"""
+
+
 # KEYS: forgets, state. ARGV: the request, the epoch it was decided at. Writes a change down
 # (as begin_forget does) only if nothing was forgotten since: the epoch has not moved and no
 # forget is pending. Background work (an image's caption) cannot bring back what a forget
 # took away while it ran. Returns 1 written, 0 refused.
-BEGIN_FORGET_AT = """
-local st = KEYS[2]
-if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[2] then return 0 end
-if redis.call('HGET', st, 'forgets_pending') == '1' or redis.call('LLEN', KEYS[1]) > 0 then
-  return 0
-end
+BEGIN_FORGET_AT = (
+    "local st = KEYS[2]"
+    + _nothing_forgotten_since("st", "KEYS[1]", "ARGV[2]")
+    + """
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('HINCRBY', st, 'epoch', 1)
 redis.call('HSET', st, 'forgets_pending', 1)
 return 1
 """
+)
 
 # KEYS: state, forgets, why. ARGV: the answer's record (JSON), its TTL (ms), the epoch its
 # prompt was read at. Stores what an answer used (/memory why) only if nothing was forgotten
 # since (the epoch has not moved, no forget is pending): a forget racing an answer cannot
 # leave a record of the text it removed. Returns 1 written, 0 refused.
-PUT_ANSWER_RECORD = """
-local st = KEYS[1]
-if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[3] then return 0 end
-if redis.call('HGET', st, 'forgets_pending') == '1' or redis.call('LLEN', KEYS[2]) > 0 then
-  return 0
-end
+PUT_ANSWER_RECORD = (
+    "local st = KEYS[1]"
+    + _nothing_forgotten_since("st", "KEYS[2]", "ARGV[3]")
+    + """
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 return 1
 """
+)
 
 # KEYS: state, log. Re-derives the counters from the log after messages were deleted: the
 # unsummarised messages (after short_upto) and their tokens, and the log's length, in one
