@@ -18,14 +18,16 @@ from config.prompts import PromptSet, load_prompts
 from memory_core.errors import InputError, PermissionDenied, UsageError
 from memory_core.models import LANGUAGE_SETTINGS, MODES
 from memory_core.prompt.assembly import order_facts, render_fact
-from memory_core.scopes import user_scope
+from memory_core.scopes import Scope
 from memory_core.service.admin import MemoryAdmin, ScopeView
 from memory_core.service.budget import SpendReport, parse_limit
+from memory_core.service.forget_request import ForgetReport
 
 Action = Literal[
     "show",
     "forget_all",
     "forget_me",
+    "forget_me_everywhere",
     "forget_text",
     "forget_fact",
     "remember",
@@ -47,7 +49,7 @@ ADMIN_ACTIONS = frozenset(
 CONFIRM_WORDS = ("confirm", "yes", "はい")
 
 USAGE = """/memory show [overview|tiers|facts|stats]
-/memory forget all | me | fact <id> | <text>
+/memory forget all | me | me everywhere | fact <id> | <text>
 /memory remember <text> | me <text about you>
 /memory export
 /memory pause | resume
@@ -123,6 +125,8 @@ def parse_command(text: str) -> Command:
             return Command("forget_all", confirmed=confirmed)
         if what == "me" and len(rest) == 1:
             return Command("forget_me")
+        if what == "me" and len(rest) == 2 and rest[1].lower() in ("everywhere", "全部"):
+            return Command("forget_me_everywhere")
         if what == "fact":
             if len(rest) != 2:
                 raise _usage("/memory forget fact needs one fact id (see /memory show facts)")
@@ -201,35 +205,46 @@ async def execute(
                 return CommandResult(
                     title=p.say("confirm_forget_all", scope=scope), needs_confirm=True
                 )
+            threads = len(await admin.subtree(scope)) - 1
             await admin.forget_all(scope)
-            return CommandResult(title=p.say("forgot_all", scope=scope))
-        case "forget_me":
-            report = await admin.forget_user(scope, user_id=actor.user_id, name=actor.name)
-            return CommandResult(
-                title=p.say(
-                    "forgot_me",
-                    name=actor.name,
-                    scope=scope,
-                    messages=report.messages,
-                    facts=report.facts,
-                    tiers=len(report.tiers) + report.days + report.weeks,
+            if threads:
+                return CommandResult(
+                    title=p.say("forgot_all_threads", scope=scope, threads=threads)
                 )
+            return CommandResult(title=p.say("forgot_all", scope=scope))
+        case "forget_me" | "forget_me_everywhere":
+            forget = (
+                admin.forget_user_everywhere
+                if command.action == "forget_me_everywhere"
+                else admin.forget_user
             )
+            report = await forget(scope, user_id=actor.user_id, name=actor.name)
+            counts = {"messages": report.messages, "facts": report.facts, "tiers": report.summaries}
+            if not report.places:
+                return CommandResult(
+                    title=p.say("forgot_me", name=actor.name, scope=scope, **counts)
+                )
+            title = p.say("forgot_me_places", name=actor.name, places=len(report.places), **counts)
+            return CommandResult(title=title, sections=await _places_section(admin, report, p))
         case "forget_text":
             report = await admin.forget_text(scope, command.arg)
-            return CommandResult(
+            result = CommandResult(
                 title=p.say(
                     "forgot_text",
                     text=command.arg[:80],
                     messages=report.messages,
                     facts=report.facts,
-                    tiers=len(report.tiers) + report.days + report.weeks,
+                    tiers=report.summaries,
                 )
             )
+            if report.places:
+                result.sections = await _places_section(admin, report, p)
+            return result
         case "forget_fact":
             target, fact_id = scope, command.arg
             if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide
-                target, fact_id = user_scope(scope, actor.user_id) or scope, fact_id[3:]
+                person = Scope.of(scope).person_scope(actor.user_id)
+                target, fact_id = person.key if person else scope, fact_id[3:]
             if await admin.forget_fact(target, fact_id):
                 return CommandResult(title=p.say("forgot_fact", id=command.arg[:80]))
             return CommandResult(title=p.say("no_such_fact", id=command.arg[:80]), ok=False)
@@ -240,8 +255,7 @@ async def execute(
             fact = await admin.remember_me(
                 scope, command.arg, user_id=actor.user_id, name=actor.name
             )
-            travels = user_scope(scope, actor.user_id) is not None  # not in a DM
-            key = "remembered_me" if travels else "remembered"
+            key = "remembered_me" if fact.shared else "remembered"  # it follows them
             return CommandResult(title=p.say(key, id=fact.id, text=fact.text))
         case "export":
             data = await admin.export(scope)
@@ -264,6 +278,41 @@ async def execute(
             )
             return CommandResult(title=p.say("configured", scope=scope, changes=text))
     raise _usage(f"unknown /memory command {command.action!r}")
+
+
+async def _places_section(
+    admin: MemoryAdmin, report: ForgetReport, p: PromptSet
+) -> list[tuple[str, str]]:
+    """The places a forget reached, each with its counts, by the names people know."""
+    names = await admin.place_names(list(report.places))
+    lines = [
+        p.say(
+            "place_counts",
+            place=place_label(place, names.get(place, "")),
+            messages=done.messages,
+            facts=done.facts,
+            tiers=done.summaries,
+        )
+        for place, done in report.places.items()
+    ]
+    return [(p.say("heading_places"), "\n".join(lines))]
+
+
+def place_label(scope: str, name: str = "") -> str:
+    """A place as people know it: its name from the platform, else what it is."""
+    place = Scope.of(scope)
+    if name:
+        return f"{name} (thread)" if place.is_thread and "thread" not in name else name
+    match place.kind:
+        case "thread":
+            return f"a thread in {place.channel} ({place.thread})"
+        case "dm":
+            return "your DM with the bot"
+        case "channel":
+            return place.channel
+        case "person":
+            return "what is known about you"
+    return scope
 
 
 def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
@@ -313,6 +362,12 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
             result.sections.append((h["facts"], "\n".join(lines)))
         elif section == "facts":
             result.sections.append((h["facts"], p.say("no_facts")))
+        if view.thread_facts:
+            lines = [
+                f"`{f.id}` {render_fact(f)[2:]} ({place_label(thread)})"
+                for thread, f in view.thread_facts
+            ]
+            result.sections.append((p.say("heading_thread_facts"), "\n".join(lines)))
         if view.about_you:
             lines = [f"`me:{f.id}` {render_fact(f)[2:]}" for f in order_facts(view.about_you)]
             result.sections.append((p.say("heading_about_you"), "\n".join(lines)))

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory_core.calendar import from_ms
+from memory_core.scopes import Audience
 
 Role = Literal["user", "assistant"]
 FactKind = Literal["preference", "decision", "profile", "question", "note"]
@@ -213,17 +214,23 @@ class IncomingMessage:
     ts: datetime | None = None  # None: the clock's now
     role: Role = "user"
     platform_id: str = ""  # the platform's message id, for deletes and provenance
-    parent_scope: str | None = None  # a thread's parent channel (read-only long-term tiers)
     addressed: bool = False  # mentioned or replied to: the bot is asked
     direct: bool = False  # a DM or the console: always answered, whatever the reply mode
     place_name: str = ""  # a human name for the place ("#general (My Server)"), if known
-    # The whole guild or workspace can see the place (Discord: @everyone may view the channel;
-    # Slack: a public channel), as the front door knows when the message arrives. Only then
-    # may what is learned about a person follow them to other places. Unknown: private.
-    public: bool = False
+    # Who can read the place, as the front door knows when the message arrives (Discord:
+    # @everyone may view the channel; Slack: a public channel, or one shared with another
+    # organisation). Only where the whole server can may what is learned about a person
+    # follow them to other places. Unknown: private.
+    audience: Audience = Audience.PRIVATE
+    reply_to: str = ""  # the bot's answer: the user id of the person it answers
     # Files shared with the message: rendered into its stored text (a message may be only
     # files; its text is then the rendering).
     attachments: tuple[Attachment, ...] = ()
+
+    @property
+    def public(self) -> bool:
+        """Said where the whole guild or workspace can see it."""
+        return self.audience.lets_facts_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +246,7 @@ class LogEntry:
     tokens: int
     platform_id: str = ""
     public: bool = False  # said where the whole guild or workspace could see it
+    reply_to: str = ""  # the bot's answer: the user id of the person it answered
 
     @property
     def ms(self) -> int:
@@ -258,6 +266,7 @@ class LogEntry:
             tokens=int(fields.get("k") or 0),
             platform_id=fields.get("p", ""),
             public=fields.get("v") == "1",
+            reply_to=fields.get("o", ""),
         )
 
 
@@ -281,7 +290,7 @@ class ScopeState:
     mode: str = ""  # "" = the default reply mode
     tz: str = ""  # "" = the default timezone
     lang: str = ""  # "" = the default language
-    parent: str = ""
+    aud: str = ""  # the place's audience as its front door last said (scopes.Audience)
     refresh_pending: bool = False
     refresh_seq: int = 0
     week_pending: str = ""
@@ -298,6 +307,8 @@ class ScopeState:
     daily_tokens: str = ""  # budget override: "" = settings' default, "off", or a number
     user_daily_tokens: str = ""  # the same, for each member here
     sources: bool = False  # answers that used a recalled message end with a "from <date>" line
+    # The settings this scope sets itself (a thread takes the others from its channel).
+    own: frozenset[str] = frozenset()
 
     @classmethod
     def from_hash(cls, raw: Mapping[str, str]) -> ScopeState:
@@ -314,12 +325,28 @@ class ScopeState:
                     setattr(state, name, int(value))
             else:
                 setattr(state, name, value)
+        state.own = frozenset(name for name in SETTINGS if raw.get(name, "") != "")
         return state
 
+    def inherit(self, parent: ScopeState | None) -> ScopeState:
+        """This scope's state with the settings it does not set itself taken from its
+        channel's (a thread: ``/memory config`` in a channel holds in its threads)."""
+        if parent is None:
+            return self
+        merged = replace(self)
+        for name in SETTINGS:
+            if name not in self.own and name in parent.own:
+                setattr(merged, name, getattr(parent, name))
+        merged.own = self.own
+        return merged
+
+
+# What a thread takes from its channel unless it sets it: /memory config and pause.
+SETTINGS = ("mode", "tz", "lang", "paused", "daily_tokens", "user_daily_tokens", "sources")
 
 # (field, type) of ScopeState, computed once: from_hash runs for every maintenance step.
 _STATE_FIELDS: tuple[tuple[str, type], ...] = tuple(
-    (name, type(value)) for name, value in asdict(ScopeState()).items()
+    (name, type(value)) for name, value in asdict(ScopeState()).items() if name != "own"
 )
 
 

@@ -1,79 +1,220 @@
-"""Scope strings: one memory per conversation place.
+"""Scopes: one memory per conversation place, and the tree the places form.
 
-``discord:{guild}:{channel}``, ``discord:dm:{user}``, ``slack:{team}:{channel}``,
-``slack:{team}:{channel}:{thread_ts}``, ``console:{name}``, and per-user facts within a
-guild or workspace, ``discord:{guild}:user:{user}``. Memory never crosses the boundary
-(the first two parts: platform and guild/workspace; a DM is its own boundary).
+A Discord server or Slack workspace holds channels (and its members' DMs with the bot), a
+channel holds threads, and a person speaks in many places of one server. A scope string
+names one place, and :class:`Scope` is that string taken apart, once, here (every layer and
+front door asks it instead of splitting strings):
+
+============================  ===========================================================
+``discord:{guild}:{channel}``           a channel (a forum post's forum, a voice chat...)
+``discord:{guild}:{channel}:{thread}``  a thread or forum post, under its parent channel
+``discord:dm:{user}``                   a DM with the bot (no server: it is its own boundary)
+``slack:{team}:{channel}``              a channel; ``D...`` channels are DMs with the bot
+``slack:{team}:{channel}:{thread_ts}``  a thread, under its channel
+``{discord|slack}:{server}:user:{id}``  what is known about one person across a server
+``console:{name}`` (any other platform) a flat place with no server and no tree
+============================  ===========================================================
+
+A thread's scope names its parent, so everything of a channel (the channel and its
+threads) is one subtree: :attr:`Scope.root`. Memory never crosses a server boundary, and
+nothing learned in a DM leaves it.
+
+Who can see a place is its :class:`Audience`, known to the front door when a message
+arrives; it decides what may travel between places.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
 
 from memory_core.errors import InvalidScope
 
 # No braces (they delimit the Redis hash tag), no whitespace, bounded length.
 _SCOPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,15}:[A-Za-z0-9_.:@-]{1,200}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}$")
+TREE_PLATFORMS = ("discord", "slack")
+PERSON = "user"  # the third part of a person scope: {platform}:{server}:user:{id}
 
 
-def parse_scope(text: str) -> str:
-    """Validate a full scope string, or turn a bare name into ``console:NAME``."""
+class Audience(StrEnum):
+    """Who can read a place, as its front door knows when a message arrives."""
+
+    SERVER = "server"  # everyone in the guild or workspace (Discord @everyone, a public channel)
+    PRIVATE = "private"  # some of its members (a private channel or thread, a group DM), or unknown
+    DM = "dm"  # the person and the bot
+    SHARED = "shared"  # also people of another organisation (a Slack Connect channel)
+
+    @property
+    def lets_facts_out(self) -> bool:
+        """What is learned about a person here may follow them to other places of the
+        server: only where the whole server could hear it."""
+        return self is Audience.SERVER
+
+    @property
+    def lets_facts_in(self) -> bool:
+        """Facts that follow a person may be used here: not where another organisation
+        reads (what the host's members said elsewhere stays with the host), not in a DM
+        (its memory is its own)."""
+        return self in (Audience.SERVER, Audience.PRIVATE)
+
+    @classmethod
+    def parse(cls, value: str) -> Audience:
+        """A stored audience; anything unknown counts as private."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.PRIVATE
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One conversation place, taken apart: see the module's table."""
+
+    key: str  # the scope string itself
+    platform: str
+    server: str = ""  # the guild or workspace id; "" for a Discord DM and flat places
+    channel: str = ""  # the channel (a Slack DM's D... channel); "" otherwise
+    thread: str = ""  # the thread's id (Discord) or thread_ts (Slack)
+    dm_user: str = ""  # a Discord DM: whose
+    person: str = ""  # a person scope: whose
+
+    def __str__(self) -> str:
+        return self.key
+
+    # -- parsing -----------------------------------------------------------------------
+    @staticmethod
+    def of(value: str | Scope) -> Scope:
+        """The parsed scope of a scope string (or bare console name); InvalidScope with
+        what to type when it is none."""
+        return value if isinstance(value, Scope) else _parse(value)
+
+    # -- building (the front doors) ----------------------------------------------------
+    @classmethod
+    def channel_of(cls, platform: str, server: str, channel: str) -> Scope:
+        return cls.of(f"{platform}:{server}:{channel}")
+
+    @classmethod
+    def thread_of(cls, platform: str, server: str, channel: str, thread: str) -> Scope:
+        return cls.of(f"{platform}:{server}:{channel}:{thread}")
+
+    @classmethod
+    def discord_dm(cls, user_id: str) -> Scope:
+        return cls.of(f"discord:dm:{user_id}")
+
+    # -- where it sits in the tree ------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """channel, thread, dm, person or place (a flat one: the console, a replay)."""
+        if self.person:
+            return "person"
+        if self.dm_user or (self.platform == "slack" and self.channel.startswith("D")):
+            return "thread" if self.thread else "dm"
+        if self.thread:
+            return "thread"
+        return "channel" if self.channel else "place"
+
+    @property
+    def is_dm(self) -> bool:
+        """A DM with the bot (Slack: its threads too)."""
+        return bool(self.dm_user) or (self.platform == "slack" and self.channel.startswith("D"))
+
+    @property
+    def is_thread(self) -> bool:
+        return bool(self.thread)
+
+    @property
+    def parent(self) -> Scope | None:
+        """A thread's channel; None for everything else."""
+        if not self.thread:
+            return None
+        return Scope.channel_of(self.platform, self.server, self.channel)
+
+    @property
+    def root(self) -> Scope:
+        """The top of this place's subtree: a thread's channel, else the scope itself.
+        Every key of a subtree shares the root's hash tag."""
+        return self.parent or self
+
+    @property
+    def server_key(self) -> str | None:
+        """``discord:{guild}`` / ``slack:{team}``: the server this place belongs to (its
+        bill, its places); None for a Discord DM and flat places."""
+        return f"{self.platform}:{self.server}" if self.server else None
+
+    @property
+    def boundary(self) -> str:
+        """What memory never crosses: the server, or the DM or flat place itself."""
+        return self.server_key or self.key
+
+    def same_boundary(self, other: Scope) -> bool:
+        return self.boundary == other.boundary
+
+    def thread_scope(self, thread: str) -> Scope:
+        """A thread of this channel."""
+        if self.kind not in ("channel", "dm") or self.platform not in TREE_PLATFORMS:
+            raise InvalidScope(f"{self.key} has no threads")
+        return Scope.thread_of(self.platform, self.server, self.channel, thread)
+
+    def person_scope(self, user_id: str) -> Scope | None:
+        """Where facts about ``user_id`` live across this server (``{platform}:{server}:
+        user:{id}``); None where they must not travel: DMs (nothing learned in a DM leaves
+        it), flat places, person scopes themselves, and the bot."""
+        if not user_id or user_id == "bot" or not self.server or self.person or self.is_dm:
+            return None
+        if not _ID_RE.match(user_id):
+            return None
+        return Scope.of(f"{self.platform}:{self.server}:{PERSON}:{user_id}")
+
+    def dm_scope(self, user_id: str) -> Scope | None:
+        """The DM of ``user_id`` with the bot when its scope follows from the user alone
+        (Discord); None on Slack (a DM is its own D... channel, found through the tree)."""
+        if self.platform == "discord" and user_id and _ID_RE.match(user_id):
+            return Scope.discord_dm(user_id)
+        return None
+
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,80}$")
+
+
+@lru_cache(maxsize=65536)
+def _parse(text: str) -> Scope:
     value = text.strip()
     if ":" not in value:
         if not _NAME_RE.match(value):
             raise InvalidScope(
-                f"invalid scope name {text!r}: use letters, digits, '_', '.', '-' "
+                f"invalid scope name {text[:80]!r}: use letters, digits, '_', '.', '-' "
                 "(or a full scope such as discord:GUILD:CHANNEL)"
             )
-        return f"console:{value}"
-    if not _SCOPE_RE.match(value) or value.endswith(":") or "::" in value:
+        value = f"console:{value}"
+    elif not _SCOPE_RE.match(value) or value.endswith(":") or "::" in value:
         raise InvalidScope(
-            f"invalid scope {text!r}: expected platform:id[:id...] with letters, digits and "
-            "'_', '.', '-', '@' (for example console:team or discord:123:456)"
+            f"invalid scope {text[:80]!r}: expected platform:id[:id...] with letters, digits "
+            "and '_', '.', '-', '@' (for example console:team or discord:123:456)"
         )
-    return value
+    parts = value.split(":")
+    platform = parts[0]
+    if platform not in TREE_PLATFORMS:
+        return Scope(key=value, platform=platform)
+    rest = parts[1:]
+    if platform == "discord" and rest[0] == "dm":
+        if len(rest) == 2:
+            return Scope(key=value, platform=platform, dm_user=rest[1])
+    elif len(rest) == 3 and rest[1] == PERSON:
+        return Scope(key=value, platform=platform, server=rest[0], person=rest[2])
+    elif len(rest) == 2 and rest[1] != PERSON:
+        return Scope(key=value, platform=platform, server=rest[0], channel=rest[1])
+    elif len(rest) == 3:
+        return Scope(key=value, platform=platform, server=rest[0], channel=rest[1], thread=rest[2])
+    raise InvalidScope(
+        f"invalid {platform} scope {text[:80]!r}: expected {platform}:SERVER:CHANNEL, "
+        f"{platform}:SERVER:CHANNEL:THREAD, {platform}:SERVER:user:USER"
+        + (" or discord:dm:USER" if platform == "discord" else "")
+    )
 
 
-def platform_of(scope: str) -> str:
-    return scope.split(":", 1)[0]
-
-
-def boundary_of(scope: str) -> str:
-    """The guild/workspace (or DM, or console name) a scope belongs to."""
-    parts = scope.split(":")
-    if parts[0] == "console" or len(parts) < 3:
-        return scope
-    if parts[1] == "dm":
-        return ":".join(parts[:3])
-    return ":".join(parts[:2])
-
-
-def same_boundary(a: str, b: str) -> bool:
-    return boundary_of(a) == boundary_of(b)
-
-
-def check_parent(scope: str, parent: str | None) -> str | None:
-    """A thread may read its parent channel's long-term tiers, only inside one boundary."""
-    if parent is None:
-        return None
-    parent = parse_scope(parent)
-    if parent == scope:
-        return None
-    if not same_boundary(scope, parent) or boundary_of(scope) == scope:
-        raise InvalidScope(f"scope {scope} cannot read {parent}: different guild or workspace")
-    return parent
-
-
-def user_scope(scope: str, user_id: str) -> str | None:
-    """Where facts about one person live across a guild or workspace: ``discord:G:user:U``,
-    ``slack:T:user:U``. None where they must not travel: DMs (nothing learned in a DM
-    leaves it), the console, and user scopes themselves."""
-    parts = scope.split(":")
-    if not user_id or user_id == "bot" or len(parts) < 3 or "user" in parts[2:3]:
-        return None
-    if parts[0] == "discord" and parts[1] != "dm":
-        return f"discord:{parts[1]}:user:{user_id}"
-    if parts[0] == "slack" and not parts[2].startswith("D"):
-        return f"slack:{parts[1]}:user:{user_id}"
-    return None
+def parse_scope(text: str) -> str:
+    """Validate a full scope string, or turn a bare name into ``console:NAME``."""
+    return Scope.of(text).key

@@ -18,6 +18,7 @@ from typing import Any
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memory_core.scopes import Audience
 from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,10 +60,22 @@ async def scope_values(core: Core, scope: str, *, memory_only: bool = False) -> 
 
 
 async def forgotten(core: Core, scope: str) -> bool:
-    """Whether nothing of ``scope`` is left but its forget generation (the state holding
-    only its epoch, so nothing computed from the old memory can be written back)."""
-    values = await scope_values(core, scope, memory_only=True)
-    return values[:2] == [core.store.keys.scope(scope).state, "epoch"] and len(values) == 3
+    """Whether nothing of ``scope`` is left but its counters: the state holding only its
+    forget generation (so nothing computed from the old memory can be written back) and
+    its fact counter (so no fact id is given twice)."""
+    return forget_counters_only(await scope_values(core, scope, memory_only=True), core, scope)
+
+
+def forget_counters_only(values: list[str], core: Core, scope: str) -> bool:
+    """Whether ``values`` (of :func:`scope_values`) are a forgotten scope's: its state key
+    with its epoch and, if any fact was ever made, its fact counter."""
+    fields = values[1::2]
+    return (
+        values[:1] == [core.store.keys.scope(scope).state]
+        and "epoch" in fields
+        and set(fields) <= {"epoch", "fact_seq"}
+        and len(values) == 1 + 2 * len(fields)
+    )
 
 
 async def key_values(core: Core, key: str) -> list[str]:
@@ -156,7 +169,11 @@ async def feed(
     for when, author, text in messages:
         clock.set(when)
         msg = IncomingMessage(
-            scope=scope, text=text, author=author, author_id=author.lower(), public=public
+            scope=scope,
+            text=text,
+            author=author,
+            author_id=author.lower(),
+            audience=Audience.SERVER if public else Audience.PRIVATE,
         )
         if reply:
             await core.pipeline.handle(replace(msg, direct=True))

@@ -196,10 +196,12 @@ class FakeOpenAI:
     slow: dict[str, float] = field(default_factory=dict)  # extra delay by purpose
     chaos: float = 0.0  # share of requests that fail at random (500, 429, timeout, garbage)
     chaos_seed: int = 1
-    faulted: list[RecordedRequest] = field(default_factory=list)  # requests that failed
+    # Requests that failed, and every request, in order (left out of the repr: a property
+    # test's failing example would print megabytes of prompts instead of its plan).
+    faulted: list[RecordedRequest] = field(default_factory=list, repr=False)
     down: bool = False  # every request fails with 503 while True
     responder: Responder | None = None  # None: default_answer
-    requests: list[RecordedRequest] = field(default_factory=list)
+    requests: list[RecordedRequest] = field(default_factory=list, repr=False)
     _faults: list[Fault] = field(default_factory=list)
     _runner: web.AppRunner | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)

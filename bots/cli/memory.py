@@ -23,8 +23,9 @@ from memory_core.text.language import resolve
 
 HELP = (
     "Admin operations: show [overview|tiers|facts|stats], forget all confirm | "
-    "me | fact ID | TEXT, remember TEXT, export [--out F], import FILE [--replace], "
-    "pause, resume, config KEY VALUE."
+    "me [everywhere] | fact ID | TEXT, remember TEXT, export [--out F], import FILE "
+    "[--replace], pause, resume, config KEY VALUE. In a channel they reach its threads; "
+    "'forget me everywhere --user ID' reaches every place of its server."
 )
 
 

@@ -25,6 +25,7 @@ from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, Session, SessionSign
 from bots.dashboard.cost import register as register_cost_routes
 from bots.dashboard.listing import PLATFORMS, SORTS, ListingQuery, list_scopes
 from bots.dashboard.routes_scope import register as register_scope_routes
+from bots.dashboard.tree import register as register_tree_routes
 from bots.dashboard.web import (
     HERE,
     Dashboard,
@@ -76,6 +77,7 @@ def create_app(core: Core) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     register_scope_routes(app)
     register_cost_routes(app)
+    register_tree_routes(app)
     app.add_api_route("/login", login_form, methods=["GET"])
     app.add_api_route("/login", login, methods=["POST"])
     app.add_api_route("/logout", logout, methods=["POST"])
@@ -223,6 +225,13 @@ async def logout(request: Request, session: Session = Depends(require_csrf)) -> 
 
 
 # -- pages -------------------------------------------------------------------------------
+# What the overview says after a change that left a scope with no memory at all.
+OVERVIEW_FLASH = {
+    "forgot-all": "Forgot everything in that scope.",
+    "fact-deleted": "Deleted the fact. That scope holds nothing else.",
+}
+
+
 def _int(value: str | None, default: int) -> int:
     try:
         return int(value) if value is not None else default
@@ -244,7 +253,7 @@ async def overview(request: Request) -> Response:
             "listing": listing,
             "platforms": PLATFORMS,
             "sorts": SORTS,
-            "flash": "Forgot everything in that scope." if done == "forgot-all" else "",
+            "flash": OVERVIEW_FLASH.get(done, ""),
             "nav": "overview",
         },
     )

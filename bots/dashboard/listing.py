@@ -23,6 +23,7 @@ from typing import Literal, TypeVar
 from memory_core.bootstrap import Core
 from memory_core.calendar import from_ms
 from memory_core.models import Fact, ScopeState
+from memory_core.scopes import Scope
 
 PAGE_SIZE = 50
 SCAN_LIMIT = 100_000
@@ -57,18 +58,18 @@ class ScopeParts:
 
 
 def describe(scope: str) -> ScopeParts:
-    parts = scope.split(":")
-    platform = parts[0]
-    if platform == "console" or len(parts) < 3:
-        return ScopeParts(platform, "console", ":".join(parts[1:]), kind="console")
-    if parts[1] == "dm":
-        return ScopeParts(platform, "DM", parts[2], kind="dm")
-    if len(parts) >= 4 and parts[2] == "user":
-        return ScopeParts(platform, parts[1], f"user {parts[3]}", kind="person")
-    if len(parts) >= 4:
-        return ScopeParts(platform, parts[1], parts[2], thread=parts[3], kind="thread")
-    kind = "dm" if platform == "slack" and parts[2].startswith("D") else "channel"
-    return ScopeParts(platform, parts[1], parts[2], kind=kind)
+    place = Scope.of(scope)
+    match place.kind:
+        case "place":
+            return ScopeParts(place.platform, "console", place.key.split(":", 1)[1], kind="console")
+        case "person":
+            return ScopeParts(place.platform, place.server, f"user {place.person}", kind="person")
+        case "thread":
+            server = place.server or "DM"
+            return ScopeParts(place.platform, server, place.channel, place.thread, kind="thread")
+    if place.dm_user:
+        return ScopeParts(place.platform, "DM", place.dm_user, kind="dm")
+    return ScopeParts(place.platform, place.server, place.channel, kind=place.kind)
 
 
 def memory_tokens(
@@ -176,7 +177,7 @@ async def list_scopes(core: Core, query: ListingQuery) -> Listing:
         else:
             notes.append(f"Searched the {len(pairs):,} most recently active scopes of {total:,}.")
     if query.platform:
-        pairs = [(s, ms) for s, ms in pairs if s.split(":", 1)[0] == query.platform]
+        pairs = [(s, ms) for s, ms in pairs if Scope.of(s).platform == query.platform]
     states: dict[str, ScopeState] = {}
     if needs_state:
         # Names and message counts live in each scope's state: read them for a window only.

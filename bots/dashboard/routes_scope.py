@@ -149,8 +149,11 @@ async def save_fact(request: Request, scope: str, fact_id: str, text: TextField 
 
 async def delete_fact(request: Request, scope: str, fact_id: str) -> Response:
     scope = await _existing(request, scope)
-    gone = await dash(request).core.admin.forget_fact(scope, fact_id)
+    core = dash(request).core
+    gone = await core.admin.forget_fact(scope, fact_id)
     log.info("dashboard: deleted fact %s of %s", fact_id, scope)
+    if gone and not await core.repo.scope_exists(scope):  # its last fact (a person's)
+        return see_other("/?done=fact-deleted")
     done = "fact-deleted" if gone else "fact-missing"
     return see_other(scope_url(scope, done=done, open="facts") + "#facts")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bots.dashboard.listing import ScopeParts, describe, memory_tokens
 from bots.why import render_why
@@ -10,8 +10,9 @@ from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.models import TIER_FIELDS, Fact, IncomingMessage, LogEntry
 from memory_core.prompt.assembly import Prompt
-from memory_core.scopes import user_scope
+from memory_core.scopes import Scope
 from memory_core.service.admin import ScopeView
+from memory_core.store import PlaceCounts
 
 HISTORY_PAGE = 50
 # Pages of raw history read the newest messages (XREVRANGE); deeper pages would re-read
@@ -60,10 +61,17 @@ class ScopeDetail:
     # sections; None when no record is kept. Facts that travelled with the asker are
     # counted, not shown: they are theirs, as in /memory why run by anyone else.
     why: tuple[str, list[tuple[str, str]]] | None = None
+    threads: list[tuple[str, PlaceCounts]] = field(default_factory=list)  # a channel's
 
     @property
     def scope(self) -> str:
         return self.view.scope
+
+    @property
+    def parent(self) -> str:
+        """A thread's channel ("" for everything else)."""
+        parent = Scope.of(self.view.scope).parent
+        return parent.key if parent else ""
 
 
 async def scope_detail(core: Core, scope: str, *, page: int = 1) -> ScopeDetail:
@@ -90,7 +98,15 @@ async def scope_detail(core: Core, scope: str, *, page: int = 1) -> ScopeDetail:
         history_capped=view.messages > HISTORY_MAX,
         people=await _people(core, view.scope, history),
         why=await _why(core, view.scope),
+        threads=await _threads(core, view.scope),
     )
+
+
+async def _threads(core: Core, scope: str) -> list[tuple[str, PlaceCounts]]:
+    """A channel's threads with their counts (the 200 most recent)."""
+    threads = (await core.repo.threads_of(scope))[:200]
+    counts = await core.repo.counts_of(threads)
+    return [(thread, counts[thread]) for thread in threads]
 
 
 async def _why(core: Core, scope: str) -> tuple[str, list[tuple[str, str]]] | None:
@@ -105,9 +121,9 @@ async def _why(core: Core, scope: str) -> tuple[str, list[tuple[str, str]]] | No
 async def _people(core: Core, scope: str, entries: list[LogEntry]) -> list[Person]:
     names: dict[str, str] = {}
     for e in entries:
-        person = user_scope(scope, e.author_id) if e.role == "user" else None
+        person = Scope.of(scope).person_scope(e.author_id) if e.role == "user" else None
         if person:
-            names.setdefault(person, e.author or e.author_id)
+            names.setdefault(person.key, e.author or e.author_id)
     facts = await core.repo.facts_of(sorted(names))
     return [Person(p, names[p], len(f)) for p, f in sorted(facts.items()) if f]
 

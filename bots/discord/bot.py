@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import discord
@@ -41,6 +42,7 @@ from bots.discord.events import (
     is_allowed,
     is_content_edit,
     message_text,
+    place_for,
     place_of,
 )
 from bots.discord.replies import ChannelProblems, DiscordReply
@@ -48,6 +50,7 @@ from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
+from memory_core.scopes import Scope
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,8 @@ class MemoryBot(discord.AutoShardedClient):
         if translated is None:
             return
         place, incoming = translated
+        if (found := await self.known_thread(place, message.channel)) is not None:
+            place, incoming = found, replace(incoming, scope=found.scope)
         try:
             # Two processes briefly serving one shard (a rolling restart) both receive the
             # event: the store keeps a message once (by its id, in the same round trip) and
@@ -144,6 +149,7 @@ class MemoryBot(discord.AutoShardedClient):
             return
         place, text = translated
         message = event.message
+        place = await self.known_thread(place, message.channel) or place
         try:
             changed = await self.core.admin.edit_message(
                 place.scope,
@@ -197,6 +203,7 @@ class MemoryBot(discord.AutoShardedClient):
                 return
             user_id = dm.recipient.id
         place = place_of(channel, guild_id=guild_id, channel_id=channel_id, user_id=user_id)
+        place = await self.known_thread(place, channel) or place
         if not is_allowed(place, self.settings):
             return
         try:
@@ -207,6 +214,31 @@ class MemoryBot(discord.AutoShardedClient):
                     log.info("forgot deleted message %s in %s", message_id, place.scope)
         except MemorybotError as exc:
             log.error("deleted messages in %s not forgotten: %s", place.scope, exc)
+
+    async def known_thread(self, place: Place, channel: object) -> Place | None:
+        """A thread discord.py does not describe (not in its cache: archived, or the event
+        came before its thread did) as the tree recorded it under its channel; None when
+        the place is known as it is, or the tree does not know it either."""
+        if place.guild_id is None or place.parent_id is not None:
+            return None
+        if isinstance(channel, discord.abc.GuildChannel | discord.Thread):
+            return None  # described: a channel, not a thread
+        try:
+            parent = await self.core.repo.thread_parent(
+                f"discord:{place.guild_id}", str(place.channel_id)
+            )
+            channel_id = Scope.of(parent).channel if parent else ""
+        except MemorybotError as exc:  # Redis away, or a record that names no channel
+            log.warning("cannot look up the channel of %s: %s", place.scope, exc)
+            return None
+        if not channel_id.isdigit():
+            return None
+        return place_for(
+            guild_id=place.guild_id,
+            channel_id=place.channel_id,
+            parent_id=int(channel_id),
+            user_id=0,
+        )
 
     async def _dm_channel(self, channel_id: int) -> discord.DMChannel | None:
         channel = self.get_channel(channel_id)

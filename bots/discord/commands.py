@@ -197,8 +197,14 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
         await runner.run(interaction, Command("forget_all", confirmed=confirm is True))
 
     @forget.command(name="me", description="Forget your messages and facts about you")
-    async def forget_me(interaction: discord.Interaction) -> None:
-        await runner.run(interaction, Command("forget_me"))
+    @app_commands.describe(
+        everywhere="In every channel, thread and DM of this server, not only here"
+    )
+    async def forget_me(interaction: discord.Interaction, everywhere: bool = False) -> None:
+        # Only the boolean true: discord.py passes option values through unchecked.
+        everywhere_only = everywhere is True
+        command = Command("forget_me_everywhere") if everywhere_only else Command("forget_me")
+        await runner.run(interaction, command)
 
     @forget.command(name="text", description="Forget messages and facts containing a text (admins)")
     @app_commands.describe(text="The text to forget")

@@ -16,6 +16,7 @@ import discord
 from bots.discord.files import image_source
 from config.settings import DiscordSettings
 from memory_core.models import Attachment, IncomingMessage
+from memory_core.scopes import Audience, Scope
 
 # Message types that people write; joins, pins, thread-created notices and the like are not
 # conversation and are never remembered.
@@ -29,7 +30,6 @@ class Place:
     """Where something happened, as the core names it."""
 
     scope: str
-    parent_scope: str | None  # a thread's parent channel: read-only long-term memory
     guild_id: int | None  # None: a DM
     channel_id: int  # the channel, thread or DM channel
     parent_id: int | None = None  # a thread's (or forum post's) parent channel
@@ -45,19 +45,17 @@ def place_for(
     """The scope of a conversation place.
 
     A DM is keyed by the user rather than the DM channel, so the scope says whose memory it is
-    (forget me, export); a thread is its own scope and reads its parent's long-term tiers.
+    (forget me, export); a thread is its own scope under its parent channel
+    (``discord:{guild}:{channel}:{thread}``), as the gateway names the parent.
     """
     if guild_id is None:
-        return Place(
-            scope=f"discord:dm:{user_id}", parent_scope=None, guild_id=None, channel_id=channel_id
-        )
-    parent_scope = f"discord:{guild_id}:{parent_id}" if parent_id else None
+        return Place(scope=Scope.discord_dm(str(user_id)).key, guild_id=None, channel_id=channel_id)
+    if parent_id:
+        scope = Scope.thread_of("discord", str(guild_id), str(parent_id), str(channel_id))
+    else:
+        scope = Scope.channel_of("discord", str(guild_id), str(channel_id))
     return Place(
-        scope=f"discord:{guild_id}:{channel_id}",
-        parent_scope=parent_scope,
-        guild_id=guild_id,
-        channel_id=channel_id,
-        parent_id=parent_id,
+        scope=scope.key, guild_id=guild_id, channel_id=channel_id, parent_id=parent_id or None
     )
 
 
@@ -130,6 +128,13 @@ def is_addressed(message: discord.Message, bot_id: int) -> bool:
         return False
     replied = reference.resolved or reference.cached_message
     return isinstance(replied, discord.Message) and replied.author.id == bot_id
+
+
+def audience_of(place: Place, channel: object, guild: discord.Guild | None) -> Audience:
+    """Who can read the place: a DM, the whole server, or some of its members."""
+    if place.is_dm:
+        return Audience.DM
+    return Audience.SERVER if visible_to_everyone(channel, guild) else Audience.PRIVATE
 
 
 def visible_to_everyone(channel: object, guild: discord.Guild | None) -> bool:
@@ -210,11 +215,10 @@ def incoming_message(
         author_id=str(message.author.id),
         ts=message.created_at,
         platform_id=str(message.id),
-        parent_scope=place.parent_scope,
         addressed=is_addressed(message, bot_id),
         direct=place.is_dm,
         place_name=place_name(message, place),
-        public=visible_to_everyone(message.channel, message.guild),
+        audience=audience_of(place, message.channel, message.guild),
     )
 
 

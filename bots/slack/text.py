@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from memory_core.models import Attachment
+from memory_core.scopes import Audience, Scope
 
 # Message subtypes that are a person saying something. Everything else (joins, topic changes,
 # bot_message...) is not conversation and is ignored; edits and deletions have parsers below.
@@ -33,35 +34,48 @@ _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
 
 def channel_scope(team_id: str, channel_id: str) -> str:
     """``slack:{team}:{channel}``; a DM is its ``D...`` channel."""
-    return f"slack:{team_id}:{channel_id}"
+    return Scope.channel_of("slack", team_id, channel_id).key
 
 
-def message_scope(
-    team_id: str, channel_id: str, ts: str, thread_ts: str | None
-) -> tuple[str, str | None]:
-    """(scope, parent scope). A thread reply lives in ``slack:{team}:{channel}:{thread_ts}``
-    and reads its channel's long-term memory; a thread's parent message is the channel's."""
-    channel = channel_scope(team_id, channel_id)
+def message_scope(team_id: str, channel_id: str, ts: str, thread_ts: str | None) -> str:
+    """A thread reply lives in ``slack:{team}:{channel}:{thread_ts}``, under its channel; a
+    thread's parent message is the channel's."""
+    channel = Scope.channel_of("slack", team_id, channel_id)
     if thread_ts and thread_ts != ts:
-        return f"{channel}:{thread_ts}", channel
-    return channel, None
+        return channel.thread_scope(thread_ts).key
+    return channel.key
 
 
-def is_direct(event: Mapping[str, Any]) -> bool:
+def is_direct(event: Mapping[str, Any], team_id: str) -> bool:
     """A 1:1 DM with the bot (always answered). app_mention events carry no channel_type."""
     channel_type = event.get("channel_type")
     if channel_type is not None:
         return bool(channel_type == "im")
-    return str(event.get("channel", "")).startswith("D")
+    return Scope.channel_of("slack", team_id, str(event.get("channel", ""))).is_dm
 
 
-def is_public(event: Mapping[str, Any]) -> bool | None:
-    """A public channel ("channel"), not a private one ("group"), a DM ("im") or a group DM
-    ("mpim"); None when the event carries no channel_type."""
-    channel_type = event.get("channel_type")
-    if channel_type is None:
-        return None
-    return bool(channel_type == "channel")
+def event_audience(event: Mapping[str, Any], *, team_id: str, shared: bool) -> Audience | None:
+    """Who can read the place of a message event: a channel shared with another
+    organisation (the envelope's ``is_ext_shared_channel``, or an author of another team:
+    ``user_team``), a public channel ("channel"), a private one ("group"), a group DM
+    ("mpim"), a DM ("im"); None when the event does not say (app_mention: looked up)."""
+    if shared or is_external(event, team_id=team_id):
+        return Audience.SHARED
+    match event.get("channel_type"):
+        case "channel":
+            return Audience.SERVER
+        case "im":
+            return Audience.DM
+        case "group" | "mpim":
+            return Audience.PRIVATE
+    return None
+
+
+def is_external(event: Mapping[str, Any], *, team_id: str) -> bool:
+    """Whether the author belongs to another organisation (Slack Connect): nothing about
+    them is kept under this workspace's people."""
+    author_team = event.get("user_team")
+    return isinstance(author_team, str) and bool(author_team) and author_team != team_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,20 +90,17 @@ class SlackMessage:
     raw_text: str  # Slack markup; see plain_text
     addressed: bool
     direct: bool
-    # A public channel (the whole workspace can see it), from the event's channel_type;
-    # None when the event does not say (app_mention): the front door looks it up.
-    public: bool | None = None
+    # Who can read the place, from the event (see event_audience); None when the event
+    # does not say (app_mention): the front door looks it up.
+    audience: Audience | None = None
+    external: bool = False  # the author is of another organisation (Slack Connect)
     files: tuple[Attachment, ...] = ()  # shared with the message (subtype file_share)
     # Each file's MIME type and url_private, in the order of ``files`` (image captions)
     downloads: tuple[tuple[str, str], ...] = ()
 
     @property
     def scope(self) -> str:
-        return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)[0]
-
-    @property
-    def parent_scope(self) -> str | None:
-        return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)[1]
+        return message_scope(self.team_id, self.channel_id, self.ts, self.thread_ts)
 
     @property
     def reply_thread_ts(self) -> str | None:
@@ -116,7 +127,7 @@ def _is_ts(value: object) -> TypeGuard[str]:
 
 
 def parse_message(
-    event: Mapping[str, Any], *, team_id: str, bot_user_id: str
+    event: Mapping[str, Any], *, team_id: str, bot_user_id: str, shared: bool = False
 ) -> SlackMessage | None:
     """A ``message`` or ``app_mention`` event -> the message to remember, or None to ignore
     it (bots, the bot itself, edits, joins and other non-conversation subtypes)."""
@@ -144,8 +155,9 @@ def parse_message(
         thread_ts=thread_ts if isinstance(thread_ts, str) and thread_ts else None,
         raw_text=text,
         addressed=event.get("type") == "app_mention" or f"<@{bot_user_id}" in text,
-        direct=is_direct(event),
-        public=is_public(event),
+        direct=is_direct(event, team_id),
+        audience=event_audience(event, team_id=team_id, shared=shared),
+        external=is_external(event, team_id=team_id),
         files=message_files(event),
         downloads=file_downloads(event),
     )
@@ -166,7 +178,7 @@ def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None
     thread_ts = previous.get("thread_ts") or event.get("thread_ts")
     if thread_ts and not _is_ts(thread_ts):
         return None
-    scope, _ = message_scope(
+    scope = message_scope(
         team_id, channel, deleted_ts, thread_ts if isinstance(thread_ts, str) else None
     )
     return Deletion(scope=scope, ts=deleted_ts)
@@ -200,7 +212,7 @@ def parse_change(
         return None
     if thread_ts is not None and not _is_ts(thread_ts):
         return None
-    scope, _ = message_scope(team_id, channel, ts, thread_ts if thread_ts else None)
+    scope = message_scope(team_id, channel, ts, thread_ts if thread_ts else None)
     subtype = message.get("subtype")
     if subtype == "tombstone":
         return Deletion(scope=scope, ts=ts)

@@ -14,16 +14,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from config.settings import SlackSettings
 from memory_core.errors import StoreError
+from memory_core.scopes import Audience, Scope
 from memory_core.store.platform_state import PlatformState
 
 log = logging.getLogger(__name__)
 
 NAMES = "slack-user"
 ADMINS = "slack-admin"
-CHANNELS = "slack-public"
+CHANNELS = "slack-audience"
 NAME_TTL_S = 86400
 ADMIN_TTL_S = 60
-CHANNEL_TTL_S = 600  # a channel made private stops counting as public within minutes
+CHANNEL_TTL_S = 600  # a channel made private (or shared) stops counting as public within minutes
 
 # A failed lookup must not fail the message: the name falls back to the user id.
 _LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
@@ -70,7 +71,9 @@ class SlackDirectory:
     ) -> bool:
         """May ``user_id`` change the shared memory of ``channel_id``? Configured admins and
         workspace admins/owners may; in a DM the user owns that DM's memory."""
-        if channel_id.startswith("D") or user_id in self.settings.admin_user_ids:
+        if Scope.channel_of("slack", team_id, channel_id).is_dm:
+            return True
+        if user_id in self.settings.admin_user_ids:
             return True
         cached = await self._cached(ADMINS, team_id, user_id)
         if cached is not None:
@@ -78,13 +81,15 @@ class SlackDirectory:
         user = await self._fetch(client, team_id, user_id)
         return user is not None and _is_workspace_admin(user)
 
-    async def is_public(self, client: AsyncWebClient, team_id: str, channel_id: str) -> bool:
-        """Whether the whole workspace can see ``channel_id`` (a public channel), from
-        ``conversations.info`` (channels:read, groups:read), cached for a few minutes. A
-        failed lookup counts as private: what is learned there then stays there."""
+    async def audience(self, client: AsyncWebClient, team_id: str, channel_id: str) -> Audience:
+        """Who can read ``channel_id``, from ``conversations.info`` (channels:read,
+        groups:read), cached for a few minutes: the whole workspace (a public channel), also
+        another organisation (Slack Connect: ``is_ext_shared``, or ``is_shared`` beyond an
+        Enterprise Grid organisation), or some members. A failed lookup counts as private:
+        what is learned there then stays there."""
         cached = await self._cached(CHANNELS, team_id, channel_id)
         if cached is not None:
-            return cached == "1"
+            return Audience.parse(cached)
         try:
             response = await client.conversations_info(channel=channel_id)
         except _LOOKUP_ERRORS as exc:
@@ -92,18 +97,16 @@ class SlackDirectory:
             log.warning(
                 "conversations.info for %s in team %s failed: %s", channel_id, team_id, code
             )
-            return False
+            return Audience.PRIVATE
         channel = response.get("channel")
-        channel = channel if isinstance(channel, Mapping) else {}
-        public = channel.get("is_channel") is True and channel.get("is_private") is False
+        audience = channel_audience(channel if isinstance(channel, Mapping) else {})
         try:
-            flag = "1" if public else "0"
             await self.platform.cache(
-                CHANNELS, f"{team_id}:{channel_id}", flag, ttl_s=CHANNEL_TTL_S
+                CHANNELS, f"{team_id}:{channel_id}", audience.value, ttl_s=CHANNEL_TTL_S
             )
         except _CACHE_ERRORS as exc:
             log.warning("could not cache Slack channel %s: %s", channel_id, exc)
-        return public
+        return audience
 
     async def _fetch(
         self, client: AsyncWebClient, team_id: str, user_id: str
@@ -132,6 +135,24 @@ class SlackDirectory:
         except _CACHE_ERRORS as exc:
             log.warning("Slack user cache unavailable: %s", exc)
             return None
+
+
+def channel_audience(channel: Mapping[str, Any]) -> Audience:
+    """A ``conversations.info`` channel object's audience."""
+    shared_beyond_org = (
+        channel.get("is_shared") is True and channel.get("is_org_shared") is not True
+    )
+    if (
+        channel.get("is_ext_shared") is True
+        or channel.get("is_pending_ext_shared") is True
+        or shared_beyond_org
+    ):
+        return Audience.SHARED
+    if channel.get("is_im") is True:
+        return Audience.DM
+    if channel.get("is_channel") is True and channel.get("is_private") is False:
+        return Audience.SERVER
+    return Audience.PRIVATE
 
 
 def _is_workspace_admin(user: Mapping[str, Any]) -> bool:

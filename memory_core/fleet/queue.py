@@ -114,21 +114,16 @@ class FleetQueue:
                 if scopes:
                     pipe = self.client.pipeline(transaction=False)
                     for scope in scopes:
-                        pipe.hmget(self.keys.scope(scope).state, DUE_FIELDS)
+                        k = self.keys.scope(scope)
+                        # A thread's day ends at its channel's midnight unless it says.
+                        pipe.hmget(k.state, DUE_FIELDS)
+                        pipe.hget(k.root_state, "tz")
                     rows = await pipe.execute(raise_on_error=False)
                     yield [
-                        (
-                            scope,
-                            ScopeState.from_hash(
-                                {
-                                    k: v
-                                    for k, v in zip(DUE_FIELDS, row, strict=True)
-                                    if v is not None
-                                }
-                            ),
-                        )
-                        for scope, row in zip(scopes, rows, strict=True)
-                        if not isinstance(row, Exception)  # on a shard that is down
+                        (scope, _due_state(row, root_tz))
+                        for scope, row, root_tz in zip(scopes, rows[::2], rows[1::2], strict=True)
+                        # on a shard that is down
+                        if not isinstance(row, Exception) and not isinstance(root_tz, Exception)
                     ]
                 if cursor == 0:
                     break
@@ -250,3 +245,10 @@ class FleetQueue:
             pipe.zcard(self.keys.fleet_inflight(bucket))
         counts = [int(n) for n in await pipe.execute()]
         return sum(counts[0::2]), sum(counts[1::2])
+
+
+def _due_state(row: list[str | None], root_tz: str | None) -> ScopeState:
+    fields = {k: v for k, v in zip(DUE_FIELDS, row, strict=True) if v is not None}
+    if not fields.get("tz") and root_tz:
+        fields["tz"] = root_tz
+    return ScopeState.from_hash(fields)

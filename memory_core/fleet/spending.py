@@ -27,6 +27,7 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import StoreError
 from memory_core.llm.usage import SpendTag, current_tag
+from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema
 from memory_core.store.redis_errors import translates_redis_errors
 
@@ -42,10 +43,7 @@ SCOPE = "s:"  # field prefix in a server's day: one scope's tokens
 def server_of(scope: str) -> str | None:
     """The Discord guild or Slack workspace (``discord:G``, ``slack:T``) whose bill a scope
     is on; None for a Discord DM and the console, which belong to no server."""
-    parts = scope.split(":")
-    if parts[0] not in ("discord", "slack") or len(parts) < 3 or parts[1] == "dm":
-        return None
-    return ":".join(parts[:2])
+    return Scope.of(scope).server_key
 
 
 def last_days(now: datetime, tz: str, count: int) -> list[str]:
@@ -56,11 +54,26 @@ def last_days(now: datetime, tz: str, count: int) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Spent:
-    """Today's tokens of one check: the scope's, the member's there, the server's."""
+    """Today's tokens of one check: the channel's (its threads' included) and the member's
+    there, the server's; in a thread also the thread's own and the member's in it."""
 
     scope: int = 0
     member: int = 0
     server: int = 0
+    thread: int = 0
+    thread_member: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """A scope's own ``/memory config`` budget and timezone values ("" = not set), and in a
+    thread its channel's (which hold in the thread unless it sets its own)."""
+
+    tz: str = ""
+    daily: str = ""
+    user_daily: str = ""
+    channel_daily: str = ""
+    channel_user_daily: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +101,24 @@ class SpendLedger:
         self.clock = clock
         self.default_tz = default_tz
 
-    async def overrides(self, scope: str) -> tuple[str, str, str]:
-        """The scope's stored timezone and budget overrides (``/memory config``)."""
-        raw = await self.client.hmget(
-            self.keys.scope(scope).state, ["tz", "daily_tokens", "user_daily_tokens"]
-        )
-        tz, daily, user_daily = (value or "" for value in raw)
-        return tz, daily, user_daily
+    async def overrides(self, scope: str) -> Overrides:
+        """The scope's stored budget overrides (``/memory config``), and its channel's (one
+        round trip; a channel and its threads share a slot). ``tz``: the channel's, whose
+        days every spend of the subtree is counted in."""
+        k = self.keys.scope(scope)
+        fields = ["tz", "daily_tokens", "user_daily_tokens"]
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(k.state, fields)
+        pipe.hmget(k.root_state, fields)
+        own, root = await pipe.execute()
+        _, daily, user_daily = (value or "" for value in own)
+        tz, channel_daily, channel_user_daily = (value or "" for value in root)
+        return Overrides(tz, daily, user_daily, channel_daily, channel_user_daily)
 
     async def scope_tz(self, scope: str) -> str:
-        """The scope's usable timezone (a stored one that does not exist: the default)."""
-        stored = await self.client.hget(self.keys.scope(scope).state, "tz")
+        """The usable timezone of the scope's channel, whose days its spend is counted in
+        (a stored one that does not exist: the default)."""
+        stored = await self.client.hget(self.keys.scope(scope).root_state, "tz")
         return calendar.known_zone_or(stored or self.default_tz, self.default_tz)
 
     # -- write -------------------------------------------------------------------------
@@ -127,8 +147,10 @@ class SpendLedger:
         tz = tag.tz or await self.scope_tz(tag.scope)
         day = calendar.local_day(now, tz)
         fleet_day = calendar.local_day(now, self.default_tz)
+        place = Scope.of(tag.scope)
+        channel = place.root.key  # a thread's spend is its channel's too
         pipe = self.client.pipeline(transaction=False)
-        key = self.keys.spend_scope(tag.scope, day)
+        key = self.keys.spend_scope(channel, day)
         pipe.hincrby(key, "tokens", tokens)
         pipe.hincrby(key, "prompt", prompt)
         pipe.hincrby(key, "completion", completion)
@@ -138,14 +160,20 @@ class SpendLedger:
             if tag.member_name:
                 pipe.hset(key, NAME + tag.member_id, tag.member_name[:80])
         pipe.expire(key, SPEND_TTL_S)
-        server = server_of(tag.scope)
+        if place.is_thread:  # the thread's own day: what a limit of its own counts
+            own = self.keys.spend_scope(place.key, day)
+            pipe.hincrby(own, "tokens", tokens)
+            if tag.member_id:
+                pipe.hincrby(own, MEMBER + tag.member_id, tokens)
+            pipe.expire(own, SPEND_TTL_S)
+        server = place.server_key
         if server is not None:
             server_key = self.keys.spend_server(server, fleet_day)
             pipe.hincrby(server_key, "tokens", tokens)
-            pipe.hincrby(server_key, SCOPE + tag.scope, tokens)
+            pipe.hincrby(server_key, SCOPE + channel, tokens)
             pipe.expire(server_key, SPEND_TTL_S)
-        day_key = self.keys.spend_day(self.keys.bucket(tag.scope), fleet_day)
-        pipe.hincrby(day_key, tag.scope, tokens)
+        day_key = self.keys.spend_day(self.keys.bucket(channel), fleet_day)
+        pipe.hincrby(day_key, channel, tokens)
         pipe.expire(day_key, SPEND_TTL_S)
         await pipe.execute()
 
@@ -181,17 +209,23 @@ class SpendLedger:
     async def spent(
         self, scope: str, *, day: str, member_id: str, server: str | None, server_day: str
     ) -> Spent:
-        """Today's tokens for one check, in one round trip."""
+        """Today's tokens for one check, in one round trip: the channel's (``scope``'s,
+        or a thread's channel's), the member's there, in a thread its own, the server's."""
+        place = Scope.of(scope)
+        fields = ["tokens", MEMBER + (member_id or "-")]
         pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(self.keys.spend_scope(scope, day), ["tokens", MEMBER + (member_id or "-")])
+        pipe.hmget(self.keys.spend_scope(place.root.key, day), fields)
+        pipe.hmget(self.keys.spend_scope(place.key, day), fields)
         if server is not None:
             pipe.hget(self.keys.spend_server(server, server_day), "tokens")
         rows = await pipe.execute()
-        scope_tokens, member_tokens = rows[0]
+        (channel, channel_member), (own, own_member) = rows[0], rows[1]
         return Spent(
-            scope=_int(scope_tokens),
-            member=_int(member_tokens) if member_id else 0,
-            server=_int(rows[1]) if server is not None else 0,
+            scope=_int(channel),
+            member=_int(channel_member) if member_id else 0,
+            server=_int(rows[2]) if server is not None else 0,
+            thread=_int(own) if place.is_thread else 0,
+            thread_member=_int(own_member) if place.is_thread and member_id else 0,
         )
 
     async def scope_day(self, scope: str, day: str) -> dict[str, int]:

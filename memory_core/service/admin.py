@@ -26,7 +26,7 @@ from memory_core.models import (
     ScopeState,
     WeekSummary,
 )
-from memory_core.scopes import parse_scope, user_scope
+from memory_core.scopes import Audience, Scope, parse_scope
 from memory_core.service.answer_record import AnswerRecord, read_record
 from memory_core.service.budget import SpendReport, parse_limit
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
@@ -46,6 +46,7 @@ class ScopeView:
     timezone: str
     language: str
     about_you: list[Fact] = field(default_factory=list)
+    thread_facts: list[tuple[str, Fact]] = field(default_factory=list)  # (thread, fact)
     spend: SpendReport | None = None  # today's tokens against the limits (show stats)
 
 
@@ -64,8 +65,8 @@ class MemoryAdmin(MemoryForgetting):
         the guild or workspace (shown only to them: /memory answers are private). With
         ``spend``, today's tokens: the scope's, that person's own, the server's."""
         scope = parse_scope(scope)
-        person = user_scope(scope, user_id)
         state = await self.repo.state(scope)
+        person = self._person_here(scope, state, user_id)
         entries = await self.repo.recent(scope, recent) if recent else []
         m = self.settings.memory
         return ScopeView(
@@ -80,10 +81,32 @@ class MemoryAdmin(MemoryForgetting):
             timezone=state.tz or m.timezone,
             language=state.lang or m.language,
             about_you=await self.repo.facts(person) if person else [],
+            thread_facts=await self._thread_facts(scope),
             spend=await self.budget.report(scope, member_id=user_id)
             if spend and self.budget is not None
             else None,
         )
+
+    @staticmethod
+    def _person_here(scope: str, state: ScopeState, user_id: str) -> str | None:
+        """The person scope of ``user_id`` where it may be shown and pinned to: the place
+        has a server, is no DM, and its audience lets facts in (not a channel shared with
+        another organisation)."""
+        person = Scope.of(scope).person_scope(user_id)
+        if person is None or not Audience.parse(state.aud or "private").lets_facts_in:
+            return None
+        return person.key
+
+    async def _thread_facts(self, scope: str) -> list[tuple[str, Fact]]:
+        """A channel's threads' facts (with their thread), shown and forgotten from the
+        channel: on Slack no command runs in a thread."""
+        threads = await self.repo.threads_of(scope)
+        found = await self.repo.facts_of(threads)
+        return [(thread, fact) for thread in threads for fact in found.get(thread, [])]
+
+    async def place_names(self, scopes: list[str]) -> dict[str, str]:
+        """The names people know the places by ("#general (My Server)"; "" unknown)."""
+        return await self.repo.names_of(scopes)
 
     async def why(self, scope: str) -> AnswerRecord | None:
         """What the last answer in the scope used (``/memory why``), while it is kept."""
@@ -108,13 +131,15 @@ class MemoryAdmin(MemoryForgetting):
 
     async def remember_me(self, scope: str, text: str, *, user_id: str, name: str) -> Fact:
         """A person pins something about themselves. Their choice, so it follows them across
-        the guild or workspace (their person scope); in a DM or the console it stays there."""
+        the guild or workspace (their person scope); in a DM, the console or a channel shared
+        with another organisation it stays there (``shared`` False)."""
         scope = parse_scope(scope)
         text = _fact_text(
             text, "give the text to remember, e.g. /memory remember me I am vegetarian"
         )
         if not user_id:
             raise InputError("remember me needs to know who you are (a user id)")
+        person = self._person_here(scope, await self.repo.state(scope), user_id)
         fact = Fact(
             id="",
             kind="profile",
@@ -128,8 +153,9 @@ class MemoryAdmin(MemoryForgetting):
             subject_id=user_id,
             shared=True,
         )
-        person = user_scope(scope, user_id)
-        if person is None:
+        if person is None:  # a DM, the console, a place shared with another organisation
+            fact.shared = False  # it stays here, and "forget me everywhere" finds it here
+            await self.repo.note_speaker(scope, user_id)
             return await self.repo.put_fact(scope, fact)
         await self.repo.note_person(scope, person)
         return await self.repo.put_fact(person, fact)

@@ -3,30 +3,35 @@ per scope, written when an answer is delivered, from what prompt assembly actual
 within the budget (never re-derived, no model call), replaced by the next answer and kept
 ``memory.why_ttl_hours``.
 
-The core stores platform ids only; a front door turns them into links when the record is
-shown. Forgetting reaches the record like everything else: any forget or edit in the scope
-deletes it (:meth:`~memory_core.store.repo_writes.ScopeWrites.begin_forget`), the write is
-refused if a forget started after the prompt was read, and a fact is shown only while it
-still exists.
+The record quotes nothing: it names what the prompt held (a fact by its holder and id, a
+message by its scope and stream id, a day record by its day) and the words are read again
+when it is shown. So a forget reaches every record without finding them: what it removed is
+simply not there to read (fact ids are never given twice, so an old id never shows a newer
+fact). Any forget or edit in the scope also deletes its record
+(:meth:`~memory_core.store.repo_writes.ScopeWrites.begin_forgets`), and the write is refused
+if a forget started after the prompt was read.
+
+The core stores platform ids only; a front door turns them into links when it is shown.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memory_core.errors import StoreError
-from memory_core.models import Fact, IncomingMessage, Reply
+from memory_core.models import Fact, IncomingMessage, LogEntry, Reply
 from memory_core.prompt.assembly import Prompt
-from memory_core.scopes import user_scope
+from memory_core.recall.documents import day_text
+from memory_core.scopes import Scope
 from memory_core.store.repo import MemoryRepo
 
 log = logging.getLogger(__name__)
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 MAX_FACTS = 30
 MAX_RECALLED = 24
 SNIPPET_CHARS = 200
@@ -60,6 +65,8 @@ class UsedMessage:
 
 @dataclass(frozen=True, slots=True)
 class AnswerRecord:
+    """A record as shown: what it names that still exists, read now."""
+
     at: str  # when the answer was given (ISO)
     kind: str  # the reply's kind: "llm" | "offline"
     asker_id: str
@@ -69,14 +76,57 @@ class AnswerRecord:
     facts: tuple[UsedFact, ...] = ()
     recalled: tuple[UsedMessage, ...] = ()  # best first
 
+
+@dataclass(frozen=True, slots=True)
+class _FactRef:
+    holder: str  # the scope that holds the fact (the channel, or the asker's person scope)
+    id: str
+    personal: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _DocRef:
+    scope: str  # where it was said
+    id: str  # stream id ("" for a day record)
+    ms: int
+    kind: str  # "message" | "day"
+    day: str = ""  # a day record's day
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A record as kept: names, no words (see the module docstring)."""
+
+    at: str
+    kind: str
+    asker_id: str
+    asker: str
+    tz: str
+    sections: dict[str, int]
+    facts: tuple[_FactRef, ...]
+    recalled: tuple[_DocRef, ...]
+
     def to_json(self) -> str:
-        data = asdict(self)
-        data["v"] = RECORD_VERSION
-        return json.dumps(data, ensure_ascii=False)
+        return json.dumps(
+            {
+                "v": RECORD_VERSION,
+                "at": self.at,
+                "kind": self.kind,
+                "asker_id": self.asker_id,
+                "asker": self.asker,
+                "tz": self.tz,
+                "sections": self.sections,
+                "facts": [[f.holder, f.id, int(f.personal)] for f in self.facts],
+                "recalled": [[d.scope, d.id, d.ms, d.kind, d.day] for d in self.recalled],
+            },
+            ensure_ascii=False,
+        )
 
     @classmethod
-    def from_json(cls, raw: str) -> AnswerRecord:
+    def from_json(cls, raw: str) -> _Stored:
         data: dict[str, Any] = json.loads(raw)
+        if data.get("v") != RECORD_VERSION:
+            raise ValueError(f"record version {data.get('v')!r}")
         return cls(
             at=str(data.get("at", "")),
             kind=str(data.get("kind", "")),
@@ -84,8 +134,11 @@ class AnswerRecord:
             asker=str(data.get("asker", "")),
             tz=str(data.get("tz", "UTC")),
             sections={str(k): int(v) for k, v in dict(data.get("sections", {})).items()},
-            facts=tuple(UsedFact(**f) for f in data.get("facts", [])),
-            recalled=tuple(UsedMessage(**m) for m in data.get("recalled", [])),
+            facts=tuple(_FactRef(str(h), str(i), bool(p)) for h, i, p in data.get("facts", [])),
+            recalled=tuple(
+                _DocRef(str(s), str(i), int(ms), str(k), str(d))
+                for s, i, ms, k, d in data.get("recalled", [])
+            ),
         )
 
 
@@ -94,34 +147,25 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def build_record(
-    repo: MemoryRepo, msg: IncomingMessage, reply: Reply, prompt: Prompt, *, now: datetime
-) -> AnswerRecord:
-    """The record of ``reply`` from its prompt. Recalled messages are looked up by stream id
-    for their platform ids (one round trip); one no longer in the log is left out."""
+def build_record(msg: IncomingMessage, reply: Reply, prompt: Prompt, *, now: datetime) -> _Stored:
+    """The record of ``reply`` from its prompt: what it held, by name."""
     used = prompt.used
     personal = {id(f) for f in used.personal}
-    facts = tuple(_used_fact(f, id(f) in personal, msg.scope) for f in used.facts[:MAX_FACTS])
-    docs = used.recalled[:MAX_RECALLED]
-    entries = {e.id: e for e in await repo.entries_by_ids(msg.scope, [d.id for d in docs if d.id])}
-    recalled: list[UsedMessage] = []
-    for doc in docs:
-        if doc.kind == "day":
-            recalled.append(
-                UsedMessage("", "", doc.ms, "", "", _cut(doc.text, SNIPPET_CHARS), kind="day")
-            )
-        elif (entry := entries.get(doc.id)) is not None:
-            recalled.append(
-                UsedMessage(
-                    id=entry.id,
-                    platform_id=entry.platform_id,
-                    ms=doc.ms,
-                    author=entry.author,
-                    author_id=entry.author_id,
-                    snippet=_cut(entry.text, SNIPPET_CHARS),
-                )
-            )
-    return AnswerRecord(
+    person = Scope.of(msg.scope).person_scope(msg.author_id)
+    facts = tuple(
+        _FactRef(
+            holder=person.key if id(f) in personal and person else msg.scope,
+            id=f.id,
+            personal=id(f) in personal,
+        )
+        for f in used.facts[:MAX_FACTS]
+    )
+    recalled = tuple(
+        _DocRef(scope=msg.scope, id=d.id, ms=d.ms, kind=d.kind, day=d.day)
+        for d in used.recalled[:MAX_RECALLED]
+        if d.kind in ("message", "day")
+    )
+    return _Stored(
         at=now.isoformat(timespec="seconds"),
         kind=reply.kind,
         asker_id=msg.author_id,
@@ -129,22 +173,7 @@ async def build_record(
         tz=used.tz,
         sections=dict(prompt.sections),
         facts=facts,
-        recalled=tuple(recalled),
-    )
-
-
-def _used_fact(fact: Fact, personal: bool, scope: str) -> UsedFact:
-    return UsedFact(
-        id=fact.id,
-        text=_cut(fact.text, FACT_CHARS),
-        kind=fact.kind,
-        subject=fact.subject[:120],
-        subject_id=fact.subject_id,
-        origin=fact.origin or scope,  # a channel's own facts were learned in it
-        by=fact.by[:120],
-        ts=fact.ts,
-        pinned=fact.pinned,
-        personal=personal,
+        recalled=recalled,
     )
 
 
@@ -156,7 +185,7 @@ async def record_answer(
     prompt = reply.prompt
     if not isinstance(prompt, Prompt) or reply.kind not in ("llm", "offline"):
         return False
-    record = await build_record(repo, msg, reply, prompt, now=now)
+    record = build_record(msg, reply, prompt, now=now)
     stored = await repo.put_answer_record(
         msg.scope, record.to_json(), ttl_ms=ttl_hours * 3_600_000, epoch=prompt.used.epoch
     )
@@ -177,33 +206,79 @@ async def remember_basis(
 
 
 async def read_record(repo: MemoryRepo, scope: str) -> AnswerRecord | None:
-    """The scope's record, with only the facts that still exist (a fact forgotten since, here
-    or in its person's own scope, is not shown)."""
+    """The scope's record as it can be shown now: the facts, messages and day records it
+    names that still exist, with their words as they are now."""
     raw = await repo.answer_record(scope)
     if raw is None:
         return None
     try:
-        record = AnswerRecord.from_json(raw)
+        stored = _Stored.from_json(raw)
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("the /memory why record of %s is unreadable; ignored: %s", scope, exc)
         return None
-    if not record.facts:
-        return record
-    person = user_scope(scope, record.asker_id)
-    holders = sorted({scope, *([person] if person else [])})
-    alive = {
-        (holder, f.id) for holder, facts in (await repo.facts_of(holders)).items() for f in facts
-    }
-    kept = tuple(
-        f for f in record.facts if (person if f.personal and person else scope, f.id) in alive
-    )
     return AnswerRecord(
-        at=record.at,
-        kind=record.kind,
-        asker_id=record.asker_id,
-        asker=record.asker,
-        tz=record.tz,
-        sections=record.sections,
-        facts=kept,
-        recalled=record.recalled,
+        at=stored.at,
+        kind=stored.kind,
+        asker_id=stored.asker_id,
+        asker=stored.asker,
+        tz=stored.tz,
+        sections=stored.sections,
+        facts=await _facts(repo, stored.facts, scope),
+        recalled=await _recalled(repo, stored.recalled),
     )
+
+
+async def _facts(repo: MemoryRepo, refs: tuple[_FactRef, ...], scope: str) -> tuple[UsedFact, ...]:
+    holders = sorted({ref.holder for ref in refs})
+    alive = {
+        (holder, fact.id): fact
+        for holder, facts in (await repo.facts_of(holders)).items()
+        for fact in facts
+    }
+    return tuple(
+        _used_fact(fact, ref.personal, scope)
+        for ref in refs
+        if (fact := alive.get((ref.holder, ref.id))) is not None
+    )
+
+
+def _used_fact(fact: Fact, personal: bool, scope: str) -> UsedFact:
+    return UsedFact(
+        id=fact.id,
+        text=_cut(fact.text, FACT_CHARS),
+        kind=fact.kind,
+        subject=fact.subject[:120],
+        subject_id=fact.subject_id,
+        origin=fact.origin or scope,  # a channel's own facts were learned in it
+        by=fact.by[:120],
+        ts=fact.ts,
+        pinned=fact.pinned,
+        personal=personal,
+    )
+
+
+async def _recalled(repo: MemoryRepo, refs: tuple[_DocRef, ...]) -> tuple[UsedMessage, ...]:
+    entries: dict[tuple[str, str], LogEntry] = {}
+    days: dict[tuple[str, str], str] = {}
+    for place in sorted({ref.scope for ref in refs}):
+        ids = [r.id for r in refs if r.scope == place and r.kind == "message" and r.id]
+        entries.update({(place, e.id): e for e in await repo.entries_by_ids(place, ids)})
+        if any(r.scope == place and r.kind == "day" for r in refs):
+            days.update({(place, d.day): day_text(d) for d in await repo.episodes(place)})
+    out: list[UsedMessage] = []
+    for ref in refs:
+        if ref.kind == "day":
+            if text := days.get((ref.scope, ref.day), ""):
+                out.append(UsedMessage("", "", ref.ms, "", "", _cut(text, SNIPPET_CHARS), "day"))
+        elif (entry := entries.get((ref.scope, ref.id))) is not None:
+            out.append(
+                UsedMessage(
+                    id=entry.id,
+                    platform_id=entry.platform_id,
+                    ms=ref.ms,
+                    author=entry.author,
+                    author_id=entry.author_id,
+                    snippet=_cut(entry.text, SNIPPET_CHARS),
+                )
+            )
+    return tuple(out)

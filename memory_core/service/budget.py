@@ -25,6 +25,7 @@ from memory_core.errors import InputError, StoreError
 from memory_core.fleet.spending import PURPOSE, SpendLedger, server_of
 from memory_core.llm.usage import SpendTag, tag_calls
 from memory_core.models import IncomingMessage, Reply
+from memory_core.scopes import Scope
 
 if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
@@ -64,11 +65,17 @@ def _resolve(stored: str | None, default: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    scope: int
-    member: int
+    """The limits that hold in a scope. A channel's hold in its threads, over the spend of
+    the channel and its threads together; a thread may set its own (Discord lets
+    ``/memory config`` run in a thread), over its own spend, besides."""
+
+    scope: int  # the channel's
+    member: int  # each member's in the channel
     server: int
-    tz: str  # the scope's usable timezone: its days and its reset
+    tz: str  # the channel's usable timezone: its days and its reset
     server_name: str | None
+    thread: int = 0  # a thread's own, where it sets one
+    thread_member: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,20 +126,27 @@ class Budget:
     async def limits(self, scope: str) -> Limits:
         """The limits that hold in ``scope`` now, with its timezone (one read)."""
         b = self.settings.budget
-        tz, daily, user_daily = await self.ledger.overrides(scope)
+        o = await self.ledger.overrides(scope)
         server = server_of(scope)
+        thread = Scope.of(scope).is_thread
+        channel_daily, channel_user = (
+            (o.channel_daily, o.channel_user_daily) if thread else (o.daily, o.user_daily)
+        )
         return Limits(
-            scope=_resolve(daily, b.daily_tokens),
-            member=_resolve(user_daily, b.user_daily_tokens),
+            scope=_resolve(channel_daily, b.daily_tokens),
+            member=_resolve(channel_user, b.user_daily_tokens),
             server=b.servers.get(server, b.server_daily_tokens) if server else 0,
-            tz=calendar.known_zone_or(tz or self._default_tz, self._default_tz),
+            tz=calendar.known_zone_or(o.tz or self._default_tz, self._default_tz),
             server_name=server,
+            thread=_resolve(o.daily, 0) if thread else 0,
+            thread_member=_resolve(o.user_daily, 0) if thread else 0,
         )
 
     async def reached(self, scope: str, *, member_id: str = "") -> tuple[Limits, Reached | None]:
         """The limits of ``scope`` and the first one reached today (None: within budget)."""
         limits = await self.limits(scope)
-        if not (limits.scope or limits.server or (limits.member and member_id)):
+        members = (limits.member or limits.thread_member) and member_id
+        if not (limits.scope or limits.server or limits.thread or members):
             return limits, None
         now = self.clock.now()
         spent = await self.ledger.spent(
@@ -143,7 +157,9 @@ class Budget:
             server_day=calendar.local_day(now, self._default_tz),
         )
         checks: list[tuple[Limit, int, int, str]] = [
+            ("scope", limits.thread, spent.thread, limits.tz),
             ("scope", limits.scope, spent.scope, limits.tz),
+            ("member", limits.thread_member if member_id else 0, spent.thread_member, limits.tz),
             ("member", limits.member if member_id else 0, spent.member, limits.tz),
             ("server", limits.server, spent.server, self._default_tz),
         ]
@@ -191,7 +207,7 @@ class Budget:
         limits = await self.limits(scope)
         now = self.clock.now()
         day = calendar.local_day(now, limits.tz)
-        counters = await self.ledger.scope_day(scope, day)
+        counters = await self.ledger.scope_day(Scope.of(scope).root.key, day)
         spent = await self.ledger.spent(
             scope,
             day=day,

@@ -1,9 +1,8 @@
 """The export format: what ``/memory export`` writes and ``memory import`` reads back.
 
 An import is checked like live input before anything is written: every field of every part,
-its type and range, and the parent against the target's guild or workspace (the same check
-as a live thread's parent). Each problem names where it is (``state.parent``,
-``log[3].ts``) and what to fix, and never echoes a huge value back.
+its type and range. Each problem names where it is (``state.tz``, ``log[3].ts``) and what
+to fix, and never echoes a huge value back.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from memory_core.models import (
     LogEntry,
     WeekSummary,
 )
-from memory_core.scopes import check_parent, parse_scope
+from memory_core.scopes import parse_scope
 from memory_core.store.records import ScopeDump
 
 EXPORT_FORMAT = "memorybot-export"
@@ -49,7 +48,6 @@ EXPORTED_STATE = (
     "mode",
     "tz",
     "lang",
-    "parent",
     "refresh_pending",
     "week_pending",
     "fact_seq",
@@ -60,9 +58,9 @@ EXPORTED_STATE = (
 
 def parse_export(data: object, *, scope: str, max_message_chars: int, now: datetime) -> ScopeDump:
     """Check an export for importing into ``scope`` as live input is checked. Every problem
-    is an InputError naming its field (``state.parent``, ``log[3].ts``) and what to fix.
-    Nothing in the file is trusted: a parent must pass the live boundary check for
-    ``scope``, facts learned in another place now belong to ``scope``."""
+    is an InputError naming its field (``state.tz``, ``log[3].ts``) and what to fix.
+    Nothing in the file is trusted: facts learned in another place now belong to
+    ``scope``."""
     reader = _ExportReader(scope=parse_scope(scope), max_message_chars=max_message_chars, now=now)
     return reader.read(data)
 
@@ -259,21 +257,7 @@ class _ExportReader:
                 choices = ", ".join(LANGUAGE_SETTINGS)
                 raise _bad(path, f"expected one of {choices} (got {_show(text)})")
             return "" if text == "auto" else text
-        elif name == "parent":
-            return self._parent(path, text)
         return text
-
-    def _parent(self, path: str, text: str) -> str | None:
-        """A thread's parent channel: the live check, so never another guild or workspace.
-        The target itself is no parent (left out)."""
-        if len(text) > 300:
-            raise _bad(path, f"{_show(text)} is not a scope: {len(text)} characters")
-        try:
-            return check_parent(self.scope, text)
-        except InvalidScope as exc:
-            raise _bad(
-                path, f"{exc} (remove {path}, or import into a channel of that guild)"
-            ) from exc
 
     def _zone(self, path: str, name: str) -> None:
         """What ``/memory config timezone`` takes: a zone ZoneInfo loads."""

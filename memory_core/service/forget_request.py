@@ -15,11 +15,29 @@ from memory_core.tiers.redact import contains, redact, redact_quotes
 
 @dataclass
 class ForgetReport:
+    """What a forget removed; over several places (a channel and its threads, a member's
+    server), the totals and each place's own report in ``places``."""
+
     messages: int = 0
     facts: int = 0
     tiers: list[str] = field(default_factory=list)
     days: int = 0
     weeks: int = 0
+    places: dict[str, ForgetReport] = field(default_factory=dict)
+
+    @property
+    def summaries(self) -> int:
+        """Summaries changed: tiers, days and weeks."""
+        return len(self.tiers) + self.days + self.weeks
+
+    def add(self, scope: str, report: ForgetReport) -> None:
+        """Count ``report`` (one place's) in the totals and list it."""
+        self.messages += report.messages
+        self.facts += report.facts
+        self.tiers += report.tiers  # a tier of each place it changed
+        self.days += report.days
+        self.weeks += report.weeks
+        self.places[scope] = report
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -33,7 +51,8 @@ class ForgetRequest:
     Forgetting a person or a message never matches a name inside text: it goes by platform
     user id (or, where a place has no ids, such as the console or a replay without
     ``user_id``, by the exact author name), and it reaches summaries and facts through what
-    was said (``quotes``) and where facts came from (``entry_ids``)."""
+    was said (``quotes``) and where facts came from (``entry_ids``). A person's forget takes
+    the bot's answers to them too (they repeat what was asked)."""
 
     kind: str  # "text" | "user" | "message" | "edit" | "all"
     text: str = ""  # "edit": the message's new text
@@ -59,8 +78,10 @@ class ForgetRequest:
             return contains(entry.text, self.text)
         if self.kind in ("message", "edit"):
             return bool(self.platform_id) and entry.platform_id == self.platform_id
-        if self.kind != "user" or entry.role == "assistant":
+        if self.kind != "user":
             return False
+        if entry.role == "assistant":  # the bot's answers to them go with what they said
+            return bool(self.user_id) and entry.reply_to == self.user_id
         if self.user_id:
             return entry.author_id == self.user_id
         return not entry.author_id and entry.author == self.name
@@ -96,12 +117,11 @@ class ForgetRequest:
     @classmethod
     def from_json(cls, raw: str) -> ForgetRequest:
         data = json.loads(raw)
-        names = data.get("names") or [""]  # written by an older version
         return cls(
             kind=str(data.get("kind", "text")),
             text=str(data.get("text", "")),
             user_id=str(data.get("user_id", "")),
-            name=str(data.get("name", names[0])),
+            name=str(data.get("name", "")),
             platform_id=str(data.get("platform_id", "")),
             entry_ids=tuple(str(x) for x in data.get("entry_ids", [])),
             quotes=tuple(str(x) for x in data.get("quotes", [])),

@@ -9,7 +9,7 @@ the old text at that moment is discarded instead of bringing it back.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -27,7 +27,7 @@ from memory_core.models import (
     stored_text,
     with_captions,
 )
-from memory_core.scopes import parse_scope, user_scope
+from memory_core.scopes import Scope, parse_scope
 from memory_core.service.forget_request import ForgetReport, ForgetRequest, redact_day
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.tokens import TokenCounter
@@ -65,19 +65,27 @@ class MemoryForgetting:
 
     # -- forget ------------------------------------------------------------------------
     async def forget_all(self, scope: str) -> int:
-        """Delete everything learned in the scope: its keys (raw log, tiers, days, weeks, day
-        records, facts, vectors, markers) and the facts about people that were learned here.
-        The epoch survives and moves on, so a summary being written from the forgotten
-        memory right now is refused. Returns how many keys were deleted."""
-        scope = parse_scope(scope)
-        request = ForgetRequest(kind="all")
-        kept = await self._budget_before_forget(scope)
-        await self.repo.begin_forget(scope, request.to_json())
-        deleted = await self._forget_everything(scope)
-        if kept:
-            await self.repo.set_fields(scope, kept)
+        """Delete everything learned in the scope and, in a channel, in its threads: their
+        keys (raw log, tiers, days, weeks, day records, facts, vectors, markers) and the
+        facts about people that were learned there. Each place's epoch survives and moves
+        on, so a summary being written from the forgotten memory right now is refused; its
+        fact counter survives, so no fact id comes back. Returns how many keys went."""
+        places = await self.subtree(parse_scope(scope))
+        kept = {place: await self._budget_before_forget(place) for place in places}
+        request = ForgetRequest(kind="all").to_json()
+        await self.repo.begin_forgets([(place, request) for place in places])
+        deleted = 0
+        for place in places:  # threads first: the channel keeps the list of them till last
+            deleted += await self._forget_everything(place)
+            if kept[place]:
+                await self.repo.set_fields(place, kept[place])
         await self._persist()
         return deleted
+
+    async def subtree(self, scope: str) -> list[str]:
+        """The places an operation in ``scope`` reaches: a channel's threads, then the
+        channel; a thread or any other place alone."""
+        return [*await self.repo.threads_of(scope), scope]
 
     async def _budget_before_forget(self, scope: str) -> dict[str, str | int]:
         """Forgetting a channel's memory must not reset its budget: the spend counters are
@@ -86,8 +94,8 @@ class MemoryForgetting:
         if self.budget is None:
             return {}
         await self.budget.ledger.forget_names(scope)
-        _, daily, user_daily = await self.budget.ledger.overrides(scope)
-        kept = {"daily_tokens": daily, "user_daily_tokens": user_daily}
+        own = await self.budget.ledger.overrides(scope)
+        kept = {"daily_tokens": own.daily, "user_daily_tokens": own.user_daily}
         return {k: v for k, v in kept.items() if v}
 
     async def _forget_everything(self, scope: str) -> int:
@@ -98,25 +106,64 @@ class MemoryForgetting:
         return await self.repo.forget_scope(scope)  # the pending request goes with it
 
     async def forget_text(self, scope: str, text: str) -> ForgetReport:
+        """Forget the messages containing ``text`` (and the facts and summary sentences
+        that repeat it) in the scope and, in a channel, in its threads."""
         scope = parse_scope(scope)
         needle = text.strip()
         if len(needle) < 2:
             raise InputError("give the text to forget (at least 2 characters)")
-        return await self._forget(scope, ForgetRequest(kind="text", text=needle))
+        places = await self.subtree(scope)
+        return await self._forget_places(places, ForgetRequest(kind="text", text=needle))
 
     async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
-        """Forget one person here: their own messages (by user id; by exact name only where
-        the place has no ids), the facts about them or made of their messages, the summary
-        sentences that repeat what they said, and what is known about them across the guild.
-        Nobody else's memory goes: a name inside someone else's text is not them."""
+        """Forget one person here (in a channel: and in its threads where they spoke):
+        their own messages (by user id; by exact name only where the place has no ids), the
+        bot's answers to them, the facts about them or made of their messages, the summary
+        sentences that repeat what they said, and what is known about them across the
+        guild. Nobody else's memory goes: a name inside someone else's text is not them."""
         scope = parse_scope(scope)
         if not user_id and not name.strip():
             raise InputError("forget me needs a user id or a name")
-        report = await self._forget(
-            scope, ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
-        )
-        if self.budget is not None:  # their share of the spend is about them too
-            await self.budget.ledger.forget_member(scope, user_id)
+        places = await self.subtree(scope)
+        if user_id:  # where they spoke, by the tree (the place asked in, whatever it says)
+            spoken = await self.repo.spoken_in([Scope.of(scope).root.key], user_id)
+            reached = {s for found in spoken.values() for s in found} | {scope}
+            places = [p for p in places if p in reached]
+        return await self._forget_person(places, user_id=user_id, name=name)
+
+    async def forget_user_everywhere(
+        self, scope: str, *, user_id: str, name: str = ""
+    ) -> ForgetReport:
+        """``forget me everywhere``: the person in every place of the scope's server or
+        workspace where they spoke (channels, threads, DMs), their DM with the bot, and
+        what is known about them across it; as :meth:`forget_user` in each place. Each
+        place is listed in the report. Without a server (the console, a Discord DM) it is
+        the place itself."""
+        place = Scope.of(parse_scope(scope))
+        if not user_id:
+            return await self.forget_user(place.key, user_id=user_id, name=name)
+        places = {place.key}
+        if place.server_key is not None:
+            roots = [root for root, _ in await self.repo.places_of(place.server_key)]
+            for found in (await self.repo.spoken_in(roots, user_id)).values():
+                places.update(found)
+        dm = place.dm_scope(user_id)
+        if dm is not None and await self.repo.scope_exists(dm.key):
+            places.add(dm.key)
+        # Threads before their channel, as everywhere else; then by name.
+        ordered = sorted(places, key=lambda s: (Scope.of(s).root.key, not Scope.of(s).is_thread, s))
+        return await self._forget_person(ordered, user_id=user_id, name=name)
+
+    async def _forget_person(
+        self, places: Sequence[str], *, user_id: str, name: str
+    ) -> ForgetReport:
+        request = ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
+        report = await self._forget_places(places, request)
+        for place in places:
+            if user_id:
+                await self.repo.forget_speaker(place, user_id)
+            if self.budget is not None:  # their share of the spend is about them too
+                await self.budget.ledger.forget_member(place, user_id)
         return report
 
     async def forget_message(
@@ -262,20 +309,49 @@ class MemoryForgetting:
     async def _forget(
         self, scope: str, request: ForgetRequest, *, found: Sequence[LogEntry] | None = None
     ) -> ForgetReport:
-        # What goes is found first and written down with the request (and the epoch moved, so
-        # a summary being computed from the old text is refused): a crash from here on leaves
-        # a pending forget that maintenance finishes, even once the messages are gone.
-        if found is None:
-            found = [e for e in await self.repo.all_entries(scope) if request.drop_entry(e)]
-            request = replace(
-                request,
-                entry_ids=tuple(e.id for e in found),
-                quotes=tuple(e.text for e in found) if request.kind == "user" else (),
-            )
-        await self.repo.begin_forget(scope, request.to_json())
-        report = await self._apply_forget(scope, request)
-        await self.repo.end_forget(scope, request.to_json())
-        await self._persist()  # reported done only once it is durable
+        return await self._forget_places([scope], request, found={scope: found} if found else None)
+
+    async def _forget_places(
+        self,
+        places: Sequence[str],
+        request: ForgetRequest,
+        *,
+        found: Mapping[str, Sequence[LogEntry] | None] | None = None,
+    ) -> ForgetReport:
+        """Carry out one forget in several places; the report lists each.
+
+        What goes is found first and written down in every place with its request (and
+        each place's epoch moved, so a summary being computed from the old text is
+        refused), before any of it is carried out: a crash from here on leaves a pending
+        forget in each place not yet done, which its maintenance finishes, even once the
+        messages are gone. Reported done only once durable."""
+        planned: list[tuple[str, ForgetRequest]] = []
+        for place in places:
+            doomed = (found or {}).get(place)
+            if doomed is None:
+                doomed = [e for e in await self.repo.all_entries(place) if request.drop_entry(e)]
+                planned.append(
+                    (
+                        place,
+                        replace(
+                            request,
+                            entry_ids=tuple(e.id for e in doomed),
+                            quotes=tuple(e.text for e in doomed) if request.kind == "user" else (),
+                        ),
+                    )
+                )
+            else:
+                planned.append((place, request))
+        await self.repo.begin_forgets([(place, r.to_json()) for place, r in planned])
+        report = ForgetReport()
+        for place, place_request in planned:
+            done = await self._apply_forget(place, place_request)
+            await self.repo.end_forget(place, place_request.to_json())
+            if len(planned) == 1:
+                report = done
+            else:
+                report.add(place, done)
+        await self._persist()
         return report
 
     async def resume_forgets(self, scope: str) -> int:
@@ -309,10 +385,10 @@ class MemoryForgetting:
         report.facts += await self._forget_person_facts(
             scope, request=request, removed=removed, authors={e.author_id for e in entries}
         )
-        own = user_scope(scope, request.user_id) if request.kind == "user" else None
+        own = Scope.of(scope).person_scope(request.user_id) if request.kind == "user" else None
         if own:  # everything known about them across the guild
-            report.facts += len(await self.repo.facts(own))
-            await self.repo.forget_scope(own)
+            report.facts += len(await self.repo.facts(own.key))
+            await self.repo.forget_scope(own.key)
         await self._redact(scope, request, report)
         # Counters are triggers only; re-derive them after deleting unsummarised messages.
         await self.repo.resync_counters(scope)
@@ -330,7 +406,8 @@ class MemoryForgetting:
         scope's record of them (and, for facts written before that record existed, through
         ``authors``, the user ids of the people who spoke here)."""
         people = set(await self.repo.people_of(scope))
-        people.update(p for a in authors if (p := user_scope(scope, a)))
+        place = Scope.of(scope)
+        people.update(p.key for a in authors if (p := place.person_scope(a)))
         count = 0
         for person, person_facts in (await self.repo.facts_of(sorted(people))).items():
             gone = [
@@ -402,7 +479,6 @@ class MemoryForgetting:
             platform_id=request.platform_id,
             tokens=TokenCounter().count(request.text),
             day=calendar.local_day_ms(request.ts_ms, self.settings.memory.timezone),
-            parent="",
             touch_index=False,
             public=request.public,
         )
@@ -421,13 +497,19 @@ class MemoryForgetting:
         return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
+        """Forget one fact by its id, in the scope or, in a channel, in one of its threads
+        (a channel's and its threads' facts never share an id)."""
         scope = parse_scope(scope)
         fact_id = fact_id.strip()
         if not fact_id:
             raise InputError("give the id of the fact to forget (see /memory show facts)")
-        deleted = bool(await self.repo.delete_facts(scope, [fact_id]))
-        if deleted:  # the last answer may have used it (/memory why also checks what is left)
-            await self.repo.drop_answer_record(scope)
+        deleted = False
+        for place in reversed(await self.subtree(scope)):  # the place itself first
+            if await self.repo.delete_facts(place, [fact_id]):
+                # the last answer may have used it (/memory why also checks what is left)
+                await self.repo.drop_answer_record(place)
+                deleted = True
+                break
         await self._persist()
         return deleted
 

@@ -33,7 +33,7 @@ async def offline_reply(
     timezone its times are shown in."""
     prompts = load_prompts(prompt.language)
     scope = parse_scope(scope)
-    snap = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN, parent=None)
+    snap = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN)
     state = snap.state
     tz = zone_of(scope, state.tz)
     h = prompts.headings

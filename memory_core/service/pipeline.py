@@ -23,7 +23,6 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import (
     EmptyMessage,
-    InvalidScope,
     LLMBadOutput,
     LLMUnavailable,
     StoreError,
@@ -34,7 +33,7 @@ from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, store
 from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_marker
 from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
 from memory_core.recall.index import Hit, RecallIndex
-from memory_core.scopes import check_parent, parse_scope, user_scope
+from memory_core.scopes import Scope, parse_scope
 from memory_core.service.captions import Captioner
 from memory_core.service.offline import offline_reply
 from memory_core.store.repo import MemoryRepo
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENT_FETCH = 100  # raw messages read for the working window
+HELD_ATTEMPTS = 3  # a held message that fails this many times (not an outage) is given up
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,6 @@ class Prepared:
     """A validated message, ready to store."""
 
     scope: str
-    parent: str | None
     text: str
     truncated: bool
     ts_ms: int
@@ -111,7 +110,6 @@ class MemoryPipeline:
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
         scope = parse_scope(msg.scope)
-        parent = check_parent(scope, msg.parent_scope)
         text, truncated = stored_text(
             msg.text, self.settings.memory.max_message_chars, msg.attachments
         )
@@ -120,7 +118,6 @@ class MemoryPipeline:
         ts = msg.ts or self.clock.now()
         return Prepared(
             scope=scope,
-            parent=parent,
             text=text,
             truncated=truncated,
             ts_ms=calendar.to_ms(ts),
@@ -174,11 +171,12 @@ class MemoryPipeline:
             platform_id=msg.platform_id,
             tokens=p.tokens,
             day=day,
-            parent=p.parent or "",
             place_name=msg.place_name[:120],
             replay=replay,
             own_day_end_ms=calendar.day_end_ms(day, tz) if p.own_day else 0,
             public=msg.public,
+            reply_to=msg.reply_to,
+            audience=msg.audience.value,
         )
         if p.truncated:
             result = replace(result, truncated=True)
@@ -252,6 +250,7 @@ class MemoryPipeline:
         tried, so a shard that is still away does not hold up the ones that are back."""
         delay = 0.1
         stored = 0
+        failures: dict[int, int] = {}  # held message -> unexpected failures in a row
         while self._buffer:
             blocked: set[str] = set()
             for held in list(self._buffer):  # messages held meanwhile: the next pass
@@ -265,7 +264,16 @@ class MemoryPipeline:
                     if not self.settings.store.cluster:
                         break
                     continue
-                except Exception:  # one message Redis refuses must not hold up the rest
+                except Exception:
+                    # Redis refusing the message, or the client failing in an unexpected
+                    # way while a connection comes back (redis-py can raise AttributeError
+                    # mid-reconnect): tried again in the next passes; only a message that
+                    # keeps failing is given up, so that it cannot hold up the rest.
+                    failures[id(held)] = failures.get(id(held), 0) + 1
+                    if failures[id(held)] < HELD_ATTEMPTS:
+                        log.warning("a held message in %s failed; trying again", p.scope)
+                        blocked.add(p.scope)
+                        continue
                     log.exception("a held message in %s could not be stored; dropped", p.scope)
                     self._release(held)
                     continue
@@ -410,17 +418,14 @@ class MemoryPipeline:
         """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored)."""
         p = self.prepare(msg) if text is None else None
         scope = p.scope if p else parse_scope(msg.scope)
-        parent = p.parent if p else check_parent(scope, msg.parent_scope)
-        person = user_scope(scope, msg.author_id)
+        # What is known about the asker across the server, where it may be used: not in a
+        # DM, nor where another organisation reads (Audience.lets_facts_in).
+        person = Scope.of(scope).person_scope(msg.author_id)
+        if not msg.audience.lets_facts_in:
+            person = None
         snap = await self.repo.prompt_snapshot(
-            scope, recent=RECENT_FETCH, parent=parent, user=person
+            scope, recent=RECENT_FETCH, user=person.key if person else None
         )
-        if parent is None and snap.state.parent:
-            parent = _stored_parent(scope, snap.state.parent)
-            if parent is not None:
-                snap = await self.repo.prompt_snapshot(
-                    scope, recent=RECENT_FETCH, parent=parent, user=person
-                )
         tz = self._scope_tz(scope, snap.state.tz)
         new_text = p.text if p else (text or "")
         recalled: list[Hit] = []
@@ -524,8 +529,8 @@ class MemoryPipeline:
                 author_id="bot",
                 role="assistant",
                 ts=self.clock.now() if msg.ts is None else msg.ts,
-                parent_scope=msg.parent_scope,
-                public=msg.public,
+                audience=msg.audience,
+                reply_to=msg.author_id,
             )
         )
         return stored.id
@@ -571,13 +576,3 @@ def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
     """Of the facts about the person asking, those that may be used here: learned where the
     whole guild or workspace could see (or pinned by them), or learned in this very place."""
     return [f for f in facts if f.shared or f.origin == scope]
-
-
-def _stored_parent(scope: str, stored: str) -> str | None:
-    """The parent the scope's state names, checked again as a live parent is: the hash can
-    be edited by hand, or come from an import, and must not reach another guild."""
-    try:
-        return check_parent(scope, stored)
-    except InvalidScope as exc:
-        log.warning("%s names a parent it may not read; ignored: %s", scope, str(exc)[:300])
-        return None

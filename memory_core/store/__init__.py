@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.locks import LockHolder
 from memory_core.store.platform_state import PlatformState
-from memory_core.store.records import PromptSnapshot, ScopeDump
+from memory_core.store.records import PlaceCounts, PromptSnapshot, ScopeDump
 from memory_core.store.repo import MemoryRepo
 from memory_core.store.server import Store, open_store
 
@@ -15,6 +15,7 @@ __all__ = [
     "KeySchema",
     "LockHolder",
     "MemoryRepo",
+    "PlaceCounts",
     "PlatformState",
     "PromptSnapshot",
     "ScopeDump",

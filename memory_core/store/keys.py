@@ -15,10 +15,12 @@ the one server and nothing else changes. Readers merge the buckets.
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from functools import cache
 
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+from memory_core.scopes import Scope
 
 BUCKETS = 64  # 256 slots each; 64 buckets split evenly enough over 3, 6 or 16 nodes
 # Metrics are flushed every few seconds per process, not per message: fewer buckets (every
@@ -40,12 +42,19 @@ def bucket_tags(buckets: int = BUCKETS) -> tuple[str, ...]:
 
 
 def bucket_of(scope: str, buckets: int = BUCKETS) -> int:
-    """The bucket of a scope: the range its own hash tag's slot falls in."""
-    return key_slot(f"{{{scope}}}".encode()) * buckets // REDIS_CLUSTER_HASH_SLOTS
+    """The bucket of a scope: the range its hash tag's slot falls in (a thread's is its
+    channel's, the tag its keys share)."""
+    tag = f"{{{Scope.of(scope).root.key}}}"
+    return key_slot(tag.encode()) * buckets // REDIS_CLUSTER_HASH_SLOTS
 
 
 @dataclass(frozen=True, slots=True)
 class ScopeKeys:
+    """The keys of one scope. A thread's keys share its channel's hash tag (``mb:{slack:T:C}/
+    <thread_ts>:log``), so a channel and its threads are one slot: a Lua script reads the
+    channel's settings while storing a thread's message, and writes the channel's record of
+    its threads in the same step."""
+
     log: str  # Stream: every raw message
     state: str  # Hash: tiers, pointers, settings, counters
     days: str  # List of JSON day summaries, oldest first, at most days_max
@@ -63,9 +72,42 @@ class ScopeKeys:
     # String with a TTL: JSON of what the last answer's prompt used (/memory why); any forget
     # or edit in the scope deletes it, and forget all with every other key here
     why: str
+    # The subtree's own keys, under the root's name (a thread's point to its channel's):
+    root_state: str  # the root's state: a thread inherits its settings
+    threads: str  # Sorted set: thread scope -> last activity (ms), the root's threads
+    # Sorted set, all scores 0: "<user id>|<thread id or ''>" for every place of the subtree
+    # where a person spoke (forget me reaches those); read by prefix (ZRANGEBYLEX)
+    speakers: str
 
     def all(self) -> tuple[str, ...]:
-        return astuple(self)
+        """The scope's own keys (a channel's include its record of its threads and speakers;
+        a thread's never its channel's)."""
+        own = (
+            self.log,
+            self.state,
+            self.days,
+            self.weeks,
+            self.episodes,
+            self.facts,
+            self.vectors,
+            self.forgets,
+            self.done,
+            self.people,
+            self.ids,
+            self.lock,
+            self.why,
+        )
+        if self.root_state == self.state:
+            return (*own, self.threads, self.speakers)
+        return own
+
+
+@dataclass(frozen=True, slots=True)
+class ServerKeys:
+    """A guild's or workspace's own keys, under its hash tag (``mb:{server:discord:1}:...``)."""
+
+    places: str  # Sorted set: root scope (channel, Slack DM) -> last activity (ms)
+    parents: str  # Hash: thread id -> its channel's scope (a Discord thread not in cache)
 
 
 class KeySchema:
@@ -97,8 +139,13 @@ class KeySchema:
     def all_scopes_indexes(self) -> list[str]:
         return [self.scopes_index(b) for b in range(self.buckets)]
 
-    def scope(self, scope: str) -> ScopeKeys:
-        base = f"{self.prefix}:{{{scope}}}"
+    def _base(self, scope: Scope) -> str:
+        base = f"{self.prefix}:{{{scope.root.key}}}"
+        return f"{base}/{scope.thread}" if scope.thread else base
+
+    def scope(self, scope: str | Scope) -> ScopeKeys:
+        parsed = Scope.of(scope)
+        base, root = self._base(parsed), self._base(parsed.root)
         return ScopeKeys(
             log=f"{base}:log",
             state=f"{base}:state",
@@ -113,7 +160,15 @@ class KeySchema:
             ids=f"{base}:ids",
             lock=f"{base}:lock",
             why=f"{base}:why",
+            root_state=f"{root}:state",
+            threads=f"{root}:threads",
+            speakers=f"{root}:speakers",
         )
+
+    def server(self, server_key: str) -> ServerKeys:
+        """The keys of a server (``discord:1``, ``slack:T1``: :attr:`Scope.server_key`)."""
+        base = f"{self.prefix}:{{server:{server_key}}}"
+        return ServerKeys(places=f"{base}:places", parents=f"{base}:parents")
 
     # Fleet-wide work sharing, per bucket: a bucket's queue and in-flight set share its hash
     # tag, so a claim moves a scope between them atomically, on Redis Cluster too.
@@ -145,7 +200,7 @@ class KeySchema:
     def spend_scope(self, scope: str, day: str) -> str:
         """Hash: tokens, prompt, completion, p:<purpose>, u:<member id>, n:<member id> (the
         member's display name, for the dashboard). Under the scope's own hash tag."""
-        return f"{self.prefix}:{{{scope}}}:spend:{day}"
+        return f"{self._base(Scope.of(scope))}:spend:{day}"
 
     def spend_server(self, server: str, day: str) -> str:
         """Hash: tokens, s:<scope>. A guild's or workspace's day, under its own hash tag."""
@@ -171,9 +226,11 @@ class KeySchema:
         return f"{self.prefix}:seen:{platform}:{event_id}"
 
     def scope_pattern(self, scope: str) -> str:
-        """A SCAN pattern matching every key of one scope (used by checks, not the hot path)."""
-        escaped = scope.replace("[", "\\[").replace("]", "\\]").replace("*", "\\*")
-        return f"{self.prefix}:{{{escaped}}}:*"
+        """A SCAN pattern matching every key of one scope (used by checks, not the hot path):
+        a channel's own keys, not its threads'."""
+        base = self._base(Scope.of(scope))
+        escaped = base.replace("[", "\\[").replace("]", "\\]").replace("*", "\\*")
+        return f"{escaped}:*"
 
     def all_pattern(self) -> str:
         return f"{self.prefix}:*"

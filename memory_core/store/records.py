@@ -36,6 +36,16 @@ class ScopeDump:
 
 
 @dataclass(frozen=True, slots=True)
+class PlaceCounts:
+    """A place's figures for a tree view: its name and counts, no memory."""
+
+    name: str
+    messages: int
+    facts: int
+    threads: int  # a channel's threads with memory (0 for anything else)
+
+
+@dataclass(frozen=True, slots=True)
 class LockClaim:
     """The outcome of trying to take a scope's maintenance lock."""
 

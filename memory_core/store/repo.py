@@ -23,6 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.models import DaySummary, IngestResult, ScopeState, WeekSummary
+from memory_core.scopes import Scope
 from memory_core.store.keys import ScopeKeys
 from memory_core.store.locks import LockHolder
 from memory_core.store.pipelines import atomic_pipeline
@@ -42,45 +43,40 @@ async def _ingest_round_trip(
     client: Any,
     k: ScopeKeys,
     args: list[Any],
-    scope: str,
-    index: str,
-    ts_ms: int,
+    side: list[tuple[Any, ...]],
     *,
     by_source: bool = False,
-) -> tuple[Any, BaseException | None]:
-    """The ingest script and the scope's index entry, in one round trip: a pipeline on
-    one Redis; on a cluster two commands at once (the index entry's bucket may be on
-    another shard, and a shard that is down must not fail a message stored on a live
-    one). Returns the script's reply and the index write's error, if any; the script's
-    own error is raised. (A function, not a method: the class's error translation would
-    turn the NoScriptError its caller retries on into a StoreError.)"""
+) -> tuple[Any, list[BaseException]]:
+    """The ingest script and its side writes (the scope's entry in the activity index, its
+    place in its server's tree), in one round trip: a pipeline on one Redis; on a cluster
+    the commands at once (the side keys' slots may be on other shards, and a shard that is
+    down must not fail a message stored on a live one). Returns the script's reply and the
+    side writes' errors; the script's own error is raised. (A function, not a method: the
+    class's error translation would turn the NoScriptError its caller retries on into a
+    StoreError.)"""
     # The script by its hash; when the server does not know it (restarted, failed
     # over), by its source, which also caches it there.
+    keys = (k.log, k.state, k.ids, k.root_state, k.threads, k.speakers)
     script = (("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])) + (
-        3,
-        k.log,
-        k.state,
-        k.ids,
+        len(keys),
+        *keys,
         *args,
     )
     if isinstance(client, RedisCluster):
-        if not index:
-            return await client.execute_command(*script), None
-        result, written = await asyncio.gather(
+        result, *rest = await asyncio.gather(
             client.execute_command(*script),
-            client.zadd(index, {scope: ts_ms}),
+            *(client.execute_command(*command) for command in side),
             return_exceptions=True,
         )
     else:
         pipe = client.pipeline(transaction=False)
         pipe.execute_command(*script)
-        if index:
-            pipe.zadd(index, {scope: ts_ms})
+        for command in side:
+            pipe.execute_command(*command)
         result, *rest = await pipe.execute(raise_on_error=False)
-        written = rest[0] if rest else None
     if isinstance(result, BaseException):
         raise result
-    return result, written if isinstance(written, BaseException) else None
+    return result, [r for r in rest if isinstance(r, BaseException)]
 
 
 @translates_redis_errors
@@ -98,20 +94,25 @@ class MemoryRepo(ScopeWrites):
         platform_id: str,
         tokens: int,
         day: str,
-        parent: str,
         place_name: str = "",
         replay: bool = False,
         own_day_end_ms: int = 0,
         public: bool = False,
         touch_index: bool = True,
+        reply_to: str = "",
+        audience: str = "",
     ) -> IngestResult:
-        """Store one message and touch the scope index: one round trip. ``replay``: a message
-        buffered during an outage, which must not be stored twice. A non-empty
+        """Store one message, and note where it was said (the activity index; the place in
+        its server's tree, the speaker among its subtree's): one round trip. ``replay``: a
+        message buffered during an outage, which must not be stored twice. A non-empty
         ``platform_id`` is stored once (``outcome`` "duplicate" the next time).
         ``own_day_end_ms`` (a replayed line): the end of the message's own day; the message
         is refused (``outcome`` "day_closed") rather than counted in a later day.
-        ``touch_index=False``: an edited message stored again, which is no new activity."""
+        ``touch_index=False``: an edited message stored again, which is no new activity.
+        ``reply_to``: the bot's answer, to this user id. ``audience``: the place's."""
+        place = Scope.of(scope)
         k = self.k(scope)
+        speaker = f"{author_id}|{place.thread}" if role == "user" and author_id else ""
         args = [
             ts_ms,
             role,
@@ -121,18 +122,21 @@ class MemoryRepo(ScopeWrites):
             platform_id,
             tokens,
             day,
-            parent,
+            place.key if place.is_thread else "",
             place_name,
             "1" if replay else "",
             own_day_end_ms or "",
             PLATFORM_IDS_MAX,
             "1" if public else "",
+            speaker,
+            reply_to,
+            audience,
         ]
-        index = self.keys.scopes_index_of(scope) if touch_index else ""
+        side = self._tree_writes(place, ts_ms) if touch_index else []
         for attempt in (0, 1):
             try:
-                result, index_error = await _ingest_round_trip(
-                    self.client, k, args, scope, index, ts_ms, by_source=bool(attempt)
+                result, side_errors = await _ingest_round_trip(
+                    self.client, k, args, side, by_source=bool(attempt)
                 )
             except NoScriptError:
                 if attempt:
@@ -144,13 +148,14 @@ class MemoryRepo(ScopeWrites):
                 ) from exc
             except RedisError as exc:
                 raise StoreError(f"Redis refused the message: {exc}") from exc
-            if index_error is not None:
+            if side_errors:
                 # Stored all the same: the message is not lost (nor stored twice by a retry);
-                # the scope's next message writes its index entry.
+                # the scope's next message writes its index and tree entries.
                 log.warning(
-                    "message stored in %s, but not its entry in the scopes index: %s",
+                    "message stored in %s, but not its entries in the scopes index or its "
+                    "server's tree: %s",
                     scope,
-                    index_error,
+                    side_errors[0],
                 )
             break
         entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
@@ -168,6 +173,19 @@ class MemoryRepo(ScopeWrites):
             outcome=outcome,
         )
 
+    def _tree_writes(self, place: Scope, ts_ms: int) -> list[tuple[Any, ...]]:
+        """The commands that keep the index and the server's tree as a message arrives
+        (sent with the message's own, in its round trip)."""
+        writes: list[tuple[Any, ...]] = [
+            ("ZADD", self.keys.scopes_index_of(place.key), ts_ms, place.key)
+        ]
+        if place.server_key is not None and not place.person:
+            server = self.keys.server(place.server_key)
+            writes.append(("ZADD", server.places, ts_ms, place.root.key))
+            if place.is_thread:
+                writes.append(("HSET", server.parents, place.thread, place.root.key))
+        return writes
+
     async def lock_and_state(self, scope: str, ttl_ms: int) -> LockClaim:
         """Take the maintenance lock and read the state in one round trip. A lock whose
         holder is provably gone (killed on this host) is taken over at once, atomically;
@@ -179,8 +197,11 @@ class MemoryRepo(ScopeWrites):
         pipe.get(k.lock)
         pipe.pttl(k.lock)
         pipe.hgetall(k.state)
-        ok, value, pttl, raw = await pipe.execute()
+        pipe.hgetall(k.root_state)  # a thread's channel: the settings it inherits
+        ok, value, pttl, raw, root = await pipe.execute()
         state = ScopeState.from_hash(raw)
+        if k.root_state != k.state:
+            state = state.inherit(ScopeState.from_hash(root))
         if ok:
             return LockClaim(token=mine, state=state)
         holder = LockHolder.parse(value)
@@ -214,7 +235,7 @@ class MemoryRepo(ScopeWrites):
         reply = await run_script(
             self.client,
             "advance_short",
-            [k.state, k.facts],
+            [k.state, k.facts, k.root_state],
             [expected_upto, expected_day, new_upto, short, tokens, count, now_iso, ops, str(epoch)],
         )
         return cas_reply(reply)[1]

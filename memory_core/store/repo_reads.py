@@ -12,9 +12,19 @@ from typing import Any
 from redis.asyncio import Redis
 
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
+from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema, ScopeKeys
-from memory_core.store.records import PromptSnapshot, ScopeDump, facts_from_hash, log_entries
+from memory_core.store.records import (
+    PlaceCounts,
+    PromptSnapshot,
+    ScopeDump,
+    facts_from_hash,
+    log_entries,
+)
 from memory_core.store.redis_errors import translates_redis_errors
+
+# What a scope's state keeps when its memory is forgotten (see the forget_scope script).
+KEPT_BY_FORGET = frozenset({"epoch", "fact_seq"})
 
 
 @translates_redis_errors
@@ -30,22 +40,25 @@ class ScopeReads:
         return self.keys.scope(scope)
 
     async def prompt_snapshot(
-        self, scope: str, *, recent: int, parent: str | None, user: str | None = None
+        self, scope: str, *, recent: int, user: str | None = None
     ) -> PromptSnapshot:
+        """Everything a prompt reads, in one round trip; a thread's settings it does not set
+        itself are its channel's, whose state comes along (``parent_state``)."""
         k = self.k(scope)
+        parent = Scope.of(scope).parent
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(k.state)
         pipe.hgetall(k.facts)
         pipe.xrevrange(k.log, count=recent)
         if parent:
-            pipe.hgetall(self.k(parent).state)
+            pipe.hgetall(k.root_state)
         if user:
             pipe.hgetall(self.k(user).facts)
         results = await pipe.execute()
         state, facts, log, rest = results[0], results[1], results[2], results[3:]
         parent_state = ScopeState.from_hash(rest.pop(0)) if parent else None
         return PromptSnapshot(
-            state=ScopeState.from_hash(state),
+            state=ScopeState.from_hash(state).inherit(parent_state),
             facts=facts_from_hash(facts),
             recent=log_entries(log),
             parent_state=parent_state,
@@ -68,7 +81,16 @@ class ScopeReads:
 
     # -- reads -------------------------------------------------------------------------
     async def state(self, scope: str) -> ScopeState:
-        return ScopeState.from_hash(await self.client.hgetall(self.k(scope).state))
+        """The scope's state; a thread's with the settings it does not set itself taken
+        from its channel's (read in the same round trip)."""
+        k = self.k(scope)
+        if k.root_state == k.state:
+            return ScopeState.from_hash(await self.client.hgetall(k.state))
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.state)
+        pipe.hgetall(k.root_state)
+        own, root = await pipe.execute()
+        return ScopeState.from_hash(own).inherit(ScopeState.from_hash(root))
 
     async def raw_state(self, scope: str) -> dict[str, str]:
         return dict(await self.client.hgetall(self.k(scope).state))
@@ -210,4 +232,78 @@ class ScopeReads:
         pipe.exists(*(key for key in k.all() if key != k.state))
         pipe.hkeys(k.state)
         others, fields = await pipe.execute()
-        return bool(others) or any(f != "epoch" for f in fields)
+        return bool(others) or any(f not in KEPT_BY_FORGET for f in fields)
+
+    # -- the tree ----------------------------------------------------------------------
+    async def threads_of(self, scope: str) -> list[str]:
+        """The threads of a channel that hold (or held) memory, most recently active first."""
+        place = Scope.of(scope)
+        if place.is_thread:
+            return []
+        return [str(t) for t in await self.client.zrevrange(self.k(scope).threads, 0, -1)]
+
+    async def places_of(self, server_key: str) -> list[tuple[str, int]]:
+        """The channels (and Slack DMs) of a server that hold memory, with their last
+        activity (ms), most recent first."""
+        rows = await self.client.zrevrange(
+            self.keys.server(server_key).places, 0, -1, withscores=True
+        )
+        return [(str(place), int(score)) for place, score in rows]
+
+    async def spoken_in(self, roots: Sequence[str], user_id: str) -> dict[str, list[str]]:
+        """Of each subtree (a channel and its threads), the places where ``user_id`` spoke:
+        root -> the scopes (the channel, its threads), in one round trip."""
+        if not roots or not user_id:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for root in roots:
+            pipe.zrangebylex(self.k(root).speakers, f"[{user_id}|", f"({user_id}}}")
+        found: dict[str, list[str]] = {}
+        for root, members in zip(roots, await pipe.execute(), strict=True):
+            place = Scope.of(root)
+            scopes = [
+                place.thread_scope(thread).key if thread else place.key
+                for thread in (str(m).split("|", 1)[1] for m in members)
+            ]
+            if scopes:
+                found[root] = sorted(set(scopes))
+        return found
+
+    async def names_of(self, scopes: Sequence[str]) -> dict[str, str]:
+        """The places' names as their platforms last gave them ("" unknown), one round trip."""
+        if not scopes:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for scope in scopes:
+            pipe.hget(self.k(scope).state, "name")
+        rows = await pipe.execute()
+        return {scope: str(name or "") for scope, name in zip(scopes, rows, strict=True)}
+
+    async def counts_of(self, scopes: Sequence[str]) -> dict[str, PlaceCounts]:
+        """Each place's name, message and fact counts and (a channel's) threads, in one
+        round trip: what a tree of places shows beside each node."""
+        if not scopes:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for scope in scopes:
+            k = self.k(scope)
+            pipe.hmget(k.state, ["name", "msg_count"])
+            pipe.hlen(k.facts)
+            pipe.zcard(k.threads)  # a thread's are its channel's: not counted below
+        rows = await pipe.execute()
+        out: dict[str, PlaceCounts] = {}
+        for i, scope in enumerate(scopes):
+            (name, messages), facts, threads = rows[3 * i : 3 * i + 3]
+            out[scope] = PlaceCounts(
+                name=str(name or ""),
+                messages=int(messages or 0),
+                facts=int(facts),
+                threads=0 if Scope.of(scope).is_thread else int(threads),
+            )
+        return out
+
+    async def thread_parent(self, server_key: str, thread_id: str) -> str | None:
+        """The channel scope of a thread, as the tree recorded it (a thread the platform
+        no longer describes: not cached, archived, deleted)."""
+        found = await self.client.hget(self.keys.server(server_key).parents, thread_id)
+        return str(found) if found else None

@@ -10,6 +10,7 @@ from typing import Any
 
 from memory_core.errors import StoreError
 from memory_core.models import DaySummary, Fact, WeekSummary
+from memory_core.scopes import Scope
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import ScopeDump
 from memory_core.store.redis_errors import translates_redis_errors
@@ -51,8 +52,14 @@ class ScopeWrites(ScopeReads):
         await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
 
     async def note_person(self, origin: str, person: str) -> None:
-        """Record that ``person``'s scope holds facts learned in ``origin``."""
-        await self.client.sadd(self.k(origin).people, person)
+        """Record that ``person``'s scope holds facts learned in ``origin`` (a thread's
+        channel then holds the thread: a forget in the channel reaches those facts)."""
+        k = self.k(origin)
+        pipe = await atomic_pipeline(self.client)
+        pipe.sadd(k.people, person)
+        if Scope.of(origin).is_thread:
+            pipe.zadd(k.threads, {origin: 0}, nx=True)
+        await pipe.execute()
 
     async def set_fields(self, scope: str, values: Mapping[str, str | int]) -> None:
         await self.client.hset(self.k(scope).state, mapping=dict(values))
@@ -62,13 +69,24 @@ class ScopeWrites(ScopeReads):
 
     async def begin_forget(self, scope: str, request: str) -> None:
         """Write a forget down (and move the epoch) before doing any of it."""
-        k = self.k(scope)
-        pipe = await atomic_pipeline(self.client)
-        pipe.rpush(k.forgets, request)
-        pipe.hincrby(k.state, "epoch", 1)
-        pipe.hset(k.state, "forgets_pending", 1)
-        pipe.delete(k.why)  # what the last answer used may be what goes: never shown again
-        await pipe.execute()
+        await self.begin_forgets([(scope, request)])
+
+    async def begin_forgets(self, requests: Sequence[tuple[str, str]]) -> None:
+        """Write forgets down in several places (scope, request) before doing any of them:
+        one atomic step per subtree (a channel and its threads share a slot), so a forget
+        over many places that a crash interrupts is finished in each by its maintenance."""
+        by_root: dict[str, list[tuple[str, str]]] = {}
+        for scope, request in requests:
+            by_root.setdefault(Scope.of(scope).root.key, []).append((scope, request))
+        for group in by_root.values():
+            pipe = await atomic_pipeline(self.client)
+            for scope, request in group:
+                k = self.k(scope)
+                pipe.rpush(k.forgets, request)
+                pipe.hincrby(k.state, "epoch", 1)
+                pipe.hset(k.state, "forgets_pending", 1)
+                pipe.delete(k.why)  # what the last answer used may be what goes
+            await pipe.execute()
 
     async def begin_forget_at(self, scope: str, request: str, *, epoch: int) -> bool:
         """:meth:`begin_forget`, only if the scope's epoch is still ``epoch`` and no forget
@@ -116,9 +134,14 @@ class ScopeWrites(ScopeReads):
     async def put_fact(self, scope: str, fact: Fact) -> Fact:
         """Store a new fact under a fresh id (ids come from the scope's own counter)."""
         k = self.k(scope)
-        seq = await self.client.hincrby(k.state, "fact_seq", 1)
+        seq = await self.client.hincrby(k.root_state, "fact_seq", 1)  # unique in the subtree
         fact.id = f"f{seq}"
-        await self.client.hset(k.facts, fact.id, fact.to_json())
+        pipe = await atomic_pipeline(self.client)
+        pipe.hset(k.facts, fact.id, fact.to_json())
+        if k.root_state != k.state:
+            pipe.hset(k.state, "fact_seq", seq)
+            pipe.zadd(k.threads, {scope: 0}, nx=True)  # the channel holds its thread
+        await pipe.execute()
         return fact
 
     async def replace_fact(self, scope: str, fact: Fact) -> None:
@@ -181,7 +204,31 @@ class ScopeWrites(ScopeReads):
         keys = [k.state, *(key for key in k.all() if key != k.state)]
         deleted = await run_script(self.client, "forget_scope", keys, [])
         await self.client.zrem(self.keys.scopes_index_of(scope), scope)
+        place = Scope.of(scope)
+        if place.server_key is not None and not place.is_thread:
+            await self.client.zrem(self.keys.server(place.server_key).places, scope)
+        elif place.is_thread:  # its channel no longer holds it
+            await self.client.zrem(k.threads, scope)
         return int(deleted)
+
+    async def note_speaker(self, scope: str, user_id: str) -> None:
+        """Record ``user_id`` among the places of the scope's subtree where they have
+        memory (as a message of theirs does), so that forget me finds it."""
+        place = Scope.of(scope)
+        k = self.k(scope)
+        pipe = await atomic_pipeline(self.client)
+        pipe.zadd(k.speakers, {f"{user_id}|{place.thread}": 0})
+        if place.is_thread:
+            pipe.zadd(k.threads, {scope: 0}, nx=True)
+        await pipe.execute()
+        if place.server_key is not None:  # a place with no message yet is in its server too
+            places = self.keys.server(place.server_key).places
+            await self.client.zadd(places, {place.root.key: 0}, nx=True)
+
+    async def forget_speaker(self, scope: str, user_id: str) -> None:
+        """``user_id`` no longer has anything said in ``scope`` (forget me there)."""
+        place = Scope.of(scope)
+        await self.client.zrem(self.k(scope).speakers, f"{user_id}|{place.thread}")
 
     async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:
         """Write a dump into an empty scope (import)."""
@@ -214,6 +261,23 @@ class ScopeWrites(ScopeReads):
             pipe.hset(k.facts, fact.id, fact.to_json())
         if dump.done:
             pipe.sadd(k.done, *dump.done)
-        await pipe.execute()
-        # The index lives in another hash slot: outside the scope's transaction.
+        # Its place in the tree: who spoke here (forget me finds them), a thread's channel.
+        place = Scope.of(scope)
+        speakers = {e.author_id for e in dump.log if e.role == "user" and e.author_id}
+        if speakers:
+            pipe.zadd(k.speakers, {f"{u}|{place.thread}": 0 for u in speakers})
+        if place.is_thread:
+            pipe.zadd(k.threads, {scope: last_activity_ms})
+        seq = int(dump.state.get("fact_seq") or 0)
+        if seq and k.root_state != k.state:  # a thread's fact ids come from its channel's
+            pipe.hget(k.root_state, "fact_seq")
+            *_, root_seq = await pipe.execute()
+            if int(root_seq or 0) < seq:
+                await self.client.hset(k.root_state, "fact_seq", seq)
+        else:
+            await pipe.execute()
+        # The index and the server live in other hash slots: outside the scope's transaction.
         await self.client.zadd(self.keys.scopes_index_of(scope), {scope: last_activity_ms})
+        if place.server_key is not None and not place.person:
+            places = self.keys.server(place.server_key).places
+            await self.client.zadd(places, {place.root.key: last_activity_ms})

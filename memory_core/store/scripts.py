@@ -13,28 +13,45 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-# KEYS: log, state, ids. ARGV: ts_ms, role, author, author_id, text, platform_id, tokens, day,
-# parent, place name, replay ("1": a message buffered while Redis was away; if it did get
-# stored before the connection broke, return that entry instead of storing it twice),
-# own-day end (ms; '' = off; see below), ids max, public ("1": the place is visible to the
-# whole guild or workspace).
+# KEYS: log, state, ids, root state, threads, speakers (the last three are the subtree's:
+# a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
+# platform_id, tokens, day, thread ('' for a channel; else the thread's scope, recorded in
+# the channel's threads), place name, replay ("1": a message buffered while Redis was away;
+# if it did get stored before the connection broke, return that entry instead of storing it
+# twice), own-day end (ms; '' = off; see below), ids max, public ("1": the place is visible
+# to the whole guild or workspace), speaker ("<user id>|<thread>" recorded in the subtree's
+# speakers; '' = none), reply-to (the user id the bot's answer answers; '' = none), audience
+# (the place's, kept in its state; '' = unknown).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
-# decide on maintenance, all in the same round trip. The 10th value says what happened:
-# '' stored, 'older' stored but older than the newest message (its 'ts' field keeps its own
-# time; its stream id is the newest one's), 'duplicate' (nothing written), 'day_closed'.
+# decide on maintenance, all in the same round trip. A thread's settings it has not set
+# itself are its channel's (mode, timezone, language, pause), read here in the same step.
+# The 10th value says what happened: '' stored, 'older' stored but older than the newest
+# message (its 'ts' field keeps its own time; its stream id is the newest one's),
+# 'duplicate' (nothing written), 'day_closed'.
 INGEST = """
-local st = KEYS[2]
-if redis.call('HGET', st, 'paused') == '1' then
+local st, root = KEYS[2], KEYS[4]
+local function setting(name)
+  local v = redis.call('HGET', st, name)
+  if (not v or v == '') and root ~= st then v = redis.call('HGET', root, name) end
+  return v or ''
+end
+local function settings()
+  return setting('tz'), setting('mode'), setting('lang')
+end
+local paused = redis.call('HGET', st, 'paused')
+if not paused and root ~= st then paused = redis.call('HGET', root, 'paused') end
+if paused == '1' then
   -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
-  local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
-  return {'', 0, 0, g[1] or '', g[2] or '', g[3] or '', g[4] or '', tonumber(g[5] or '0'), 1}
+  local tz, mode, lang = settings()
+  local g = redis.call('HMGET', st, 'day', 'retry_at')
+  return {'', 0, 0, g[1] or '', tz, mode, lang, tonumber(g[2] or '0'), 1}
 end
 local function unchanged(status)
-  local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at',
-    'unsum_tokens', 'unsum_count')
-  return {'', tonumber(g[6] or '0'), tonumber(g[7] or '0'), g[1] or '', g[2] or '',
-    g[3] or '', g[4] or '', tonumber(g[5] or '0'), 0, status}
+  local tz, mode, lang = settings()
+  local g = redis.call('HMGET', st, 'day', 'retry_at', 'unsum_tokens', 'unsum_count')
+  return {'', tonumber(g[3] or '0'), tonumber(g[4] or '0'), g[1] or '', tz, mode, lang,
+    tonumber(g[2] or '0'), 0, status}
 end
 -- Store once per platform id (a platform's message id, a replayed line's identity): the
 -- ids stored lately are kept in KEYS[3], scored by stream time, the newest ARGV[13] of them.
@@ -56,10 +73,9 @@ if ARGV[11] == '1' then
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
     if f['ts'] == ARGV[1] and f['u'] == ARGV[4] and f['t'] == ARGV[5] then
-      local g = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at',
-        'unsum_tokens', 'unsum_count')
-      return {e[1], tonumber(g[6] or '0'), tonumber(g[7] or '0'), g[1] or '', g[2] or '',
-        g[3] or '', g[4] or '', tonumber(g[5] or '0'), 0}
+      local r = unchanged('')
+      r[1] = e[1]
+      return r
     end
   end
 end
@@ -71,6 +87,8 @@ local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', AR
   'p', ARGV[6], 'k', ARGV[7]}
 -- 'v': said in a place the whole guild or workspace can see (absent: private).
 if ARGV[14] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
+-- 'o': the bot's answer to this person (forget me takes it with their own messages).
+if ARGV[16] ~= '' then fields[#fields + 1] = 'o'; fields[#fields + 1] = ARGV[16] end
 local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
 redis.call('HSET', st, 'last_ms', ms)
 if ARGV[6] ~= '' then
@@ -79,15 +97,18 @@ if ARGV[6] ~= '' then
     redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[13]) - 1)
   end
 end
+if ARGV[9] ~= '' then redis.call('ZADD', KEYS[5], ms, ARGV[9]) end
+if ARGV[15] ~= '' then redis.call('ZADD', KEYS[6], 0, ARGV[15]) end
 redis.call('HSETNX', st, 'day', ARGV[8])
 redis.call('HSETNX', st, 'created_ms', ARGV[1])
-if ARGV[9] ~= '' then redis.call('HSET', st, 'parent', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', st, 'name', ARGV[10]) end
+if ARGV[17] ~= '' then redis.call('HSET', st, 'aud', ARGV[17]) end
 redis.call('HINCRBY', st, 'msg_count', 1)
 local ut = redis.call('HINCRBY', st, 'unsum_tokens', tonumber(ARGV[7]))
 local un = redis.call('HINCRBY', st, 'unsum_count', 1)
-local f = redis.call('HMGET', st, 'day', 'tz', 'mode', 'lang', 'retry_at')
-return {id, ut, un, f[1] or '', f[2] or '', f[3] or '', f[4] or '', tonumber(f[5] or '0'), 0,
+local tz, mode, lang = settings()
+local f = redis.call('HMGET', st, 'day', 'retry_at')
+return {id, ut, un, f[1] or '', tz, mode, lang, tonumber(f[2] or '0'), 0,
   tonumber(ARGV[1]) < last and 'older' or ''}
 """
 
@@ -101,13 +122,18 @@ local function consume(st, tokens, count)
   if n < 0 then redis.call('HSET', st, 'unsum_count', 0) end
 end
 -- ops: {"new", "", json} | {"upd", id, json} (only if it still exists) | {"del", id, ""}.
+-- New ids come from the counter in `counter` (the subtree's root state: a channel's and
+-- its threads' facts never share an id; a forget keeps the counter, so none comes back).
 -- Returns the ids of the new facts.
-local function write_facts(st, facts_key, ops_json)
+-- The scope's own state (`st`) keeps the last id given here: 0 still says "no fact ever".
+local function write_facts(counter, st, facts_key, ops_json)
   local made = {}
   if ops_json == '' then return made end
   for _, op in ipairs(cjson.decode(ops_json)) do
     if op[1] == 'new' then
-      local id = 'f' .. redis.call('HINCRBY', st, 'fact_seq', 1)
+      local n = redis.call('HINCRBY', counter, 'fact_seq', 1)
+      if counter ~= st then redis.call('HSET', st, 'fact_seq', n) end
+      local id = 'f' .. n
       local fact = cjson.decode(op[3])
       fact['id'] = id
       redis.call('HSET', facts_key, id, cjson.encode(fact))
@@ -183,8 +209,9 @@ end
 return kept
 """
 
-# KEYS: state, facts. ARGV: expected short_upto, expected day, new short_upto, new short,
-# tokens consumed, messages consumed, now (ISO), fact ops (JSON list), expected epoch.
+# KEYS: state, facts, root state (its fact counter). ARGV: expected short_upto, expected day,
+# new short_upto, new short, tokens consumed, messages consumed, now (ISO), fact ops (JSON
+# list), expected epoch.
 # The epoch moves on every forget, so work computed from text that was forgotten meanwhile is
 # thrown away instead of writing it back.
 # Advances "summarised up to" only if nobody else did meanwhile. Returns {1, new state} or 0.
@@ -199,7 +226,7 @@ redis.call('HSET', st, 'short_upto', ARGV[3], 'short', ARGV[4], 'short_at', ARGV
   'failures', 0, 'retry_at', 0)
 redis.call('HINCRBY', st, 'day_msgs', tonumber(ARGV[6]))
 consume(st, ARGV[5], ARGV[6])
-write_facts(st, KEYS[2], ARGV[8])
+write_facts(KEYS[3], st, KEYS[2], ARGV[8])
 return {1, redis.call('HGETALL', st)}
 """
 )
@@ -284,7 +311,7 @@ return {1, redis.call('HGETALL', st)}
 WRITE_FACTS = (
     _CONSUME
     + """
-return write_facts(KEYS[1], KEYS[2], ARGV[1])
+return write_facts(KEYS[1], KEYS[1], KEYS[2], ARGV[1])
 """
 )
 
@@ -342,14 +369,20 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), item[1])
 return item[1]
 """
 
-# KEYS: every key of one scope, its state first. Deletes them all but the forget generation:
-# the state keeps only a moved epoch, so a summary computed from the forgotten memory at this
-# moment is refused (its compare-and-set expects the old epoch) instead of writing it back.
+# KEYS: every key of one scope, its state first. Deletes them all but the forget generation
+# and the fact counter: the state keeps a moved epoch, so a summary computed from the
+# forgotten memory at this moment is refused (its compare-and-set expects the old epoch)
+# instead of writing it back, and its fact counter, so no fact id is ever given twice (a
+# /memory why record naming an old id never shows a new fact in its place).
 FORGET_SCOPE = """
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+local seq = redis.call('HGET', KEYS[1], 'fact_seq')
 local deleted = redis.call('DEL', unpack(KEYS))
 -- A scope that never held anything has no summary in flight: leave no key behind.
-if deleted > 0 then redis.call('HSET', KEYS[1], 'epoch', epoch + 1) end
+if deleted > 0 then
+  redis.call('HSET', KEYS[1], 'epoch', epoch + 1)
+  if seq then redis.call('HSET', KEYS[1], 'fact_seq', seq) end
+end
 return deleted
 """
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from memory_core.models import Fact, LogEntry
-from memory_core.scopes import user_scope
+from memory_core.scopes import Scope
 from memory_core.tiers.facts import provenance
 from memory_core.tiers.summarize import FactDraft
 
@@ -84,10 +84,11 @@ def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], 
         if not entry.public:
             private.add(entry.author_id)
     speakers = {name: next(iter(ids)) for name, ids in ids_by_name.items() if len(ids) == 1}
+    place = Scope.of(scope)
     travellers = {
-        user_id: person
+        user_id: person.key
         for ids in ids_by_name.values()
         for user_id in ids
-        if user_id not in private and (person := user_scope(scope, user_id))
+        if user_id not in private and (person := place.person_scope(user_id))
     }
     return speakers, travellers

@@ -33,6 +33,7 @@ from memory_core.clock import Clock
 from memory_core.errors import LLMUnavailable, StoreError, UnknownTimezone
 from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import DaySummary, LogEntry, ScopeState, WeekSummary
+from memory_core.scopes import Scope
 from memory_core.store.locks import LockHolder
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import resolve
@@ -71,6 +72,9 @@ class _Known:
 
     state: ScopeState | None = None
     days: list[DaySummary] | None = None
+    # A thread's channel's state, read once per run: the settings the thread inherits
+    # (the states the compare-and-set steps hand back are the thread's own).
+    parent: ScopeState | None = None
 
 
 def _iso(when: datetime) -> str:
@@ -161,6 +165,8 @@ class Maintainer:
             token, known.state = claim.token, claim.state
         keeper = asyncio.create_task(self._keep_lock(scope, token)) if token else None
         try:
+            parent = Scope.of(scope).parent
+            known.parent = await self.repo.state(parent.key) if parent else None
             if self.over_budget is not None and await self.over_budget(scope):
                 self._budget_reached.add(scope)
             with charge_to(SpendTag(scope)):  # the summary calls are on the scope's bill
@@ -168,6 +174,7 @@ class Maintainer:
                     step = await self._step(scope, report, known)
                     if step is None:
                         break
+                    step.parent = known.parent
                     known = step
                 else:
                     log.warning("maintenance of %s stopped after %d steps", scope, MAX_STEPS)
@@ -210,7 +217,7 @@ class Maintainer:
 
     async def _step(self, scope: str, report: MaintenanceReport, known: _Known) -> _Known | None:
         """One step; returns what it learned of the state after it (None: nothing to do)."""
-        state = known.state or await self.repo.state(scope)
+        state = (known.state or await self.repo.state(scope)).inherit(known.parent)
         if state.forgets_pending and self.recover is not None:
             await self.recover(scope)  # finish an interrupted forget before summarising
             return _Known()

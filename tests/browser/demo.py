@@ -20,7 +20,6 @@ class Place:
     people: tuple[str, ...]
     lines: tuple[str, ...]
     notes: tuple[str, ...] = ()
-    parent: str | None = None
     per_day: int = 6
 
 
@@ -86,7 +85,6 @@ PLACES = (
             "The composer agreed to a perpetual licence for 1,200 EUR.",
             "Contract is signed; invoice due in 30 days.",
         ),
-        parent="slack:T024BE7LD:C01MARKET",
         per_day=2,
     ),
     Place(
@@ -148,7 +146,6 @@ async def seed_demo(core: Core, clock: ManualClock, *, days: int = 10) -> list[s
                         author=author,
                         author_id=author.lower(),
                         place_name=place.name,
-                        parent_scope=place.parent,
                     )
                 )
     clock.set(now)

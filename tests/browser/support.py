@@ -13,13 +13,16 @@ TOKEN = "dashboard-test-token-4f1c9e2a7b"
 PUBLIC = {"/login"}
 
 
-def routes(app: FastAPI, *, scope: str, fact_id: str = "f1") -> list[tuple[str, str]]:
+def routes(
+    app: FastAPI, *, scope: str, fact_id: str = "f1", server: str = "discord:10"
+) -> list[tuple[str, str]]:
     """(method, path) of every API route, path parameters filled in."""
     found: list[tuple[str, str]] = []
     for route in app.routes:
         if not isinstance(route, APIRoute):
             continue
         path = route.path.replace("{scope}", scope).replace("{fact_id}", fact_id)
+        path = path.replace("{server}", server)
         assert not re.search(r"{\w+}", path), f"no sample value for a parameter of {route.path}"
         found += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
     return found

@@ -208,6 +208,49 @@ async def test_memory_commands_export_import_and_forget(cli: CLI, clean_redis: s
     assert bad.code == 1 and "Usage:" in bad.err
 
 
+async def test_memory_forget_me_everywhere_from_the_shell(cli: CLI, clean_redis: str) -> None:
+    """A member (U2) spoke in three channels, two threads and their DM of workspace T1;
+    another member (U1) in the same places. ``memorybot memory forget me everywhere`` run
+    for U2 in one channel removes U2 from all six places and nothing of U1 or elsewhere."""
+    env = {"REDIS_URL": clean_redis}
+    places = [
+        "slack:T1:C1",
+        "slack:T1:C2",
+        "slack:T1:C3",
+        "slack:T1:C1:1772442000.000100",
+        "slack:T1:C2:1772442100.000200",
+        "slack:T1:D2",
+    ]
+    lines = []
+    for n, place in enumerate([*places, "slack:T9:C1"]):
+        for who, uid in (("Bob", "U2"), ("Ann", "U1")):
+            text = f"{who}'s words in place {n}"
+            lines.append(
+                {
+                    "ts": f"2025-08-11T09:{n:02d}:00+00:00",
+                    "user": who,
+                    "user_id": uid,
+                    "text": text,
+                    "scope": place,
+                }
+            )
+    path = cli.home / "seed.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    seeded = await cli("replay", str(path), "--no-reply", **env)
+    assert seeded.code == 0, seeded.err
+    forget = await cli(
+        "memory", "forget", "me", "everywhere", "--scope", "slack:T1:C2", "--user", "U2", **env
+    )
+    assert forget.code == 0, forget.err
+    assert "in 6 places" in forget.out, forget.out
+    for n, place in enumerate(places):
+        shown = await cli("memory", "show", "--scope", place, **env)
+        assert f"Ann's words in place {n}" in shown.out, (place, shown.out)
+        assert "Bob's" not in shown.out, (place, shown.out)
+    other = await cli("memory", "show", "--scope", "slack:T9:C1", **env)
+    assert "Bob's words in place 6" in other.out  # another workspace: another boundary
+
+
 async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
     path = cli.home / "c.jsonl"
     lines = [

@@ -32,6 +32,7 @@ from config.prompts import load_prompts
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
+from memory_core.scopes import Scope
 from tests.conftest import START, CoreFactory, make_settings
 from tests.fakes.discord_server import (
     JSON,
@@ -65,6 +66,9 @@ class World:
     carol: FakeMember
 
     def scope(self, channel: FakeChannel) -> str:
+        """Its scope: a thread's names its channel (discord:G:C:T)."""
+        if channel.is_thread:
+            return f"discord:{channel.guild_id}:{channel.parent_id}:{channel.id}"
         return f"discord:{channel.guild_id}:{channel.id}"
 
 
@@ -342,7 +346,9 @@ async def test_a_thread_reads_its_parents_long_term_memory(
     thread_scope = world.scope(thread)
     assert await texts_in(core, thread_scope) == ["@memorybot when do we ship?", reply.content]
     assert await texts_in(core, parent_scope) == []
-    assert (await core.repo.state(thread_scope)).parent == parent_scope
+    # The thread sits under its channel: its scope names it, and the channel lists it.
+    assert Scope.of(thread_scope).parent == Scope.of(parent_scope)
+    assert await core.repo.threads_of(parent_scope) == [thread_scope]
 
 
 async def test_other_bots_and_its_own_messages_are_ignored(

@@ -638,14 +638,14 @@ async def test_a_rejected_memory_answer_is_logged_and_sent_again_as_plain_text(
     # slack_sdk's webhook client returns (does not raise) on HTTP 400: the answer would vanish.
     await slack.say("standup moves to 10:00", user=BOB)
     slack.fake.reject_next_response(error="invalid_blocks")
-    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    caplog.set_level(logging.WARNING, logger="bots.slack.commands")
     response = await slack.command("show")
     [(rejected, error)] = slack.fake.rejected_responses
     assert error == "invalid_blocks" and rejected.blocks
     assert response.blocks is None and response.response_type == "ephemeral"
     assert f"Memory of {SCOPE}" in (response.text or "")
     assert "standup moves to 10:00" in (response.text or "")
-    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.commands"]
     assert any(SCOPE in line and "invalid_blocks" in line for line in logged), logged
 
 
@@ -655,7 +655,7 @@ async def test_a_memory_answer_to_an_expired_response_url_goes_by_post_ephemeral
     await slack.say("standup moves to 10:00", user=BOB)
     fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
     slack.fake.age_response_urls(31 * 60)  # Slack's response_url lives 30 minutes
-    caplog.set_level(logging.INFO, logger="bots.slack.bot")
+    caplog.set_level(logging.INFO, logger="bots.slack.commands")
     await slack.send_command(fields)
     [answer] = await slack.fake.wait_for(
         lambda: slack.fake.ephemerals or None, description="a chat.postEphemeral"
@@ -664,7 +664,7 @@ async def test_a_memory_answer_to_an_expired_response_url_goes_by_post_ephemeral
     assert answer.blocks and "standup moves to 10:00" in json.dumps(answer.blocks)
     assert slack.fake.responses == []
     await slack.bot.drain()  # the log line comes after Slack's answer
-    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.commands"]
     assert any(SCOPE in line and "chat.postEphemeral" in line for line in logged), logged
 
 
@@ -688,12 +688,12 @@ async def test_an_answer_nothing_takes_is_logged_with_slacks_reason(
     slack.fake.channels[C1].bot_is_member = False  # chat.postEphemeral: not_in_channel
     fields = slack.fake.slash_command_payload(text="help", user_id=ALICE, channel_id=C1)
     slack.fake.age_response_urls(31 * 60)
-    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    caplog.set_level(logging.WARNING, logger="bots.slack.commands")
     await slack.send_command(fields)
     await slack.fake.wait_for_calls(method="chat.postEphemeral")
     await slack.bot.drain()
     assert slack.fake.ephemerals == [] and slack.fake.responses == []
-    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.commands"]
     assert any(SCOPE in line and "not_in_channel" in line for line in logged), logged
 
 
@@ -707,14 +707,14 @@ async def test_an_answer_to_someone_who_left_the_channel_is_logged_not_sent(
     fields = slack.fake.slash_command_payload(text="show", user_id=ALICE, channel_id=C1)
     slack.fake.remove_member(C1, ALICE)
     slack.fake.age_response_urls(31 * 60)
-    caplog.set_level(logging.WARNING, logger="bots.slack.bot")
+    caplog.set_level(logging.WARNING, logger="bots.slack.commands")
     await slack.send_command(fields)
     [refused] = await slack.fake.wait_for_calls(method="chat.postEphemeral")
     await slack.bot.drain()
     assert refused.error == "user_not_in_channel"
     assert slack.fake.ephemerals == [] and slack.fake.responses == []
     assert slack.fake.posted_messages == [] and slack.fake.uploads == []
-    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.bot"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "bots.slack.commands"]
     assert any(SCOPE in line and "user_not_in_channel" in line for line in logged), logged
     await slack.settle()  # still serving
 

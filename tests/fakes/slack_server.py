@@ -302,6 +302,11 @@ class FakeChannel:
     bot_is_member: bool = True
     #: The people in it: chat.postEphemeral reaches only them (``user_not_in_channel``).
     members: set[str] = field(default_factory=set)
+    #: Slack Connect: the other organisations' workspaces it is shared with. Such a channel
+    #: says ``is_shared`` and ``is_ext_shared`` in ``conversations.info``, its events come
+    #: with ``is_ext_shared_channel`` true, and its messages carry their author's team
+    #: (``user_team``, ``source_team``).
+    shared_with: tuple[str, ...] = ()
 
     def to_api(self) -> dict[str, Any]:
         """The ``channel`` object of ``conversations.info``."""
@@ -312,6 +317,10 @@ class FakeChannel:
             "is_im": self.is_im,
             "is_mpim": self.is_mpim,
             "is_private": self.is_private or self.is_im or self.is_mpim,
+            "is_shared": bool(self.shared_with),
+            "is_ext_shared": bool(self.shared_with),
+            "is_org_shared": False,
+            "is_pending_ext_shared": False,
         }
         if self.is_im:
             data["user"] = self.user
@@ -693,12 +702,14 @@ class FakeSlack:
         is_private: bool = False,
         user_id: str | None = None,
         members: Iterable[str] = (),
+        shared_with: Iterable[str] = (),
     ) -> FakeChannel:
         """Add (or replace) a conversation that ``conversations.info`` knows and the chat.*
         methods post to (any other is ``channel_not_found``, as in Slack).
 
         ``user_id`` is the other member of a DM (``is_im=True``); ``members``, the people in
-        a channel (more join by sending an event, a slash command or a click there).
+        a channel (more join by sending an event, a slash command or a click there);
+        ``shared_with``, the other organisations' team ids of a Slack Connect channel.
         """
         channel = FakeChannel(
             id=channel_id,
@@ -707,6 +718,7 @@ class FakeSlack:
             is_private=is_private,
             user=user_id,
             members=set(members) | ({user_id, self.bot_user_id} if is_im and user_id else set()),
+            shared_with=tuple(shared_with),
         )
         self.channels[channel_id] = channel
         return channel
@@ -1031,9 +1043,20 @@ class FakeSlack:
                     "is_enterprise_install": False,
                 }
             ],
-            "is_ext_shared_channel": False,
+            "is_ext_shared_channel": self._shared(event.get("channel")),
             "event_context": "4-" + secrets.token_urlsafe(24),
         }
+
+    def _shared(self, channel_id: Any) -> bool:
+        channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
+        return channel is not None and bool(channel.shared_with)
+
+    def _author_teams(self, event: dict[str, Any]) -> None:
+        """In a Slack Connect channel a message says its author's team (the author may be of
+        another organisation): ``team``, ``user_team`` and ``source_team``."""
+        user = self.users.get(str(event.get("user", "")))
+        if self._shared(event.get("channel")) and user is not None:
+            event.update(team=user.team_id, user_team=user.team_id, source_team=user.team_id)
 
     def message_event(
         self,
@@ -1079,6 +1102,7 @@ class FakeSlack:
             event["files"] = [dict(f) for f in files]
             event["upload"] = False
             event["display_as_bot"] = False
+        self._author_teams(event)
         return event
 
     def file_object(
@@ -1160,6 +1184,7 @@ class FakeSlack:
         }
         if thread_ts is not None:
             event["thread_ts"] = thread_ts
+        self._author_teams(event)
         return event
 
     def message_changed_event(

@@ -52,6 +52,9 @@ class World:
     admin: FakeMember
 
     def scope(self, channel: FakeChannel) -> str:
+        """Its scope: a thread's names its channel (discord:G:C:T)."""
+        if channel.is_thread:
+            return f"discord:{channel.guild_id}:{channel.parent_id}:{channel.id}"
         return f"discord:{channel.guild_id}:{channel.id}"
 
     async def say(self, channel: FakeChannel, text: str, *, mention: bool = True) -> JSON:

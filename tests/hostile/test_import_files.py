@@ -18,13 +18,12 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import InputError
 from memory_core.models import IncomingMessage
-from memory_core.scopes import same_boundary
 from tests.conftest import START, CoreFactory
 from tests.helpers import conversation, feed, forgotten, scope_values
 from tests.hostile.strategies import NASTY, hostile_text
 
 SOURCE = "discord:1:2"
-THREAD = "discord:1:5"
+THREAD = "discord:1:2:5"
 TARGET = "discord:1:9"
 MAX_ERROR = 400
 
@@ -114,20 +113,15 @@ def every_path(node: Any, path: Path = ()) -> list[Path]:
 
 @pytest.fixture
 async def base(make_core: CoreFactory) -> Base:
-    """A real export (days, weeks, facts, a pinned note, a thread's parent), kept small so
-    each example is quick."""
+    """A real export (days, weeks, facts, a pinned note), kept small so each example is
+    quick."""
     clock = ManualClock(START)
     core = await make_core(clock=clock)
     await feed(core, clock, SOURCE, conversation(START, days=8, per_day=4))
     await core.admin.remember(SOURCE, "standup is at 10", by="Ada")
-    await core.pipeline.ingest(
-        IncomingMessage(scope=THREAD, text="in the thread", author="Ada", parent_scope=SOURCE)
-    )
+    await core.pipeline.ingest(IncomingMessage(scope=THREAD, text="in the thread", author="Ada"))
     clock.set(clock.now() + timedelta(minutes=1))
-    export = await core.admin.export(SOURCE)
-    thread = await core.admin.export(THREAD)
-    export["state"]["parent"] = thread["state"]["parent"]
-    export = json.loads(json.dumps(export))
+    export = json.loads(json.dumps(await core.admin.export(SOURCE)))
     assert export["days"] and export["facts"] and export["done"], "a rich export"
     return Base(core=core, export=export)
 
@@ -198,8 +192,6 @@ async def test_any_edit_of_an_export_imports_or_is_refused_clearly(
         assert left == [] or await forgotten(core, TARGET), "nothing written for a refused import"
         return
     assert count == await core.repo.log_length(TARGET)
-    state = await core.repo.state(TARGET)
-    assert not state.parent or (state.parent != TARGET and same_boundary(state.parent, TARGET))
     assert {f.origin for f in await core.repo.facts(TARGET)} <= {"", TARGET}
     # The imported scope works as any other: it takes a message and builds a prompt.
     await core.pipeline.ingest(IncomingMessage(scope=TARGET, text="after import", author="Ada"))
@@ -213,4 +205,3 @@ async def test_the_unedited_export_imports(base: Base) -> None:
     """The baseline the property test edits is valid: it imports whole."""
     count = await base.core.admin.import_(TARGET, copy.deepcopy(base.export))
     assert count == len(base.export["log"])
-    assert (await base.core.repo.state(TARGET)).parent == SOURCE

@@ -20,7 +20,7 @@ from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from memory_core.scopes import boundary_of, user_scope
+from memory_core.scopes import Scope
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 
@@ -62,7 +62,9 @@ def profiling_model(request: RecordedRequest) -> str | None:
 
 def foreign(text: str, scope: str) -> list[str]:
     """Markers in ``text`` said outside ``scope``'s guild, workspace or DM."""
-    return [m for m in MARK.findall(text) if boundary_of(said_in(m)) != boundary_of(scope)]
+    return [
+        m for m in MARK.findall(text) if not Scope.of(said_in(m)).same_boundary(Scope.of(scope))
+    ]
 
 
 async def answers(core: Core, scope: str, person: str) -> tuple[str, list[str]]:
@@ -124,8 +126,8 @@ async def test_show_and_export_never_cross_a_boundary(
             shown, about_you = await answers(core, scope, person)
             leaked = foreign(shown, scope)
             assert leaked == [], f"{scope} showed {PEOPLE[person]} words from {leaked}"
-            own = user_scope(scope, person)
-            mine = {f.text for f in await core.repo.facts(own)} if own else set()
+            own = Scope.of(scope).person_scope(person)
+            mine = {f.text for f in await core.repo.facts(own.key)} if own else set()
             for line in about_you:
                 text = line.split(" ", 1)[1] if " " in line else line
                 assert any(t in text for t in mine), f"{line!r} is not {PEOPLE[person]}'s fact"

@@ -44,11 +44,14 @@ BOT, TEAM, ALICE, C1, DM = "UBOT", "T1", "U1", "C1", "D1"
 SCOPE = f"slack:{TEAM}:{C1}"
 SLACK_ID = r"[A-Z0-9]+"
 SLACK_TS = r"\d+\.\d+"
-# What a well-formed key looks like: a Slack scope (channel, thread or a person's facts)
-# inside the hash tag, or one of the fleet-wide keys.
+# What a well-formed key looks like: a Slack scope inside the hash tag (a channel's, a
+# person's facts, or a thread's under its channel's tag), a workspace's own (its tree, its
+# spend), or one of the fleet-wide keys.
+PLACE = rf"\{{slack:{SLACK_ID}:{SLACK_ID}\}}(?:/{SLACK_TS})?"
 GOOD_KEY = re.compile(
-    rf"^mb:\{{slack:{SLACK_ID}:(?:{SLACK_ID}(?::{SLACK_TS})?|user:{SLACK_ID})\}}:[a-z]+$"
-    rf"|^mb:\{{(?:slack:{SLACK_ID}:{SLACK_ID}(?::{SLACK_TS})?|server:slack:{SLACK_ID}|b\d+\.\d+)\}}"
+    rf"^mb:(?:{PLACE}|\{{slack:{SLACK_ID}:user:{SLACK_ID}\}}):[a-z]+$"
+    rf"|^mb:\{{server:slack:{SLACK_ID}\}}:(?:places|parents)$"
+    rf"|^mb:(?:{PLACE}|\{{(?:server:slack:{SLACK_ID}|b\d+\.\d+)\}})"
     r":spend:\d{4}-\d\d-\d\d$"  # token spend (budgets): a scope's, its workspace's, a bucket's
     rf"|^mb:seen:slack:(?:{SLACK_ID}:{SLACK_ID}:{SLACK_TS}|Ev[A-Za-z0-9]+)$"
     rf"|^mb:cache:slack-[a-z]+:{SLACK_ID}:{SLACK_ID}$"

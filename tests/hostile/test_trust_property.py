@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memory_core.scopes import Audience
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.helpers import all_keys, key_values
@@ -102,7 +103,7 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
                     author=PEOPLE[person],
                     author_id=person,
                     platform_id=said.platform_id,
-                    public=visible.get(scope, False),
+                    audience=Audience.SERVER if visible.get(scope) else Audience.PRIVATE,
                 )
             )
             alive.append(said)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from memory_core.bootstrap import Core
 from memory_core.models import Attachment, ImageSource, IncomingMessage
+from memory_core.scopes import Audience
 from memory_core.service.captions import MAX_IMAGE_BYTES, MAX_IMAGES
 from memory_core.service.forget_request import ForgetRequest
 from tests.conftest import CoreFactory
@@ -44,7 +45,7 @@ def message(*attachments: Attachment, pid: str = "m1", public: bool = False) -> 
         author_id="u1",
         platform_id=pid,
         attachments=attachments,
-        public=public,
+        audience=Audience.SERVER if public else Audience.PRIVATE,
     )
 
 

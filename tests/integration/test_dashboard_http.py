@@ -427,3 +427,38 @@ async def test_facts_about_people_are_linked_and_editable(site: Site) -> None:
         ) as r:
             assert r.status == 200 and "Deleted the fact." in await r.text()
     assert await core.repo.facts(person) == []
+
+
+async def test_the_tree_shows_servers_channels_and_threads_with_their_counts(site: Site) -> None:
+    core = site.core
+    general, thread = "discord:10:30", "discord:10:30:31"
+    for scope, name in ((general, "#general (Lab)"), (thread, "#side-topic (Lab)")):
+        for n in range(2 if scope == general else 3):
+            await core.pipeline.ingest(
+                IncomingMessage(scope=scope, text=f"line {n}", author="Ann", place_name=name)
+            )
+    await core.admin.remember(thread, "a fact in the thread")
+    await core.pipeline.ingest(IncomingMessage(scope="discord:77:1", text="x", author="Eve"))
+    async with client() as http:
+        await log_in(http, site.url)
+        async with http.get(f"{site.url}/tree") as r:
+            page = await r.text()
+        assert r.status == 200
+        assert '<a href="/tree/discord%3A10">Lab</a>' in page
+        assert "discord:77" in page
+        async with http.get(f"{site.url}/tree/discord:10") as r:
+            page = await r.text()
+        assert r.status == 200
+        channel = page.split(f'data-scope="{general}"', 1)[1]
+        assert "#general (Lab)" in channel.split("<ul>", 1)[0]
+        assert "2 messages, 0 facts, 1 thread<" in channel
+        nested = channel.split("<ul>", 1)[1]
+        assert f'data-scope="{thread}"' in nested
+        assert "3 messages, 1 facts" in nested
+        async with http.get(f"{site.url}/scopes/{general}") as r:
+            page = await r.text()
+        assert "Threads (1)" in page and f'href="/scopes/{thread}"' in page
+        async with http.get(f"{site.url}/scopes/{thread}") as r:
+            assert f'thread of <a href="/scopes/{general}">' in await r.text()
+        async with http.get(f"{site.url}/tree/nonsense:1") as r:
+            assert r.status == 404

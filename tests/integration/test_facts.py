@@ -9,6 +9,7 @@ from datetime import timedelta
 from bots.commands import Actor, execute, parse_command
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memory_core.scopes import Audience
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
 
@@ -42,7 +43,7 @@ async def _talk(  # type: ignore[no-untyped-def]
                 text=text,
                 author=name,
                 author_id=user_id or name.lower(),
-                public=public,
+                audience=Audience.SERVER if public else Audience.PRIVATE,
             )
         )
 
@@ -240,7 +241,7 @@ async def test_forget_reaches_person_facts_after_retention_and_a_platform_delete
                 author="Bob",
                 author_id="bob",
                 platform_id=f"m{i}",
-                public=True,
+                audience=Audience.SERVER,
             )
         )
     [fact] = await core.repo.facts(bob)

@@ -9,10 +9,19 @@ from datetime import timedelta
 from memory_core import calendar
 from memory_core.clock import ManualClock
 from memory_core.models import Fact, IncomingMessage
+from memory_core.scopes import Audience
 from memory_core.service.forget_request import ForgetRequest
 from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
-from tests.helpers import all_keys, conversation, feed, key_values, scope_values, until
+from tests.helpers import (
+    all_keys,
+    conversation,
+    feed,
+    forget_counters_only,
+    key_values,
+    scope_values,
+    until,
+)
 
 SCOPE = "discord:1:2"
 SECRET = "Hunter2-Password"
@@ -50,7 +59,7 @@ async def _memory_with_secret(make_core: CoreFactory, fake_llm: FakeOpenAI):  # 
             text=f"my login is {SECRET.upper()} ok?",
             author="Bob",
             author_id="bob",
-            public=True,
+            audience=Audience.SERVER,
         )
     )
     await feed(
@@ -149,13 +158,12 @@ async def test_forget_all_and_forget_fact(make_core: CoreFactory, fake_llm: Fake
 
     await core.admin.forget_all(SCOPE)
 
-    # Only the forget generation is left of the scope: no text of it anywhere in Redis. (And
-    # its token spend, kept so that a forget does not reset the budget: counts, no names.)
-    assert await scope_values(core, SCOPE, memory_only=True) == [
-        f"mb:{{{SCOPE}}}:state",
-        "epoch",
-        "2",
-    ]
+    # Only the forget generation and the fact counter are left of the scope: no text of it
+    # anywhere in Redis. (And its token spend, kept so that a forget does not reset the
+    # budget: counts, no names.)
+    left = await scope_values(core, SCOPE, memory_only=True)
+    assert forget_counters_only(left, core, SCOPE), left
+    assert dict(zip(left[1::2], left[2::2], strict=True))["epoch"] == "2"
     spend = [v for v in await scope_values(core, SCOPE) if v.startswith("n:")]
     assert spend == []
     assert SCOPE not in [s for s, _ in await core.repo.scopes()]
@@ -185,7 +193,7 @@ async def test_forget_all_during_a_summary_in_flight_stays_forgotten(
                 text=f"{SECRET} line {i} " * 4,
                 author="Bob",
                 author_id="bob",
-                public=True,
+                audience=Audience.SERVER,
             )
         )
     fake_llm.delay = 1.0
@@ -361,7 +369,12 @@ async def test_an_edit_keeps_who_could_see_the_message(make_core: CoreFactory) -
     # still travel, as it could before the edit.
     core = await make_core()
     said = IncomingMessage(
-        scope=SCOPE, text="draft", author="Bob", author_id="u2", platform_id="p9", public=True
+        scope=SCOPE,
+        text="draft",
+        author="Bob",
+        author_id="u2",
+        platform_id="p9",
+        audience=Audience.SERVER,
     )
     await core.pipeline.ingest(said)
     assert await core.admin.edit_message(SCOPE, "p9", "final")

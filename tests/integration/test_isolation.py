@@ -90,7 +90,7 @@ async def test_threads_read_only_their_own_guilds_parent(
     await core.admin.edit_tier("discord:1:10", "overview", "guild one channel secret plan")
     await core.admin.edit_tier("discord:2:10", "overview", "guild two channel other plan")
     prompt = await core.pipeline.build_prompt(
-        IncomingMessage(scope="discord:1:99", text="?", author="Q", parent_scope="discord:1:10")
+        IncomingMessage(scope="discord:1:10:99", text="?", author="Q")
     )
     system = prompt.messages[0]["content"]
     assert "guild one channel secret plan" in system

@@ -14,28 +14,31 @@ from bots.discord.commands import interaction_language
 from bots.discord.events import Place, is_allowed, place_for, readable_text
 from bots.discord.ui import LIMITS, EmbedLimits, paginate
 from config.settings import DiscordSettings
+from memory_core.scopes import Scope
 
 
 def test_scopes_of_channels_threads_and_dms() -> None:
     channel = place_for(guild_id=1, channel_id=2, parent_id=None, user_id=9)
-    assert (channel.scope, channel.parent_scope, channel.is_dm) == ("discord:1:2", None, False)
+    assert (channel.scope, channel.is_dm) == ("discord:1:2", False)
+    # A thread's scope names its channel, as the gateway does: the two are one subtree.
     thread = place_for(guild_id=1, channel_id=3, parent_id=2, user_id=9)
-    assert (thread.scope, thread.parent_scope) == ("discord:1:3", "discord:1:2")
+    assert thread.scope == "discord:1:2:3"
+    assert Scope.of(thread.scope).parent == Scope.of("discord:1:2")
     dm = place_for(guild_id=None, channel_id=77, parent_id=None, user_id=9)
-    assert (dm.scope, dm.parent_scope, dm.is_dm) == ("discord:dm:9", None, True)
+    assert (dm.scope, dm.is_dm) == ("discord:dm:9", True)
 
 
 @pytest.mark.parametrize(
     ("allow", "place", "expected"),
     [
-        ({}, Place("discord:dm:9", None, None, 5), True),
-        ({"allowed_guild_ids": [1]}, Place("discord:1:2", None, 1, 2), True),
-        ({"allowed_guild_ids": [1]}, Place("discord:4:2", None, 4, 2), False),
-        ({"allowed_guild_ids": [1]}, Place("discord:dm:9", None, None, 5), False),
-        ({"allowed_channel_ids": [2]}, Place("discord:1:2", None, 1, 2), True),
-        ({"allowed_channel_ids": [2]}, Place("discord:1:3", "discord:1:2", 1, 3, 2), True),
-        ({"allowed_channel_ids": [2]}, Place("discord:1:8", None, 1, 8), False),
-        ({"allowed_guild_ids": [4], "allowed_channel_ids": [2]}, Place("x:1:2", None, 1, 2), False),
+        ({}, Place("discord:dm:9", None, 5), True),
+        ({"allowed_guild_ids": [1]}, Place("discord:1:2", 1, 2), True),
+        ({"allowed_guild_ids": [1]}, Place("discord:4:2", 4, 2), False),
+        ({"allowed_guild_ids": [1]}, Place("discord:dm:9", None, 5), False),
+        ({"allowed_channel_ids": [2]}, Place("discord:1:2", 1, 2), True),
+        ({"allowed_channel_ids": [2]}, Place("discord:1:2:3", 1, 3, 2), True),
+        ({"allowed_channel_ids": [2]}, Place("discord:1:8", 1, 8), False),
+        ({"allowed_guild_ids": [4], "allowed_channel_ids": [2]}, Place("x:1:2", 1, 2), False),
     ],
 )
 def test_allow_lists(allow: dict[str, Any], place: Place, expected: bool) -> None:

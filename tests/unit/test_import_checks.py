@@ -42,7 +42,6 @@ def valid_export() -> dict[str, Any]:
             "mode": "mention",
             "tz": "Asia/Tokyo",
             "lang": "en",
-            "parent": "discord:100:1",
             "refresh_pending": "1",
             "week_pending": "2025-08-18",
             "fact_seq": "2",
@@ -142,7 +141,6 @@ def parse(data: Any, scope: str = TARGET) -> Any:
 
 def test_a_valid_export_parses_and_is_made_to_belong_to_the_target() -> None:
     dump = parse(json.loads(json.dumps(valid_export())))
-    assert dump.state["parent"] == "discord:100:1"
     assert dump.state["tz"] == "Asia/Tokyo"
     assert [e.id for e in dump.log] == ["1755600000000-0", "1755600000000-1", "1755680000000-0"]
     assert dump.log[2].ts.utcoffset() is not None
@@ -150,12 +148,6 @@ def test_a_valid_export_parses_and_is_made_to_belong_to_the_target() -> None:
     # A fact learned in another place now belongs to the place it is imported into.
     assert [f.origin for f in dump.facts] == [TARGET, ""]
     assert dump.done == ["day:2025-08-18", "week:2025-08-11"]
-
-
-def test_a_parent_naming_the_target_itself_is_dropped() -> None:
-    data = valid_export()
-    data["state"]["parent"] = TARGET
-    assert "parent" not in parse(data).state
 
 
 def test_the_fact_counter_is_never_behind_the_fact_ids() -> None:
@@ -240,10 +232,8 @@ BAD: list[tuple[str, Edit, str]] = [
     ("state-unknown", put("state.epoch", "4"), "state.epoch"),
     ("state-unknown-huge", put("state", {"x" * 3_000_000: "1"}), "state.'xxxx"),
     ("state-surrogate-key", put("state", {"\ud800": "1"}), "state.'\\ud800'"),
+    # A thread's channel is in its scope's name: a state naming a parent is not an export's.
     ("parent-other-guild", put("state.parent", "discord:200:1"), "state.parent"),
-    ("parent-other-platform", put("state.parent", "slack:T1:C1"), "state.parent"),
-    ("parent-not-a-scope", put("state.parent", "a b"), "state.parent"),
-    ("parent-number", put("state.parent", 5), "state.parent"),
     ("day-format", put("state.day", "20.08.2025"), "state.day"),
     ("day-impossible", put("state.day", "2025-02-30"), "state.day"),
     ("day-future", put("state.day", "2099-01-01"), "state.day"),
@@ -284,7 +274,6 @@ BAD: list[tuple[str, Edit, str]] = [
     ("log-ts-number", put("log[0].ts", 1755600000), "log[0].ts"),
     ("log-ts-future", put("log[0].ts", "2025-08-22T12:00:00+00:00"), "log[0].ts"),
     ("log-ts-before-year-1", put("log[0].ts", "0001-01-01T00:00:00+23:59"), "log[0].ts"),
-    ("parent-huge", put("state.parent", "discord:100:" + "1" * 3_000_000), "state.parent"),
     ("log-role", put("log[0].role", "system"), "log[0].role"),
     ("log-text-missing", drop("log.[0].text"), "log[0].text"),
     ("log-text-type", put("log[0].text", {"t": 1}), "log[0].text"),
@@ -338,23 +327,6 @@ def test_a_bad_field_is_refused_naming_it(edit: Edit, field: str) -> None:
     message = str(info.value)
     assert field in message, message
     assert len(message) <= 400, f"{len(message)} characters"
-
-
-def test_the_cross_guild_message_says_what_to_do() -> None:
-    data = valid_export()
-    data["state"]["parent"] = "discord:200:1"
-    with pytest.raises(InputError) as info:
-        parse(data)
-    message = str(info.value)
-    assert "state.parent" in message and "discord:200:1" in message
-    assert "different guild or workspace" in message
-
-
-def test_a_console_scope_takes_no_parent() -> None:
-    """The console (and a DM) is its own boundary: no parent at all, as live."""
-    data = valid_export()
-    with pytest.raises(InputError, match=r"state\.parent"):
-        parse(data, scope="console:team")
 
 
 def test_not_an_export_at_all() -> None:

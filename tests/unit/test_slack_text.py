@@ -19,6 +19,7 @@ from bots.slack.text import (
     plain_text,
     to_mrkdwn,
 )
+from memory_core.scopes import Audience
 
 BOT = "UBOT"
 
@@ -31,16 +32,14 @@ def event(**fields: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("channel", "ts", "thread_ts", "expected"),
     [
-        ("C1", "100.1", None, ("slack:T1:C1", None)),
-        ("C1", "100.1", "100.1", ("slack:T1:C1", None)),  # a thread's parent message
-        ("C1", "200.2", "100.1", ("slack:T1:C1:100.1", "slack:T1:C1")),
-        ("D9", "200.2", None, ("slack:T1:D9", None)),
-        ("D9", "200.2", "100.1", ("slack:T1:D9:100.1", "slack:T1:D9")),
+        ("C1", "100.1", None, "slack:T1:C1"),
+        ("C1", "100.1", "100.1", "slack:T1:C1"),  # a thread's parent message
+        ("C1", "200.2", "100.1", "slack:T1:C1:100.1"),
+        ("D9", "200.2", None, "slack:T1:D9"),
+        ("D9", "200.2", "100.1", "slack:T1:D9:100.1"),
     ],
 )
-def test_message_scope(
-    channel: str, ts: str, thread_ts: str | None, expected: tuple[str, str | None]
-) -> None:
+def test_message_scope(channel: str, ts: str, thread_ts: str | None, expected: str) -> None:
     assert message_scope("T1", channel, ts, thread_ts) == expected
 
 
@@ -72,7 +71,30 @@ def test_message_fields() -> None:
     assert (dm.direct, dm.reply_thread_ts, dm.scope) == (True, None, "slack:T1:D1")
     reply = parse_message(event(ts="200.2", thread_ts="100.1"), team_id="T1", bot_user_id=BOT)
     assert reply is not None
-    assert (reply.reply_thread_ts, reply.parent_scope) == ("100.1", "slack:T1:C1")
+    assert (reply.reply_thread_ts, reply.scope) == ("100.1", "slack:T1:C1:100.1")
+
+
+@pytest.mark.parametrize(
+    ("fields", "shared", "audience", "external"),
+    [
+        ({"channel_type": "channel"}, False, Audience.SERVER, False),
+        ({"channel_type": "group"}, False, Audience.PRIVATE, False),
+        ({"channel_type": "mpim"}, False, Audience.PRIVATE, False),
+        ({"channel": "D1", "channel_type": "im"}, False, Audience.DM, False),
+        ({}, False, None, False),  # app_mention: the door looks it up
+        # Slack Connect: the envelope says the channel is shared, or the author is of
+        # another organisation (user_team).
+        ({"channel_type": "channel"}, True, Audience.SHARED, False),
+        ({"channel_type": "channel", "user_team": "T9"}, False, Audience.SHARED, True),
+        ({"channel_type": "channel", "user_team": "T1"}, False, Audience.SERVER, False),
+    ],
+)
+def test_who_can_read_the_place(
+    fields: dict[str, Any], shared: bool, audience: Audience | None, external: bool
+) -> None:
+    msg = parse_message(event(**fields), team_id="T1", bot_user_id=BOT, shared=shared)
+    assert msg is not None
+    assert (msg.audience, msg.external) == (audience, external)
 
 
 def test_deletion_finds_the_thread_scope() -> None:

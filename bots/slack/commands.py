@@ -1,0 +1,336 @@
+"""``/memory`` on Slack: the slash command and the forget-all buttons, through the one
+``/memory`` implementation (:func:`bots.frontdoor.run_command`), answered privately.
+
+Answers go to the command's ``response_url`` (they work in channels the bot is not in),
+falling back to ``chat.postEphemeral``; an export goes to the user's DM with the bot. A
+command runs in the channel's scope: its threads come with it (forget, settings, budgets
+reach them), since Slack offers no slash commands inside a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, Linker, parse_command
+from bots.frontdoor import run_command
+from bots.slack.blocks import (
+    CANCELLED,
+    FALLBACK_CHARS,
+    FORGET_ALL_CANCEL,
+    FORGET_ALL_CONFIRM,
+    confirm_blocks,
+    fallback_text,
+    result_blocks,
+)
+from bots.slack.connect import error_code
+from bots.slack.links import permalinks
+from bots.slack.send import SEND_ERRORS
+from bots.slack.text import channel_scope, escape, unescape
+from bots.slack.users import SlackDirectory
+from memory_core.bootstrap import Core
+from memory_core.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+#: Where an ephemeral answer goes when its response_url will not take it: (client, channel, user).
+Recipient = tuple[AsyncWebClient, str, str]
+
+
+class ScopeQueue:
+    """Messages of one scope are stored in the order they arrived (Slack delivers a
+    channel's events in order; a users.info lookup for one must not let the next overtake
+    it). Held only while storing: answers run concurrently."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, scope: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(scope, (asyncio.Lock(), 0))
+        self._locks[scope] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[scope]
+            if users <= 1:
+                del self._locks[scope]
+            else:
+                self._locks[scope] = (lock, users - 1)
+
+
+def _parse_or_none(text: str) -> Command | None:
+    try:
+        return parse_command(text)
+    except UsageError:
+        return None  # run_command parses the text again and answers with the usage
+
+
+class SlackCommands:
+    """The ``/memory`` listeners. ``queue``: the scopes' order, shared with the message
+    listeners ("forget me" right after a message forgets it too); ``tracked``: the bot's
+    bookkeeping of listeners in flight (shutdown waits for them)."""
+
+    def __init__(
+        self,
+        core: Core,
+        *,
+        directory: SlackDirectory,
+        queue: ScopeQueue,
+        tracked: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self.core = core
+        self.directory = directory
+        self._queue = queue
+        self._tracked = tracked
+
+    def register(self, app: AsyncApp) -> None:
+        app.command("/memory")(self.on_memory_command)
+        app.action(FORGET_ALL_CONFIRM)(self.on_forget_all_confirm)
+        app.action(FORGET_ALL_CANCEL)(self.on_forget_all_cancel)
+
+    # -- /memory -----------------------------------------------------------------------
+    async def on_memory_command(
+        self,
+        ack: AsyncAck,
+        command: dict[str, Any],
+        respond: AsyncRespond,
+        context: AsyncBoltContext,
+        client: AsyncWebClient,
+    ) -> None:
+        with self._tracked():
+            await ack()  # Slack wants it within 3 s; the work comes after
+            team_id = context.team_id or str(command.get("team_id", ""))
+            user_id, channel_id = str(command["user_id"]), str(command["channel_id"])
+            scope = channel_scope(team_id, channel_id)
+            text = unescape(str(command.get("text") or ""))
+            parsed = _parse_or_none(text)
+            needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
+            actor = await self._actor(client, team_id, user_id, channel_id, needs_admin)
+            result = await self._run(scope, parsed or text, actor, permalinks(client, channel_id))
+            to = (client, channel_id, user_id)
+            if result.needs_confirm:
+                blocks = confirm_blocks(result, scope)
+                await self._respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
+            elif result.file is not None:
+                await self._send_export(client, respond, to=to, scope=scope, result=result)
+            else:
+                await self._respond(
+                    respond,
+                    scope,
+                    to=to,
+                    text=fallback_text(result),
+                    blocks=result_blocks(result),
+                )
+
+    async def _run(
+        self, scope: str, command: Command | str, actor: Actor, link: Linker | None = None
+    ) -> CommandResult:
+        async with self._queue.hold(scope):  # "forget me" right after a message forgets it too
+            return await run_command(
+                self.core, scope=scope, command=command, actor=actor, link=link
+            )
+
+    async def _actor(
+        self,
+        client: AsyncWebClient,
+        team_id: str,
+        user_id: str,
+        channel_id: str,
+        needs_admin: bool,
+    ) -> Actor:
+        """Who runs a command. Admin rights are looked up only when the command needs them,
+        and at run time (a click on an old confirmation button is checked again)."""
+        name = await self.directory.name(client, team_id, user_id)
+        is_admin = needs_admin and await self.directory.is_admin(
+            client, team_id=team_id, user_id=user_id, channel_id=channel_id
+        )
+        return Actor(user_id=user_id, name=name, is_admin=is_admin)
+
+    async def _respond(
+        self,
+        respond: AsyncRespond,
+        scope: str,
+        *,
+        to: Recipient | None = None,
+        **message: Any,
+    ) -> None:
+        """An answer only the user sees (response_url: works in channels the bot is not in).
+
+        slack_sdk's webhook client returns, not raises, when Slack refuses the post (HTTP
+        400 ``invalid_blocks``, ``msg_too_long``; 404 ``expired_url``, ``used_url``): the
+        refusal is logged, and a refused message is sent again as short plain text. When the
+        response_url will not take it at all (expired, or even the plain text refused), the
+        answer goes to ``to`` with chat.postEphemeral, so the user still sees it."""
+        message.setdefault("response_type", "ephemeral")
+        status = await self._post_response(respond, scope, message)
+        if status == 200:
+            return
+        if status == 400 and _can_shorten(message):
+            keep = ("response_type", "replace_original")
+            plain = {k: v for k, v in message.items() if k in keep}
+            plain["text"] = _shortened(str(message.get("text") or ""))
+            if await self._post_response(respond, scope, plain) == 200:
+                log.info("Slack: /memory answer in %s sent as plain text instead", scope)
+                return
+            message = plain
+        if to is not None:
+            await self._post_ephemeral(to, scope, message)
+
+    async def _post_ephemeral(self, to: Recipient, scope: str, message: dict[str, Any]) -> None:
+        """The last way to answer: chat.postEphemeral (the bot and the user must be in the
+        channel). Refused (``not_in_channel``, ``user_not_in_channel``...), it is logged with
+        Slack's code and the answer is dropped: never sent to a DM instead, which would show
+        a channel's memory to someone who is no longer in it."""
+        client, channel_id, user_id = to
+        fields = {k: v for k, v in message.items() if k in ("text", "blocks")}
+        try:
+            await client.chat_postEphemeral(channel=channel_id, user=user_id, **fields)
+        except SEND_ERRORS as exc:
+            log.warning(
+                "Slack: could not answer /memory in %s by chat.postEphemeral either: %s",
+                scope,
+                error_code(exc),
+            )
+            return
+        log.info("Slack: /memory answer in %s sent by chat.postEphemeral instead", scope)
+
+    async def _post_response(
+        self, respond: AsyncRespond, scope: str, message: dict[str, Any]
+    ) -> int | None:
+        """POST to the response_url; the HTTP status, None when it could not be sent."""
+        try:
+            response = await respond(**message)
+        except SEND_ERRORS as exc:
+            log.warning("Slack: could not answer /memory in %s: %s", scope, error_code(exc))
+            return None
+        if response.status_code != 200:
+            log.warning(
+                "Slack refused the /memory answer in %s: HTTP %s %s",
+                scope,
+                response.status_code,
+                str(response.body)[:100],
+            )
+        return int(response.status_code)
+
+    async def _send_export(
+        self,
+        client: AsyncWebClient,
+        respond: AsyncRespond,
+        *,
+        to: Recipient,
+        scope: str,
+        result: CommandResult,
+    ) -> None:
+        """Slack has no ephemeral files, so the export goes to the user's DM with the bot,
+        never into the channel: it is everything remembered, and /memory answers are
+        private. (Asked in that DM, it lands right there.)"""
+        assert result.file is not None
+        filename, content = result.file
+        user_id = to[2]
+        try:
+            opened = await client.conversations_open(users=user_id)
+            await client.files_upload_v2(
+                channel=str(opened["channel"]["id"]),
+                filename=filename,
+                content=content,
+                title=filename,
+                initial_comment=escape(result.title),
+            )
+        except SEND_ERRORS as exc:
+            code = error_code(exc)
+            log.warning("Slack: could not send the export of %s: %s", scope, code)
+            note = (
+                f"{result.title} But I could not send you the file ({code}): the app needs "
+                "the im:write and files:write scopes (see docs/slack.md)."
+            )
+            await self._respond(respond, scope, to=to, text=escape(note))
+            return
+        text = f"{result.title} I sent you the file in our direct messages."
+        await self._respond(respond, scope, to=to, text=escape(text))
+
+    # -- forget all: the buttons ------------------------------------------------------
+    async def on_forget_all_confirm(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        action: dict[str, Any],
+        respond: AsyncRespond,
+        context: AsyncBoltContext,
+        client: AsyncWebClient,
+    ) -> None:
+        with self._tracked():
+            await ack()
+            clicked = _clicked_in(body, action, context)
+            if clicked is None:
+                text = "This button does not belong to this conversation: nothing was forgotten."
+                await self._respond(respond, "?", replace_original=True, text=text)
+                return
+            scope, user_id, channel_id = clicked
+            actor = await self._actor(client, context.team_id or "", user_id, channel_id, True)
+            result = await self._run(scope, "forget all confirm", actor)
+            await self._respond(
+                respond,
+                scope,
+                to=(client, channel_id, user_id),
+                replace_original=True,
+                text=fallback_text(result),
+                blocks=result_blocks(result),
+            )
+
+    async def on_forget_all_cancel(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        action: dict[str, Any],
+        respond: AsyncRespond,
+        client: AsyncWebClient,
+    ) -> None:
+        with self._tracked():
+            await ack()
+            scope = str(action.get("value") or "?")
+            user_id = (body.get("user") or {}).get("id")
+            channel_id = _clicked_channel(body)
+            to = (client, channel_id, user_id) if user_id and channel_id else None
+            await self._respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
+
+
+def _can_shorten(message: dict[str, Any]) -> bool:
+    """Whether a plain-text copy differs from what Slack refused (blocks, or long text)."""
+    text = str(message.get("text") or "")
+    return bool(text) and ("blocks" in message or len(text) > FALLBACK_CHARS)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
+
+
+def _clicked_in(
+    body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+) -> tuple[str, str, str] | None:
+    """(scope, user, channel) of a confirmation click, if the scope in the button is the
+    conversation it was clicked in (never another channel or workspace)."""
+    team_id = context.team_id
+    user_id = (body.get("user") or {}).get("id")
+    channel_id = _clicked_channel(body)
+    if not (team_id and isinstance(user_id, str) and isinstance(channel_id, str)):
+        return None
+    scope = channel_scope(team_id, channel_id)
+    if action.get("value") != scope:
+        return None
+    return scope, user_id, channel_id
+
+
+def _clicked_channel(body: dict[str, Any]) -> str | None:
+    """The channel of a click (an ephemeral message's payload may carry only ``container``)."""
+    channel_id = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+        "channel_id"
+    )
+    return channel_id if isinstance(channel_id, str) else None
