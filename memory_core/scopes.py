@@ -84,6 +84,11 @@ class Scope:
     def __str__(self) -> str:
         return self.key
 
+    @property
+    def local(self) -> str:
+        """The scope without its platform: a console's name, ``1:2`` of ``discord:1:2``."""
+        return self.key.split(":", 1)[1]
+
     # -- parsing -----------------------------------------------------------------------
     @staticmethod
     def of(value: str | Scope) -> Scope:
@@ -213,6 +218,20 @@ def _parse(text: str) -> Scope:
         f"{platform}:SERVER:CHANNEL:THREAD, {platform}:SERVER:user:USER"
         + (" or discord:dm:USER" if platform == "discord" else "")
     )
+
+
+def server_key(platform: str, server: str) -> str:
+    """A server's key (``discord:{guild}``, ``slack:{team}``), as :attr:`Scope.server_key`."""
+    return Scope.channel_of(platform, server, "0").server_key or ""
+
+
+def parse_server(text: str) -> tuple[str, str]:
+    """(platform, server id) of a server key such as ``slack:T1``; InvalidScope otherwise."""
+    platform, _, server = text.partition(":")
+    if platform not in TREE_PLATFORMS:
+        raise InvalidScope(f"{text[:80]!r} is no server: expected discord:GUILD or slack:TEAM")
+    Scope.channel_of(platform, server, "0")  # the same characters as in a scope
+    return platform, server
 
 
 def parse_scope(text: str) -> str:

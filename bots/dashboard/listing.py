@@ -61,7 +61,7 @@ def describe(scope: str) -> ScopeParts:
     place = Scope.of(scope)
     match place.kind:
         case "place":
-            return ScopeParts(place.platform, "console", place.key.split(":", 1)[1], kind="console")
+            return ScopeParts(place.platform, "console", place.local, kind="console")
         case "person":
             return ScopeParts(place.platform, place.server, f"user {place.person}", kind="person")
         case "thread":

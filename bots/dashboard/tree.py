@@ -22,7 +22,7 @@ from bots.dashboard.web import dash, render
 from memory_core.bootstrap import Core
 from memory_core.calendar import from_ms
 from memory_core.errors import InvalidScope
-from memory_core.scopes import Scope
+from memory_core.scopes import Scope, parse_server
 
 CHANNELS_PAGE = 50
 THREADS_SHOWN = 20
@@ -91,7 +91,7 @@ async def tree_index(core: Core) -> TreeIndex:
         places = await core.repo.places_of(key)
         names = await core.repo.names_of([p for p, _ in places[:5]])
         name = next((n for p, _ in places[:5] if (n := _server_name(names.get(p, "")))), "")
-        platform, _, server_id = key.partition(":")
+        platform, server_id = parse_server(key)
         rows.append(
             ServerRow(
                 key=key,
@@ -146,13 +146,10 @@ async def tree_page(request: Request) -> Response:
 
 
 async def server_page(request: Request, server: str) -> Response:
-    platform, _, server_id = server.partition(":")
     try:
-        Scope.channel_of(platform, server_id, "x")
+        parse_server(server)
     except InvalidScope as exc:
         raise HTTPException(404, f"There is no server {server[:80]!r}.") from exc
-    if platform not in ("discord", "slack"):
-        raise HTTPException(404, f"There is no server {server[:80]!r}.")
     page_arg = request.query_params.get("page", "1")
     page = max(1, min(int(page_arg) if page_arg.isdigit() else 1, 1_000_000))
     nodes, total = await server_tree(dash(request).core, server, page=page)

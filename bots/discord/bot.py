@@ -50,7 +50,7 @@ from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
-from memory_core.scopes import Scope
+from memory_core.scopes import Scope, server_key
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class MemoryBot(discord.AutoShardedClient):
             return None  # described: a channel, not a thread
         try:
             parent = await self.core.repo.thread_parent(
-                f"discord:{place.guild_id}", str(place.channel_id)
+                server_key("discord", str(place.guild_id)), str(place.channel_id)
             )
             channel_id = Scope.of(parent).channel if parent else ""
         except MemorybotError as exc:  # Redis away, or a record that names no channel

@@ -21,6 +21,7 @@ from memory_core.calendar import zone
 from memory_core.models import Fact, LogEntry, ScopeState
 from memory_core.prompt.fence import fence
 from memory_core.recall.index import Doc, Hit
+from memory_core.scopes import Scope
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 
 PLACES = {"discord": "Discord", "slack": "Slack", "console": "terminal"}
@@ -327,7 +328,7 @@ class PromptAssembler:
         return "\n".join(lines)
 
     def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
-        platform = data.scope.split(":", 1)[0]
+        platform = Scope.of(data.scope).platform
         place = PLACES.get(platform, platform)
         persona = prompts.render(prompts.persona, bot_name=data.bot_name, place=place)
         rules = prompts.render(prompts.memory_rules, today=today)

@@ -251,6 +251,33 @@ async def test_memory_forget_me_everywhere_from_the_shell(cli: CLI, clean_redis:
     assert "Bob's words in place 6" in other.out  # another workspace: another boundary
 
 
+async def test_console_forget_me_everywhere_reaches_the_threads_and_other_channels(
+    cli: CLI, clean_redis: str
+) -> None:
+    """The console speaks as any member of any place (--scope, --user): Bob talks in a
+    channel and in one of its threads, Ann in the thread too; `/memory forget me` in the
+    channel takes Bob's thread lines; `forget me everywhere` from another channel takes the
+    rest of him."""
+    env = {"REDIS_URL": clean_redis}
+
+    async def console(scope: str, user: str, stdin: str) -> str:
+        run = await cli("console", "--scope", scope, "--user", user, stdin=stdin, **env)
+        assert run.code == 0, run.err
+        return run.out
+
+    await console("slack:T1:C1", "U2", "bob in the channel\n")
+    await console("slack:T1:C1:1.1", "U2", "bob in the thread\n")
+    await console("slack:T1:C1:1.1", "U1", "ann in the thread\n")
+    await console("slack:T1:C3", "U2", "bob elsewhere\n")
+    out = await console("slack:T1:C1", "U2", "/memory forget me\n")
+    assert "in 2 places" in out, out
+    thread = await console("slack:T1:C1:1.1", "U1", "/memory show\n")
+    assert "ann in the thread" in thread and "bob in the thread" not in thread
+    out = await console("slack:T1:C2", "U2", "/memory forget me everywhere\n")
+    assert "in 2 places" in out and "slack:T1:C3" not in out.split("Where", 1)[0], out
+    assert "bob elsewhere" not in await console("slack:T1:C3", "U1", "/memory show\n")
+
+
 async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
     path = cli.home / "c.jsonl"
     lines = [

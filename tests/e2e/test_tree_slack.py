@@ -140,3 +140,22 @@ async def test_a_slack_connect_channel_is_its_own_audience(http: Harness) -> Non
     assert any("vegetarian" in f.text for f in await slack.core.repo.facts(shared_scope))
     assert not [k for k in await all_keys(slack.core) if f"user:{DAVE}" in k]
     assert (await slack.core.repo.state(shared_scope)).aud == "shared"
+
+
+async def test_after_forget_me_no_why_record_elsewhere_shows_the_forgotten_fact(
+    http: Harness,
+) -> None:
+    """Bob pins a fact about himself in #general and asks in #random; /memory why there
+    shows it to him. He forgets himself in #general: #random's record (kept 24 hours) shows
+    it no more, and his next fact gets a new id (never the old one's)."""
+    slack = http
+    slack.fake.add_channel("C2", "random")
+    pinned = block_texts(await slack.command("remember me I am allergic to kiwi", user=BOB))
+    assert "follows you" in pinned
+    await slack.mention("what should I not eat?", user=BOB, channel="C2")
+    await slack.replies(1)
+    assert "allergic to kiwi" in block_texts(await slack.command("why", user=BOB, channel="C2"))
+    await slack.command("forget me", user=BOB)
+    assert "kiwi" not in block_texts(await slack.command("why", user=BOB, channel="C2"))
+    again = block_texts(await slack.command("remember me I like tea", user=BOB))
+    assert "me:f1" not in again and "me:f2" in again
