@@ -30,6 +30,7 @@ Action = Literal[
     "forget_me_everywhere",
     "forget_text",
     "forget_fact",
+    "forget_message",
     "remember",
     "remember_me",
     "export",
@@ -62,8 +63,8 @@ USAGE = """/memory show [overview|tiers|facts|stats]
 @dataclass(frozen=True, slots=True)
 class Command:
     action: Action
-    arg: str = ""  # show: the section; forget: text or fact id; remember: text
-    key: str = ""  # config: mode | timezone | language
+    arg: str = ""  # show: the section; forget: text, fact id or message id; remember: text
+    key: str = ""  # config: mode | timezone | language; forget_message: its author's id
     confirmed: bool = False
 
 
@@ -186,6 +187,9 @@ async def execute(
     own_fact = command.action == "forget_fact" and command.arg.startswith("me:")
     if command.action in ADMIN_ACTIONS and not actor.is_admin and not own_fact:
         raise PermissionDenied(p.say("not_admin", action=_action_name(command)))
+    author = bool(actor.user_id) and actor.user_id == command.key
+    if command.action == "forget_message" and not actor.is_admin and not author:
+        raise PermissionDenied(p.say("not_author"))  # its author, or an admin
     match command.action:
         case "help":
             return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
@@ -240,6 +244,10 @@ async def execute(
             if report.places:
                 result.sections = await _places_section(admin, report, p)
             return result
+        case "forget_message":  # a message shortcut or context menu: "Forget this message"
+            if await admin.forget_message(scope, command.arg):
+                return CommandResult(title=p.say("forgot_message"))
+            return CommandResult(title=p.say("no_such_message"), ok=False)
         case "forget_fact":
             target, fact_id = scope, command.arg
             if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide

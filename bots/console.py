@@ -61,10 +61,13 @@ class ConsoleReply:
         self.out.print(self.prefix + text, markup=False)
         return 0
 
+    def message_id(self, handle: int) -> str:
+        return ""  # a terminal line is nothing anyone can delete
+
     async def edit(self, *, handle: int, text: str) -> bool:
         return False  # never called: the console does not stream
 
-    async def source_line(self, *, platform_id: str, label: str) -> str:
+    async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         return f"({label})"  # a terminal has no message links
 
 

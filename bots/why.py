@@ -19,27 +19,38 @@ from memory_core.service.answer_record import AnswerRecord, UsedFact, UsedMessag
 
 log = logging.getLogger(__name__)
 
-# A platform message id -> its link ("" when there is none). Given by the front door.
-Linker = Callable[[str], Awaitable[str]]
+# A platform message id -> its link ("" when there is none); the flag: said in the thread's
+# channel rather than in the thread itself. Given by the front door.
+Linker = Callable[[str, bool], Awaitable[str]]
 
-SECTION_ORDER = ("overview", "long", "mid", "short", "parent", "facts", "recall", "window")
+SECTION_ORDER = (
+    "overview",
+    "long",
+    "mid",
+    "short",
+    "parent",
+    "thread_start",
+    "facts",
+    "recall",
+    "window",
+)
 
 
 async def links_for(record: AnswerRecord, link: Linker | None) -> dict[str, str]:
     """The links of the recalled messages, looked up together; a failed one is left out."""
-    ids = sorted({m.platform_id for m in record.recalled if m.platform_id})
+    ids = sorted({(m.platform_id, m.in_parent) for m in record.recalled if m.platform_id})
     if link is None or not ids:
         return {}
 
-    async def one(platform_id: str) -> str:
+    async def one(platform_id: str, in_parent: bool) -> str:
         try:
-            return await link(platform_id)
+            return await link(platform_id, in_parent)
         except Exception:  # a link is decoration: the message is listed without it
             log.warning("no link for a recalled message", exc_info=True)
             return ""
 
-    found = await asyncio.gather(*(one(i) for i in ids))
-    return {i: url for i, url in zip(ids, found, strict=True) if url}
+    found = await asyncio.gather(*(one(i, parent) for i, parent in ids))
+    return {i: url for (i, _), url in zip(ids, found, strict=True) if url}
 
 
 def _day(ms: int, tz: str) -> str:

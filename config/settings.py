@@ -156,6 +156,12 @@ class MemorySettings(_Section):
     recall_tokens: int = Field(
         default=1800, ge=0, description="At most this much for recalled past messages (0: off)."
     )
+    thread_start_tokens: int = Field(
+        default=400,
+        ge=0,
+        description="In a thread, at most this much for how it began: its first message, the "
+        "bot's answer to it and the channel's messages just before (0: off).",
+    )
     recall_embedder: Literal["local", "off"] = Field(
         default="local",
         description="Recall by meaning when no llm.embedding_model is set: 'local' runs the "

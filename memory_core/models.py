@@ -223,6 +223,7 @@ class IncomingMessage:
     # follow them to other places. Unknown: private.
     audience: Audience = Audience.PRIVATE
     reply_to: str = ""  # the bot's answer: the user id of the person it answers
+    answers: str = ""  # the bot's answer: the platform id of the message it answers
     # Files shared with the message: rendered into its stored text (a message may be only
     # files; its text is then the rendering).
     attachments: tuple[Attachment, ...] = ()
@@ -247,6 +248,7 @@ class LogEntry:
     platform_id: str = ""
     public: bool = False  # said where the whole guild or workspace could see it
     reply_to: str = ""  # the bot's answer: the user id of the person it answered
+    answers: str = ""  # the bot's answer: the platform id of the message it answered
 
     @property
     def ms(self) -> int:
@@ -267,6 +269,7 @@ class LogEntry:
             platform_id=fields.get("p", ""),
             public=fields.get("v") == "1",
             reply_to=fields.get("o", ""),
+            answers=fields.get("q", ""),
         )
 
 

@@ -36,6 +36,7 @@ from memory_core.errors import InvalidScope
 _SCOPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,15}:[A-Za-z0-9_.:@-]{1,200}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,200}$")
 TREE_PLATFORMS = ("discord", "slack")
+DISCORD_EPOCH_MS = 1_420_070_400_000  # a snowflake's time counts from 2015-01-01
 PERSON = "user"  # the third part of a person scope: {platform}:{server}:user:{id}
 
 
@@ -136,6 +137,22 @@ class Scope:
         if not self.thread:
             return None
         return Scope.channel_of(self.platform, self.server, self.channel)
+
+    @property
+    def thread_started_ms(self) -> int | None:
+        """When the thread began, as its id says: a Slack thread is named by its first
+        message's ts (seconds), a Discord thread by a snowflake (its starter message's, when
+        it was started from one). None for anything else, or an id that says no time."""
+        if not self.thread:
+            return None
+        try:
+            if self.platform == "slack":
+                return int(float(self.thread) * 1000)
+            if self.platform == "discord":
+                return (int(self.thread) >> 22) + DISCORD_EPOCH_MS
+        except ValueError:
+            return None
+        return None
 
     @property
     def root(self) -> Scope:

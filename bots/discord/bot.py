@@ -15,6 +15,7 @@ shards between them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from bots.discord.commands import (
     MemoryCommands,
     answer_command_error,
     memory_group,
+    message_commands,
     sync_command_tree,
 )
 from bots.discord.events import (
@@ -45,12 +47,14 @@ from bots.discord.events import (
     place_for,
     place_of,
 )
+from bots.discord.places import known_thread, resolved
+from bots.discord.recheck import recheck_recent
 from bots.discord.replies import ChannelProblems, DiscordReply
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
-from memory_core.scopes import Scope, server_key
+from memory_core.scopes import server_key
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +92,26 @@ class MemoryBot(discord.AutoShardedClient):
         self.memory_commands = MemoryCommands(core)
         self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
         self.tree.add_command(memory_group(self.memory_commands))
+        for menu in message_commands(self.memory_commands, bot_name=core.settings.bot.name):
+            self.tree.add_command(menu)
         self.tree.error(answer_command_error)
+        self.rechecking: asyncio.Task[int] | None = None
+
+    # -- a fresh session ---------------------------------------------------------------
+    async def on_ready(self) -> None:
+        """A fresh gateway session (a start, or a RESUME Discord refused): what was deleted
+        or edited meanwhile reached no event, so the active places' recent history is read
+        again (:mod:`bots.discord.recheck`), in the background."""
+        if self.rechecking is None or self.rechecking.done():
+            self.rechecking = asyncio.create_task(
+                recheck_recent(self, self.core, bot_name=self.bot_name)
+            )
+
+    async def close(self) -> None:
+        if self.rechecking is not None and not self.rechecking.done():
+            self.rechecking.cancel()
+            await asyncio.gather(self.rechecking, return_exceptions=True)
+        await super().close()
 
     # -- messages ------------------------------------------------------------------------
     async def on_message(self, message: discord.Message) -> None:
@@ -96,7 +119,7 @@ class MemoryBot(discord.AutoShardedClient):
         if translated is None:
             return
         place, incoming = translated
-        if (found := await self.known_thread(place, message.channel)) is not None:
+        if (found := await known_thread(self.core, place, message.channel)) is not None:
             place, incoming = found, replace(incoming, scope=found.scope)
         try:
             # Two processes briefly serving one shard (a rolling restart) both receive the
@@ -149,7 +172,7 @@ class MemoryBot(discord.AutoShardedClient):
             return
         place, text = translated
         message = event.message
-        place = await self.known_thread(place, message.channel) or place
+        place = await resolved(self.core, place, message.channel)
         try:
             changed = await self.core.admin.edit_message(
                 place.scope,
@@ -203,7 +226,7 @@ class MemoryBot(discord.AutoShardedClient):
                 return
             user_id = dm.recipient.id
         place = place_of(channel, guild_id=guild_id, channel_id=channel_id, user_id=user_id)
-        place = await self.known_thread(place, channel) or place
+        place = await resolved(self.core, place, channel)
         if not is_allowed(place, self.settings):
             return
         try:
@@ -215,30 +238,46 @@ class MemoryBot(discord.AutoShardedClient):
         except MemorybotError as exc:
             log.error("deleted messages in %s not forgotten: %s", place.scope, exc)
 
-    async def known_thread(self, place: Place, channel: object) -> Place | None:
-        """A thread discord.py does not describe (not in its cache: archived, or the event
-        came before its thread did) as the tree recorded it under its channel; None when
-        the place is known as it is, or the tree does not know it either."""
-        if place.guild_id is None or place.parent_id is not None:
-            return None
-        if isinstance(channel, discord.abc.GuildChannel | discord.Thread):
-            return None  # described: a channel, not a thread
-        try:
-            parent = await self.core.repo.thread_parent(
-                server_key("discord", str(place.guild_id)), str(place.channel_id)
-            )
-            channel_id = Scope.of(parent).channel if parent else ""
-        except MemorybotError as exc:  # Redis away, or a record that names no channel
-            log.warning("cannot look up the channel of %s: %s", place.scope, exc)
-            return None
-        if not channel_id.isdigit():
-            return None
-        return place_for(
-            guild_id=place.guild_id,
-            channel_id=place.channel_id,
-            parent_id=int(channel_id),
+    # -- places that leave -----------------------------------------------------------
+    # Discord's developer terms ask to delete data once keeping it is no longer needed: a
+    # deleted channel or thread, a server that removed the bot. Never on an outage (a guild
+    # "unavailable"), an archived thread or a lost connection: those come back.
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        """A channel (with its threads) or a forum (with its posts) was deleted."""
+        place = place_for(
+            guild_id=channel.guild.id, channel_id=channel.id, parent_id=None, user_id=0
+        )
+        await self._forget_place(place.scope, "its channel was deleted")
+
+    async def on_raw_thread_delete(self, event: discord.RawThreadDeleteEvent) -> None:
+        """A thread or forum post was deleted (cached or not: the event names its channel)."""
+        place = place_for(
+            guild_id=event.guild_id,
+            channel_id=event.thread_id,
+            parent_id=event.parent_id,
             user_id=0,
         )
+        await self._forget_place(place.scope, "the thread was deleted")
+
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """The bot was removed from a server (kicked, banned, or it left): GUILD_DELETE
+        without ``unavailable``. An outage is ``on_guild_unavailable``, which forgets
+        nothing."""
+        try:
+            places = await self.core.admin.forget_server(server_key("discord", str(guild.id)))
+        except MemorybotError as exc:
+            log.error("memory of server %s not forgotten: %s", guild.id, exc)
+            return
+        log.warning("removed from server %s: forgot its %d places", guild.id, places)
+
+    async def _forget_place(self, scope: str, why: str) -> None:
+        try:
+            keys = await self.core.admin.forget_all(scope, keep_settings=False)
+        except MemorybotError as exc:
+            log.error("memory of %s not forgotten (%s): %s", scope, why, exc)
+            return
+        if keys:
+            log.info("forgot %s: %s", scope, why)
 
     async def _dm_channel(self, channel_id: int) -> discord.DMChannel | None:
         channel = self.get_channel(channel_id)

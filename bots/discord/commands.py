@@ -19,13 +19,15 @@ import discord
 from discord import app_commands
 
 from bots.commands import Actor, Command, CommandResult
-from bots.discord.events import Place, is_allowed, place_of
+from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_of
 from bots.discord.links import message_url
+from bots.discord.places import resolved
 from bots.discord.ui import ConfirmView, send_ephemeral, send_result, texts_for
 from bots.frontdoor import run_command
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
+from memory_core.models import MAX_FACT_CHARS, render_attachments
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +95,8 @@ class MemoryCommands:
         )
 
     async def run(self, interaction: discord.Interaction, command: Command) -> None:
-        place = self.place(interaction)
+        # A thread the client has no copy of (an archived one) is found in memory's tree.
+        place = await resolved(self.core, self.place(interaction), interaction.channel)
         language = interaction_language(interaction)
         texts = texts_for(language)
         if not is_allowed(place, self.settings):
@@ -143,9 +146,10 @@ class MemoryCommands:
     async def _execute(
         self, place: Place, command: Command, actor: Actor, language: str | None
     ) -> CommandResult:
-        async def link(message_id: str) -> str:  # /memory why: the scope's own messages
+        async def link(message_id: str, in_parent: bool) -> str:  # /memory why
+            channel_id = place.parent_id if in_parent and place.parent_id else place.channel_id
             return message_url(
-                guild_id=place.guild_id, channel_id=place.channel_id, message_id=message_id
+                guild_id=place.guild_id, channel_id=channel_id, message_id=message_id
             )
 
         return await run_command(
@@ -165,6 +169,44 @@ class MemoryCommands:
         if not done:
             await interaction.response.defer(ephemeral=True, thinking=True)
         return await task
+
+
+MAX_NOTE_LINK = 120  # a message link's length; the note's text is cut to leave it room
+
+
+def message_commands(runner: MemoryCommands, *, bot_name: str) -> list[app_commands.ContextMenu]:
+    """The message context menu (Apps > ...): "Forget this message" (its author, or an
+    admin) and "Remember this" (a pinned note quoting it, with its link; admins, as
+    /memory remember). Both run on any message the user can see, in an archived thread
+    too, where no slash command can be typed."""
+
+    async def forget_this(interaction: discord.Interaction, message: discord.Message) -> None:
+        command = Command("forget_message", arg=str(message.id), key=str(message.author.id))
+        await runner.run(interaction, command)
+
+    async def remember_this(interaction: discord.Interaction, message: discord.Message) -> None:
+        me = interaction.client.user
+        text = message_text(message, bot_id=me.id if me else 0, bot_name=bot_name)
+        text = text or render_attachments(attachments_of(message))
+        room = MAX_FACT_CHARS - MAX_NOTE_LINK - len(message.author.display_name) - 6
+        quote = text if len(text) <= room else text[: room - 1] + "…"
+        note = f"{message.author.display_name}: {quote} ({message.jump_url})"
+        await runner.run(interaction, Command("remember", arg=note))
+
+    return [
+        app_commands.ContextMenu(
+            name=name,
+            callback=callback,
+            allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
+            allowed_contexts=app_commands.AppCommandContext(
+                guild=True, dm_channel=True, private_channel=False
+            ),
+        )
+        for name, callback in (
+            ("Forget this message", forget_this),
+            ("Remember this", remember_this),
+        )
+    ]
 
 
 def memory_group(runner: MemoryCommands) -> app_commands.Group:

@@ -18,9 +18,12 @@ from config.settings import DiscordSettings
 from memory_core.models import Attachment, IncomingMessage
 from memory_core.scopes import Audience, Scope
 
-# Message types that people write; joins, pins, thread-created notices and the like are not
-# conversation and are never remembered.
-CONVERSATION_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+# Message types that people write (and a poll's result, which says what the poll decided);
+# joins, pins, thread-created notices and the like are not conversation and are never
+# remembered.
+CONVERSATION_TYPES = frozenset(
+    {discord.MessageType.default, discord.MessageType.reply, discord.MessageType.poll_result}
+)
 
 _MENTION = re.compile(r"<(@!?|@&|#)(\d+)>")
 
@@ -152,8 +155,11 @@ def visible_to_everyone(channel: object, guild: discord.Guild | None) -> bool:
 
 
 def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str:
-    """A message's text as memory keeps it (mentions as names), new or edited alike."""
-    return readable_text(
+    """A message's text as memory keeps it (mentions as names), new or edited alike, after
+    what the message is when it is more than its words: a forum post's title and tags, a
+    forwarded message (its own text; its author is not given), a poll, a poll's result, a
+    voice message. Those notes are data, bounded like a file's line."""
+    said = readable_text(
         message.content,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -161,6 +167,67 @@ def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str
         roles={role.id: role.name for role in message.role_mentions},
         channels={channel.id: channel.name for channel in message.channel_mentions},
     )
+    notes = [_forum_post(message), *_forwarded(message), _poll(message), _poll_result(message)]
+    notes.append(_voice(message))
+    return "\n".join(part for part in (*notes, said) if part).strip()
+
+
+def _forum_post(message: discord.Message) -> str:
+    """The first message of a forum post (it has the post's id): its title and tags."""
+    channel = message.channel
+    if not isinstance(channel, discord.Thread) or message.id != channel.id:
+        return ""
+    if not isinstance(channel.parent, discord.ForumChannel):
+        return ""
+    tags = ", ".join(_data(tag.name, 40) for tag in channel.applied_tags)
+    return f"[forum post: {_data(channel.name, 100)}" + (f"; tags: {tags}]" if tags else "]")
+
+
+def _forwarded(message: discord.Message) -> list[str]:
+    """A forwarded message: what it said, from the member who forwarded it."""
+    reference = message.reference
+    if reference is None or reference.type is not discord.MessageReferenceType.forward:
+        return []
+    texts = (
+        readable_text(snapshot.content, bot_id=0, bot_name="", users={}, roles={}, channels={})
+        for snapshot in message.message_snapshots
+    )
+    return [f"[forwarded message, its author not given] {text}".rstrip() for text in texts]
+
+
+def _poll(message: discord.Message) -> str:
+    poll = message.poll
+    if poll is None:
+        return ""
+    answers = "; ".join(_data(answer.text or "", 55) for answer in poll.answers)
+    several = " (several answers allowed)" if poll.multiple else ""
+    return f"[poll] {_data(poll.question, 300)}: {answers}{several}"
+
+
+def _poll_result(message: discord.Message) -> str:
+    if message.type is not discord.MessageType.poll_result or not message.embeds:
+        return ""
+    fields = {str(f.name): str(f.value or "") for f in message.embeds[0].fields}
+    question = _data(fields.get("poll_question_text", ""), 300)
+    winner = _data(fields.get("victor_answer_text", ""), 55)
+    if not winner:
+        return f"[poll closed] {question}: no answer won"
+    votes, total = fields.get("victor_answer_votes", "?"), fields.get("total_votes", "?")
+    return f"[poll closed] {question}: {winner} won, {votes} of {total} votes"
+
+
+def _voice(message: discord.Message) -> str:
+    if not message.flags.voice:
+        return ""
+    durations = [a.duration for a in message.attachments if a.duration is not None]
+    seconds = f", {durations[0]:.0f} s" if durations else ""
+    return f"[voice message{seconds}]"
+
+
+def _data(value: str, limit: int) -> str:
+    """User-chosen words in a note: one bounded line, no brackets."""
+    value = " ".join(value.split()).replace("[", "(").replace("]", ")")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 def is_content_edit(event: discord.RawMessageUpdateEvent) -> bool:
@@ -185,6 +252,7 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
     size, alt text and link; never the file. The name is ``filename``, as Discord shows it
     and the link ends; a ``title`` stands in for a missing description. An image also
     carries a way to read its bytes, for its caption (``llm.vision_model``)."""
+    forwarded = [a for snapshot in message.message_snapshots for a in snapshot.attachments]
     return tuple(
         Attachment(
             name=attachment.filename,
@@ -194,7 +262,7 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
             url=attachment.url,
             image=image_source(attachment),
         )
-        for attachment in message.attachments
+        for attachment in (*message.attachments, *forwarded)
     )
 
 

@@ -127,6 +127,9 @@ class DiscordReply:
         self.replied = True
         return posted
 
+    def message_id(self, handle: discord.Message) -> str:
+        return str(handle.id)
+
     async def edit(self, *, handle: discord.Message, text: str) -> bool:
         try:
             await handle.edit(content=text)
@@ -135,10 +138,14 @@ class DiscordReply:
             return False
         return True
 
-    async def source_line(self, *, platform_id: str, label: str) -> str:
-        """Small text (``-#``) linking to the recalled message, in this same channel."""
+    async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
+        """Small text (``-#``) linking to the recalled message, in this same channel (or,
+        ``in_parent``, in this thread's channel)."""
+        channel_id = self.channel.id
+        if in_parent and isinstance(self.channel, discord.Thread) and self.channel.parent_id:
+            channel_id = self.channel.parent_id
         url = message_url(
-            guild_id=guild_id_of(self.trigger), channel_id=self.channel.id, message_id=platform_id
+            guild_id=guild_id_of(self.trigger), channel_id=channel_id, message_id=platform_id
         )
         return f"-# [{label}]({url})" if url else ""
 

@@ -24,7 +24,7 @@ CANCELLED = "Cancelled: nothing was forgotten."
 TRUNCATED = "More than fits in one message: `/memory export` has all of it."
 
 
-def _section(text: str) -> Block:
+def section(text: str) -> Block:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
@@ -32,7 +32,7 @@ def _title_block(title: str) -> Block:
     if len(title) <= HEADER_CHARS:
         return {"type": "header", "text": {"type": "plain_text", "text": title, "emoji": True}}
     # Long titles (a confirmation question, a refusal) read better as bold text than cut.
-    return _section(f"*{escape(title)}*"[:SECTION_CHARS])
+    return section(f"*{escape(title)}*"[:SECTION_CHARS])
 
 
 def result_blocks(result: CommandResult) -> list[Block]:
@@ -41,7 +41,7 @@ def result_blocks(result: CommandResult) -> list[Block]:
     blocks: list[Block] = [_title_block(result.title)] if result.title else []
     for heading, body in result.sections:
         text = f"*{escape(heading)}*\n{escape(body)}" if heading else escape(body)
-        blocks += [_section(chunk) for chunk in split_message(text, SECTION_CHARS)]
+        blocks += [section(chunk) for chunk in split_message(text, SECTION_CHARS)]
     if len(blocks) > MAX_BLOCKS:
         note = {"type": "context", "elements": [{"type": "mrkdwn", "text": TRUNCATED}]}
         blocks = [*blocks[: MAX_BLOCKS - 1], note]
@@ -54,7 +54,7 @@ def fallback_text(result: CommandResult) -> str:
     return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
 
 
-def _button(text: str, action_id: str, value: str, *, style: str | None = None) -> Block:
+def button(text: str, action_id: str, value: str, *, style: str | None = None) -> Block:
     button: Block = {
         "type": "button",
         "text": {"type": "plain_text", "text": text, "emoji": True},
@@ -70,13 +70,13 @@ def confirm_blocks(result: CommandResult, scope: str) -> list[Block]:
     """``forget all`` asked without confirmation: the question and two buttons. The scope
     rides in the buttons' value; the click handler checks it against where it was clicked."""
     return [
-        _section(escape(result.title)[:SECTION_CHARS]),
+        section(escape(result.title)[:SECTION_CHARS]),
         {
             "type": "actions",
             "block_id": "memory_forget_all",
             "elements": [
-                _button("Forget everything", FORGET_ALL_CONFIRM, scope, style="danger"),
-                _button("Cancel", FORGET_ALL_CANCEL, scope),
+                button("Forget everything", FORGET_ALL_CONFIRM, scope, style="danger"),
+                button("Cancel", FORGET_ALL_CANCEL, scope),
             ],
         },
     ]

@@ -42,12 +42,14 @@ from bots.slack.connect import (
     require_bot_token,
     serve_http,
 )
+from bots.slack.controls import SlackControls
 from bots.slack.files import SlackFiles
 from bots.slack.send import ThreadReply
 from bots.slack.text import (
     Deletion,
     Edit,
     SlackMessage,
+    channel_scope,
     mentioned_users,
     parse_change,
     parse_deletion,
@@ -58,7 +60,7 @@ from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError
 from memory_core.models import IncomingMessage
-from memory_core.scopes import Audience
+from memory_core.scopes import Audience, server_key
 from memory_core.service.conversation import Turn
 
 log = logging.getLogger(__name__)
@@ -92,17 +94,29 @@ class SlackBot:
         self._queue = ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
         self.commands = SlackCommands(
-            core, directory=self.directory, queue=self._queue, tracked=self._tracked
+            core, directory=self.directory, queue=self._queue, tracked=self.tracked
+        )
+        self.controls = SlackControls(
+            core,
+            commands=self.commands,
+            directory=self.directory,
+            memory_text=self.memory_text,
+            tracked=self.tracked,
         )
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.on_message)
         app.event("app_mention")(self.on_message)
+        app.event("channel_deleted")(self.on_channel_deleted)
+        app.event("group_deleted")(self.on_channel_deleted)
+        app.event("app_uninstalled")(self.on_uninstalled)
+        app.event("tokens_revoked")(self.on_uninstalled)
         self.commands.register(app)
+        self.controls.register(app)
 
     # -- bookkeeping -------------------------------------------------------------------
     @contextmanager
-    def _tracked(self) -> Iterator[None]:
+    def tracked(self) -> Iterator[None]:
         """Bolt runs listeners as loose tasks after acking; shutdown (and tests) wait for
         the ones running through :meth:`drain`."""
         task = asyncio.current_task()
@@ -126,6 +140,41 @@ class SlackBot:
                 return
             await asyncio.wait(pending, timeout=remaining)
 
+    # -- places that leave -------------------------------------------------------------
+    # Slack asks apps to purge data on uninstall; a deleted channel's memory has no one to
+    # serve. Never on an archive (channel_archive: it comes back) or a lost connection.
+    async def on_channel_deleted(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """A channel (public: channel_deleted, private: group_deleted) was deleted: its
+        memory and its threads' go."""
+        with self.tracked():
+            channel = event.get("channel")
+            try:
+                scope = channel_scope(context.team_id or "", str(channel))
+            except InputError:
+                return  # not an id Slack sends
+            try:
+                await self.core.admin.forget_all(scope, keep_settings=False)
+            except STORE_ERRORS as exc:
+                log.error("Slack: memory of deleted %s not forgotten: %s", scope, exc)
+                return
+            log.info("Slack: %s was deleted: its memory is forgotten", scope)
+
+    async def on_uninstalled(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """The app was uninstalled (app_uninstalled) or its bot token revoked
+        (tokens_revoked naming bot tokens): everything of the workspace goes."""
+        with self.tracked():
+            tokens = event.get("tokens") if event.get("type") == "tokens_revoked" else None
+            if isinstance(tokens, dict) and not tokens.get("bot"):
+                return  # only users' tokens: the app stays
+            team_id = context.team_id or ""
+            try:
+                places = await self.core.admin.forget_server(server_key("slack", team_id))
+                await self.directory.forget_team(team_id)
+            except (*STORE_ERRORS, InputError) as exc:
+                log.error("Slack: memory of workspace %s not forgotten: %s", team_id, exc)
+                return
+            log.warning("Slack: removed from workspace %s: forgot its %d places", team_id, places)
+
     # -- messages ----------------------------------------------------------------------
     async def on_message(
         self,
@@ -134,7 +183,7 @@ class SlackBot:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self._tracked():
+        with self.tracked():
             team_id, bot_user_id = context.team_id, context.bot_user_id or ""
             if not team_id:
                 return
@@ -197,7 +246,7 @@ class SlackBot:
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
     ) -> IncomingMessage:
         author = await self.directory.name(client, msg.team_id, msg.user_id)
-        text = await self._plain_text(
+        text = await self.memory_text(
             msg.raw_text, team_id=msg.team_id, bot_user_id=bot_user_id, client=client
         )
         audience = msg.audience
@@ -218,7 +267,7 @@ class SlackBot:
             attachments=self.files.with_images(msg.files, msg.downloads),
         )
 
-    async def _plain_text(
+    async def memory_text(
         self, raw_text: str, *, team_id: str, bot_user_id: str, client: AsyncWebClient
     ) -> str:
         """Slack markup -> what memory keeps, mentions by name (new and edited alike)."""
@@ -261,7 +310,7 @@ class SlackBot:
             try:
                 if not await platform.first_delivery("slack", event_id):
                     return
-                text = await self._plain_text(
+                text = await self.memory_text(
                     edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
                 )
                 changed = await self.core.admin.edit_message(

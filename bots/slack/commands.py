@@ -113,16 +113,16 @@ class SlackCommands:
             text = unescape(str(command.get("text") or ""))
             parsed = _parse_or_none(text)
             needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
-            actor = await self._actor(client, team_id, user_id, channel_id, needs_admin)
-            result = await self._run(scope, parsed or text, actor, permalinks(client, channel_id))
+            actor = await self.actor(client, team_id, user_id, channel_id, needs_admin)
+            result = await self.run(scope, parsed or text, actor, permalinks(client, channel_id))
             to = (client, channel_id, user_id)
             if result.needs_confirm:
                 blocks = confirm_blocks(result, scope)
-                await self._respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
+                await self.respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
             elif result.file is not None:
                 await self._send_export(client, respond, to=to, scope=scope, result=result)
             else:
-                await self._respond(
+                await self.respond(
                     respond,
                     scope,
                     to=to,
@@ -130,7 +130,7 @@ class SlackCommands:
                     blocks=result_blocks(result),
                 )
 
-    async def _run(
+    async def run(
         self, scope: str, command: Command | str, actor: Actor, link: Linker | None = None
     ) -> CommandResult:
         async with self._queue.hold(scope):  # "forget me" right after a message forgets it too
@@ -138,7 +138,7 @@ class SlackCommands:
                 self.core, scope=scope, command=command, actor=actor, link=link
             )
 
-    async def _actor(
+    async def actor(
         self,
         client: AsyncWebClient,
         team_id: str,
@@ -154,7 +154,7 @@ class SlackCommands:
         )
         return Actor(user_id=user_id, name=name, is_admin=is_admin)
 
-    async def _respond(
+    async def respond(
         self,
         respond: AsyncRespond,
         scope: str,
@@ -251,10 +251,10 @@ class SlackCommands:
                 f"{result.title} But I could not send you the file ({code}): the app needs "
                 "the im:write and files:write scopes (see docs/slack.md)."
             )
-            await self._respond(respond, scope, to=to, text=escape(note))
+            await self.respond(respond, scope, to=to, text=escape(note))
             return
         text = f"{result.title} I sent you the file in our direct messages."
-        await self._respond(respond, scope, to=to, text=escape(text))
+        await self.respond(respond, scope, to=to, text=escape(text))
 
     # -- forget all: the buttons ------------------------------------------------------
     async def on_forget_all_confirm(
@@ -271,12 +271,12 @@ class SlackCommands:
             clicked = _clicked_in(body, action, context)
             if clicked is None:
                 text = "This button does not belong to this conversation: nothing was forgotten."
-                await self._respond(respond, "?", replace_original=True, text=text)
+                await self.respond(respond, "?", replace_original=True, text=text)
                 return
             scope, user_id, channel_id = clicked
-            actor = await self._actor(client, context.team_id or "", user_id, channel_id, True)
-            result = await self._run(scope, "forget all confirm", actor)
-            await self._respond(
+            actor = await self.actor(client, context.team_id or "", user_id, channel_id, True)
+            result = await self.run(scope, "forget all confirm", actor)
+            await self.respond(
                 respond,
                 scope,
                 to=(client, channel_id, user_id),
@@ -299,7 +299,7 @@ class SlackCommands:
             user_id = (body.get("user") or {}).get("id")
             channel_id = _clicked_channel(body)
             to = (client, channel_id, user_id) if user_id and channel_id else None
-            await self._respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
+            await self.respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
 
 
 def _can_shorten(message: dict[str, Any]) -> bool:

@@ -35,7 +35,7 @@ async def permalink(client: AsyncWebClient, *, channel: str, ts: str) -> str:
 def permalinks(client: AsyncWebClient, channel: str) -> Linker:
     """The :data:`~bots.why.Linker` of a channel: its messages' permalinks by ts."""
 
-    async def link(ts: str) -> str:
+    async def link(ts: str, in_parent: bool) -> str:  # a thread's messages are its channel's
         return await permalink(client, channel=channel, ts=ts)
 
     return link

@@ -63,6 +63,9 @@ class ThreadReply:
         self.posted.append(ts)
         return ts
 
+    def message_id(self, handle: str) -> str:
+        return handle  # its ts
+
     async def edit(self, *, handle: str, text: str) -> bool:
         try:
             await self.client.chat_update(channel=self.channel, ts=handle, text=text)
@@ -71,7 +74,7 @@ class ThreadReply:
             return False
         return True
 
-    async def source_line(self, *, platform_id: str, label: str) -> str:
+    async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         """A small italic link to the recalled message (``markup`` makes it ``<url|label>``)."""
         url = await permalink(self.client, channel=self.channel, ts=platform_id)
         return f"_[{label}]({url})_" if url else ""

@@ -108,6 +108,12 @@ class SlackDirectory:
             log.warning("could not cache Slack channel %s: %s", channel_id, exc)
         return audience
 
+    async def forget_team(self, team_id: str) -> None:
+        """The app was uninstalled from ``team_id``: its members' cached names and admin
+        flags, and its channels' audiences, go with its memory."""
+        for namespace in (NAMES, ADMINS, CHANNELS):
+            await self.platform.forget_cached(namespace, f"{team_id}:")
+
     async def _fetch(
         self, client: AsyncWebClient, team_id: str, user_id: str
     ) -> Mapping[str, Any] | None:

@@ -35,9 +35,20 @@ class PromptUse:
     facts: tuple[Fact, ...] = ()
     personal: tuple[Fact, ...] = ()  # of ``facts``, those about the person asking (their own)
     recalled: tuple[Doc, ...] = ()  # by the score of their hit, best first
+    # Where each of ``recalled`` was said ("" = the scope itself; a thread also recalls
+    # from its channel).
+    recalled_from: tuple[str, ...] = ()
+    started: tuple[LogEntry, ...] = ()  # a thread: how it began, in its channel
     epoch: int = 0  # the scope's epoch when its memory was read
     sources: bool = False  # the scope's source-line setting, as read then
     tz: str = "UTC"  # the scope's timezone: the dates of what was recalled
+
+    def recalled_pairs(self) -> list[tuple[str, Doc]]:
+        """(where it was said, "" for the scope itself; the document) of ``recalled``."""
+        return [
+            (self.recalled_from[i] if i < len(self.recalled_from) else "", doc)
+            for i, doc in enumerate(self.recalled)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,9 @@ class AssemblyInput:
     exclude_id: str = ""
     recalled: Sequence[Hit] = ()  # from the recall index, best first
     personal: Sequence[Fact] = ()  # facts about the person asking that may be used here
+    # A thread: how it began in its channel, oldest first (the channel's messages before
+    # it, its first message, the bot's answer to it: the last are the most needed).
+    thread_start: Sequence[LogEntry] = ()
 
 
 def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
@@ -159,6 +173,13 @@ class PromptAssembler:
         memory_room = remaining // share if rules_whole else 0
         memory_parts, sections, facts_used = self._memory(prompts, data, memory_room)
         remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
+        # A thread's beginning, in its channel: what a follow-up there is about.
+        start_room = min(s.thread_start_tokens, remaining // 4) if rules_whole else 0
+        start_text, started = self._thread_start(prompts, data, today, start_room)
+        if start_text:
+            memory_parts.append(start_text)
+            sections["thread_start"] = self.counter.count(start_text) + 2
+            remaining -= sections["thread_start"]
 
         # 3. The working window (newest verbatim messages) and recalled messages share what
         # is left. Recall gets its share only when something matched the new message, and
@@ -169,9 +190,11 @@ class PromptAssembler:
             data, today, min(s.window_tokens, remaining - recall_cap)
         )
         recall_room = remaining - used if rules_whole else 0
-        recall_text, recall_cost, recalled = self._recall(
-            prompts, data, recall_room, exclude=window_ids
-        )
+        parent = Scope.of(data.scope).parent
+        shown = {("", i) for i in window_ids} | {
+            (parent.key if parent else "", e.id) for e in started
+        }
+        recall_text, recall_cost, recalled = self._recall(prompts, data, recall_room, exclude=shown)
         if recall_text:
             memory_parts.append(recall_text)
             sections["recall"] = recall_cost
@@ -212,27 +235,59 @@ class PromptAssembler:
             sections=sections,
             window_messages=len(messages) - 2,
             language=prompts.language,
-            used=self._used(data, facts_used, recalled, system if cut else None),
+            used=self._used(data, facts_used, recalled, started, system if cut else None),
         )
 
     @staticmethod
     def _used(
-        data: AssemblyInput, facts: list[Fact], recalled: list[Doc], cut_system: str | None
+        data: AssemblyInput,
+        facts: list[Fact],
+        recalled: list[tuple[str, Doc]],
+        started: list[LogEntry],
+        cut_system: str | None,
     ) -> PromptUse:
         """What made it in; after the system message was cut (a tiny budget), only what is
         still in it."""
         if cut_system is not None:
             facts = [f for f in facts if fence(render_fact(f)) in cut_system]
-            recalled = [d for d in recalled if fence(render_recalled(d)) in cut_system]
+            recalled = [(s, d) for s, d in recalled if fence(render_recalled(d)) in cut_system]
+            started = [e for e in started if fence(e.text) in cut_system]
         personal = {id(f) for f in data.personal}
         return PromptUse(
             facts=tuple(facts),
             personal=tuple(f for f in facts if id(f) in personal),
-            recalled=tuple(recalled),
+            recalled=tuple(d for _, d in recalled),
+            recalled_from=tuple(s for s, _ in recalled),
+            started=tuple(started),
             epoch=data.state.epoch,
             sources=data.state.sources,
             tz=data.tz,
         )
+
+    def _thread_start(
+        self, prompts: PromptSet, data: AssemblyInput, today: str, budget: int
+    ) -> tuple[str, list[LogEntry]]:
+        """How a thread began, within ``budget``: the newest first (the answer to its first
+        message, that message, then the channel before it), shown oldest first."""
+        if not data.thread_start or budget <= 0:
+            return "", []
+        heading = f"## {prompts.headings['thread_start']}"
+        used = self.counter.count(heading) + 4  # the heading and the fence
+        taken: list[tuple[LogEntry, str]] = []
+        for entry in reversed(data.thread_start):
+            line = f"[{_stamp(entry.ts, data.tz, today)}] {entry.author or 'someone'}: {entry.text}"
+            cost = self.counter.count(line) + 1
+            if used + cost > budget:
+                if not taken and budget - used > 8:  # the newest alone is too long: its start
+                    taken.append((entry, self.counter.truncate(line, budget - used)))
+                break
+            taken.append((entry, line))
+            used += cost
+        if not taken:
+            return "", []
+        taken.reverse()
+        body = "\n".join(line for _, line in taken)
+        return f"{heading}\n{fence(body)}", [entry for entry, _ in taken]
 
     def _window(
         self, data: AssemblyInput, today: str, budget: int
@@ -282,33 +337,44 @@ class PromptAssembler:
         return sum(self._doc_cost(d) for d in hit.docs) + DATE_LINE
 
     def _recall(
-        self, prompts: PromptSet, data: AssemblyInput, budget: int, *, exclude: set[str]
-    ) -> tuple[str, int, list[Doc]]:
+        self,
+        prompts: PromptSet,
+        data: AssemblyInput,
+        budget: int,
+        *,
+        exclude: set[tuple[str, str]],
+    ) -> tuple[str, int, list[tuple[str, Doc]]]:
         """Recalled messages by score within ``budget``, shown in time order under the date
-        they were said (one date line per day, not per message: more memory per token)."""
+        they were said (one date line per day, not per message: more memory per token).
+        Each with where it was said (``Hit.scope``: "" the scope itself, or a thread's
+        channel); ``exclude``: (scope, id) already shown."""
         heading = f"## {prompts.headings['recall']}"
         used = self.counter.count(heading) + 2
-        picked: list[list[Doc]] = []  # per hit taken, best first
-        seen: set[tuple[str, int]] = set()
+        picked: list[list[tuple[str, Doc]]] = []  # per hit taken, best first
+        seen: set[tuple[str, str, int]] = set()
         days: set[str] = set()
         for hit in data.recalled:
-            docs = [d for d in hit.docs if d.id not in exclude and (d.id, d.ms) not in seen]
+            docs = [
+                (hit.scope, d)
+                for d in hit.docs
+                if (hit.scope, d.id) not in exclude and (hit.scope, d.id, d.ms) not in seen
+            ]
             if not docs:
                 continue
-            new_days = {_day(d, data.tz) for d in docs} - days
-            cost = sum(self._doc_cost(d) for d in docs)
+            new_days = {_day(d, data.tz) for _, d in docs} - days
+            cost = sum(self._doc_cost(d) for _, d in docs)
             cost += DATE_LINE * len(new_days)
             if used + cost > budget:
                 continue  # a smaller hit further down may still fit
-            seen.update((d.id, d.ms) for d in docs)
+            seen.update((s, d.id, d.ms) for s, d in docs)
             days |= new_days
             used += cost
             picked.append(docs)
         # The estimates are exact within a token a line: measure what was packed, and drop
         # the last hits taken (the lowest scored) in the rare case it came out over.
         while picked:
-            chosen = [d for docs in picked for d in docs]
-            text = self._render_recall(heading, chosen, data.tz)
+            chosen = [pair for docs in picked for pair in docs]
+            text = self._render_recall(heading, [d for _, d in chosen], data.tz)
             cost = self.counter.count(text) + 2
             if cost <= budget:
                 return text, cost, chosen

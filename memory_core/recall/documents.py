@@ -40,6 +40,7 @@ class Hit:
 
     docs: tuple[Doc, ...]  # chronological
     score: float
+    scope: str = ""  # where it was said, when not in the scope searched for (a thread's channel)
 
     @property
     def ids(self) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ operations (``MemoryAdmin``), exports and imports, and replays of a conversation
 
 from __future__ import annotations
 
-from memory_core.service.admin import MemoryAdmin, ScopeView
+from memory_core.service.admin import MemberPlace, MemberView, MemoryAdmin, ScopeView
 from memory_core.service.conversation import Conversation, ReplySink, Turn
 from memory_core.service.exports import parse_export
 from memory_core.service.forget_request import ForgetReport, ForgetRequest
@@ -14,6 +14,8 @@ __all__ = [
     "Conversation",
     "ForgetReport",
     "ForgetRequest",
+    "MemberPlace",
+    "MemberView",
     "MemoryAdmin",
     "MemoryPipeline",
     "ReplySink",

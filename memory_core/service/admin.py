@@ -50,6 +50,25 @@ class ScopeView:
     spend: SpendReport | None = None  # today's tokens against the limits (show stats)
 
 
+@dataclass(frozen=True, slots=True)
+class MemberPlace:
+    """One place where a member has memory, as their own view shows it."""
+
+    scope: str
+    name: str  # as the platform last gave it ("" unknown)
+    messages: int  # their messages kept there
+    facts: int  # facts about them kept there
+
+
+@dataclass
+class MemberView:
+    """What memory keeps about one member across a server or workspace (the App Home):
+    their places, each with its counts, and the facts that follow them."""
+
+    places: list[MemberPlace]
+    facts: list[Fact]  # about them across the server (their person scope)
+
+
 class MemoryAdmin(MemoryForgetting):
     """Every admin operation on a scope: those that forget come from the base class, those
     that show, pin, edit, configure, export and import are here."""
@@ -103,6 +122,28 @@ class MemoryAdmin(MemoryForgetting):
         threads = await self.repo.threads_of(scope)
         found = await self.repo.facts_of(threads)
         return [(thread, fact) for thread in threads for fact in found.get(thread, [])]
+
+    async def member_view(self, scope: str, user_id: str, *, limit: int = 50) -> MemberView:
+        """What is kept about ``user_id`` across the server of ``scope`` (at most ``limit``
+        places, most recent first), for them alone to see."""
+        scope = parse_scope(scope)
+        places = (await self.places_of_member(scope, user_id))[:limit]
+        names = await self.repo.names_of(places)
+        counts = await self.repo.messages_by(places, user_id)
+        facts = await self.repo.facts_of(places)
+        person = Scope.of(scope).person_scope(user_id)
+        return MemberView(
+            places=[
+                MemberPlace(
+                    scope=place,
+                    name=names.get(place, ""),
+                    messages=counts.get(place, 0),
+                    facts=sum(f.subject_id == user_id for f in facts.get(place, [])),
+                )
+                for place in places
+            ],
+            facts=await self.repo.facts(person.key) if person else [],
+        )
 
     async def place_names(self, scopes: list[str]) -> dict[str, str]:
         """The names people know the places by ("#general (My Server)"; "" unknown)."""

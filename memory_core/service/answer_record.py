@@ -61,6 +61,7 @@ class UsedMessage:
     author_id: str
     snippet: str
     kind: str = "message"  # "message" | "day" (a recalled summary of a day)
+    in_parent: bool = False  # said in the thread's channel (how it began; recall there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +161,15 @@ def build_record(msg: IncomingMessage, reply: Reply, prompt: Prompt, *, now: dat
         )
         for f in used.facts[:MAX_FACTS]
     )
-    recalled = tuple(
-        _DocRef(scope=msg.scope, id=d.id, ms=d.ms, kind=d.kind, day=d.day)
-        for d in used.recalled[:MAX_RECALLED]
+    parent = Scope.of(msg.scope).parent
+    started = tuple(
+        _DocRef(scope=parent.key, id=e.id, ms=e.ms, kind="message")
+        for e in used.started
+        if parent is not None
+    )
+    recalled = started + tuple(
+        _DocRef(scope=where or msg.scope, id=d.id, ms=d.ms, kind=d.kind, day=d.day)
+        for where, d in used.recalled_pairs()[:MAX_RECALLED]
         if d.kind in ("message", "day")
     )
     return _Stored(
@@ -224,7 +231,7 @@ async def read_record(repo: MemoryRepo, scope: str) -> AnswerRecord | None:
         tz=stored.tz,
         sections=stored.sections,
         facts=await _facts(repo, stored.facts, scope),
-        recalled=await _recalled(repo, stored.recalled),
+        recalled=await _recalled(repo, stored.recalled, scope),
     )
 
 
@@ -257,7 +264,9 @@ def _used_fact(fact: Fact, personal: bool, scope: str) -> UsedFact:
     )
 
 
-async def _recalled(repo: MemoryRepo, refs: tuple[_DocRef, ...]) -> tuple[UsedMessage, ...]:
+async def _recalled(
+    repo: MemoryRepo, refs: tuple[_DocRef, ...], scope: str
+) -> tuple[UsedMessage, ...]:
     entries: dict[tuple[str, str], LogEntry] = {}
     days: dict[tuple[str, str], str] = {}
     for place in sorted({ref.scope for ref in refs}):
@@ -279,6 +288,7 @@ async def _recalled(repo: MemoryRepo, refs: tuple[_DocRef, ...]) -> tuple[UsedMe
                     author=entry.author,
                     author_id=entry.author_id,
                     snippet=_cut(entry.text, SNIPPET_CHARS),
+                    in_parent=ref.scope != scope,
                 )
             )
     return tuple(out)

@@ -89,6 +89,11 @@ class ReplySink(Protocol[HandleT]):
         """Replace the text of a posted message; False when the platform refused."""
         ...
 
+    def message_id(self, handle: HandleT) -> str:
+        """The platform's id of a posted message ("" where there is none): the answer is
+        remembered under it, so that deleting it on the platform forgets it."""
+        ...
+
 
 class StreamedReply(Generic[HandleT]):
     """One answer on its way through a sink: optionally streamed as a draft (the first
@@ -109,6 +114,7 @@ class StreamedReply(Generic[HandleT]):
         self.draft: HandleT | None = None  # the first message, once posted
         self.shown = ""  # what the first message shows now
         self.broken = False  # a draft post or edit failed: no more drafting
+        self.first: HandleT | None = None  # the answer's first message that stayed
 
     @property
     def streams(self) -> bool:
@@ -149,10 +155,14 @@ class StreamedReply(Generic[HandleT]):
             chunks[0] == self.shown or await self.sink.edit(handle=self.draft, text=chunks[0])
         ):
             rest = chunks[1:]
+            self.first = self.draft
         # else: nothing streamed, or the last edit failed: the whole answer as new messages.
         for chunk in rest:
-            if await self.sink.post(text=chunk) is None:
+            posted = await self.sink.post(text=chunk)
+            if posted is None:
                 return False
+            if self.first is None:
+                self.first = posted
         return True
 
 
@@ -219,8 +229,9 @@ class Conversation:
         text = await source_text(reply, message.text, sink, repo=pipeline.repo, scope=message.scope)
         if not await writer.finish(text):
             return False  # an answer nobody saw is not part of the conversation
-        try:
-            await pipeline.remember_answer(message, reply)  # without the source line
+        posted = sink.message_id(writer.first) if writer.first is not None else ""
+        try:  # without the source line
+            await pipeline.remember_answer(message, reply, platform_id=posted)
         except StoreError as exc:
             log.error("could not store the answer in %s: %s", message.scope, exc)
         memory = pipeline.settings.memory

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
+from memory_core.fleet.spending import SPEND_TTL_S
 from memory_core.models import (
     TIER_FIELDS,
     Attachment,
@@ -36,6 +37,7 @@ from memory_core.tiers.redact import removed_spans
 if TYPE_CHECKING:
     from memory_core.service.budget import Budget
 
+SPEND_DAYS = SPEND_TTL_S // 86400  # how long spend counters are kept, in days
 # Finding a message by its platform id: stream ids never go below a message's own time, so
 # the log is read from a little before it (clock skew), a bounded window, before a full scan.
 LOOKUP_MARGIN_MS = 60_000
@@ -64,23 +66,53 @@ class MemoryForgetting:
         self._persist = persist
 
     # -- forget ------------------------------------------------------------------------
-    async def forget_all(self, scope: str) -> int:
+    async def forget_all(self, scope: str, *, keep_settings: bool = True) -> int:
         """Delete everything learned in the scope and, in a channel, in its threads: their
         keys (raw log, tiers, days, weeks, day records, facts, vectors, markers) and the
         facts about people that were learned there. Each place's epoch survives and moves
         on, so a summary being written from the forgotten memory right now is refused; its
-        fact counter survives, so no fact id comes back. Returns how many keys went."""
+        fact counter survives, so no fact id comes back. Its budget limits are set again
+        unless ``keep_settings`` is False (the place itself is gone). Returns how many keys
+        went."""
         places = await self.subtree(parse_scope(scope))
         kept = {place: await self._budget_before_forget(place) for place in places}
+        if not keep_settings:
+            kept = {}
         request = ForgetRequest(kind="all").to_json()
         await self.repo.begin_forgets([(place, request) for place in places])
         deleted = 0
         for place in places:  # threads first: the channel keeps the list of them till last
             deleted += await self._forget_everything(place)
-            if kept[place]:
+            if kept.get(place):
                 await self.repo.set_fields(place, kept[place])
         await self._persist()
         return deleted
+
+    async def forget_server(self, server_key: str) -> int:
+        """The bot was removed from a server (a Discord guild kicked it, a Slack workspace
+        uninstalled it): everything learned there goes, every channel with its threads, the
+        Slack DMs, what is known about its people, and the server's own record of its
+        places. Returns how many places were forgotten. (A Discord DM belongs to no guild and
+        stays: the person still talks to the bot there.)"""
+        roots = [root for root, _ in await self.repo.places_of(server_key)]
+        people: set[str] = set()
+        for root in roots:
+            people.update(await self.repo.people_of(root))
+            for thread in await self.repo.threads_of(root):
+                people.update(await self.repo.people_of(thread))
+        for person in sorted(people):  # first: a person scope has no pending-forget sweep
+            await self.repo.forget_scope(person)
+        forgotten: list[str] = []
+        for root in roots:
+            forgotten += await self.subtree(root)
+            await self.forget_all(root, keep_settings=False)
+        # Nothing of the server is left: not the counters a forget keeps (an epoch, a fact
+        # counter), not its token spend (member ids among it), not its record of places.
+        today = self.clock.now().date()
+        days = [(today - timedelta(days=n)).isoformat() for n in range(-1, SPEND_DAYS + 2)]
+        await self.repo.purge([*forgotten, *sorted(people)], server_key=server_key, days=days)
+        await self._persist()
+        return len(roots)
 
     async def subtree(self, scope: str) -> list[str]:
         """The places an operation in ``scope`` reaches: a channel's threads, then the
@@ -139,10 +171,20 @@ class MemoryForgetting:
         what is known about them across it; as :meth:`forget_user` in each place. Each
         place is listed in the report. Without a server (the console, a Discord DM) it is
         the place itself."""
-        place = Scope.of(parse_scope(scope))
+        scope = parse_scope(scope)
         if not user_id:
-            return await self.forget_user(place.key, user_id=user_id, name=name)
-        places = {place.key}
+            return await self.forget_user(scope, user_id=user_id, name=name)
+        places = await self.places_of_member(scope, user_id)
+        return await self._forget_person(
+            sorted({scope, *places}, key=_threads_first), user_id=user_id, name=name
+        )
+
+    async def places_of_member(self, scope: str, user_id: str) -> list[str]:
+        """Every place of the scope's server or workspace where ``user_id`` has memory
+        (spoke, or pinned a note about themselves), and their DM with the bot: threads
+        before their channel."""
+        place = Scope.of(scope)
+        places: set[str] = set()
         if place.server_key is not None:
             roots = [root for root, _ in await self.repo.places_of(place.server_key)]
             for found in (await self.repo.spoken_in(roots, user_id)).values():
@@ -150,9 +192,7 @@ class MemoryForgetting:
         dm = place.dm_scope(user_id)
         if dm is not None and await self.repo.scope_exists(dm.key):
             places.add(dm.key)
-        # Threads before their channel, as everywhere else; then by name.
-        ordered = sorted(places, key=lambda s: (Scope.of(s).root.key, not Scope.of(s).is_thread, s))
-        return await self._forget_person(ordered, user_id=user_id, name=name)
+        return sorted(places, key=_threads_first)
 
     async def _forget_person(
         self, places: Sequence[str], *, user_id: str, name: str
@@ -178,6 +218,12 @@ class MemoryForgetting:
             return 0
         from_ms = calendar.to_ms(when) if when is not None else 0
         doomed = await self._message_entries(scope, platform_id, from_ms)
+        parent = Scope.of(scope).parent
+        if not doomed and parent is not None:
+            # Posted in a thread, kept in its channel: the bot's answer to a channel message
+            # (Slack answers in a thread under the question; memory keeps it by the question).
+            scope = parent.key
+            doomed = await self._message_entries(scope, platform_id, from_ms)
         if not doomed:
             return 0
         # Its specific words (a number, a name of a thing) too, which a summary or a day's
@@ -512,6 +558,12 @@ class MemoryForgetting:
                 break
         await self._persist()
         return deleted
+
+
+def _threads_first(scope: str) -> tuple[str, bool, str]:
+    """Sort key: by subtree, a channel's threads before the channel."""
+    place = Scope.of(scope)
+    return place.root.key, not place.is_thread, scope
 
 
 def _stored_ms(entry: LogEntry) -> int:

@@ -51,9 +51,12 @@ async def offline_reply(
         parts.append(f"{h['facts']}:\n" + "\n".join(render_fact(f) for f in facts))
         sections["facts"] = counter.count(parts[-1])
     recent = {e.id for e in snap.recent}
-    recalled = [d for d in prompt.used.recalled if d.kind == "message" and d.id not in recent][
-        :RECALLED_SHOWN
-    ]
+    pairs = [
+        (where, d)
+        for where, d in prompt.used.recalled_pairs()
+        if d.kind == "message" and (where or d.id not in recent)
+    ][:RECALLED_SHOWN]
+    recalled = [d for _, d in pairs]
     if recalled:
         lines = []
         for doc in sorted(recalled, key=lambda d: (d.ms, d.id)):
@@ -74,6 +77,7 @@ async def offline_reply(
     used = PromptUse(
         facts=tuple(facts),
         recalled=tuple(recalled),
+        recalled_from=tuple(where for where, _ in pairs),
         epoch=prompt.used.epoch,
         sources=prompt.used.sources,
         tz=prompt.used.tz,

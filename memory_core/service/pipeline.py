@@ -32,6 +32,7 @@ from memory_core.llm.client import LLM
 from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, stored_text
 from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_marker
 from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
+from memory_core.prompt.thread_start import thread_start
 from memory_core.recall.index import Hit, RecallIndex
 from memory_core.scopes import Scope, parse_scope
 from memory_core.service.captions import Captioner
@@ -177,6 +178,7 @@ class MemoryPipeline:
             public=msg.public,
             reply_to=msg.reply_to,
             audience=msg.audience.value,
+            answers=msg.answers,
         )
         if p.truncated:
             result = replace(result, truncated=True)
@@ -428,11 +430,8 @@ class MemoryPipeline:
         )
         tz = self._scope_tz(scope, snap.state.tz)
         new_text = p.text if p else (text or "")
-        recalled: list[Hit] = []
-        if self.recall is not None and self.settings.memory.recall_tokens:
-            recalled = await self.recall.search(
-                scope, new_text, exclude_ids=[exclude_id], limit=200, tz=tz
-            )
+        started = thread_start(scope, snap.before_thread, snap.from_thread)
+        recalled = await self._recall(scope, new_text, exclude_id=exclude_id, tz=tz)
         lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(
@@ -450,8 +449,24 @@ class MemoryPipeline:
                 parent_state=snap.parent_state,
                 exclude_id=exclude_id,
                 recalled=recalled,
+                thread_start=started,
             )
         )
+
+    async def _recall(self, scope: str, text: str, *, exclude_id: str, tz: str) -> list[Hit]:
+        """The best recalled groups for ``text``: a thread's own and, read-only, its
+        channel's (the conversation it continues), best first."""
+        if self.recall is None or not self.settings.memory.recall_tokens:
+            return []
+        parent = Scope.of(scope).parent
+        if parent is None:
+            return await self.recall.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz)
+        own, channel = await asyncio.gather(
+            self.recall.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz),
+            self.recall.search(parent.key, text, limit=200, tz=tz),
+        )
+        merged = [*own, *(replace(hit, scope=parent.key) for hit in channel)]
+        return sorted(merged, key=lambda hit: -hit.score)[:200]
 
     async def reply(
         self,
@@ -516,9 +531,13 @@ class MemoryPipeline:
             reply = replace(reply, stored_id=await self.remember_answer(msg, reply))
         return self._count_reply(reply)
 
-    async def remember_answer(self, msg: IncomingMessage, reply: Reply) -> str:
+    async def remember_answer(
+        self, msg: IncomingMessage, reply: Reply, *, platform_id: str = ""
+    ) -> str:
         """Store the bot's answer to ``msg`` (a model's answer only: an apology or the
-        offline note is not conversation). Returns its entry id ("" when not stored)."""
+        offline note is not conversation), under ``platform_id``, the posted answer's (a
+        delete on the platform forgets it), noting whom and which message it answers.
+        Returns its entry id ("" when not stored)."""
         if reply.kind != "llm":
             return ""
         stored = await self.ingest(
@@ -531,6 +550,8 @@ class MemoryPipeline:
                 ts=self.clock.now() if msg.ts is None else msg.ts,
                 audience=msg.audience,
                 reply_to=msg.author_id,
+                answers=msg.platform_id,
+                platform_id=platform_id,
             )
         )
         return stored.id

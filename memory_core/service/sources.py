@@ -11,6 +11,7 @@ answer stored in memory is without it. The link comes from the front door's sink
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from config.prompts import load_prompts
@@ -32,24 +33,28 @@ MIN_SHARE = 0.5  # or one word that is at least half of the message's own new wo
 class SourceLinks(Protocol):
     """A sink that can write a source line: the platform's link to a stored message."""
 
-    async def source_line(self, *, platform_id: str, label: str) -> str:
-        """The line (in the Markdown the sink's ``markup`` takes), "" when there is none."""
+    async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
+        """The line (in the Markdown the sink's ``markup`` takes), "" when there is none.
+        ``in_parent``: the message was said in the thread's channel, not in the thread."""
         ...
 
 
-def used_source(answer: str, question: str, recalled: tuple[Doc, ...]) -> Doc | None:
-    """The recalled message the answer drew on, or None."""
+def used_source(
+    answer: str, question: str, recalled: Sequence[tuple[str, Doc]]
+) -> tuple[str, Doc] | None:
+    """The recalled message the answer drew on, with where it was said ("" the scope
+    itself), or None."""
     said = set(terms(question))
     new = set(terms(answer)) - said
-    best: tuple[float, int, Doc] | None = None
-    for doc in recalled:
+    best: tuple[float, int, tuple[str, Doc]] | None = None
+    for where, doc in recalled:
         if doc.kind != "message":
             continue
         own = set(terms(doc.text)) - said
         shared = len(new & own)
         if not own or not (shared >= MIN_SHARED or (shared and shared / len(own) >= MIN_SHARE)):
             continue
-        score = (shared / len(own), shared, doc)
+        score = (shared / len(own), shared, (where, doc))
         if best is None or score[:2] > best[:2]:
             best = score
     return best[2] if best else None
@@ -65,11 +70,12 @@ async def source_text(
         return reply.text
     if not isinstance(sink, SourceLinks):
         return reply.text
-    doc = used_source(reply.text, question, prompt.used.recalled)
-    if doc is None:
+    found = used_source(reply.text, question, prompt.used.recalled_pairs())
+    if found is None:
         return reply.text
+    where, doc = found
     try:
-        entries = await repo.entries_by_ids(scope, [doc.id])
+        entries = await repo.entries_by_ids(where or scope, [doc.id])
     except StoreError as exc:  # decoration: the answer goes out without it
         log.warning("no source line in %s: %s", scope, exc)
         return reply.text
@@ -77,5 +83,7 @@ async def source_text(
         return reply.text
     day = calendar.from_ms(doc.ms).astimezone(calendar.zone(prompt.used.tz)).date().isoformat()
     label = load_prompts(prompt.language).say("source_from", date=day)
-    line = await sink.source_line(platform_id=entries[0].platform_id, label=label)
+    line = await sink.source_line(
+        platform_id=entries[0].platform_id, label=label, in_parent=bool(where)
+    )
     return f"{reply.text}\n{line}" if line else reply.text

@@ -32,3 +32,18 @@ class PlatformState:
 
     async def cache(self, namespace: str, item: str, value: str, *, ttl_s: int = 86400) -> None:
         await self.client.set(self.keys.cache(namespace, item), value, ex=ttl_s)
+
+    async def forget_cached(self, namespace: str, prefix: str) -> int:
+        """Drop every cached lookup of ``namespace`` whose item starts with ``prefix`` (a
+        workspace's names, when the app is uninstalled there). Returns how many went."""
+        pattern = self.keys.cache(namespace, _glob_escaped(prefix) + "*")
+        doomed = [key async for key in self.client.scan_iter(match=pattern, count=500)]
+        for start in range(0, len(doomed), 500):
+            await self.client.delete(*doomed[start : start + 500])
+        return len(doomed)
+
+
+def _glob_escaped(text: str) -> str:
+    for special in ("\\", "*", "?", "[", "]"):
+        text = text.replace(special, "\\" + special)
+    return text

@@ -22,6 +22,10 @@ class PromptSnapshot:
     recent: list[LogEntry]  # newest first
     parent_state: ScopeState | None
     user_facts: list[Fact] = field(default_factory=list)  # about the person asking
+    # A thread's channel around the moment the thread began: the messages before it
+    # (oldest first) and from it on (its first message, the answer to it...), oldest first.
+    before_thread: list[LogEntry] = field(default_factory=list)
+    from_thread: list[LogEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,7 @@ class MemoryRepo(ScopeWrites):
         touch_index: bool = True,
         reply_to: str = "",
         audience: str = "",
+        answers: str = "",
     ) -> IngestResult:
         """Store one message, and note where it was said (the activity index; the place in
         its server's tree, the speaker among its subtree's): one round trip. ``replay``: a
@@ -109,7 +110,8 @@ class MemoryRepo(ScopeWrites):
         ``own_day_end_ms`` (a replayed line): the end of the message's own day; the message
         is refused (``outcome`` "day_closed") rather than counted in a later day.
         ``touch_index=False``: an edited message stored again, which is no new activity.
-        ``reply_to``: the bot's answer, to this user id. ``audience``: the place's."""
+        ``reply_to``, ``answers``: the bot's answer, to this user id and this platform
+        message. ``audience``: the place's."""
         place = Scope.of(scope)
         k = self.k(scope)
         speaker = f"{author_id}|{place.thread}" if role == "user" and author_id else ""
@@ -131,6 +133,7 @@ class MemoryRepo(ScopeWrites):
             speaker,
             reply_to,
             audience,
+            answers,
         ]
         side = self._tree_writes(place, ts_ms) if touch_index else []
         for attempt in (0, 1):

@@ -22,7 +22,11 @@ from memory_core.store.records import (
     log_entries,
 )
 from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.scripts import run_script
 
+# A thread's prompt reads this many of its channel's messages before it began, and from
+# then on (its first message and the answer to it are among the first of those).
+THREAD_CONTEXT = 20
 # What a scope's state keeps when its memory is forgotten (see the forget_scope script).
 KEPT_BY_FORGET = frozenset({"epoch", "fact_seq"})
 
@@ -45,24 +49,33 @@ class ScopeReads:
         """Everything a prompt reads, in one round trip; a thread's settings it does not set
         itself are its channel's, whose state comes along (``parent_state``)."""
         k = self.k(scope)
-        parent = Scope.of(scope).parent
+        place = Scope.of(scope)
+        started = place.thread_started_ms
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(k.state)
         pipe.hgetall(k.facts)
         pipe.xrevrange(k.log, count=recent)
-        if parent:
+        if place.parent:
             pipe.hgetall(k.root_state)
+        if started is not None:  # the channel where the thread began, around that moment
+            channel_log = self.k(place.root.key).log
+            pipe.xrevrange(channel_log, max=str(max(0, started - 1)), count=THREAD_CONTEXT)
+            pipe.xrange(channel_log, min=str(started), count=THREAD_CONTEXT)
         if user:
             pipe.hgetall(self.k(user).facts)
         results = await pipe.execute()
         state, facts, log, rest = results[0], results[1], results[2], results[3:]
-        parent_state = ScopeState.from_hash(rest.pop(0)) if parent else None
+        parent_state = ScopeState.from_hash(rest.pop(0)) if place.parent else None
+        before = log_entries(reversed(rest.pop(0))) if started is not None else []
+        after = log_entries(rest.pop(0)) if started is not None else []
         return PromptSnapshot(
             state=ScopeState.from_hash(state).inherit(parent_state),
             facts=facts_from_hash(facts),
             recent=log_entries(log),
             parent_state=parent_state,
             user_facts=facts_from_hash(rest.pop(0)) if user else [],
+            before_thread=before,
+            from_thread=after,
         )
 
     async def facts_of(self, scopes: Sequence[str]) -> dict[str, list[Fact]]:
@@ -301,6 +314,13 @@ class ScopeReads:
                 threads=0 if Scope.of(scope).is_thread else int(threads),
             )
         return out
+
+    async def messages_by(self, scopes: Sequence[str], user_id: str) -> dict[str, int]:
+        """How many messages ``user_id`` wrote in each scope (counted in Redis)."""
+        return {
+            scope: int(await run_script(self.client, "count_by", [self.k(scope).log], [user_id]))
+            for scope in scopes
+        }
 
     async def thread_parent(self, server_key: str, thread_id: str) -> str | None:
         """The channel scope of a thread, as the tree recorded it (a thread the platform

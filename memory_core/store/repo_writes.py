@@ -209,7 +209,34 @@ class ScopeWrites(ScopeReads):
             await self.client.zrem(self.keys.server(place.server_key).places, scope)
         elif place.is_thread:  # its channel no longer holds it
             await self.client.zrem(k.threads, scope)
+            if place.server_key is not None:
+                await self.client.hdel(self.keys.server(place.server_key).parents, place.thread)
         return int(deleted)
+
+    async def purge(self, scopes: Sequence[str], *, server_key: str, days: Sequence[str]) -> int:
+        """Every key of ``scopes`` (their state's counters too) and their token spend on
+        ``days``, and the server's own keys (its places, its threads' channels, its spend):
+        what is left of a server the bot was removed from, once its memory is forgotten.
+        One atomic step per hash tag; returns how many keys went."""
+        groups: dict[str, list[str]] = {}
+        for scope in scopes:
+            k = self.k(scope)
+            tag = Scope.of(scope).root.key
+            groups.setdefault(tag, []).extend(k.all())
+            groups[tag] += [self.keys.spend_scope(scope, day) for day in days]
+        server = self.keys.server(server_key)
+        groups[server_key] = [
+            server.places,
+            server.parents,
+            *(self.keys.spend_server(server_key, day) for day in days),
+        ]
+        deleted = 0
+        for keys in groups.values():
+            for start in range(0, len(keys), 500):
+                deleted += int(await self.client.delete(*keys[start : start + 500]))
+        for scope in scopes:
+            await self.client.zrem(self.keys.scopes_index_of(scope), scope)
+        return deleted
 
     async def note_speaker(self, scope: str, user_id: str) -> None:
         """Record ``user_id`` among the places of the scope's subtree where they have

@@ -21,7 +21,8 @@ from redis.exceptions import NoScriptError
 # twice), own-day end (ms; '' = off; see below), ids max, public ("1": the place is visible
 # to the whole guild or workspace), speaker ("<user id>|<thread>" recorded in the subtree's
 # speakers; '' = none), reply-to (the user id the bot's answer answers; '' = none), audience
-# (the place's, kept in its state; '' = unknown).
+# (the place's, kept in its state; '' = unknown), answers (the platform id of the message
+# the bot's answer answers; '' = none).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip. A thread's settings it has not set
@@ -89,6 +90,8 @@ local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', AR
 if ARGV[14] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
 -- 'o': the bot's answer to this person (forget me takes it with their own messages).
 if ARGV[16] ~= '' then fields[#fields + 1] = 'o'; fields[#fields + 1] = ARGV[16] end
+-- 'q': the message it answers (a thread started from it shows the answer too).
+if ARGV[18] ~= '' then fields[#fields + 1] = 'q'; fields[#fields + 1] = ARGV[18] end
 local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
 redis.call('HSET', st, 'last_ms', ms)
 if ARGV[6] ~= '' then
@@ -453,6 +456,26 @@ redis.call('HSET', st, 'unsum_tokens', tokens, 'unsum_count', count,
 return 1
 """
 
+# KEYS: log. ARGV: a user id. How many messages of the log that user wrote (the App Home's
+# "what is kept about you"), counted where the log is, a slice at a time.
+COUNT_BY = """
+local n, start = 0, '-'
+while true do
+  local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 500)
+  for _, e in ipairs(batch) do
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'u' then
+        if f[i + 1] == ARGV[1] then n = n + 1 end
+        break
+      end
+    end
+  end
+  if #batch < 500 then return n end
+  start = '(' .. batch[#batch][1]
+end
+"""
+
 SCRIPTS: dict[str, str] = {
     "ingest": INGEST,
     "advance_short": ADVANCE_SHORT,
@@ -471,6 +494,7 @@ SCRIPTS: dict[str, str] = {
     "begin_forget_at": BEGIN_FORGET_AT,
     "resync_counters": RESYNC_COUNTERS,
     "put_answer_record": PUT_ANSWER_RECORD,
+    "count_by": COUNT_BY,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

@@ -1147,8 +1147,14 @@ async def test_the_command_tree_is_synced_to_configured_guilds(
         await sync_command_tree(bot.tree, [world.guild.id, world.other_guild.id])
         synced = await fake.wait_for_synced_commands(2)
     assert [s.guild_id for s in synced] == [world.guild.id, world.other_guild.id]
-    [memory] = synced[0].commands
+    [memory, *menus] = synced[0].commands
     assert memory["name"] == "memory"
+    # The message context menu (type 3): no description, no options, the same contexts.
+    assert [(m["name"], m["type"]) for m in menus] == [
+        ("Forget this message", 3),
+        ("Remember this", 3),
+    ]
+    assert all(m["contexts"] == [0, 1] and m["integration_types"] == [0] for m in menus)
     assert memory.get("default_member_permissions") is None  # show / forget me: everyone
     # Installed to servers only (0 = GUILD_INSTALL), usable in servers (0) and the bot's DMs
     # (1), never in group DMs or other servers through a user install (2 = PRIVATE_CHANNEL).
@@ -1207,7 +1213,8 @@ async def test_run_discord_syncs_serves_and_stops_cleanly_when_cancelled(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert synced.guild_id is None and synced.names == ["memory"]
+    assert synced.guild_id is None
+    assert synced.names == ["memory", "Forget this message", "Remember this"]
     assert reply.content is not None and reply.content.startswith("ACK:")
     assert default_base == Route.BASE  # put back for everyone else in the process
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 import discord
@@ -513,3 +514,372 @@ async def test_a_command_is_offered_only_in_the_contexts_and_installs_it_allows(
             await fake.invoke_command(name="guildonly", channel_id=group.id, user_id=alice.user.id)
     assert ran.empty()
     assert len(fake.interactions) == 4  # refused invocations never reached the bot
+
+
+# ------------------------------------------------------------------ message commands
+
+
+class MenuBot(commands.Bot):
+    """``/remember`` (a slash command) and a "Remember this" message command."""
+
+    def __init__(self, ran: asyncio.Queue[str]) -> None:
+        super().__init__(
+            command_prefix="!", intents=_intents(), guild_ready_timeout=GUILD_READY_TIMEOUT
+        )
+
+        @self.tree.command(name="remember", description="Remember something")
+        async def remember_slash(interaction: discord.Interaction) -> None:
+            await ran.put("slash")
+            await interaction.response.send_message("ok", ephemeral=True)
+
+        async def remember_message(
+            interaction: discord.Interaction, message: discord.Message
+        ) -> None:
+            await ran.put(f"menu:{message.content}")
+            await interaction.response.send_message("ok", ephemeral=True)
+
+        self.tree.add_command(
+            app_commands.ContextMenu(name="Remember this", callback=remember_message)
+        )
+
+
+async def test_context_menus_are_registered_as_discord_registers_them(fake: FakeDiscord) -> None:
+    fake.add_guild(name="Strict")
+    bot = MenuBot(asyncio.Queue())
+    app_id = fake.application_id
+    async with fake.running(bot):
+        synced = await bot.tree.sync()
+        errors: list[discord.HTTPException] = []
+        for bad in (
+            [{"type": 3, "name": "Remember this", "description": "why not"}],
+            [
+                {"type": 1, "name": "ok", "description": "fine"},
+                {"type": 3, "name": "Pick", "options": [{"type": 3, "name": "x"}]},
+            ],
+            [{"type": 1, "name": "Remember", "description": "capitals"}],
+            [{"type": 1, "name": "two words", "description": "a space"}],
+            [{"type": 1, "name": "nodescription"}],
+            [{"type": 3, "name": "x" * 33}],
+        ):
+            with pytest.raises(discord.HTTPException) as refused:
+                await bot.http.bulk_upsert_global_commands(app_id, payload=bad)
+            errors.append(refused.value)
+        # POST upserts: 201 when new, 200 when the (type, name) existed
+        pin: Any = {"type": 3, "name": "Pin It"}
+        created = await bot.http.upsert_global_command(app_id, pin)
+        again = await bot.http.upsert_global_command(app_id, pin)
+    assert sorted((c.name, c.type.value) for c in synced) == [
+        ("Remember this", 3),
+        ("remember", 1),
+    ]
+    for error in errors:
+        assert (error.status, error.code) == (400, 50035)
+    assert "In 0.description: Context menu commands cannot have description" in errors[0].text
+    assert "In 1.options: Context menu commands cannot have options" in errors[1].text
+    assert all("name" in e.text for e in (errors[2], errors[3], errors[5]))
+    assert "In 0.description: This field is required" in errors[4].text
+    assert created["id"] == again["id"] and created["description"] == ""
+    assert [r.status for r in fake.requests if r.method == "POST" and r.kind == "commands"] == [
+        201,
+        200,
+    ]
+    with pytest.raises(FakeDiscordError, match="cannot have description"):
+        fake.register_commands([{"type": 3, "name": "Nope", "description": "no"}])
+
+
+async def test_a_message_command_is_invoked_only_as_registered_and_on_a_visible_message(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    staff = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    alice = fake.add_member(guild.id, name="alice")
+    ran: asyncio.Queue[str] = asyncio.Queue()
+    bot = MenuBot(ran)
+    async with fake.running(bot):
+        in_general = await fake.send_message(
+            channel_id=general.id, author_id=alice.user.id, content="hello"
+        )
+        in_staff = await fake.send_message(
+            channel_id=staff.id, author_id=guild.owner_id, content="secret"
+        )
+        with pytest.raises(FakeDiscordError, match="message command 'Remember this' is not"):
+            await fake.invoke_message_command(
+                name="Remember this",
+                channel_id=general.id,
+                user_id=alice.user.id,
+                message_id=int(in_general["id"]),
+            )
+        await bot.tree.sync()
+        with pytest.raises(FakeDiscordError, match="message command 'remember' is not"):
+            # a slash command of that name is not a message command
+            await fake.invoke_message_command(
+                name="remember",
+                channel_id=general.id,
+                user_id=alice.user.id,
+                message_id=int(in_general["id"]),
+            )
+        with pytest.raises(FakeDiscordError, match="cannot see"):
+            await fake.invoke_message_command(
+                name="Remember this",
+                channel_id=staff.id,
+                user_id=alice.user.id,
+                message_id=int(in_staff["id"]),
+            )
+        with pytest.raises(FakeDiscordError, match="not .*" + str(staff.id)):
+            await fake.invoke_message_command(
+                name="Remember this",
+                channel_id=staff.id,
+                user_id=guild.owner_id,
+                message_id=int(in_general["id"]),
+            )
+        await fake.invoke_message_command(
+            name="Remember this",
+            channel_id=general.id,
+            user_id=alice.user.id,
+            message_id=int(in_general["id"]),
+        )
+        await fake.invoke_command(name="remember", channel_id=general.id, user_id=alice.user.id)
+        assert [await asyncio.wait_for(ran.get(), WAIT) for _ in range(2)] == [
+            "menu:hello",
+            "slash",
+        ]
+    assert len(fake.interactions) == 2
+
+
+# ------------------------------------------------------------------ deletions
+
+
+async def test_thread_delete_reaches_only_a_bot_that_could_see_the_thread(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    member = fake.add_member(guild.id, name="alice")
+    hidden = fake.add_thread(general.id, "secret", private=True, owner_id=member.user.id)
+    seen = fake.add_thread(general.id, "public")
+    deleted: asyncio.Queue[int] = asyncio.Queue()
+
+    class DeletionWatcher(ListeningBot):
+        async def on_raw_thread_delete(self, event: discord.RawThreadDeleteEvent) -> None:
+            await deleted.put(event.thread_id)
+
+    async with fake.running(DeletionWatcher()):
+        fake.delete_thread(hidden.id)
+        fake.delete_thread(seen.id)
+        # dispatched in order: the first deletion heard of shows the other was not sent
+        assert await asyncio.wait_for(deleted.get(), WAIT) == seen.id
+        with pytest.raises(FakeDiscordError):
+            fake.delete_thread(general.id)  # not a thread
+    assert [d.data["id"] for d in fake.dispatched if d.event == "THREAD_DELETE"] == [str(seen.id)]
+
+
+# ------------------------------------------------------------------ forwards and polls
+
+
+async def test_forwards_keep_the_message_content_rules_and_refuse_polls(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    staff = fake.add_text_channel(
+        guild.id,
+        "staff",
+        overwrites=[PermissionOverwrite(id=guild.id, type="role", deny=Permission.VIEW_CHANNEL)],
+    )
+    alice = fake.add_member(guild.id, name="alice")
+    received: asyncio.Queue[discord.Message] = asyncio.Queue()
+
+    class BlindBot(discord.Client):  # no MESSAGE_CONTENT intent
+        async def on_message(self, message: discord.Message) -> None:
+            await received.put(message)
+
+    blind = BlindBot(intents=discord.Intents.default(), guild_ready_timeout=GUILD_READY_TIMEOUT)
+    async with fake.running(blind):
+        secret = await fake.send_message(
+            channel_id=staff.id, author_id=guild.owner_id, content="staff only"
+        )
+        with pytest.raises(FakeDiscordError, match="cannot view"):
+            await fake.forward_message(
+                message_id=int(secret["id"]), to_channel_id=general.id, author_id=alice.user.id
+            )
+        poll = await fake.send_poll(
+            channel_id=general.id, author_id=alice.user.id, question="?", answers=["a", "b"]
+        )
+        with pytest.raises(FakeDiscordError, match="basic messages"):
+            await fake.forward_message(
+                message_id=int(poll["id"]), to_channel_id=general.id, author_id=alice.user.id
+            )
+        await fake.forward_message(
+            message_id=int(secret["id"]), to_channel_id=general.id, author_id=guild.owner_id
+        )
+        # the bot cannot view #staff: the poll and the forward are all it hears of
+        polled, forwarded = [await asyncio.wait_for(received.get(), WAIT) for _ in range(2)]
+    assert polled.poll is None  # without MESSAGE_CONTENT the poll is left out
+    [snapshot] = forwarded.message_snapshots
+    assert snapshot.content == "" and forwarded.flags.forwarded
+
+
+async def test_polls_keep_to_the_documented_limits(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    alice = fake.add_member(guild.id, name="alice")
+    with pytest.raises(FakeDiscordError, match="answers"):
+        await fake.send_poll(
+            channel_id=general.id,
+            author_id=alice.user.id,
+            question="Too many?",
+            answers=[str(n) for n in range(11)],
+        )
+    with pytest.raises(FakeDiscordError, match="duration"):
+        await fake.send_poll(
+            channel_id=general.id,
+            author_id=alice.user.id,
+            question="Forever?",
+            answers=["yes"],
+            duration_hours=32 * 24 + 1,
+        )
+    bot = EmbedBot()
+    async with fake.running(bot):
+        poll = await fake.send_poll(
+            channel_id=general.id, author_id=alice.user.id, question="Q", answers=["a", "b"]
+        )
+        with pytest.raises(FakeDiscordError, match="apps are not allowed"):
+            await fake.vote_poll(int(poll["id"]), fake.bot_user.id, 1)
+        with pytest.raises(FakeDiscordError, match="answers are"):
+            await fake.vote_poll(int(poll["id"]), alice.user.id, 3)
+        await fake.end_poll(int(poll["id"]))
+        with pytest.raises(FakeDiscordError, match="ended"):
+            await fake.vote_poll(int(poll["id"]), alice.user.id, 1)
+        channel = bot.get_channel(general.id)
+        assert isinstance(channel, discord.TextChannel)
+        too_long = discord.Poll(question="Q", duration=timedelta(hours=1))
+        too_long.add_answer(text="x" * 56)
+        with pytest.raises(discord.HTTPException) as refused:
+            await channel.send(poll=too_long)
+        fine = discord.Poll(question="Bot poll", duration=timedelta(hours=2))
+        fine.add_answer(text="yes").add_answer(text="no")
+        sent = await channel.send(poll=fine)
+    assert (refused.value.status, refused.value.code) == (400, 50035)
+    assert "answers.0.poll_media.text" in refused.value.text
+    assert sent.poll is not None and [a.id for a in sent.poll.answers] == [1, 2]
+    assert sent.poll.expires_at is not None
+    result = [m for m in fake.messages.values() if m["type"] == 46]
+    [embed] = result[0]["embeds"]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert fields == {"poll_question_text": "Q", "victor_answer_votes": "0", "total_votes": "0"}
+
+
+# ------------------------------------------------------------------ forum tags
+
+
+async def test_forum_tags_keep_to_their_limits_and_moderation(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    alice = fake.add_member(guild.id, name="alice")
+    with pytest.raises(FakeDiscordError, match="at most 20"):
+        fake.add_forum(guild.id, "many", tags=[f"t{n}" for n in range(21)])
+    with pytest.raises(FakeDiscordError, match="1-20 characters"):
+        fake.add_forum(guild.id, "long", tags=["x" * 21])
+    forum = fake.add_forum(
+        guild.id, "support", tags=["a", "b", "c", "d", "e", "f", {"name": "ok", "moderated": True}]
+    )
+    with pytest.raises(FakeDiscordError, match="at most 5"):
+        fake.add_thread(forum.id, "too many", applied_tags=["a", "b", "c", "d", "e", "f"])
+    with pytest.raises(FakeDiscordError, match="moderated"):
+        fake.add_thread(forum.id, "self-approved", owner_id=alice.user.id, applied_tags=["ok"])
+    with pytest.raises(FakeDiscordError, match="no tag 'zzz'"):
+        fake.add_thread(forum.id, "unknown", applied_tags=["zzz"])
+    text = fake.add_text_channel(guild.id, "general")
+    with pytest.raises(FakeDiscordError, match="only forum posts"):
+        fake.add_thread(text.id, "tagged thread", applied_tags=["a"])
+    # the owner may manage threads: a moderated tag is fine
+    post = fake.add_thread(forum.id, "approved", applied_tags=["ok", forum.available_tags[0].id])
+    assert post.applied_tags == [forum.available_tags[6].id, forum.available_tags[0].id]
+
+
+# ------------------------------------------------------------------ missed events and history
+
+
+class AwayBot(EmbedBot):
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        return None
+
+
+async def test_changes_the_bot_misses_are_only_possible_while_it_is_away(
+    fake: FakeDiscord,
+) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    alice = fake.add_member(guild.id, name="alice")
+    early = await fake.send_message(
+        channel_id=general.id, author_id=alice.user.id, content="before", while_away=True
+    )
+    bot = AwayBot()
+    async with fake.running(bot):
+        for quiet in (
+            lambda: fake.delete_message_quietly(int(early["id"])),
+            lambda: fake.edit_message_quietly(int(early["id"]), content="x"),
+        ):
+            with pytest.raises(FakeDiscordError, match="is connected"):
+                quiet()
+        with pytest.raises(FakeDiscordError, match="is connected"):
+            await fake.send_message(
+                channel_id=general.id, author_id=alice.user.id, content="x", while_away=True
+            )
+        with pytest.raises(FakeDiscordError, match="does not reconnect"):
+            await fake.disconnect_bot(code=4004)
+        await fake.disconnect_bot(resumable=True)
+        with pytest.raises(FakeDiscordError, match="resumable"):
+            fake.delete_message_quietly(int(early["id"]))
+        await fake.wait_for_reconnect()
+    assert [r.accepted for r in fake.resumes] == [True]
+
+
+async def test_channel_history_is_as_strict_as_the_docs(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Strict")
+    general = fake.add_text_channel(guild.id, "general")
+    no_history = fake.add_text_channel(
+        guild.id,
+        "no-history",
+        overwrites=[
+            PermissionOverwrite(
+                id=fake.bot_user.id, type="member", deny=Permission.READ_MESSAGE_HISTORY
+            )
+        ],
+    )
+    hidden = fake.add_text_channel(
+        guild.id,
+        "hidden",
+        overwrites=[
+            PermissionOverwrite(id=fake.bot_user.id, type="member", deny=Permission.VIEW_CHANNEL)
+        ],
+    )
+    alice = fake.add_member(guild.id, name="alice")
+    unseen = await fake.send_message(
+        channel_id=no_history.id, author_id=alice.user.id, content="x", while_away=True
+    )
+    bot = AwayBot()
+    async with fake.running(bot):
+        http = bot.http
+        failures: list[discord.HTTPException] = []
+        for call in (
+            lambda: http.logs_from(general.id, 101),
+            lambda: http.logs_from(general.id, 0),
+            lambda: http.logs_from(general.id, 10, before=1, after=2),
+            lambda: http.logs_from(hidden.id, 10),
+            lambda: http.get_message(no_history.id, int(unseen["id"])),
+        ):
+            with pytest.raises(discord.HTTPException) as refused:
+                await call()
+            failures.append(refused.value)
+        # without Read Message History: "no messages will be returned", not an error
+        assert await http.logs_from(no_history.id, 50) == []
+    assert [(f.status, f.code) for f in failures] == [
+        (400, 50035),
+        (400, 50035),
+        (400, 50035),
+        (403, 50001),
+        (403, 50013),
+    ]

@@ -40,7 +40,14 @@ from tests.fakes.slack_server import (
     signed_headers,
     slash_command_form_body,
 )
-from tests.helpers import all_keys, quoting_facts, scope_values, slack_bot_scopes
+from tests.helpers import (
+    SLACK_MANIFEST,
+    all_keys,
+    quoting_facts,
+    scope_values,
+    slack_bot_scopes,
+    slack_manifest_list,
+)
 
 BOT_TOKEN = "xoxb-test-bot-token"
 APP_TOKEN = "xapp-1-test-app-token"
@@ -60,6 +67,9 @@ async def fake() -> AsyncIterator[FakeSlack]:
         team_id=T1,
         bot_user_id=BOT,
         scopes=slack_bot_scopes(),
+        # As the manifest sets the app up: the events it subscribes to, its Home tab.
+        bot_events=slack_manifest_list("bot_events"),
+        home_tab_enabled="home_tab_enabled: true" in SLACK_MANIFEST.read_text(encoding="utf-8"),
     ) as server:
         server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
         server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")

@@ -1,7 +1,9 @@
 """Proves that tests/fakes/slack_server.py is a Slack the real Bolt ``AsyncApp`` can talk to.
 
 The app here is a throwaway: an ``app_mention`` echo in thread, a ``/memory`` command that
-answers ephemerally through response_url (or exports a JSON file), and a button handler.
+answers ephemerally through response_url (or exports a JSON file), a button handler, a
+message shortcut answered through its response_url, and a Home tab published when opened
+and republished when its button is clicked.
 It is served both in HTTP mode (signed requests to Bolt's aiohttp server) and in Socket Mode
 (Bolt's ``AsyncSocketModeHandler`` connected to the fake's WebSocket).
 """
@@ -31,6 +33,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from tests.fakes.slack_server import (
     FakeSlack,
+    RecordedMessage,
     event_body,
     interactive_form_body,
     send_signed,
@@ -67,12 +70,30 @@ class ThrowawayApp:
     mentions: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
+    shortcuts: list[dict[str, Any]] = field(default_factory=list)
+    homes: list[dict[str, Any]] = field(default_factory=list)
     listener_errors: list[BaseException] = field(default_factory=list)
     # Bolt runs listeners in background tasks after acking, so tests wait on these before
     # asserting and before tearing down (no task left half-way when the loop closes).
     mention_done: asyncio.Event = field(default_factory=asyncio.Event)
     command_done: asyncio.Event = field(default_factory=asyncio.Event)
     action_done: asyncio.Event = field(default_factory=asyncio.Event)
+    shortcut_done: asyncio.Event = field(default_factory=asyncio.Event)
+    home_done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def home_view(text: str) -> dict[str, Any]:
+    """A Home tab: a line of text and a button."""
+    button = {
+        "type": "button",
+        "action_id": "home_forget",
+        "text": {"type": "plain_text", "text": "Forget"},
+        "value": "all",
+    }
+    return {
+        "type": "home",
+        "blocks": [section(text), {"type": "actions", "elements": [button]}],
+    }
 
 
 def build_app(
@@ -131,6 +152,46 @@ def build_app(
         try:
             state.actions.append(body)
             await respond(text="Forgotten.", replace_original=True)
+        except BaseException as exc:
+            state.listener_errors.append(exc)
+            raise
+        finally:
+            state.action_done.set()
+
+    @app.message_shortcut("remember_this")
+    async def on_remember(ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            state.shortcuts.append(shortcut)
+            text = shortcut["message"].get("text", "")
+            await respond(text=f"remembered: {text}", response_type="ephemeral")
+        except BaseException as exc:
+            state.listener_errors.append(exc)
+            raise
+        finally:
+            state.shortcut_done.set()
+
+    @app.event("app_home_opened")
+    async def on_home(event: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            state.homes.append(event)
+            if event.get("tab") == "home":
+                await client.views_publish(user_id=event["user"], view=home_view("Remembered."))
+        except BaseException as exc:
+            state.listener_errors.append(exc)
+            raise
+        finally:
+            state.home_done.set()
+
+    @app.action("home_forget")
+    async def on_home_forget(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        try:
+            state.actions.append(body)
+            # The view's hash guards against publishing over a newer tab.
+            await client.views_publish(
+                user_id=body["user"]["id"], view=home_view("Forgotten."), hash=body["view"]["hash"]
+            )
         except BaseException as exc:
             state.listener_errors.append(exc)
             raise
@@ -701,3 +762,211 @@ async def test_socket_protocol_hello_and_stop_with_a_client_still_connected() ->
             await ws.close()
     finally:
         await fake.stop()
+
+
+# ---------------------------------------------------------------------- (h) message shortcuts
+
+
+@pytest.mark.parametrize("mode", ["http", "socket"])
+async def test_a_message_shortcut_on_a_thread_reply_reaches_bolt_and_its_response_url(
+    fake: FakeSlack, mode: str
+) -> None:
+    parent = fake.message_event(text="the plan is ready", user_id=ALICE, channel_id=CHANNEL)
+    reply = fake.message_event(
+        text="ship it friday", user_id=ALICE, channel_id=CHANNEL, thread_ts=parent["ts"]
+    )
+    for said in (parent, reply):
+        fake.event_payload(event=said)  # the messages exist in Slack
+    payload = fake.message_action_payload(
+        callback_id="remember_this", user_id=ALICE, channel_id=CHANNEL, message=reply
+    )
+    state = build_app(fake)
+    if mode == "http":
+        async with serve_web_app(state.app.web_app(path="/slack/events")) as base:
+            delivery = await send_signed(
+                f"{base}/slack/events",
+                signing_secret=SIGNING_SECRET,
+                body=interactive_form_body(payload),
+            )
+            assert (delivery.status, delivery.text) == (200, "")
+            [response] = await fake.wait_for_responses(count=1)
+            await wait(state.shortcut_done)
+    else:
+        handler = AsyncSocketModeHandler(state.app, APP_TOKEN)
+        await handler.connect_async()
+        try:
+            ack = await fake.socket_send_interactive(payload=payload)
+            assert ack.payload is None
+            assert fake.socket_envelopes[-1].type == "interactive"
+            [response] = await fake.wait_for_responses(count=1)
+            await wait(state.shortcut_done)
+        finally:
+            await handler.close_async()
+
+    assert state.listener_errors == []
+    [shortcut] = state.shortcuts
+    assert (shortcut["type"], shortcut["callback_id"]) == ("message_action", "remember_this")
+    assert shortcut["channel"] == {"id": CHANNEL, "name": "general"}
+    assert (shortcut["user"]["id"], shortcut["team"]["id"]) == (ALICE, TEAM_ID)
+    assert shortcut["message_ts"] == reply["ts"]
+    message = shortcut["message"]
+    assert (message["type"], message["text"], message["ts"]) == (
+        "message",
+        "ship it friday",
+        reply["ts"],
+    )
+    assert (message["thread_ts"], message["parent_user_id"]) == (parent["ts"], ALICE)
+    assert "channel" not in message and "event_ts" not in message
+    assert shortcut["trigger_id"] and shortcut["action_ts"]
+    assert payload["response_url"].endswith(f"/response/{response.response_id}")
+    assert (response.response_type, response.text) == ("ephemeral", "remembered: ship it friday")
+
+
+async def test_a_message_shortcut_on_the_bots_own_message_carries_its_bot_id(
+    fake: FakeSlack, bolt_socket: ThrowawayApp
+) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+    await client.chat_postMessage(channel=CHANNEL, text="I remember: tea")
+    [posted] = fake.posted_messages
+    assert isinstance(posted, RecordedMessage)
+    payload = fake.message_action_payload(
+        callback_id="remember_this", user_id=ALICE, channel_id=CHANNEL, message=posted
+    )
+    await fake.socket_send_interactive(payload=payload)
+    await fake.wait_for_responses(count=1)
+    await wait(bolt_socket.shortcut_done)
+    message = bolt_socket.shortcuts[0]["message"]
+    assert (message["bot_id"], message["user"], message["text"]) == (
+        "BBOT",
+        BOT_USER_ID,
+        "I remember: tea",
+    )
+
+
+# ---------------------------------------------------------------------------- (i) App Home
+
+
+async def test_the_home_tab_is_published_when_opened_and_republished_on_a_click(
+    fake: FakeSlack, bolt_socket: ThrowawayApp
+) -> None:
+    first = fake.app_home_opened_event(user_id=ALICE)
+    assert "view" not in first  # nothing was ever published for Alice
+    await fake.socket_send_event(event=first)
+    await wait(bolt_socket.home_done)
+    published = await fake.wait_for_home(ALICE)
+    assert published["blocks"][0]["text"]["text"] == "Remembered."
+    assert (published["type"], published["team_id"], published["bot_id"]) == (
+        "home",
+        TEAM_ID,
+        "BBOT",
+    )
+    assert published["id"].startswith("V") and published["hash"]
+    # The channel of app_home_opened is the app's DM with the user.
+    dm = await AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url).conversations_open(
+        users=ALICE
+    )
+    assert bolt_socket.homes[0]["channel"] == dm["channel"]["id"]
+
+    bolt_socket.home_done.clear()
+    again = fake.app_home_opened_event(user_id=ALICE)
+    assert again["view"] == published  # the tab as it was last published
+    await fake.socket_send_event(event=again)
+    await wait(bolt_socket.home_done)
+
+    click = fake.home_block_action_payload(user_id=ALICE, action_id="home_forget")
+    await fake.socket_send_interactive(payload=click)
+    await wait(bolt_socket.action_done)
+    forgotten = await fake.wait_for_home(
+        ALICE, lambda view: view["blocks"][0]["text"]["text"] == "Forgotten."
+    )
+    assert bolt_socket.listener_errors == []
+    body = bolt_socket.actions[0]
+    assert body["container"] == {"type": "view", "view_id": published["id"]}
+    assert body["view"]["hash"] == fake.calls_of("views.publish")[-1].params["hash"]
+    assert body["actions"][0]["value"] == "all"
+    assert forgotten["id"] == published["id"] and forgotten["hash"] != published["hash"]
+
+
+# ------------------------------------------------------------------ (j) places and app gone
+
+
+async def test_uninstall_events_reach_bolt_and_the_bot_token_stops_working(
+    fake: FakeSlack,
+) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+    app = AsyncApp(client=client)
+    seen: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    @app.event("tokens_revoked")
+    async def on_revoked(event: dict[str, Any]) -> None:
+        await seen.put(event)
+
+    @app.event("app_uninstalled")
+    async def on_uninstalled(event: dict[str, Any]) -> None:
+        await seen.put(event)
+
+    handler = AsyncSocketModeHandler(app, APP_TOKEN)
+    await handler.connect_async()
+    try:
+        for payload in fake.uninstall():
+            await fake.socket_send_event(event=payload)
+        received = [await asyncio.wait_for(seen.get(), 5) for _ in range(2)]
+    finally:
+        await handler.close_async()
+    assert received == [
+        {"type": "tokens_revoked", "tokens": {"bot": [BOT_USER_ID]}},
+        {"type": "app_uninstalled"},
+    ]
+    # Bolt does not call auth.test for these two: the token is already gone.
+    assert fake.calls_of("auth.test") == []
+    for call in (client.auth_test(), client.chat_postMessage(channel=CHANNEL, text="hi")):
+        with pytest.raises(SlackApiError) as caught:
+            await call
+        assert caught.value.response["error"] == "account_inactive"
+
+
+async def test_channel_deleted_reaches_bolt_and_the_channel_is_gone(
+    fake: FakeSlack, bolt_socket: ThrowawayApp
+) -> None:
+    seen: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    @bolt_socket.app.event("channel_deleted")
+    async def on_deleted(event: dict[str, Any]) -> None:
+        await seen.put(event)
+
+    deleted = fake.channel_deleted_event(channel_id=CHANNEL, user_id=ALICE)
+    await fake.socket_send_event(event=deleted)
+    assert await asyncio.wait_for(seen.get(), 5) == {"type": "channel_deleted", "channel": CHANNEL}
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postMessage(channel=CHANNEL, text="still there?")
+    assert caught.value.response["error"] == "channel_not_found"
+
+
+# ------------------------------------------------------------------------ (k) reading history
+
+
+async def test_slack_sdk_pages_through_history_with_the_cursor(fake: FakeSlack) -> None:
+    fake.add_history(
+        CHANNEL,
+        [
+            fake.message_event(
+                text=f"old {n}", user_id=ALICE, channel_id=CHANNEL, ts=f"1600000000.{n:06d}"
+            )
+            for n in range(1, 8)
+        ],
+    )
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
+    texts, more, cursors = [], [], []
+    # slack_sdk's iteration reuses one response object: read each page as it comes.
+    async for page in await client.conversations_history(channel=CHANNEL, limit=3):
+        texts.append([m["text"] for m in page["messages"]])
+        more.append(page["has_more"])
+        cursors.append(page["response_metadata"]["next_cursor"])
+    assert texts == [["old 7", "old 6", "old 5"], ["old 4", "old 3", "old 2"], ["old 1"]]
+    assert more == [True, True, False]
+    assert cursors[-1] == "" and all(cursors[:-1])
+    assert [c.params.get("cursor") for c in fake.calls_of("conversations.history")] == [
+        None,
+        *cursors[:-1],
+    ]

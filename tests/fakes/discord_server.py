@@ -37,6 +37,14 @@ the "thinking..." message and is as ephemeral as the defer was, and MESSAGE_CREA
 THREAD_CREATE reach the bot only for channels it can view and for private threads it is a
 member of (or may manage).
 
+Beyond messages and slash commands the fake plays what people and Discord do to a bot: message
+context-menu commands (``invoke_message_command``), forwards (``message_snapshots``), polls and
+their POLL_RESULT message, voice messages, forum tags, deleted channels and threads, the bot
+being removed from a guild or a guild going through an outage, and the bot losing its gateway
+connection (``disconnect_bot`` / ``wait_for_reconnect``) while things happen that it is never
+told about (``while_away=True``, ``delete_message_quietly``, ``edit_message_quietly``), which
+it can only find again in channel history.
+
 Everything the bot does is recorded on the instance (``sent_messages``, ``edits``, ``typing``,
 ``interaction_responses``, ``followups``, ``synced_commands``, ``unknown_routes``...), and the
 ``wait_for_*`` coroutines let tests wait for those records instead of sleeping.
@@ -56,6 +64,11 @@ discord.py details this fake depends on (checked against discord.py 2.7):
   "joined"; the fake sends the former after READY and the latter for guilds added later.
 * A failed ``client.start()`` (e.g. ``LoginFailure``) leaves the HTTP session open; call
   ``client.close()`` or aiohttp warns about an unclosed session.
+* After a dropped connection discord.py always tries RESUME first; when that is refused (op 9
+  ``false``) it IDENTIFYs again, and its default ``before_identify_hook`` sleeps 5 s before any
+  IDENTIFY but the first: override the hook in tests that reconnect.
+* discord.py drops a deleted channel's cached threads itself (``on_thread_delete`` for each):
+  Discord sends no THREAD_DELETE for them, and neither does the fake.
 """
 
 # The async helpers take a per-call ``timeout=`` on purpose (ASYNC109): tests read better as
@@ -66,6 +79,7 @@ discord.py details this fake depends on (checked against discord.py 2.7):
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import copy
 import enum
@@ -75,10 +89,11 @@ import math
 import re
 import secrets
 import time
+import unicodedata
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 import yarl
@@ -96,6 +111,7 @@ __all__ = [
     "FakeDiscord",
     "FakeDiscordError",
     "FakeDiscordTimeout",
+    "FakeForumTag",
     "FakeGuild",
     "FakeInteraction",
     "FakeMember",
@@ -110,6 +126,7 @@ __all__ = [
     "PermissionOverwrite",
     "ReactionRecord",
     "RequestRecord",
+    "ResumeRecord",
     "RouteKind",
     "SentMessage",
     "SyncedCommands",
@@ -155,6 +172,50 @@ MAX_EMBEDS_TOTAL_CHARS: Final = 6000
 INTERACTION_TOKEN_LIFETIME: Final = 15 * 60.0
 EPHEMERAL_FLAG: Final = 1 << 6
 LOADING_FLAG: Final = 1 << 7
+# Message flags set by Discord itself (Message resource, "Message Flags").
+IS_VOICE_MESSAGE_FLAG: Final = 1 << 13
+HAS_SNAPSHOT_FLAG: Final = 1 << 14
+# Message types the fake produces (Message resource, "Message Types").
+MESSAGE_DEFAULT, MESSAGE_REPLY, MESSAGE_CONTEXT_MENU_COMMAND, MESSAGE_POLL_RESULT = 0, 19, 23, 46
+# Message reference types: a reply (DEFAULT) or a forward (FORWARD, with message_snapshots).
+REFERENCE_DEFAULT, REFERENCE_FORWARD = 0, 1
+# "FORWARD can only be used for basic messages": DEFAULT, REPLY, CHAT_INPUT_COMMAND and
+# CONTEXT_MENU_COMMAND, and never a message with a poll.
+FORWARDABLE_MESSAGE_TYPES: Final = frozenset({0, 19, 20, 23})
+# The documented subset of message fields a message snapshot carries (Message Snapshot Object);
+# the sticker fields only when the message has stickers, as on message objects.
+SNAPSHOT_FIELDS: Final = (
+    "type",
+    "content",
+    "embeds",
+    "attachments",
+    "timestamp",
+    "edited_timestamp",
+    "flags",
+    "mentions",
+    "mention_roles",
+    "stickers",
+    "sticker_items",
+    "components",
+)
+# Poll limits (Poll resource): question text 300, answer text 55, 10 answers, 32 days.
+MAX_POLL_QUESTION: Final = 300
+MAX_POLL_ANSWER: Final = 55
+MAX_POLL_ANSWERS: Final = 10
+MAX_POLL_HOURS: Final = 32 * 24
+# Forum tags (Channel resource, "Forum Tag Object"): 20 per forum, names up to 20 characters,
+# 5 applied to a post.
+MAX_FORUM_TAGS: Final = 20
+MAX_FORUM_TAG_NAME: Final = 20
+MAX_APPLIED_TAGS: Final = 5
+# Voice messages: the waveform has one byte per 100 ms, at most 256 of them.
+MAX_WAVEFORM_POINTS: Final = 256
+# Application command types: slash commands and the two context menus (user, message).
+CHAT_INPUT, USER_COMMAND, MESSAGE_COMMAND = 1, 2, 3
+MAX_COMMAND_DESCRIPTION: Final = 100
+MAX_COMMAND_OPTIONS: Final = 25
+# Close codes after which discord.py gives up instead of reconnecting (gateway.py).
+_FATAL_CLOSE_CODES: Final = frozenset({1000, 4004, 4010, 4011, 4012, 4013, 4014})
 INTERACTION_ACK_TIMEOUT: Final = 3.0
 # Interaction context types: where a command is used (a server, the DM with the bot, a group
 # DM or a DM between other users) and installation types: how the app got there.
@@ -175,6 +236,8 @@ class Intent(enum.IntFlag):
     GUILD_MESSAGE_REACTIONS = 1 << 10
     DIRECT_MESSAGES = 1 << 12
     MESSAGE_CONTENT = 1 << 15
+    GUILD_MESSAGE_POLLS = 1 << 24
+    DIRECT_MESSAGE_POLLS = 1 << 25
 
 
 PRIVILEGED_INTENTS: Final = Intent.GUILD_MEMBERS | Intent.GUILD_PRESENCES | Intent.MESSAGE_CONTENT
@@ -449,6 +512,28 @@ class FakeMember:
         return payload
 
 
+@dataclass(frozen=True)
+class FakeForumTag:
+    """A tag a forum offers its posts (``available_tags``); at most one of ``emoji_id`` (a
+    custom emoji) and ``emoji_name`` (a unicode emoji) is set."""
+
+    id: int
+    name: str
+    moderated: bool = False
+    emoji_id: int | None = None
+    emoji_name: str | None = None
+
+    def to_payload(self) -> JSON:
+        """The forum tag object as Discord serialises it."""
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "moderated": self.moderated,
+            "emoji_id": _opt_str(self.emoji_id),
+            "emoji_name": self.emoji_name,
+        }
+
+
 @dataclass
 class FakeChannel:
     """A guild channel, thread, forum or DM channel."""
@@ -466,10 +551,14 @@ class FakeChannel:
     archived: bool = False
     locked: bool = False
     message_count: int = 0
+    total_message_sent: int = 0
     last_message_id: int | None = None
     created_at: str = field(default_factory=_now_iso)
     # thread members: what decides who receives a private thread's messages
     member_ids: set[int] = field(default_factory=set)
+    # a forum's tags, and the IDs of those applied to one of its posts
+    available_tags: list[FakeForumTag] = field(default_factory=list)
+    applied_tags: list[int] = field(default_factory=list)
 
     @property
     def is_thread(self) -> bool:
@@ -492,6 +581,8 @@ class FakeGuild:
     joined_at: str = field(default_factory=_now_iso)
     # Left out of READY and GUILD_CREATE (see FakeDiscord.withhold_guild): never cached.
     withheld: bool = False
+    # In an outage (see FakeDiscord.guild_outage): nothing of it reaches the bot.
+    unavailable: bool = False
 
     @property
     def everyone_role(self) -> FakeRole:
@@ -720,6 +811,16 @@ class IdentifyRecord:
 
 
 @dataclass(frozen=True)
+class ResumeRecord:
+    """A RESUME (op 6) received on the gateway and whether the session was resumed (else it
+    was answered with op 9 INVALID_SESSION ``false``)."""
+
+    session_id: str
+    seq: int | None
+    accepted: bool
+
+
+@dataclass(frozen=True)
 class DispatchRecord:
     """A DISPATCH (op 0) the fake wrote to a gateway session."""
 
@@ -926,10 +1027,16 @@ class _GatewaySession:
     """
 
     def __init__(
-        self, ws: web.WebSocketResponse, compressor: _Compressor | None, compression: str | None
+        self,
+        ws: web.WebSocketResponse,
+        compressor: _Compressor | None,
+        compression: str | None,
+        serial: int = 0,
     ) -> None:
         self.ws = ws
         self.compression = compression
+        self.serial = serial
+        """Order of the connection among all the fake accepted (for reconnect waits)."""
         self.id = secrets.token_hex(16)
         self.seq = 0
         self.shard_id = 0
@@ -938,6 +1045,11 @@ class _GatewaySession:
         self.identified = False
         self.ready = False
         self.closed = False
+        self.detached = False
+        """Dropped by ``disconnect_bot(resumable=True)``: still sequences (and keeps) its
+        events, which a RESUME replays."""
+        self.history: list[JSON] = []
+        """Every dispatch sequenced on this session, for a RESUME to replay."""
         self._compressor = compressor
         self._queue: asyncio.Queue[JSON | None] = asyncio.Queue()
         self._writer = asyncio.create_task(self._write_loop(), name=f"fake-gateway-{self.id}")
@@ -957,9 +1069,15 @@ class _GatewaySession:
             seq = self.seq
             payload["s"] = seq
             payload["t"] = event
+            self.history.append(payload)
         if not self.closed:
             self._queue.put_nowait(payload)
         return seq
+
+    def replay(self, payload: JSON) -> None:
+        """Queue an already sequenced dispatch again (a RESUME replaying missed events)."""
+        if not self.closed:
+            self._queue.put_nowait(payload)
 
     async def flush(self) -> None:
         """Wait until everything queued so far has been written to the socket."""
@@ -1069,8 +1187,12 @@ class FakeDiscord:
         self._attachments: dict[tuple[int, int], bytes] = {}
         self._interactions: dict[int, _InteractionState] = {}
         self._interactions_by_token: dict[str, _InteractionState] = {}
-        self._commands: dict[int | None, dict[str, JSON]] = {}
-        self._command_ids: dict[tuple[int | None, str], int] = {}
+        # scope (None = global) -> (command type, name) -> stored command: names are unique
+        # per type and scope, so a slash command and a message command may share one.
+        self._commands: dict[int | None, dict[tuple[int, str], JSON]] = {}
+        self._command_ids: dict[tuple[int | None, int, str], int] = {}
+        # poll message ID -> answer ID -> IDs of the users who voted for it
+        self._poll_votes: dict[int, dict[int, set[int]]] = {}
 
         # Records ------------------------------------------------------------------------
         self.sent_messages: list[SentMessage] = []
@@ -1085,6 +1207,7 @@ class FakeDiscord:
         self.unknown_routes: list[UnknownRoute] = []
         self.requests: list[RequestRecord] = []
         self.identifies: list[IdentifyRecord] = []
+        self.resumes: list[ResumeRecord] = []
         self.dispatched: list[DispatchRecord] = []
         self.presence_updates: list[JSON] = []
         self.interactions: list[FakeInteraction] = []
@@ -1095,6 +1218,12 @@ class FakeDiscord:
 
         # Server ------------------------------------------------------------------------------
         self._sessions: list[_GatewaySession] = []
+        self._session_serial = 0
+        # disconnect_bot(): READY / RESUMED wait until wait_for_reconnect() (the bot is away)
+        self._hold_gateway = False
+        self._held: list[tuple[_GatewaySession, Callable[[], None]]] = []
+        self._dropped_shards: set[tuple[int, int]] = set()
+        self._drop_serial = 0
         self._waiters: set[asyncio.Future[None]] = set()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -1106,8 +1235,6 @@ class FakeDiscord:
     @staticmethod
     def _make_token(user_id: int) -> str:
         # Same three-part shape as real bot tokens: base64(user id).timestamp.hmac
-        import base64
-
         head = base64.b64encode(str(user_id).encode()).decode().rstrip("=")
         return f"{head}.{secrets.token_urlsafe(4)}.{secrets.token_urlsafe(27)}"
 
@@ -1222,8 +1349,13 @@ class FakeDiscord:
                 task.result()  # re-raises LoginFailure, PrivilegedIntentsRequired, ...
                 raise FakeDiscordError("client.start() returned before the client was ready")
             if ready not in done:
+                held = (
+                    " (disconnect_bot() holds READY back until wait_for_reconnect())"
+                    if self._hold_gateway
+                    else ""
+                )
                 raise FakeDiscordTimeout(
-                    f"client not ready after {timeout}s; identifies={self.identifies!r}, "
+                    f"client not ready after {timeout}s{held}; identifies={self.identifies!r}, "
                     f"unknown_routes={self.unknown_routes!r}"
                 )
             yield client
@@ -1410,6 +1542,7 @@ class FakeDiscord:
         topic: str | None,
         overwrites: Sequence[PermissionOverwrite],
         channel_id: int | None,
+        available_tags: Sequence[FakeForumTag] = (),
     ) -> FakeChannel:
         guild = self._guild(guild_id)
         channel = FakeChannel(
@@ -1420,6 +1553,7 @@ class FakeDiscord:
             position=len(guild.channel_ids),
             topic=topic,
             overwrites=list(overwrites),
+            available_tags=list(available_tags),
         )
         self.channels[channel.id] = channel
         guild.channel_ids.append(channel.id)
@@ -1462,8 +1596,21 @@ class FakeDiscord:
         topic: str | None = None,
         overwrites: Sequence[PermissionOverwrite] = (),
         channel_id: int | None = None,
+        tags: Sequence[str | Mapping[str, Any]] = (),
     ) -> FakeChannel:
-        """Add a forum channel (type 15); its posts are threads made with :meth:`add_thread`."""
+        """Add a forum channel (type 15); its posts are threads made with :meth:`add_thread`.
+
+        ``tags`` become its ``available_tags`` (discord.py: ``ForumChannel.available_tags``):
+        a name, or a mapping with ``name`` and optionally ``moderated`` (only members who may
+        manage threads apply it), ``emoji_name`` (unicode) or ``emoji_id`` (custom), at most
+        one of the two. Discord allows 20 tags of up to 20 characters.
+        """
+        available = [self._forum_tag(spec) for spec in tags]
+        if len(available) > MAX_FORUM_TAGS:
+            raise FakeDiscordError(f"a forum has at most {MAX_FORUM_TAGS} tags")
+        names = [t.name for t in available]
+        if len(set(names)) != len(names):
+            raise FakeDiscordError(f"forum tag names must be unique: {names}")
         return self._add_guild_channel(
             guild_id,
             name,
@@ -1471,6 +1618,26 @@ class FakeDiscord:
             topic=topic,
             overwrites=overwrites,
             channel_id=channel_id,
+            available_tags=available,
+        )
+
+    def _forum_tag(self, spec: str | Mapping[str, Any]) -> FakeForumTag:
+        fields: Mapping[str, Any] = {"name": spec} if isinstance(spec, str) else spec
+        if unknown := set(fields) - {"name", "moderated", "emoji_id", "emoji_name"}:
+            raise FakeDiscordError(f"unknown forum tag fields {sorted(unknown)}")
+        name = str(fields.get("name") or "")
+        if not 1 <= len(name) <= MAX_FORUM_TAG_NAME:
+            raise FakeDiscordError(f"a forum tag name has 1-{MAX_FORUM_TAG_NAME} characters")
+        emoji_id = fields.get("emoji_id")
+        emoji_name = fields.get("emoji_name")
+        if emoji_id is not None and emoji_name is not None:
+            raise FakeDiscordError("at most one of emoji_id and emoji_name may be set")
+        return FakeForumTag(
+            id=self._ids.next(),
+            name=name,
+            moderated=bool(fields.get("moderated", False)),
+            emoji_id=None if emoji_id is None else int(emoji_id),
+            emoji_name=None if emoji_name is None else str(emoji_name),
         )
 
     def add_thread(
@@ -1483,12 +1650,17 @@ class FakeDiscord:
         archived: bool = False,
         thread_id: int | None = None,
         members: Sequence[int] = (),
+        applied_tags: Sequence[str | int] = (),
     ) -> FakeChannel:
         """Add a thread under a text channel, or a post under a forum (dispatches THREAD_CREATE).
 
-        Archived threads are not part of GUILD_CREATE, like on Discord. ``members`` (user IDs;
-        the owner always is one) matter for private threads: the bot receives their messages
-        only as a member or with Manage Threads.
+        ``archived=True`` stands for an old thread that was archived before the test: it is
+        not part of GUILD_CREATE, like on Discord, and no THREAD_CREATE announces it, so
+        discord.py never caches it (its messages can still be fetched, and message commands
+        still run on them). ``members`` (user IDs; the owner always is one) matter for private
+        threads: the bot receives their messages only as a member or with Manage Threads.
+        ``applied_tags`` (names or IDs of the forum's tags, at most 5) tag a forum post; a
+        moderated tag needs an owner who may manage threads.
         """
         parent = self._channel(parent_id)
         if parent.guild_id is None or parent.type not in (
@@ -1498,19 +1670,54 @@ class FakeDiscord:
             raise FakeDiscordError(f"channel {parent_id} cannot have threads")
         if private and parent.type is ChannelType.GUILD_FORUM:
             raise FakeDiscordError("forum posts are always public threads")
+        owner = owner_id or self.guilds[parent.guild_id].owner_id
         thread = FakeChannel(
             id=thread_id or self._ids.next(),
             type=ChannelType.PRIVATE_THREAD if private else ChannelType.PUBLIC_THREAD,
             name=name,
             guild_id=parent.guild_id,
             parent_id=parent.id,
-            owner_id=owner_id or self.guilds[parent.guild_id].owner_id,
+            owner_id=owner,
             archived=archived,
+            applied_tags=self._resolve_applied_tags(parent, applied_tags, owner),
         )
         thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
         self.channels[thread.id] = thread
-        self._dispatch_thread_create(thread, newly_created=True)
+        if not archived:
+            self._dispatch_thread_create(thread, newly_created=True)
         return thread
+
+    def _resolve_applied_tags(
+        self, parent: FakeChannel, wanted: Sequence[str | int], user_id: int
+    ) -> list[int]:
+        """Tag names or IDs -> IDs of ``parent``'s available tags (only forum posts have
+        tags; at most 5; moderated ones only by someone who may manage threads)."""
+        if not wanted:
+            return []
+        if parent.type is not ChannelType.GUILD_FORUM:
+            raise FakeDiscordError("only forum posts have tags")
+        if len(wanted) > MAX_APPLIED_TAGS:
+            raise FakeDiscordError(f"a post has at most {MAX_APPLIED_TAGS} tags")
+        by_key: dict[str | int, FakeForumTag] = {}
+        for tag in parent.available_tags:
+            by_key[tag.id] = by_key[tag.name] = tag
+        resolved: list[int] = []
+        assert parent.guild_id is not None
+        may_moderate = bool(
+            self.permissions_for(parent.guild_id, user_id, parent.id) & Permission.MANAGE_THREADS
+        )
+        for key in wanted:
+            found = by_key.get(key)
+            if found is None:
+                raise FakeDiscordError(
+                    f"forum {parent.id} has no tag {key!r}; it has "
+                    f"{[t.name for t in parent.available_tags]}"
+                )
+            if found.moderated and not may_moderate:
+                raise FakeDiscordError(f"tag {found.name!r} is moderated: it needs Manage Threads")
+            if found.id not in resolved:
+                resolved.append(found.id)
+        return resolved
 
     def join_thread(self, thread_id: int, user_id: int) -> None:
         """Make a user (the bot: ``fake.bot_user.id``) a member of a thread.
@@ -1557,11 +1764,175 @@ class FakeDiscord:
             payload["newly_created"] = True
         self._dispatch("THREAD_CREATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
 
+    async def start_forum_post(
+        self,
+        forum_id: int,
+        name: str,
+        *,
+        author_id: int,
+        content: str,
+        applied_tags: Sequence[str | int] = (),
+        timeout: float = 5.0,
+    ) -> tuple[FakeChannel, JSON]:
+        """A member starts a post in a forum: the post (a thread: THREAD_CREATE) and its
+        first message, which shares the post's id ("the ID of the thread's first message is
+        the same as the thread's ID", Threads: Forums), MESSAGE_CREATE after it."""
+        post = self.add_thread(forum_id, name, owner_id=author_id, applied_tags=applied_tags)
+        author = self._author_in(post, author_id)
+        await self._before_user_event(post, while_away=False, timeout=timeout)
+        message = self._new_message(
+            channel=post, author=author, content=content, message_id=post.id
+        )
+        await self._deliver_user_event("MESSAGE_CREATE", message, while_away=False)
+        return post, message
+
+    def archive_thread(self, thread_id: int) -> None:
+        """A thread (or forum post) is archived (by hand, or by its auto-archive duration):
+        THREAD_UPDATE with ``thread_metadata.archived`` true, to who may see it. discord.py
+        then drops it from its cache (``parse_thread_update``); its messages stay, and a
+        message command can still be used on them."""
+        thread = self._channel(thread_id)
+        if not thread.is_thread:
+            raise FakeDiscordError(f"channel {thread_id} is not a thread")
+        thread.archived = True
+        if self._bot_receives_messages_of(thread):
+            payload = self._channel_payload(thread)
+            self._dispatch("THREAD_UPDATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
+
+    def delete_channel(self, channel_id: int) -> None:
+        """Someone deletes a guild channel: a text channel, a forum, a thread or a forum post.
+
+        A text channel or forum: CHANNEL_DELETE with the channel object (``on_guild_channel_
+        delete``), to every session with the GUILDS intent (bots are told of every channel of a
+        guild, GUILD_CREATE lists even those they cannot view). Its threads and posts vanish
+        with it, and Discord sends *nothing* for them (no THREAD_DELETE: discord.py drops the
+        parent's cached threads itself and fires ``on_thread_delete`` / ``on_raw_thread_delete``
+        for each; discord.js and Javacord maintainers confirm the gateway sends none).
+
+        A thread or post: see :meth:`delete_thread`.
+
+        Afterwards the channel and its messages are gone: REST calls on it answer 404
+        Unknown Channel (10003).
+        """
+        channel = self._channel(channel_id)
+        if channel.guild_id is None:
+            raise FakeDiscordError("only guild channels are deleted (a DM is closed, not deleted)")
+        if channel.is_thread:
+            self.delete_thread(channel_id)
+            return
+        guild = self.guilds[channel.guild_id]
+        self._dispatch(
+            "CHANNEL_DELETE",
+            self._channel_payload(channel),
+            guild_id=guild.id,
+            intent=Intent.GUILDS,
+        )
+        for thread in [c for c in self.channels.values() if c.parent_id == channel.id]:
+            self._forget_channel(thread)
+        self._forget_channel(channel)
+        guild.channel_ids.remove(channel.id)
+
+    def delete_thread(self, thread_id: int) -> None:
+        """Someone deletes a thread or a forum post: THREAD_DELETE with only ``id``,
+        ``guild_id``, ``parent_id`` and ``type`` (Gateway Events, Thread Delete), sent only
+        where the thread is "relevant": to a bot that may view it (for a private thread: a
+        member, or one who may manage threads), like THREAD_CREATE. discord.py fires
+        ``on_raw_thread_delete`` always and ``on_thread_delete`` if it had the thread cached
+        (it never has an archived one)."""
+        thread = self._channel(thread_id)
+        if not thread.is_thread:
+            raise FakeDiscordError(f"channel {thread_id} is not a thread; use delete_channel()")
+        if self._bot_receives_messages_of(thread):
+            self._dispatch(
+                "THREAD_DELETE",
+                {
+                    "id": str(thread.id),
+                    "guild_id": str(thread.guild_id),
+                    "parent_id": str(thread.parent_id),
+                    "type": int(thread.type),
+                },
+                guild_id=thread.guild_id,
+                intent=Intent.GUILDS,
+            )
+        self._forget_channel(thread)
+
+    def _forget_channel(self, channel: FakeChannel) -> None:
+        """Drop a deleted channel and every message in it."""
+        del self.channels[channel.id]
+        self._forbidden_channels.discard(channel.id)
+        for mid in [m for m, msg in self.messages.items() if int(msg["channel_id"]) == channel.id]:
+            del self.messages[mid]
+            self._poll_votes.pop(mid, None)
+
+    def remove_bot_from_guild(self, guild_id: int) -> None:
+        """The bot is kicked (or leaves): GUILD_DELETE ``{"id"}`` *without* ``unavailable``,
+        which discord.py reads as removal (``on_guild_remove``, the guild leaves its cache).
+
+        The guild goes on without the bot: nothing of it is dispatched any more, a new
+        session's READY leaves it out, and the bot's REST calls on its channels and on the
+        guild answer 403 Missing Access (50001), as Discord answers for a guild the bot is not
+        in (a deleted channel would be 404 Unknown Channel). Its commands are no longer offered
+        there through the guild install.
+        """
+        guild = self._guild(guild_id)
+        if not self._bot_in(guild):
+            raise FakeDiscordError(f"the bot is not in guild {guild_id}")
+        self._dispatch_guild_state("GUILD_DELETE", {"id": str(guild_id)}, guild)
+        del guild.members[self.bot_user.id]
+        guild.unavailable = False
+
+    def guild_outage(self, guild_id: int) -> None:
+        """A Discord outage makes the guild unavailable: GUILD_DELETE ``{"id", "unavailable":
+        true}`` (discord.py: ``on_guild_unavailable``; the guild stays cached, marked
+        ``unavailable``). Until :meth:`end_guild_outage` nothing of it is dispatched, a new
+        session gets that GUILD_DELETE instead of its GUILD_CREATE ("guilds that are
+        unavailable due to an outage will send a Guild Delete event"), and users cannot act
+        in it (the user-side helpers raise)."""
+        guild = self._guild(guild_id)
+        if not self._bot_in(guild):
+            raise FakeDiscordError(f"the bot is not in guild {guild_id}")
+        if guild.unavailable:
+            raise FakeDiscordError(f"guild {guild_id} is already unavailable")
+        self._dispatch_guild_state(
+            "GUILD_DELETE", {"id": str(guild_id), "unavailable": True}, guild
+        )
+        guild.unavailable = True
+
+    def end_guild_outage(self, guild_id: int) -> None:
+        """The outage is over: GUILD_CREATE with the whole guild and ``"unavailable": false``
+        (discord.py: ``on_guild_available``)."""
+        guild = self._guild(guild_id)
+        if not guild.unavailable:
+            raise FakeDiscordError(f"guild {guild_id} is not in an outage")
+        guild.unavailable = False
+        if guild.withheld:
+            return
+        for session in self._live_sessions(guild.id):
+            if session.intents & Intent.GUILDS:
+                self._send_dispatch(
+                    session, "GUILD_CREATE", self._guild_create_payload(guild, session)
+                )
+
+    def _dispatch_guild_state(self, event: str, payload: JSON, guild: FakeGuild) -> None:
+        """GUILD_DELETE (removal or outage) reaches the guild's sessions whatever its state."""
+        for session in self._live_sessions(guild.id):
+            if session.intents & Intent.GUILDS:
+                self._send_dispatch(session, event, copy.deepcopy(payload))
+
+    def _bot_in(self, guild: FakeGuild) -> bool:
+        return self.bot_user.id in guild.members
+
     def register_commands(self, commands: Sequence[JSON], *, guild_id: int | None = None) -> None:
         """Set-up: application commands registered before the test, as an earlier sync left
-        them (Discord keeps them across restarts). Not recorded in ``synced_commands``."""
+        them (Discord keeps them across restarts). Not recorded in ``synced_commands``.
+
+        Validated as a sync is (e.g. a context menu with a description is refused):
+        :class:`FakeDiscordError` with Discord's error body."""
         for command in commands:
-            self._store_command(guild_id, dict(command))
+            try:
+                self._store_command(guild_id, dict(command))
+            except _ApiError as exc:
+                raise FakeDiscordError(f"Discord would refuse {command!r}: {exc.body}") from None
 
     def dm_channel_id(self, user_id: int) -> int:
         """The DM channel between the bot and a user (created on first use)."""
@@ -1699,6 +2070,7 @@ class FakeDiscord:
         descriptions: Mapping[str, str] | None = None,
         embeds: Sequence[JSON] = (),
         timeout: float = 5.0,
+        while_away: bool = False,
     ) -> JSON:
         """A member posts in a guild text channel, thread or forum post (MESSAGE_CREATE).
 
@@ -1713,6 +2085,9 @@ class FakeDiscord:
             descriptions: ``filename -> description`` (the alt text people give a file).
             embeds: Raw embed objects.
             timeout: How long to wait for a connected gateway session owning the guild.
+            while_away: The message was sent while the bot had no gateway session (see
+                :meth:`disconnect_bot`): it is stored (REST history shows it) and never
+                dispatched. Refused while a session is connected or resumable.
 
         Returns:
             The message payload as stored (REST shape, without ``guild_id``/``member``).
@@ -1720,18 +2095,10 @@ class FakeDiscord:
         channel = self._channel(channel_id)
         if channel.guild_id is None:
             raise FakeDiscordError("use send_dm() for DM channels")
-        if channel.type is ChannelType.GUILD_FORUM:
-            raise FakeDiscordError("post into a forum thread (add_thread), not the forum itself")
-        guild = self.guilds[channel.guild_id]
-        if author_id not in guild.members:
-            raise FakeDiscordError(
-                f"user {author_id} is not a member of guild {guild.id}; "
-                f"call fake.add_member({guild.id}, {author_id}) first"
-            )
-        author = self.users[author_id]
+        author = self._author_in(channel, author_id)
         if mentions_bot and not re.search(rf"<@!?{self.bot_user.id}>", content):
             content = f"<@{self.bot_user.id}> {content}".rstrip()
-        await self._wait_for_owner_session(channel.guild_id, timeout)
+        await self._before_user_event(channel, while_away=while_away, timeout=timeout)
         message = self._new_message(
             channel=channel,
             author=author,
@@ -1740,9 +2107,63 @@ class FakeDiscord:
             attachments=self._user_attachments(channel.id, attachments, descriptions),
             reference=self._reference_for(channel, reply_to),
         )
-        self._dispatch_message("MESSAGE_CREATE", message)
-        await self._flush_sessions(channel.guild_id)
+        await self._deliver_user_event("MESSAGE_CREATE", message, while_away=while_away)
         return message
+
+    def _author_in(self, channel: FakeChannel, author_id: int) -> FakeUser:
+        """The author of a user message in ``channel``: a member of its guild (posting in a
+        text channel or thread, never in a forum itself), or the person of a DM with the bot."""
+        if channel.guild_id is None:
+            if channel.type is not ChannelType.DM or channel.recipient_ids != [author_id]:
+                raise FakeDiscordError(
+                    f"channel {channel.id} is not the bot's DM with user {author_id}; the bot "
+                    "only sees its own DMs (fake.dm_channel_id(user_id))"
+                )
+            return self.users[author_id]
+        if channel.type is ChannelType.GUILD_FORUM:
+            raise FakeDiscordError("post into a forum thread (add_thread), not the forum itself")
+        guild = self.guilds[channel.guild_id]
+        if author_id not in guild.members:
+            raise FakeDiscordError(
+                f"user {author_id} is not a member of guild {guild.id}; "
+                f"call fake.add_member({guild.id}, {author_id}) first"
+            )
+        return self.users[author_id]
+
+    async def _before_user_event(
+        self, channel: FakeChannel, *, while_away: bool, timeout: float
+    ) -> None:
+        """Before a user changes a channel: wait for the session the event goes to, or (for
+        a change made while the bot was away) make sure no session could have seen it."""
+        if while_away:
+            self._check_away(channel.guild_id)
+        else:
+            await self._await_delivery_target(channel.guild_id, timeout)
+
+    async def _deliver_user_event(self, event: str, message: JSON, *, while_away: bool) -> None:
+        if while_away:
+            return
+        self._dispatch_message(event, message)
+        await self._flush_sessions(self.channels[int(message["channel_id"])].guild_id)
+
+    def _check_away(self, guild_id: int | None) -> None:
+        """A change "while the bot was away" is only possible while no session of the bot
+        could receive it: none connected (a resumable one would have it replayed)."""
+        self._require_guild_up(guild_id)
+        if guild_id is not None and not self._bot_in(self.guilds[guild_id]):
+            return  # nothing of a guild the bot left reaches it anyway
+        live = self._live_sessions(guild_id)
+        if not live:
+            return
+        if any(s.detached for s in live):
+            raise FakeDiscordError(
+                "the bot's session is resumable (disconnect_bot(resumable=True)): Discord "
+                "would replay this on RESUME; make the change normally"
+            )
+        raise FakeDiscordError(
+            "a gateway session of the bot is connected, so Discord would dispatch this; "
+            "await fake.disconnect_bot() first (or make the change before the bot starts)"
+        )
 
     async def send_dm(
         self,
@@ -1753,13 +2174,15 @@ class FakeDiscord:
         descriptions: Mapping[str, str] | None = None,
         reply_to: int | SentMessage | JSON | None = None,
         timeout: float = 5.0,
+        while_away: bool = False,
     ) -> JSON:
         """A user DMs the bot (MESSAGE_CREATE without ``guild_id``, delivered to shard 0).
 
-        discord.py then builds a ``DMChannel`` (``message.guild is None``).
+        discord.py then builds a ``DMChannel`` (``message.guild is None``). ``while_away`` as
+        in :meth:`send_message`.
         """
         channel = self._channel(self.dm_channel_id(user_id))
-        await self._wait_for_owner_session(None, timeout)
+        await self._before_user_event(channel, while_away=while_away, timeout=timeout)
         message = self._new_message(
             channel=channel,
             author=self.users[user_id],
@@ -1767,8 +2190,7 @@ class FakeDiscord:
             attachments=self._user_attachments(channel.id, attachments, descriptions),
             reference=self._reference_for(channel, reply_to),
         )
-        self._dispatch_message("MESSAGE_CREATE", message)
-        await self._flush_sessions(None)
+        await self._deliver_user_event("MESSAGE_CREATE", message, while_away=while_away)
         return message
 
     async def edit_user_message(
@@ -1795,8 +2217,44 @@ class FakeDiscord:
             The message payload as now stored (REST shape).
         """
         stored = self._stored_user_message(message)
+        self._check_user_editable(stored)
         channel = self._channel(int(stored["channel_id"]))
-        await self._wait_for_owner_session(channel.guild_id, timeout)
+        await self._await_delivery_target(channel.guild_id, timeout)
+        self._apply_user_edit(stored, content=content, keep_attachments=keep_attachments)
+        self._dispatch_message("MESSAGE_UPDATE", stored)
+        await self._flush_sessions(channel.guild_id)
+        return stored
+
+    def edit_message_quietly(
+        self,
+        message: int | SentMessage | JSON,
+        *,
+        content: str | None = None,
+        keep_attachments: Sequence[str] | None = None,
+    ) -> JSON:
+        """The author edits a message while the bot is away (after :meth:`disconnect_bot`,
+        or before it ever connected): the stored message changes as in
+        :meth:`edit_user_message` (REST history shows the edit) and no MESSAGE_UPDATE is ever
+        dispatched. Refused while a session of the bot is connected or resumable."""
+        stored = self._stored_user_message(message)
+        self._check_away(self._channel(int(stored["channel_id"])).guild_id)
+        self._apply_user_edit(stored, content=content, keep_attachments=keep_attachments)
+        return stored
+
+    @staticmethod
+    def _check_user_editable(stored: JSON) -> None:
+        flags = int(stored.get("flags") or 0)
+        if flags & IS_VOICE_MESSAGE_FLAG:
+            raise FakeDiscordError("voice messages cannot be edited")
+        if "poll" in stored:
+            raise FakeDiscordError("after creation, a poll message cannot be edited")
+        if flags & HAS_SNAPSHOT_FLAG:
+            raise FakeDiscordError("a forward has no content of its own to edit")
+
+    def _apply_user_edit(
+        self, stored: JSON, *, content: str | None, keep_attachments: Sequence[str] | None
+    ) -> None:
+        self._check_user_editable(stored)
         if keep_attachments is not None:
             names = {a["filename"] for a in stored["attachments"]}
             if unknown := set(keep_attachments) - names:
@@ -1814,9 +2272,422 @@ class FakeDiscord:
                 if int(uid) in self.users
             ]
         stored["edited_timestamp"] = _now_iso()
-        self._dispatch_message("MESSAGE_UPDATE", stored)
+
+    async def delete_message(
+        self, message: int | SentMessage | JSON, *, timeout: float = 5.0
+    ) -> None:
+        """Someone deletes a message (its author, or a moderator; the bot's own too):
+        MESSAGE_DELETE with ``id``, ``channel_id`` and ``guild_id`` (GUILD_MESSAGES or
+        DIRECT_MESSAGES intent; no content, so no MESSAGE_CONTENT rule), to who may view the
+        channel."""
+        stored = self._stored_message(message)
+        channel = self._channel(int(stored["channel_id"]))
+        await self._await_delivery_target(channel.guild_id, timeout)
+        self._forget_message(channel, stored)
+        if channel.guild_id is not None and not self._bot_receives_messages_of(channel):
+            return
+        data: JSON = {"id": stored["id"], "channel_id": str(channel.id)}
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        intent = Intent.GUILD_MESSAGES if channel.guild_id else Intent.DIRECT_MESSAGES
+        self._dispatch("MESSAGE_DELETE", data, guild_id=channel.guild_id, intent=intent)
         await self._flush_sessions(channel.guild_id)
+
+    def delete_message_quietly(self, message: int | SentMessage | JSON) -> None:
+        """A message is deleted while the bot is away (after :meth:`disconnect_bot`, or
+        before it ever connected): gone from the store and from REST history, and no
+        MESSAGE_DELETE is ever dispatched, so the bot can only notice by reading history.
+        Refused while a session of the bot is connected or resumable."""
+        stored = self._stored_message(message)
+        channel = self._channel(int(stored["channel_id"]))
+        self._check_away(channel.guild_id)
+        self._forget_message(channel, stored)
+
+    def _stored_message(self, message: int | SentMessage | JSON) -> JSON:
+        mid = self._message_id_of(message)
+        stored = self.messages.get(mid)
+        if stored is None:
+            raise FakeDiscordError(f"unknown message {mid} (deleted, or never sent)")
         return stored
+
+    def _forget_message(self, channel: FakeChannel, message: JSON) -> None:
+        mid = int(message["id"])
+        del self.messages[mid]
+        self._poll_votes.pop(mid, None)
+        if channel.is_thread and channel.message_count:
+            channel.message_count -= 1  # total_message_sent is not decremented
+
+    async def forward_message(
+        self,
+        *,
+        message_id: int | SentMessage | JSON,
+        to_channel_id: int,
+        author_id: int,
+        content: str = "",
+        timeout: float = 5.0,
+    ) -> JSON:
+        """A user forwards a message into a guild channel or into their DM with the bot.
+
+        The forward is a MESSAGE_CREATE of type DEFAULT whose own ``content`` is empty, with
+        the HAS_SNAPSHOT flag (1 << 14), ``message_reference`` = ``{"type": 1 (FORWARD),
+        "message_id", "channel_id", "guild_id"}`` (the *source's* channel and guild; no
+        ``referenced_message``) and ``message_snapshots`` = ``[{"message": {...}}]`` with the
+        documented subset of the source (``type``, ``content``, ``embeds``, ``attachments``,
+        ``timestamp``, ``edited_timestamp``, ``flags``, ``mentions``, ``mention_roles``,
+        ``components``; sticker fields only when it has stickers; never ``author``), frozen
+        at this moment. discord.py: ``message.message_snapshots[0].content``.
+
+        Only "basic" messages can be forwarded (types DEFAULT, REPLY, CHAT_INPUT_COMMAND,
+        CONTEXT_MENU_COMMAND, without a poll), and only by someone who can view the source.
+        A ``content`` is the comment people may add: like Discord's client, the fake sends it
+        as a separate, ordinary message right after the forward.
+
+        Returns:
+            The forward's payload as stored.
+        """
+        source = self._stored_message(message_id)
+        source_channel = self._channel(int(source["channel_id"]))
+        if int(source.get("type") or 0) not in FORWARDABLE_MESSAGE_TYPES or "poll" in source:
+            raise FakeDiscordError(
+                "only basic messages (DEFAULT, REPLY, CHAT_INPUT_COMMAND, CONTEXT_MENU_COMMAND, "
+                "no poll) can be forwarded"
+            )
+        if int(source.get("flags") or 0) & HAS_SNAPSHOT_FLAG:
+            raise FakeDiscordError("snapshots nest one level deep: forward the original message")
+        if not self._user_can_view(source_channel, author_id):
+            raise FakeDiscordError(
+                f"user {author_id} cannot view channel {source_channel.id}, so cannot forward "
+                "from it"
+            )
+        destination = self._channel(to_channel_id)
+        author = self._author_in(destination, author_id)
+        await self._await_delivery_target(destination.guild_id, timeout)
+        snapshot = {k: copy.deepcopy(source[k]) for k in SNAPSHOT_FIELDS if k in source}
+        reference: JSON = {
+            "type": REFERENCE_FORWARD,
+            "message_id": source["id"],
+            "channel_id": source["channel_id"],
+        }
+        if source_channel.guild_id is not None:
+            reference["guild_id"] = str(source_channel.guild_id)
+        forward = self._new_message(
+            channel=destination,
+            author=author,
+            content="",
+            flags=HAS_SNAPSHOT_FLAG,
+            reference=reference,
+            snapshots=[{"message": snapshot}],
+        )
+        self._dispatch_message("MESSAGE_CREATE", forward)
+        if content:
+            comment = self._new_message(channel=destination, author=author, content=content)
+            self._dispatch_message("MESSAGE_CREATE", comment)
+        await self._flush_sessions(destination.guild_id)
+        return forward
+
+    def _user_can_view(self, channel: FakeChannel, user_id: int) -> bool:
+        """Whether a person sees a channel: a DM they are in, or a guild channel they may view
+        (a private thread only as a member or with Manage Threads)."""
+        if channel.guild_id is None:
+            return user_id in channel.recipient_ids
+        if user_id not in self.guilds[channel.guild_id].members:
+            return False
+        perms = self.permissions_for(channel.guild_id, user_id, channel.id)
+        if not perms & Permission.VIEW_CHANNEL:
+            return False
+        if channel.type is ChannelType.PRIVATE_THREAD:
+            return user_id in channel.member_ids or bool(perms & Permission.MANAGE_THREADS)
+        return True
+
+    async def send_poll(
+        self,
+        *,
+        channel_id: int,
+        author_id: int,
+        question: str,
+        answers: Sequence[str],
+        duration_hours: int = 24,
+        allow_multiselect: bool = False,
+        timeout: float = 5.0,
+    ) -> JSON:
+        """A user posts a poll (MESSAGE_CREATE with empty ``content`` and a ``poll`` object):
+        ``question`` ``{"text"}``, ``answers`` ``[{"answer_id": 1.., "poll_media":
+        {"text"}}]``, ``expiry`` (creation + ``duration_hours``), ``allow_multiselect``,
+        ``layout_type`` 1 and ``results`` not finalized, without votes. Like the rest of a
+        message's content, ``poll`` is omitted for a bot without MESSAGE_CONTENT. discord.py:
+        ``message.poll``.
+
+        Limits as documented: question 1-300 characters, 1-10 answers of 1-55 characters,
+        1 hour to 32 days (the fake refuses more with FakeDiscordError).
+        """
+        channel = self._channel(channel_id)
+        author = self._author_in(channel, author_id)
+        poll = self._new_poll(
+            question=question,
+            answers=answers,
+            duration_hours=duration_hours,
+            allow_multiselect=allow_multiselect,
+            layout_type=1,
+        )
+        if isinstance(poll, tuple):
+            raise FakeDiscordError(f"invalid poll ({'.'.join(map(str, poll[0]))}): {poll[2]}")
+        await self._await_delivery_target(channel.guild_id, timeout)
+        message = self._new_message(channel=channel, author=author, content="", poll=poll)
+        self._dispatch_message("MESSAGE_CREATE", message)
+        await self._flush_sessions(channel.guild_id)
+        return message
+
+    def _new_poll(
+        self,
+        *,
+        question: Any,
+        answers: Sequence[Any],
+        duration_hours: Any,
+        allow_multiselect: bool,
+        layout_type: Any,
+    ) -> JSON | tuple[tuple[str | int, ...], str, str]:
+        """A poll object from a poll create request, or ``(path, code, message)`` of the
+        first documented limit it breaks (the ``expiry`` is filled in by the message)."""
+        if not isinstance(question, str) or not question:
+            return ("poll", "question", "text"), "BASE_TYPE_REQUIRED", "This field is required"
+        if len(question) > MAX_POLL_QUESTION:
+            return (
+                ("poll", "question", "text"),
+                "BASE_TYPE_MAX_LENGTH",
+                f"Must be {MAX_POLL_QUESTION} or fewer in length.",
+            )
+        if not 1 <= len(answers) <= MAX_POLL_ANSWERS:
+            return (
+                ("poll", "answers"),
+                "BASE_TYPE_BAD_LENGTH",
+                f"Must be between 1 and {MAX_POLL_ANSWERS} in length.",
+            )
+        for index, answer in enumerate(answers):
+            if not isinstance(answer, str) or not answer:
+                return (
+                    ("poll", "answers", index, "poll_media", "text"),
+                    "BASE_TYPE_REQUIRED",
+                    "This field is required",
+                )
+            if len(answer) > MAX_POLL_ANSWER:
+                return (
+                    ("poll", "answers", index, "poll_media", "text"),
+                    "BASE_TYPE_MAX_LENGTH",
+                    f"Must be {MAX_POLL_ANSWER} or fewer in length.",
+                )
+        if (
+            isinstance(duration_hours, bool)
+            or not isinstance(duration_hours, int | float)
+            or duration_hours != int(duration_hours)
+            or not 1 <= duration_hours <= MAX_POLL_HOURS
+        ):
+            return (
+                ("poll", "duration"),
+                "NUMBER_TYPE_MAX"
+                if isinstance(duration_hours, int | float)
+                else "NUMBER_TYPE_COERCE",
+                f"Must be a whole number of hours between 1 and {MAX_POLL_HOURS}.",
+            )
+        if layout_type != 1:
+            return ("poll", "layout_type"), "BASE_TYPE_CHOICES", "Value must be one of {1}."
+        return {
+            "question": {"text": question},
+            "answers": [
+                {"answer_id": answer_id, "poll_media": {"text": text}}
+                for answer_id, text in enumerate(answers, start=1)
+            ],
+            "expiry": None,
+            "allow_multiselect": bool(allow_multiselect),
+            "layout_type": 1,
+            "results": {"is_finalized": False, "answer_counts": []},
+            "_duration_hours": int(duration_hours),
+        }
+
+    async def vote_poll(
+        self,
+        message_id: int | SentMessage | JSON,
+        user_id: int,
+        answer_id: int,
+        *,
+        timeout: float = 5.0,
+    ) -> None:
+        """A user votes: MESSAGE_POLL_VOTE_ADD ``{user_id, channel_id, message_id, guild_id,
+        answer_id}`` (intents GUILD_MESSAGE_POLLS / DIRECT_MESSAGE_POLLS), and the stored
+        ``results.answer_counts`` grow (Discord sends no MESSAGE_UPDATE for votes; REST shows
+        the counts). In a single-choice poll a vote for another answer first takes the old
+        vote back (MESSAGE_POLL_VOTE_REMOVE). Bots cannot vote; ended polls take no votes."""
+        stored = self._stored_message(message_id)
+        poll = stored.get("poll")
+        if poll is None:
+            raise FakeDiscordError(f"message {stored['id']} has no poll")
+        if poll["results"]["is_finalized"]:
+            raise FakeDiscordError("the poll has ended")
+        voter = self.users.get(user_id)
+        if voter is None:
+            raise FakeDiscordError(f"unknown user {user_id}")
+        if voter.bot:
+            raise FakeDiscordError("apps are not allowed to vote on polls")
+        channel = self._channel(int(stored["channel_id"]))
+        if not self._user_can_view(channel, user_id):
+            raise FakeDiscordError(f"user {user_id} cannot see channel {channel.id}")
+        answer_ids = [int(a["answer_id"]) for a in poll["answers"]]
+        if answer_id not in answer_ids:
+            raise FakeDiscordError(f"the poll's answers are {answer_ids}, not {answer_id}")
+        votes = self._poll_votes.setdefault(int(stored["id"]), {})
+        if user_id in votes.get(answer_id, set()):
+            raise FakeDiscordError(f"user {user_id} already voted for answer {answer_id}")
+        await self._await_delivery_target(channel.guild_id, timeout)
+        if not poll["allow_multiselect"]:
+            for previous, voters in votes.items():
+                if user_id in voters:
+                    voters.discard(user_id)
+                    self._dispatch_poll_vote("MESSAGE_POLL_VOTE_REMOVE", stored, user_id, previous)
+        votes.setdefault(answer_id, set()).add(user_id)
+        poll["results"]["answer_counts"] = self._answer_counts(poll, votes)
+        self._dispatch_poll_vote("MESSAGE_POLL_VOTE_ADD", stored, user_id, answer_id)
+        await self._flush_sessions(channel.guild_id)
+
+    @staticmethod
+    def _answer_counts(poll: JSON, votes: Mapping[int, set[int]]) -> list[JSON]:
+        # "If answer_counts does not contain an entry for a particular answer, then there are
+        # no votes for that answer"; me_voted is the bot's, and bots cannot vote.
+        return [
+            {"id": int(a["answer_id"]), "count": len(votes[a["answer_id"]]), "me_voted": False}
+            for a in poll["answers"]
+            if votes.get(a["answer_id"])
+        ]
+
+    def _dispatch_poll_vote(self, event: str, message: JSON, user_id: int, answer_id: int) -> None:
+        channel = self._channel(int(message["channel_id"]))
+        if channel.guild_id is not None and not self._bot_receives_messages_of(channel):
+            return
+        data: JSON = {
+            "user_id": str(user_id),
+            "channel_id": str(channel.id),
+            "message_id": message["id"],
+            "answer_id": answer_id,
+        }
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        intent = Intent.GUILD_MESSAGE_POLLS if channel.guild_id else Intent.DIRECT_MESSAGE_POLLS
+        self._dispatch(event, data, guild_id=channel.guild_id, intent=intent)
+
+    async def end_poll(self, message_id: int | SentMessage | JSON, *, timeout: float = 5.0) -> JSON:
+        """The poll ends (its author ends it early, or it expires) and Discord tallies it:
+
+        1. MESSAGE_UPDATE of the poll message, ``poll.results`` = ``{"is_finalized": true,
+           "answer_counts": [{"id", "count", "me_voted"}]}`` (answers without votes left out)
+           and, when ended early, ``expiry`` moved to now;
+        2. the POLL_RESULT system message (type 46): same author as the poll, who is
+           mentioned, empty content, ``message_reference`` ``{"message_id", "channel_id"}`` of
+           the poll, and one embed of type ``"poll_result"`` whose fields are
+           ``poll_question_text``, ``victor_answer_votes``, ``total_votes`` and, when one answer
+           won, ``victor_answer_id`` and ``victor_answer_text`` (Message resource, "Poll Result
+           Embed Fields"; values are strings). discord.py updates the cached poll from it.
+
+        Returns:
+            The POLL_RESULT message as stored.
+        """
+        stored = self._stored_message(message_id)
+        poll = stored.get("poll")
+        if poll is None:
+            raise FakeDiscordError(f"message {stored['id']} has no poll")
+        if poll["results"]["is_finalized"]:
+            raise FakeDiscordError("the poll has already ended")
+        channel = self._channel(int(stored["channel_id"]))
+        await self._await_delivery_target(channel.guild_id, timeout)
+        votes = self._poll_votes.get(int(stored["id"]), {})
+        counts = self._answer_counts(poll, votes)
+        now = datetime.now(tz=UTC)
+        if now < datetime.fromisoformat(str(poll["expiry"])):
+            poll["expiry"] = now.isoformat()
+        poll["results"] = {"is_finalized": True, "answer_counts": counts}
+        self._dispatch_any("MESSAGE_UPDATE", stored)
+        most = max((c["count"] for c in counts), default=0)
+        fields = [
+            ("poll_question_text", poll["question"]["text"]),
+            ("victor_answer_votes", str(most)),
+            ("total_votes", str(sum(c["count"] for c in counts))),
+        ]
+        winners = [c["id"] for c in counts if c["count"] == most]
+        if most and len(winners) == 1:
+            [winner] = [a for a in poll["answers"] if a["answer_id"] == winners[0]]
+            fields += [
+                ("victor_answer_id", str(winner["answer_id"])),
+                ("victor_answer_text", winner["poll_media"]["text"]),
+            ]
+        author = self.users[int(stored["author"]["id"])]
+        result = self._new_message(
+            channel=channel,
+            author=author,
+            content="",
+            embeds=[
+                {
+                    "type": "poll_result",
+                    "fields": [
+                        {"name": name, "value": value, "inline": False} for name, value in fields
+                    ],
+                }
+            ],
+            reference={
+                "type": REFERENCE_DEFAULT,
+                "message_id": stored["id"],
+                "channel_id": stored["channel_id"],
+            },
+            message_type=MESSAGE_POLL_RESULT,
+            extra_mentions=[author],
+        )
+        self._dispatch_any("MESSAGE_CREATE", result)
+        await self._flush_sessions(channel.guild_id)
+        return result
+
+    def _dispatch_any(self, event: str, message: JSON) -> None:
+        """A Discord-made event about a message: echoed like the bot's own if it is one."""
+        if int(message["author"]["id"]) == self.bot_user.id:
+            self._echo_bot_message(event, message)
+        else:
+            self._dispatch_message(event, message)
+
+    async def send_voice_message(
+        self,
+        *,
+        channel_id: int,
+        author_id: int,
+        duration_secs: float,
+        audio: bytes | None = None,
+        timeout: float = 5.0,
+    ) -> JSON:
+        """A user records a voice message: MESSAGE_CREATE with the IS_VOICE_MESSAGE flag
+        (1 << 13), empty ``content`` and exactly one attachment ``voice-message.ogg``
+        (``content_type`` ``audio/ogg``) with ``duration_secs`` and ``waveform`` (base64, one
+        byte per 100 ms, at most 256 bytes). discord.py: ``Attachment.duration``,
+        ``Attachment.waveform``, ``Attachment.is_voice_message()``. Voice messages cannot be
+        edited. ``audio`` is what ``Attachment.read()`` returns (an Ogg page header by default).
+        """
+        if duration_secs <= 0:
+            raise FakeDiscordError("a voice message lasts more than 0 seconds")
+        channel = self._channel(channel_id)
+        author = self._author_in(channel, author_id)
+        await self._await_delivery_target(channel.guild_id, timeout)
+        data = audio if audio is not None else b"OggS\x00\x02" + bytes(22)
+        points = min(MAX_WAVEFORM_POINTS, max(1, math.ceil(duration_secs * 10)))
+        waveform = bytes((37 * i) % 256 for i in range(points))
+        [attachment] = self._user_attachments(channel.id, {"voice-message.ogg": data})
+        attachment.update(
+            content_type="audio/ogg",
+            duration_secs=float(duration_secs),
+            waveform=base64.b64encode(waveform).decode(),
+        )
+        message = self._new_message(
+            channel=channel,
+            author=author,
+            content="",
+            attachments=[attachment],
+            flags=IS_VOICE_MESSAGE_FLAG,
+        )
+        self._dispatch_message("MESSAGE_CREATE", message)
+        await self._flush_sessions(channel.guild_id)
+        return message
 
     async def unfurl_links(
         self, message: int | SentMessage | JSON, *, embeds: Sequence[JSON], timeout: float = 5.0
@@ -1885,19 +2756,77 @@ class FakeDiscord:
             option_type = 1 if depth == len(parts) - 1 else 2
             tree = [{"type": option_type, "name": parts[depth], "options": tree}]
         top = parts[0]
-        scope = self._command_scope(top, channel.guild_id, guild_command)
-        self._check_registered(scope, parts)
-        owners = self._check_context(scope, parts, channel, user_id)
+        scope = self._command_scope(top, channel.guild_id, guild_command, CHAT_INPUT)
+        self._check_registered(scope, parts, CHAT_INPUT)
+        owners = self._check_context(scope, parts, channel, user_id, CHAT_INPUT)
         data: JSON = {
-            "id": str(self._command_id(scope, top)),
+            "id": str(self._command_id(scope, top, CHAT_INPUT)),
             "name": top,
-            "type": 1,
+            "type": CHAT_INPUT,
             "options": tree,
         }
         if scope is not None:
             data["guild_id"] = str(scope)
         if merged_resolved:
             data["resolved"] = merged_resolved
+        return await self._create_interaction(
+            interaction_type=2,
+            channel=channel,
+            user_id=user_id,
+            data=data,
+            timeout=timeout,
+            created_ago=created_ago,
+            owners=owners,
+        )
+
+    async def invoke_message_command(
+        self,
+        *,
+        name: str,
+        channel_id: int,
+        user_id: int,
+        message_id: int | SentMessage | JSON,
+        guild_command: bool | None = None,
+        timeout: float = 5.0,
+        created_ago: float = 0.0,
+    ) -> FakeInteraction:
+        """A user runs a message context-menu command ("Apps" on a message): INTERACTION_CREATE
+        type 2 whose ``data`` is ``{"id", "name", "type": 3, "target_id", "resolved":
+        {"messages": {target_id: <the message>}}}`` plus ``guild_id`` for a guild-scoped
+        command (Application Commands, "Message Commands").
+
+        The resolved message is the full message object as stored (REST shape, content
+        included even for a bot without MESSAGE_CONTENT: the docs exempt "the message a message
+        context menu command is used on"); discord.py turns it into the ``discord.Message``
+        a ``ContextMenu`` callback receives. It also works on an old message in an archived
+        thread discord.py never cached: the interaction's ``channel`` then describes the
+        thread (``parent_id``, ``thread_metadata``) and discord.py builds a ``Thread`` from it.
+
+        Checks as :meth:`invoke_command`: the command (``name`` as registered, spaces and
+        capitals included) must be registered with type 3 and offered in this context; the
+        user must be a member and must see the message (View Channel; a private thread only as
+        a member or thread manager); the message must be in ``channel_id``.
+        """
+        channel = self._channel(channel_id)
+        target = self._stored_message(message_id)
+        if int(target["channel_id"]) != channel.id:
+            raise FakeDiscordError(
+                f"message {target['id']} is in channel {target['channel_id']}, not {channel.id}"
+            )
+        if not self._user_can_view(channel, user_id):
+            raise FakeDiscordError(f"user {user_id} cannot see channel {channel.id}")
+        scope = self._command_scope(name, channel.guild_id, guild_command, MESSAGE_COMMAND)
+        self._check_registered(scope, [name], MESSAGE_COMMAND)
+        owners = self._check_context(scope, [name], channel, user_id, MESSAGE_COMMAND)
+        data: JSON = {
+            "id": str(self._command_id(scope, name, MESSAGE_COMMAND)),
+            "name": name,
+            "type": MESSAGE_COMMAND,
+            "target_id": target["id"],
+            "resolved": {"messages": {target["id"]: copy.deepcopy(target)}},
+        }
+        if scope is not None:
+            data["guild_id"] = str(scope)
         return await self._create_interaction(
             interaction_type=2,
             channel=channel,
@@ -2167,7 +3096,9 @@ class FakeDiscord:
         if user_id == guild.owner_id:
             return ALL_PERMISSIONS
         member = guild.members.get(user_id)
-        role_ids = member.role_ids if member else []
+        if member is None:
+            return 0  # not in the guild (e.g. the bot after remove_bot_from_guild)
+        role_ids = member.role_ids
         perms = guild.everyone_role.permissions
         for rid in role_ids:
             role = guild.roles.get(rid)
@@ -2233,9 +3164,8 @@ class FakeDiscord:
             payload.update(
                 owner_id=_opt_str(channel.owner_id),
                 message_count=channel.message_count,
-                total_message_sent=channel.message_count,
+                total_message_sent=channel.total_message_sent,
                 member_count=1,
-                applied_tags=[],
                 thread_metadata={
                     "archived": channel.archived,
                     "auto_archive_duration": 1440,
@@ -2245,6 +3175,9 @@ class FakeDiscord:
                     "create_timestamp": channel.created_at,
                 },
             )
+            parent = self.channels.get(channel.parent_id) if channel.parent_id else None
+            if parent is not None and parent.type is ChannelType.GUILD_FORUM:
+                payload["applied_tags"] = [str(t) for t in channel.applied_tags]
             return payload
         payload.update(
             position=channel.position,
@@ -2255,7 +3188,7 @@ class FakeDiscord:
         )
         if channel.type is ChannelType.GUILD_FORUM:
             payload.update(
-                available_tags=[],
+                available_tags=[t.to_payload() for t in channel.available_tags],
                 default_reaction_emoji=None,
                 default_sort_order=None,
                 default_forum_layout=0,
@@ -2366,14 +3299,27 @@ class FakeDiscord:
         webhook: bool = False,
         interaction_metadata: JSON | None = None,
         message_id: int | None = None,
+        snapshots: list[JSON] | None = None,
+        poll: JSON | None = None,
+        message_type: int | None = None,
+        extra_mentions: Sequence[FakeUser] = (),
     ) -> JSON:
-        """Create, store and return a message in REST shape."""
+        """Create, store and return a message in REST shape.
+
+        The type is REPLY for a reply (a DEFAULT reference), else DEFAULT, unless
+        ``message_type`` says otherwise; a reply and the response to a message command carry
+        ``referenced_message``.
+        """
         mid = message_id or self._ids.next()
         mentioned = [
             self.users[int(uid)]
             for uid in dict.fromkeys(_USER_MENTION.findall(content))
             if int(uid) in self.users
         ]
+        mentioned += [u for u in extra_mentions if u not in mentioned]
+        if message_type is None:
+            is_reply = reference is not None and reference.get("type") == REFERENCE_DEFAULT
+            message_type = MESSAGE_REPLY if is_reply else MESSAGE_DEFAULT
         message: JSON = {
             "id": str(mid),
             "channel_id": str(channel.id),
@@ -2389,7 +3335,7 @@ class FakeDiscord:
             "embeds": embeds or [],
             "components": components or [],
             "pinned": False,
-            "type": 19 if reference else 0,
+            "type": message_type,
             "flags": flags,
         }
         if webhook:
@@ -2399,6 +3345,7 @@ class FakeDiscord:
             message["interaction_metadata"] = interaction_metadata
         if reference is not None:
             message["message_reference"] = reference
+        if message_type in (MESSAGE_REPLY, MESSAGE_CONTEXT_MENU_COMMAND) and reference:
             referenced = self.messages.get(int(reference["message_id"]))
             if referenced is not None:
                 # Discord nests only one level of referenced_message.
@@ -2407,10 +3354,20 @@ class FakeDiscord:
                 message["referenced_message"] = nested
             else:
                 message["referenced_message"] = None
+        if snapshots is not None:
+            message["message_snapshots"] = snapshots
+        if poll is not None:
+            poll = dict(poll)
+            hours = int(poll.pop("_duration_hours"))
+            created = datetime.fromisoformat(snowflake_time_iso(mid))
+            poll["expiry"] = (created + timedelta(hours=hours)).isoformat()
+            message["poll"] = poll
+            self._poll_votes[mid] = {}
         self.messages[mid] = message
         channel.last_message_id = mid
         if channel.is_thread:
             channel.message_count += 1
+            channel.total_message_sent += 1
         return message
 
     def _reference_for(
@@ -2488,7 +3445,21 @@ class FakeDiscord:
     # ------------------------------------------------------------------ gateway dispatch
 
     def _live_sessions(self, guild_id: int | None) -> list[_GatewaySession]:
-        return [s for s in self._sessions if s.ready and not s.closed and s.owns(guild_id)]
+        """Sessions events for ``guild_id`` go to: ready ones, and resumable dropped ones
+        (which keep sequencing events for the RESUME to replay)."""
+        return [
+            s
+            for s in self._sessions
+            if s.ready and (not s.closed or s.detached) and s.owns(guild_id)
+        ]
+
+    def _reaches_bot(self, guild_id: int | None) -> bool:
+        """Whether the guild's events reach the bot at all: not after it left the guild, and
+        not while the guild is unavailable."""
+        if guild_id is None:
+            return True
+        guild = self.guilds.get(guild_id)
+        return guild is not None and self._bot_in(guild) and not guild.unavailable
 
     def _send_dispatch(self, session: _GatewaySession, event: str, data: JSON) -> None:
         seq = session.send(0, data, event)
@@ -2498,6 +3469,10 @@ class FakeDiscord:
     def _dispatch(
         self, event: str, data: JSON, *, guild_id: int | None, intent: Intent | None
     ) -> None:
+        # Interactions reach the app wherever it is installed (a user install works in
+        # guilds the bot is not in); everything else only from guilds it is in.
+        if event != "INTERACTION_CREATE" and not self._reaches_bot(guild_id):
+            return
         for session in self._live_sessions(guild_id):
             if intent is not None and not session.intents & intent:
                 continue  # Discord never sends events the client did not subscribe to.
@@ -2510,6 +3485,8 @@ class FakeDiscord:
         intent = Intent.GUILD_MESSAGES if guild_id is not None else Intent.DIRECT_MESSAGES
         author_id = int(message["author"]["id"])
         mentions_bot = any(int(u["id"]) == self.bot_user.id for u in message["mentions"])
+        if not self._reaches_bot(guild_id):
+            return
         if guild_id is not None and not self._bot_receives_messages_of(channel):
             return
         for session in self._live_sessions(guild_id):
@@ -2537,6 +3514,9 @@ class FakeDiscord:
             if not can_read:
                 data.update(content="", embeds=[], attachments=[], components=[])
                 data.pop("poll", None)
+                # a forward's snapshot is the forwarded message's content: emptied alike
+                for snapshot in data.get("message_snapshots") or []:
+                    snapshot["message"].update(content="", embeds=[], attachments=[], components=[])
             self._send_dispatch(session, event, data)
 
     def _bot_receives_messages_of(self, channel: FakeChannel) -> bool:
@@ -2559,11 +3539,32 @@ class FakeDiscord:
         await asyncio.gather(*(s.flush() for s in self._live_sessions(guild_id)))
 
     async def _wait_for_owner_session(self, guild_id: int | None, timeout: float) -> None:
+        self._require_guild_up(guild_id)
+        held = (
+            "; the bot is held offline by disconnect_bot(): await fake.wait_for_reconnect()"
+            if self._hold_gateway
+            else ""
+        )
         await self.wait_for(
             lambda: bool(self._live_sessions(guild_id)),
             timeout=timeout,
-            what=f"a ready gateway session owning guild {guild_id} (is the client running?)",
+            what=f"a ready gateway session owning guild {guild_id} (is the client running?{held})",
         )
+
+    async def _await_delivery_target(self, guild_id: int | None, timeout: float) -> None:
+        """Before a user event: wait for the session it goes to; nothing goes anywhere from
+        a guild the bot left."""
+        self._require_guild_up(guild_id)
+        if guild_id is not None and not self._bot_in(self.guilds[guild_id]):
+            return
+        await self._wait_for_owner_session(guild_id, timeout)
+
+    def _require_guild_up(self, guild_id: int | None) -> None:
+        if guild_id is not None and self.guilds[guild_id].unavailable:
+            raise FakeDiscordError(
+                f"guild {guild_id} is unavailable (guild_outage): nobody can use it until "
+                "end_guild_outage()"
+            )
 
     # ------------------------------------------------------------------ interactions
 
@@ -2625,20 +3626,32 @@ class FakeDiscord:
         return merged
 
     def _command_scope(
-        self, name: str, guild_id: int | None, guild_command: bool | None
+        self, name: str, guild_id: int | None, guild_command: bool | None, command_type: int
     ) -> int | None:
         if guild_command is None:
-            guild_command = guild_id is not None and name in self._commands.get(guild_id, {})
+            registered = self._commands.get(guild_id, {}) if guild_id is not None else {}
+            guild_command = (command_type, name) in registered
         if guild_command:
             if guild_id is None:
                 raise FakeDiscordError("guild commands cannot be invoked in DMs")
+            if not self._bot_in(self.guilds[guild_id]):
+                raise FakeDiscordError(
+                    f"the app is no longer in guild {guild_id}: its guild commands are gone there"
+                )
             return guild_id
         return None
 
-    def _check_registered(self, scope: int | None, path: Sequence[str]) -> None:
+    @staticmethod
+    def _command_label(path: Sequence[str], command_type: int) -> str:
+        if command_type == CHAT_INPUT:
+            return "/" + " ".join(path)
+        kind = "message" if command_type == MESSAGE_COMMAND else "user"
+        return f"{kind} command {path[0]!r}"
+
+    def _check_registered(self, scope: int | None, path: Sequence[str], command_type: int) -> None:
         """Users can only invoke what the application registered (synced), down to the
-        subcommand: anything else is a mistake in the test."""
-        node: JSON | None = self._commands.get(scope, {}).get(path[0])
+        subcommand, with the command's type: anything else is a mistake in the test."""
+        node: JSON | None = self._commands.get(scope, {}).get((command_type, path[0]))
         for part in path[1:]:
             if node is None:
                 break
@@ -2653,8 +3666,8 @@ class FakeDiscord:
         if node is None:
             where = "globally" if scope is None else f"in guild {scope}"
             raise FakeDiscordError(
-                f"/{' '.join(path)} is not registered {where}: the bot must sync it "
-                "(or the test register_commands() it) before a user can invoke it"
+                f"{self._command_label(path, command_type)} is not registered {where}: the bot "
+                "must sync it (or the test register_commands() it) before a user can invoke it"
             )
 
     @staticmethod
@@ -2664,7 +3677,12 @@ class FakeDiscord:
         return CONTEXT_BOT_DM if channel.type is ChannelType.DM else CONTEXT_PRIVATE_CHANNEL
 
     def _check_context(
-        self, scope: int | None, path: Sequence[str], channel: FakeChannel, user_id: int
+        self,
+        scope: int | None,
+        path: Sequence[str],
+        channel: FakeChannel,
+        user_id: int,
+        command_type: int,
     ) -> JSON:
         """Discord shows a global command only in the interaction contexts its ``contexts``
         allow (all when unset; a ``dm_permission`` of false takes the bot's DM away), and only
@@ -2674,7 +3692,7 @@ class FakeDiscord:
         context = self._context_of(channel)
         if scope is not None:  # guild commands have no contexts: only their guild
             return {str(GUILD_INSTALL): str(scope)}
-        command = self._commands.get(scope, {})[path[0]]
+        command = self._commands.get(scope, {})[(command_type, path[0])]
         contexts = command.get("contexts")
         if contexts is None:
             legacy_no_dm = command.get("dm_permission") is False
@@ -2682,20 +3700,23 @@ class FakeDiscord:
         installs = command.get("integration_types")
         installs = [GUILD_INSTALL] if installs is None else [int(i) for i in installs]
         owners: JSON = {}
-        if GUILD_INSTALL in installs and context != CONTEXT_PRIVATE_CHANNEL:
+        # the guild install only serves guilds the bot is (still) in
+        installed_here = channel.guild_id is None or self._bot_in(self.guilds[channel.guild_id])
+        if GUILD_INSTALL in installs and context != CONTEXT_PRIVATE_CHANNEL and installed_here:
             owners[str(GUILD_INSTALL)] = str(channel.guild_id or 0)
         if USER_INSTALL in installs and user_id in self.user_installs:
             owners[str(USER_INSTALL)] = str(user_id)
         if context not in [int(c) for c in contexts] or not owners:
             raise FakeDiscordError(
-                f"/{' '.join(path)} is not offered in {_CONTEXT_NAMES[context]}: its contexts "
-                f"are {contexts} and integration_types {installs}"
+                f"{self._command_label(path, command_type)} is not offered in "
+                f"{_CONTEXT_NAMES[context]}: its contexts are {contexts} and integration_types "
+                f"{installs}"
                 + ("" if user_id in self.user_installs else " (the user has not installed the app)")
             )
         return owners
 
-    def _command_id(self, scope: int | None, name: str) -> int:
-        key = (scope, name)
+    def _command_id(self, scope: int | None, name: str, command_type: int) -> int:
+        key = (scope, command_type, name)
         if key not in self._command_ids:
             self._command_ids[key] = self._ids.next()
         return self._command_ids[key]
@@ -2856,6 +3877,25 @@ class FakeDiscord:
         await self._flush_sessions(guild_id)
         return interaction
 
+    def _original_response_shape(self, state: _InteractionState) -> dict[str, Any]:
+        """The original response to a message command is a CONTEXT_MENU_COMMAND message
+        (type 23) with ``message_reference`` and ``referenced_message`` pointing to the
+        message the command ran on (Message resource, interaction metadata
+        ``target_message_id``). Other responses keep the fake's plain shape."""
+        data = state.interaction.payload.get("data") or {}
+        if state.interaction.type != 2 or data.get("type") != MESSAGE_COMMAND:
+            return {}
+        target = self.messages.get(int(data["target_id"]))
+        channel_id = target["channel_id"] if target else str(state.interaction.channel_id)
+        reference: JSON = {
+            "type": REFERENCE_DEFAULT,
+            "message_id": str(data["target_id"]),
+            "channel_id": channel_id,
+        }
+        if state.interaction.guild_id is not None:
+            reference["guild_id"] = str(state.interaction.guild_id)
+        return {"reference": reference, "message_type": MESSAGE_CONTEXT_MENU_COMMAND}
+
     def _interaction_metadata(self, state: _InteractionState) -> JSON:
         interaction = state.interaction
         metadata: JSON = {
@@ -2870,6 +3910,8 @@ class FakeDiscord:
             metadata["interacted_message_id"] = str(state.component_message_id)
         if interaction.type == 2:
             metadata["name"] = interaction.payload["data"].get("name")
+            if interaction.payload["data"].get("type") == MESSAGE_COMMAND:
+                metadata["target_message_id"] = interaction.payload["data"]["target_id"]
         return metadata
 
     # ------------------------------------------------------------------ HTTP plumbing
@@ -3197,7 +4239,7 @@ class FakeDiscord:
                 "tags": [],
                 "interactions_endpoint_url": None,  # anything else makes discord.py warn
                 "role_connections_verification_url": None,
-                "approximate_guild_count": len(self.guilds),
+                "approximate_guild_count": sum(1 for g in self.guilds.values() if self._bot_in(g)),
             }
         )
 
@@ -3222,7 +4264,20 @@ class FakeDiscord:
         channel = self.channels.get(call.int_param("channel_id"))
         if channel is None:
             raise _ApiError(404, 10003, "Unknown Channel")
+        if channel.guild_id is not None and not self._bot_in(self.guilds[channel.guild_id]):
+            # the channel exists, in a guild the bot is not (or no longer) in
+            raise _ApiError(403, 50001, "Missing Access")
         return channel
+
+    def _require_view(self, channel: FakeChannel) -> int:
+        """A guild channel's REST reads need View Channel (403 Missing Access without);
+        returns the bot's permissions there (all of them in a DM)."""
+        if channel.guild_id is None:
+            return ALL_PERMISSIONS
+        perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
+        if not perms & Permission.VIEW_CHANNEL:
+            raise _ApiError(403, 50001, "Missing Access")
+        return perms
 
     def _check_forbidden(self, channel: FakeChannel, needed: int = 0) -> None:
         """403 for :meth:`forbid_channel`, and - like Discord - when the bot's permissions in
@@ -3247,19 +4302,59 @@ class FakeDiscord:
         return self._json(self._channel_payload(self._known_channel(call)))
 
     async def _list_messages(self, call: _Call) -> web.Response:
+        """Get Channel Messages, as documented: newest to oldest; ``limit`` 1-100 (default
+        50); at most one of ``before`` (the newest messages older than it), ``after`` (the
+        oldest messages newer than it: what discord.py pages forward with) and ``around``
+        (the message and up to ``limit // 2`` on each side, so an even limit may give
+        ``limit + 1``, as discord.py documents); View Channel needed (403 Missing Access);
+        without Read Message History "no messages will be returned" (an empty list, not an
+        error). Deleted messages are gone; edited ones show their edit."""
         channel = self._known_channel(call)
+        perms = self._require_view(channel)
         query = call.request.query
-        limit = min(int(query.get("limit", "50")), 100)
-        found = sorted(
+        limit = self._query_int(query, "limit", 50)
+        if not 1 <= limit <= 100:
+            code = "NUMBER_TYPE_MIN" if limit < 1 else "NUMBER_TYPE_MAX"
+            bound = "greater than or equal to 1" if limit < 1 else "less than or equal to 100"
+            raise _form_error("limit", code, f"int value should be {bound}.")
+        anchors = [key for key in ("around", "before", "after") if key in query]
+        if len(anchors) > 1:
+            raise _form_error(
+                anchors[1], "BASE_TYPE_INVALID", "before, after and around are mutually exclusive"
+            )
+        if not perms & Permission.READ_MESSAGE_HISTORY:
+            return self._json([])
+        oldest_first = sorted(
             (m for m in self.messages.values() if int(m["channel_id"]) == channel.id),
             key=lambda m: int(m["id"]),
-            reverse=True,  # newest first, like Discord
         )
         if "before" in query:
-            found = [m for m in found if int(m["id"]) < int(query["before"])]
-        if "after" in query:
-            found = [m for m in found if int(m["id"]) > int(query["after"])]
-        return self._json(found[:limit])
+            before = self._query_int(query, "before", 0)
+            found = [m for m in oldest_first if int(m["id"]) < before][-limit:]
+        elif "after" in query:
+            after = self._query_int(query, "after", 0)
+            found = [m for m in oldest_first if int(m["id"]) > after][:limit]
+        elif "around" in query:
+            around = self._query_int(query, "around", 0)
+            half = limit // 2
+            older = [m for m in oldest_first if int(m["id"]) < around][-half:] if half else []
+            itself = [m for m in oldest_first if int(m["id"]) == around]
+            newer = [m for m in oldest_first if int(m["id"]) > around][:half]
+            found = older + itself + newer
+        else:
+            found = oldest_first[-limit:]
+        return self._json(list(reversed(found)))  # newest first, like Discord
+
+    @staticmethod
+    def _query_int(query: Mapping[str, str], name: str, default: int) -> int:
+        raw = query.get(name)
+        if raw is None:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            code = "NUMBER_TYPE_COERCE" if name == "limit" else "SNOWFLAKE_TYPE_INVALID"
+            raise _form_error(name, code, f'Value "{raw}" is not int.') from None
 
     def _validate_message_payload(self, payload: JSON, files: Sequence[UploadedFile]) -> None:
         content = payload.get("content")
@@ -3295,17 +4390,37 @@ class FakeDiscord:
         if channel.type is ChannelType.GUILD_FORUM:
             raise _ApiError(400, 50008, "Cannot send messages in a non-text channel")
         self._validate_message_payload(payload, files)
-        self._require_non_empty(payload, files)
-        reference = self._validate_reference(channel, payload.get("message_reference"))
+        raw_reference = payload.get("message_reference")
+        forwarding = (
+            isinstance(raw_reference, dict)
+            and int(raw_reference.get("type") or 0) == REFERENCE_FORWARD
+        )
+        if not forwarding:  # "when forwarding a message, only message_reference is required"
+            self._require_non_empty(payload, files)
+        snapshots: list[JSON] | None = None
+        reference: JSON | None
+        flags = int(payload.get("flags") or 0)
+        if forwarding:
+            assert isinstance(raw_reference, dict)
+            reference, snapshot = self._forward_reference(raw_reference)
+            snapshots = [snapshot]
+            flags |= HAS_SNAPSHOT_FLAG
+        else:
+            reference = self._validate_reference(channel, raw_reference)
+        poll: JSON | None = None
+        if payload.get("poll") is not None:
+            poll = self._poll_from_request(payload["poll"])
         message = self._new_message(
             channel=channel,
             author=self.bot_user,
             content=str(payload.get("content") or ""),
             embeds=list(payload.get("embeds") or []),
             components=list(payload.get("components") or []),
-            flags=int(payload.get("flags") or 0),
+            flags=flags,
             attachments=self._stored_attachments(channel.id, files),
             reference=reference,
+            snapshots=snapshots,
+            poll=poll,
         )
         self.sent_messages.append(
             SentMessage(
@@ -3326,6 +4441,65 @@ class FakeDiscord:
         )
         self._echo_bot_message("MESSAGE_CREATE", message)
         return self._json(message, kind="messages")
+
+    def _forward_reference(self, raw: JSON) -> tuple[JSON, JSON]:
+        """The bot forwards a message: ``message_id`` and ``channel_id`` are required, the bot
+        must view the source, and only basic messages can be forwarded. Returns the stored
+        reference and the message snapshot."""
+        for key in ("message_id", "channel_id"):
+            if raw.get(key) is None:
+                raise _form_error_at(
+                    ("message_reference", key), "BASE_TYPE_REQUIRED", "This field is required"
+                )
+        source_channel = self.channels.get(int(raw["channel_id"]))
+        if source_channel is None:
+            raise _form_error(
+                "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
+            )
+        self._require_view(source_channel)
+        source = self.messages.get(int(raw["message_id"]))
+        if source is None or int(source["channel_id"]) != source_channel.id:
+            raise _form_error(
+                "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
+            )
+        if int(source.get("type") or 0) not in FORWARDABLE_MESSAGE_TYPES or "poll" in source:
+            raise _form_error(
+                "message_reference",
+                "MESSAGE_REFERENCE_INVALID_TYPE",
+                "Cannot forward this type of message",
+            )
+        reference: JSON = {
+            "type": REFERENCE_FORWARD,
+            "message_id": source["id"],
+            "channel_id": source["channel_id"],
+        }
+        if source_channel.guild_id is not None:
+            reference["guild_id"] = str(source_channel.guild_id)
+        snapshot = {k: copy.deepcopy(source[k]) for k in SNAPSHOT_FIELDS if k in source}
+        return reference, {"message": snapshot}
+
+    def _poll_from_request(self, raw: Any) -> JSON:
+        """A poll create request (``question``, ``answers``, ``duration``,
+        ``allow_multiselect``, ``layout_type``) -> the poll object, or 50035 at the first
+        documented limit it breaks."""
+        if not isinstance(raw, dict):
+            raise _form_error(
+                "poll", "MODEL_TYPE_CONVERT", "Only dictionaries may be used in a ModelType"
+            )
+        answers = raw.get("answers") or []
+        poll = self._new_poll(
+            question=(raw.get("question") or {}).get("text"),
+            answers=[
+                (a.get("poll_media") or {}).get("text") if isinstance(a, dict) else None
+                for a in answers
+            ],
+            duration_hours=raw.get("duration", 24),
+            allow_multiselect=bool(raw.get("allow_multiselect", False)),
+            layout_type=raw.get("layout_type", 1),
+        )
+        if isinstance(poll, tuple):
+            raise _form_error_at(*poll)
+        return poll
 
     def _validate_reference(self, channel: FakeChannel, raw: Any) -> JSON | None:
         if not isinstance(raw, dict):
@@ -3354,7 +4528,11 @@ class FakeDiscord:
         return message
 
     async def _get_message(self, call: _Call) -> web.Response:
+        """Get Channel Message: View Channel (403 Missing Access) and Read Message History
+        (403 Missing Permissions) in a guild channel."""
         channel = self._known_channel(call)
+        if not self._require_view(channel) & Permission.READ_MESSAGE_HISTORY:
+            raise _ApiError(403, 50013, "Missing Permissions")
         return self._json(self._known_message(channel, call))
 
     def _apply_edit(self, message: JSON, payload: JSON, files: Sequence[UploadedFile]) -> None:
@@ -3407,7 +4585,7 @@ class FakeDiscord:
 
     def _delete_stored_message(self, channel: FakeChannel, message: JSON) -> None:
         mid = int(message["id"])
-        del self.messages[mid]
+        self._forget_message(channel, message)
         self.deleted_messages.append((channel.id, mid))
         if self.echo_bot_messages and not int(message.get("flags") or 0) & EPHEMERAL_FLAG:
             data: JSON = {"id": str(mid), "channel_id": str(channel.id)}
@@ -3486,6 +4664,7 @@ class FakeDiscord:
             owner_id=self.bot_user.id,
             # the creator of a thread is its first member
             member_ids={self.bot_user.id},
+            applied_tags=self._requested_tags(parent, payload.get("applied_tags")),
         )
         self.channels[thread.id] = thread
         response = self._channel_payload(thread)
@@ -3523,10 +4702,37 @@ class FakeDiscord:
             self._echo_bot_message("MESSAGE_CREATE", message)
         return self._json(response, status=201, kind="threads")
 
+    def _requested_tags(self, parent: FakeChannel, raw: Any) -> list[int]:
+        """``applied_tags`` of a forum post the bot creates: at most 5 of the forum's tags
+        (moderated ones need Manage Threads); only forum posts have tags."""
+        if not raw:
+            return []
+        if parent.type is not ChannelType.GUILD_FORUM:
+            return []  # ignored outside forums
+        if len(raw) > MAX_APPLIED_TAGS:
+            raise _too_long(("applied_tags",), MAX_APPLIED_TAGS)
+        by_id = {tag.id: tag for tag in parent.available_tags}
+        assert parent.guild_id is not None
+        perms = self.permissions_for(parent.guild_id, self.bot_user.id, parent.id)
+        applied: list[int] = []
+        for index, raw_id in enumerate(raw):
+            tag = by_id.get(int(raw_id))
+            if tag is None:
+                raise _form_error_at(
+                    ("applied_tags", index), "UNKNOWN_TAG", f"Unknown tag {raw_id}"
+                )
+            if tag.moderated and not perms & Permission.MANAGE_THREADS:
+                raise _ApiError(403, 50013, "Missing Permissions")
+            if tag.id not in applied:
+                applied.append(tag.id)
+        return applied
+
     def _known_guild(self, call: _Call) -> FakeGuild:
         guild = self.guilds.get(call.int_param("guild_id"))
         if guild is None:
             raise _ApiError(404, 10004, "Unknown Guild")
+        if not self._bot_in(guild):
+            raise _ApiError(403, 50001, "Missing Access")
         return guild
 
     async def _get_guild(self, call: _Call) -> web.Response:
@@ -3578,7 +4784,7 @@ class FakeDiscord:
         response_type = int(payload.get("type") or 0)
         data: JSON = dict(payload.get("data") or {})
         interaction = state.interaction
-        channel = self.channels[interaction.channel_id]
+        channel = self._interaction_channel(state)
         files = call.body.files
         resource: JSON | None = {"type": response_type}
         message: JSON | None = None
@@ -3597,6 +4803,7 @@ class FakeDiscord:
                 attachments=self._stored_attachments(channel.id, files),
                 webhook=True,
                 interaction_metadata=self._interaction_metadata(state),
+                **self._original_response_shape(state),
             )
             state.original_message_id = int(message["id"])
             self._echo_bot_message("MESSAGE_CREATE", message)
@@ -3608,6 +4815,7 @@ class FakeDiscord:
                 flags=(int(data.get("flags") or 0) & EPHEMERAL_FLAG) | LOADING_FLAG,
                 webhook=True,
                 interaction_metadata=self._interaction_metadata(state),
+                **self._original_response_shape(state),
             )
             state.original_message_id = int(message["id"])
             self._echo_bot_message("MESSAGE_CREATE", message)
@@ -3658,6 +4866,13 @@ class FakeDiscord:
             callback["resource"] = resource
         return self._json(callback, kind="interaction_callback")
 
+    def _interaction_channel(self, state: _InteractionState) -> FakeChannel:
+        """The interaction's channel; deleted since, nothing can be posted there."""
+        channel = self.channels.get(state.interaction.channel_id)
+        if channel is None:
+            raise _ApiError(404, 10003, "Unknown Channel")
+        return channel
+
     def _webhook_interaction(self, call: _Call) -> _InteractionState:
         state = self._interactions_by_token.get(call.params["token"])
         if call.int_param("app_id") != self.application_id or state is None:
@@ -3683,7 +4898,7 @@ class FakeDiscord:
         files = call.body.files
         self._validate_message_payload(payload, files)
         self._require_non_empty(payload, files)
-        channel = self.channels[state.interaction.channel_id]
+        channel = self._interaction_channel(state)
         loading = self._loading_response(state)
         if loading is not None:
             # The first follow-up after a deferred response is the answer the "thinking..."
@@ -3774,30 +4989,110 @@ class FakeDiscord:
         guild_id = call.params.get("guild_id")
         if guild_id is None:
             return None
-        if int(guild_id) not in self.guilds:
+        guild = self.guilds.get(int(guild_id))
+        if guild is None or not self._bot_in(guild):
             raise _ApiError(403, 50001, "Missing Access")
         return int(guild_id)
 
-    def _store_command(self, scope: int | None, command: JSON) -> JSON:
-        name = str(command.get("name") or "")
-        if not 1 <= len(name) <= 32:
-            raise _form_error("name", "APPLICATION_COMMAND_INVALID_NAME", "Invalid name")
-        stored: JSON = {
-            "type": 1,
+    @staticmethod
+    def _validate_command(command: Any, at: Sequence[str | int] = ()) -> tuple[int, str]:
+        """Refuse what Discord refuses when registering a command (Application Commands,
+        "Application Command Structure" and "Naming"); returns its ``(type, name)`` key.
+
+        CHAT_INPUT (1): a lowercase name matching
+        ``^[-_'\\p{L}\\p{N}\\p{sc=Deva}\\p{sc=Thai}]{1,32}$``, a description of 1-100
+        characters, at most 25 options. USER (2) and MESSAGE (3) context menus: a name of
+        1-32 characters that may have capitals and spaces, no description
+        (APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION_INVALID; an empty string passes, it is
+        what Discord itself returns) and no options
+        (APPLICATION_COMMAND_CONTEXT_MENU_OPTIONS_INVALID). Errors are nested under the
+        command's index for a bulk overwrite, as Discord nests them.
+        """
+        if not isinstance(command, dict):
+            raise _form_error_at(
+                at,
+                "MODEL_TYPE_CONVERT",
+                "Only dictionaries may be used in a ModelType",
+            )
+        raw_type = command.get("type", CHAT_INPUT)
+        if raw_type not in (CHAT_INPUT, USER_COMMAND, MESSAGE_COMMAND) or isinstance(
+            raw_type, bool
+        ):
+            # PRIMARY_ENTRY_POINT (4) exists only for apps with an Activity.
+            raise _form_error_at(
+                (*at, "type"), "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3}."
+            )
+        command_type = int(raw_type)
+        name = command.get("name")
+        if not isinstance(name, str) or not 1 <= len(name) <= 32:
+            raise _form_error_at(
+                (*at, "name"), "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+            )
+        description = command.get("description")
+        options = command.get("options")
+        if command_type == CHAT_INPUT:
+            if not _valid_chat_input_name(name):
+                raise _form_error_at(
+                    (*at, "name"), "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+                )
+            if description is None:
+                raise _form_error_at(
+                    (*at, "description"), "BASE_TYPE_REQUIRED", "This field is required"
+                )
+            if not isinstance(description, str) or not (
+                1 <= len(description) <= MAX_COMMAND_DESCRIPTION
+            ):
+                raise _form_error_at(
+                    (*at, "description"),
+                    "BASE_TYPE_BAD_LENGTH",
+                    f"Must be between 1 and {MAX_COMMAND_DESCRIPTION} in length.",
+                )
+            if options is not None and len(options) > MAX_COMMAND_OPTIONS:
+                raise _too_long((*at, "options"), MAX_COMMAND_OPTIONS)
+        else:
+            if description:
+                raise _form_error_at(
+                    (*at, "description"),
+                    "APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION_INVALID",
+                    "Context menu commands cannot have description",
+                )
+            if options:
+                raise _form_error_at(
+                    (*at, "options"),
+                    "APPLICATION_COMMAND_CONTEXT_MENU_OPTIONS_INVALID",
+                    "Context menu commands cannot have options",
+                )
+        return command_type, name
+
+    def _store_command(self, scope: int | None, command: JSON) -> tuple[JSON, bool]:
+        """Store a validated command; returns it as Discord returns it, and whether it is new."""
+        command_type, name = self._validate_command(command)
+        defaults: JSON = {
+            "type": command_type,
             "description": "",
-            "options": [],
             "default_member_permissions": None,
             "dm_permission": True,
             "nsfw": False,
+        }
+        if command_type == CHAT_INPUT:
+            defaults["options"] = []
+        stored: JSON = {
+            **defaults,
             **command,
-            "id": str(self._command_id(scope, name)),
+            "type": command_type,
+            "id": str(self._command_id(scope, name, command_type)),
             "application_id": str(self.application_id),
             "version": str(self._ids.next()),
         }
+        if command_type != CHAT_INPUT:
+            stored["description"] = ""  # "an empty string (instead of null) when fetching"
+            stored.pop("options", None)
         if scope is not None:
             stored["guild_id"] = str(scope)
-        self._commands.setdefault(scope, {})[name] = stored
-        return stored
+        registered = self._commands.setdefault(scope, {})
+        is_new = (command_type, name) not in registered
+        registered[(command_type, name)] = stored
+        return stored, is_new
 
     async def _get_commands(self, call: _Call) -> web.Response:
         scope = self._command_guild(call)
@@ -3808,15 +5103,24 @@ class FakeDiscord:
         body = call.body.json
         if not isinstance(body, list):
             raise _form_error("_root", "LIST_TYPE_CONVERT", "Must be an array.")
+        keys = [self._validate_command(command, (index,)) for index, command in enumerate(body)]
+        if len(set(keys)) != len(keys):
+            # names are unique per type within a scope
+            raise _form_error_at(
+                (),
+                "APPLICATION_COMMANDS_DUPLICATE_NAME",
+                "Application command names must be unique",
+            )
         self._commands[scope] = {}
-        stored = [self._store_command(scope, dict(command)) for command in body]
+        stored = [self._store_command(scope, dict(command))[0] for command in body]
         self.synced_commands.append(SyncedCommands(guild_id=scope, commands=list(body)))
         return self._json(stored, kind="commands")
 
     async def _upsert_command(self, call: _Call) -> web.Response:
+        """POST upserts by (type, name): 201 for a new command, 200 when it replaced one."""
         scope = self._command_guild(call)
-        stored = self._store_command(scope, call.payload)
-        return self._json(stored, status=201, kind="commands")
+        stored, is_new = self._store_command(scope, call.payload)
+        return self._json(stored, status=201 if is_new else 200, kind="commands")
 
     # ------------------------------------------------------------------ gateway
 
@@ -3828,7 +5132,10 @@ class FakeDiscord:
         except (FakeDiscordError, ImportError):
             await ws.close(code=4000, message=b"unsupported compression")
             return ws
-        session = _GatewaySession(ws, compressor, request.query.get("compress"))
+        self._session_serial += 1
+        session = _GatewaySession(
+            ws, compressor, request.query.get("compress"), serial=self._session_serial
+        )
         self._sessions.append(session)
         try:
             if request.query.get("encoding", "json") != "json":
@@ -3847,8 +5154,10 @@ class FakeDiscord:
         finally:
             if not session.closed:
                 await session.shutdown()
-            if session in self._sessions:
+            # a resumable dropped session outlives its socket until it is resumed
+            if session in self._sessions and not session.detached:
                 self._sessions.remove(session)
+            self._held = [(s, action) for s, action in self._held if s is not session]
             self._notify()
         return ws
 
@@ -3865,8 +5174,8 @@ class FakeDiscord:
         elif op == 3:  # PRESENCE_UPDATE
             self.presence_updates.append(dict(data or {}))
             self._notify()
-        elif op == 6:  # RESUME: sessions are not resumable here; discord.py re-identifies.
-            session.send(9, False)
+        elif op == 6:  # RESUME
+            return self._resume(session, data or {})
         elif op == 8:  # REQUEST_GUILD_MEMBERS
             self._send_member_chunks(session, data or {})
         elif not session.identified and op not in (4,):
@@ -3892,6 +5201,10 @@ class FakeDiscord:
         session.intents = intents
         session.shard_id = shard_id
         session.shard_count = shard_count
+        # a fresh session replaces the shard's resumable dropped one, if any
+        for stale in [s for s in self._sessions if s.detached and s.shard_id == shard_id]:
+            stale.detached = False
+            self._sessions.remove(stale)
         self.identifies.append(
             IdentifyRecord(
                 session_id=session.id,
@@ -3904,7 +5217,21 @@ class FakeDiscord:
                 compression=session.compression,
             )
         )
-        owned = [g for g in self.guilds.values() if session.owns(g.id) and not g.withheld]
+        if self._hold_gateway:
+            self._held.append((session, lambda: self._send_ready(session)))
+        else:
+            self._send_ready(session)
+        return None
+
+    def _send_ready(self, session: _GatewaySession) -> None:
+        """READY, then a GUILD_CREATE per guild of the shard (a GUILD_DELETE ``unavailable``
+        for a guild in an outage)."""
+        shard_id, shard_count, intents = session.shard_id, session.shard_count, session.intents
+        owned = [
+            g
+            for g in self.guilds.values()
+            if session.owns(g.id) and not g.withheld and self._bot_in(g)
+        ]
         ready: JSON = {
             "v": 10,
             "user": self._me_payload(),
@@ -3925,13 +5252,129 @@ class FakeDiscord:
         self._send_dispatch(session, "READY", ready)
         if intents & Intent.GUILDS:
             for guild in owned:
+                if guild.unavailable:
+                    outage = {"id": str(guild.id), "unavailable": True}
+                    self._send_dispatch(session, "GUILD_DELETE", outage)
+                    continue
                 self._send_dispatch(
                     session, "GUILD_CREATE", self._guild_create_payload(guild, session)
                 )
         # Everything dispatched from now on is queued after READY/GUILD_CREATE.
         session.ready = True
         self._notify()
+
+    def _resume(self, session: _GatewaySession, data: JSON) -> tuple[int, str] | None:
+        """RESUME succeeds only for a session dropped by ``disconnect_bot(resumable=True)``:
+        the events sequenced since the client's ``seq`` are replayed, then RESUMED. Any other
+        session is not resumable: op 9 INVALID_SESSION ``false``, and discord.py IDENTIFYs
+        again (a fresh READY; what happened in between is never dispatched)."""
+        if session.identified:
+            return 4005, "Already authenticated."
+        if str(data.get("token") or "") != self.valid_token:
+            return 4004, "Authentication failed."
+        raw_seq = data.get("seq")
+        seq = None if raw_seq is None else int(raw_seq)
+        dropped = next(
+            (s for s in self._sessions if s.detached and s.id == data.get("session_id")), None
+        )
+        accepted = dropped is not None and seq is not None and seq <= dropped.seq
+        self.resumes.append(
+            ResumeRecord(session_id=str(data.get("session_id")), seq=seq, accepted=accepted)
+        )
+        self._notify()
+        if dropped is None or seq is None or not accepted:
+            session.send(9, False)
+            return None
+        client_seq: int = seq
+        session.identified = True  # a second RESUME or IDENTIFY on this socket is refused
+
+        def finish() -> None:
+            session.id = dropped.id
+            session.seq = dropped.seq
+            session.shard_id, session.shard_count = dropped.shard_id, dropped.shard_count
+            session.intents = dropped.intents
+            session.history = dropped.history
+            dropped.detached = False
+            if dropped in self._sessions:
+                self._sessions.remove(dropped)
+            for payload in dropped.history:
+                if int(payload["s"]) > client_seq:
+                    session.replay(payload)
+            self._send_dispatch(session, "RESUMED", {"_trace": ['["fake-discord"]']})
+            session.ready = True
+            self._notify()
+
+        if self._hold_gateway:
+            self._held.append((session, finish))
+        else:
+            finish()
         return None
+
+    async def disconnect_bot(
+        self,
+        *,
+        resumable: bool = False,
+        code: int = 4000,
+        shard_id: int | None = None,
+    ) -> None:
+        """Drop the bot's gateway connection(s) (every shard, or ``shard_id``): the socket is
+        closed with ``code`` (4000 "unknown error" by default, after which discord.py
+        reconnects and tries to RESUME; codes it cannot recover from are refused here).
+
+        The bot stays away until :meth:`wait_for_reconnect`: discord.py reconnects at once,
+        but the fake holds back the READY (or RESUMED) its IDENTIFY (or RESUME) asks for. In
+        between, changes made with ``while_away=True`` / :meth:`delete_message_quietly` /
+        :meth:`edit_message_quietly` are what happened while the bot was offline.
+
+        ``resumable=False``: the session is gone, as after a long outage: the RESUME is
+        answered with op 9 INVALID_SESSION ``false``, discord.py IDENTIFYs again (its default
+        ``before_identify_hook`` sleeps 5 s first) and gets a fresh READY and GUILD_CREATEs
+        (``on_ready`` fires again); nothing that happened in between is ever dispatched, so a
+        bot notices missed messages, edits and deletions only by reading channel history.
+
+        ``resumable=True``: Discord keeps the session: events keep being sequenced for it and
+        the RESUME replays them, then RESUMED (``on_resumed``); no new READY.
+        """
+        if code in _FATAL_CLOSE_CODES:
+            raise FakeDiscordError(f"discord.py does not reconnect after close code {code}")
+        dropped = [
+            s
+            for s in self._sessions
+            if s.ready and not s.closed and (shard_id is None or s.shard_id == shard_id)
+        ]
+        if not dropped:
+            raise FakeDiscordError("no connected gateway session of the bot to drop")
+        self._hold_gateway = True
+        self._dropped_shards = {(s.shard_id, s.shard_count) for s in dropped}
+        self._drop_serial = self._session_serial
+        for session in dropped:
+            session.detached = resumable
+            await session.shutdown(code=code, message="fake: connection dropped")
+        self._notify()
+
+    async def wait_for_reconnect(self, *, timeout: float = 10.0) -> None:
+        """End the absence begun by :meth:`disconnect_bot` and wait until every dropped shard
+        has a ready session again: a fresh READY (re-IDENTIFY) or a RESUMED. The default
+        timeout allows for the 5 s discord.py sleeps before re-identifying."""
+        self._hold_gateway = False
+        held, self._held = self._held, []
+        for session, action in held:
+            if not session.ws.closed:
+                action()
+        await self.wait_for(
+            lambda: all(
+                any(
+                    s.serial > self._drop_serial
+                    and s.ready
+                    and not s.closed
+                    and (s.shard_id, s.shard_count) == shard
+                    for s in self._sessions
+                )
+                for shard in self._dropped_shards
+            ),
+            timeout=timeout,
+            what="the bot's gateway session(s) to come back (READY or RESUMED)",
+        )
 
     def _send_member_chunks(self, session: _GatewaySession, data: JSON) -> None:
         raw_guilds = data.get("guild_id")
@@ -3970,6 +5413,24 @@ class FakeDiscord:
 
 def _opt_str(value: int | None) -> str | None:
     return None if value is None else str(value)
+
+
+def _valid_chat_input_name(name: str) -> bool:
+    """Discord's CHAT_INPUT naming rule, ``^[-_'\\p{L}\\p{N}\\p{sc=Deva}\\p{sc=Thai}]{1,32}$``
+    with the lowercase variant of every letter that has one."""
+    if not 1 <= len(name) <= 32:
+        return False
+    for char in name:
+        if char != char.lower():
+            return False  # a letter with a lowercase variant must use it
+        if char in "-_'":
+            continue
+        if unicodedata.category(char)[0] in "LN":
+            continue
+        if "\u0900" <= char <= "\u097f" or "\u0e00" <= char <= "\u0e7f":  # Devanagari, Thai
+            continue
+        return False
+    return True
 
 
 def _guess_content_type(filename: str) -> str:

@@ -51,6 +51,9 @@ class FakeSink:
         self.messages[handle] = text
         return handle
 
+    def message_id(self, handle: int) -> str:
+        return f"sink-{handle}"
+
     async def edit(self, *, handle: int, text: str) -> bool:
         self.calls.append(("edit", text))
         if self.refuse_edits:

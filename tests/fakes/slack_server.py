@@ -26,9 +26,12 @@ used for anything carrying blocks) or form body (``data=``); all three are merge
 from __future__ import annotations
 
 import asyncio
+import base64
+import copy
 import hashlib
 import itertools
 import json
+import math
 import secrets
 import time
 import uuid
@@ -36,6 +39,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -45,11 +49,13 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
 __all__ = [
+    "EVENT_SCOPES",
     "ApiCall",
     "FakeChannel",
     "FakeSlack",
     "FakeUser",
     "FileUpload",
+    "HistoryTier",
     "HttpLogEntry",
     "MethodHandler",
     "RecordedMessage",
@@ -58,6 +64,7 @@ __all__ = [
     "SocketAck",
     "SocketEnvelope",
     "event_body",
+    "event_subscription",
     "interactive_form_body",
     "send_signed",
     "serve_web_app",
@@ -68,6 +75,12 @@ __all__ = [
 T = TypeVar("T")
 
 EnvelopeType = Literal["events_api", "slash_commands", "interactive"]
+
+#: How Slack rates conversations.history / conversations.replies for this app: "standard"
+#: (Marketplace and internal customer-built apps: Tier 3, limit up to 999 / 1000), or
+#: "restricted" (commercially distributed outside the Marketplace, since 29 May 2025: one
+#: request a minute per method, at most and by default 15 messages a page).
+HistoryTier = Literal["standard", "restricted"]
 
 #: A custom Web API method: receives (params, token) and returns the JSON body to send.
 MethodHandler = Callable[[dict[str, Any], str | None], dict[str, Any]]
@@ -108,9 +121,57 @@ _METHOD_SCOPES: dict[str, frozenset[str]] = {
     "users.info": frozenset({"users:read"}),
     "conversations.info": frozenset({"channels:read", "groups:read", "im:read", "mpim:read"}),
     "conversations.open": frozenset({"im:write"}),
+    # Like conversations.info: the history scope of the conversation's type, checked by the
+    # handler once it knows the conversation.
+    "conversations.history": frozenset(
+        {"channels:history", "groups:history", "im:history", "mpim:history"}
+    ),
+    "conversations.replies": frozenset(
+        {"channels:history", "groups:history", "im:history", "mpim:history"}
+    ),
     "files.getUploadURLExternal": frozenset({"files:write"}),
     "files.completeUploadExternal": frozenset({"files:write"}),
 }
+
+# conversations.history / conversations.replies (method reference, docs.slack.dev): limit
+# defaults to 100 (max 999) and to 1000 (max 1000); for "restricted" apps both are 15, and
+# each method answers one request a minute.
+_HISTORY_LIMITS = {"conversations.history": (100, 999), "conversations.replies": (1000, 1000)}
+_RESTRICTED_HISTORY_LIMIT = 15
+_RESTRICTED_HISTORY_INTERVAL_S = 60.0
+# Fields of a message event that a stored message (history, replies, payloads) does not have.
+_EVENT_ONLY_FIELDS = frozenset({"channel", "event_ts", "channel_type"})
+
+# Home tab views (views.publish, home tab view reference): at most 100 blocks,
+# private_metadata up to 3000 characters, callback_id up to 255, the whole view up to 250 kB.
+_MAX_VIEW_BLOCKS = 100
+_VIEW_PRIVATE_METADATA_CHARS = 3000
+_VIEW_CALLBACK_ID_CHARS = 255
+_VIEW_MAX_BYTES = 250 * 1024
+# Blocks that exist only in messages (Block Kit reference: "Available in surfaces").
+_MESSAGE_ONLY_BLOCK_TYPES = frozenset({"file"})
+
+#: The bot scope each Events API subscription needs (each event's reference page; None: no
+#: scope). A ``message`` event is delivered under the subscription of its conversation's
+#: type (``message.channels``...): see :func:`event_subscription`. Tests can check that the
+#: app's manifest subscribes to an event and holds its scope.
+EVENT_SCOPES: dict[str, str | None] = {
+    "app_mention": "app_mentions:read",
+    "message.channels": "channels:history",
+    "message.groups": "groups:history",
+    "message.im": "im:history",
+    "message.mpim": "mpim:history",
+    "app_home_opened": None,
+    "channel_archive": "channels:read",
+    "channel_deleted": "channels:read",
+    "group_archive": "groups:read",
+    "group_deleted": "groups:read",
+    "app_uninstalled": None,
+    "tokens_revoked": None,
+}
+
+# Events Slack still sends to an app that is being uninstalled.
+_UNINSTALL_EVENTS = frozenset({"app_uninstalled", "tokens_revoked"})
 
 _DEFAULT_TIMEOUT = 5.0
 
@@ -307,13 +368,16 @@ class FakeChannel:
     #: with ``is_ext_shared_channel`` true, and its messages carry their author's team
     #: (``user_team``, ``source_team``).
     shared_with: tuple[str, ...] = ()
+    #: Archived: it still exists (its history is readable), but nothing can be posted to it
+    #: (``is_archived``).
+    is_archived: bool = False
 
     def to_api(self) -> dict[str, Any]:
         """The ``channel`` object of ``conversations.info``."""
         data: dict[str, Any] = {
             "id": self.id,
             "created": 1_700_000_000,
-            "is_archived": False,
+            "is_archived": self.is_archived,
             "is_im": self.is_im,
             "is_mpim": self.is_mpim,
             "is_private": self.is_private or self.is_im or self.is_mpim,
@@ -416,6 +480,87 @@ def message_error(body: dict[str, Any]) -> str | None:
     ):
         return "invalid_blocks"
     return None
+
+
+def event_subscription(event: Mapping[str, Any]) -> str:
+    """The Events API subscription under which Slack delivers ``event`` (an inner event):
+    its ``type``, but ``message.channels`` / ``message.groups`` / ``message.im`` /
+    ``message.mpim`` for a ``message`` event, by its ``channel_type``."""
+    kind = str(event.get("type", ""))
+    if kind == "message":
+        plural = {"channel": "channels", "group": "groups"}
+        channel_type = str(event.get("channel_type", "channel"))
+        return f"message.{plural.get(channel_type, channel_type)}"
+    return kind
+
+
+def _view_error(view: Mapping[str, Any]) -> list[str]:
+    """What Slack's views.publish refuses in a Home tab view, as the messages of its
+    ``invalid_arguments`` answer (``[ERROR] ... [json-pointer:...]``); empty when valid."""
+    errors: list[str] = []
+    if view.get("type") != "home":
+        errors.append("[ERROR] must be `home` [json-pointer:/view/type]")
+    blocks = view.get("blocks")
+    if not isinstance(blocks, list):
+        errors.append("[ERROR] missing required field: blocks [json-pointer:/view]")
+    else:
+        if len(blocks) > _MAX_VIEW_BLOCKS:
+            errors.append("[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]")
+        for index, block in enumerate(blocks):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if not _block_ok(block) or kind in _MESSAGE_ONLY_BLOCK_TYPES:
+                errors.append(f"[ERROR] invalid block [json-pointer:/view/blocks/{index}]")
+    limits = (
+        ("private_metadata", _VIEW_PRIVATE_METADATA_CHARS),
+        ("callback_id", _VIEW_CALLBACK_ID_CHARS),
+    )
+    for key, limit in limits:
+        value = view.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            errors.append(f"[ERROR] must be at most {limit} characters [json-pointer:/view/{key}]")
+    return errors
+
+
+def _find_element(view: Mapping[str, Any], action_id: str) -> tuple[str, dict[str, Any]] | None:
+    """The (block_id, element) of the interactive element ``action_id`` in a view's blocks:
+    an actions block's elements, a section's accessory or an input's element."""
+    for block in view.get("blocks") or ():
+        if not isinstance(block, dict):
+            continue
+        candidates = list(block.get("elements") or ()) if block.get("type") == "actions" else []
+        candidates += [block[key] for key in ("accessory", "element") if key in block]
+        for element in candidates:
+            if isinstance(element, dict) and element.get("action_id") == action_id:
+                return str(block.get("block_id", "")), element
+    return None
+
+
+def _ts_value(value: Any) -> Decimal | None:
+    """A message timestamp (``"1700000000.000100"``) as a number, or None if it is not one."""
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() and number >= 0 else None
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as Slack reads it (``true``/``1``; a query string carries text)."""
+    return value is True or str(value).lower() in ("1", "true")
+
+
+def _encode_cursor(ts: str) -> str:
+    # Slack's cursors are opaque base64 (its history cursors decode to "next_ts:...").
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> Decimal | None:
+    try:
+        decoded = base64.b64decode(cursor.encode(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    prefix, _, ts = decoded.partition(":")
+    return _ts_value(ts) if prefix == "next_ts" and ts else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -525,6 +670,12 @@ class FakeSlack:
     those added, plus whoever sends an event, runs a slash command or clicks a button there;
     an ephemeral message to anyone else is ``user_not_in_channel``.
 
+    The messages it knows (events it sent, the bot's posts, ``add_history``) are what
+    ``conversations.history`` / ``conversations.replies`` read. Deleting or archiving a
+    conversation, and uninstalling the app, change what the Web API answers as in Slack
+    (``channel_not_found``, ``is_archived``, ``account_inactive``); Home tabs published with
+    ``views.publish`` are kept per user (``home_view``).
+
     Use ``async with FakeSlack(...) as fake:`` or ``await fake.start()`` / ``await fake.stop()``.
     It must run on the event loop of the test that uses it. Stop Socket Mode clients *before*
     the fake: a client whose socket is closed by the server reconnects, and would then retry
@@ -545,9 +696,22 @@ class FakeSlack:
         api_app_id: str = "AFAKEAPP",
         enterprise_id: str | None = None,
         scopes: Iterable[str] | None = None,
+        bot_events: Iterable[str] | None = None,
+        home_tab_enabled: bool = True,
+        history_tier: HistoryTier = "standard",
     ) -> None:
         """``scopes``: the bot token's scopes (the manifest's); a method that needs another
-        one fails with ``missing_scope``. None: every method is allowed."""
+        one fails with ``missing_scope``. None: every method is allowed.
+
+        ``bot_events``: the app's event subscriptions (the manifest's ``bot_events``). When
+        given, building an event the app is not subscribed to, or whose scope
+        (:data:`EVENT_SCOPES`) it lacks, raises: Slack would not deliver it.
+
+        ``home_tab_enabled``: the manifest's ``features.app_home.home_tab_enabled``; without
+        it views.publish answers ``not_enabled`` and nobody can open the Home tab.
+
+        ``history_tier``: ``"restricted"`` for an app commercially distributed outside the
+        Marketplace (see :data:`HistoryTier`)."""
         self.bot_token = bot_token
         self.app_token = app_token
         self.team_id = team_id
@@ -559,6 +723,11 @@ class FakeSlack:
         self.api_app_id = api_app_id
         self.enterprise_id = enterprise_id
         self.scopes = frozenset(scopes) if scopes is not None else None
+        self.bot_events = frozenset(bot_events) if bot_events is not None else None
+        self.home_tab_enabled = home_tab_enabled
+        self.history_tier: HistoryTier = history_tier
+        #: False once the app was uninstalled (:meth:`uninstall`, or an app_uninstalled event).
+        self.installed = True
         #: A legacy verification token; Bolt ignores it when a signing secret is set.
         self.verification_token = "fake-verification-token"
 
@@ -584,7 +753,14 @@ class FakeSlack:
         self.channels: dict[str, FakeChannel] = {}
         #: Channels that were deleted: every call naming one fails with channel_not_found.
         self.deleted_channels: set[str] = set()
-        self._invalid_tokens: set[str] = set()
+        #: Tokens that no longer work, and the error Slack answers them with.
+        self._invalid_tokens: dict[str, str] = {}
+        #: The Home tab each user was last published (views.publish), by user id.
+        self._home_views: dict[str, dict[str, Any]] = {}
+        #: When the bot edited its messages with chat.update: (channel, ts) -> edit ts.
+        self._edited: dict[tuple[str, str], str] = {}
+        #: Restricted history tier: when each history method last answered (monotonic).
+        self._history_calls: dict[str, float] = {}
         self._rate_limits: dict[str, deque[int]] = {}
         self._failures: dict[str, deque[str]] = {}
         self._custom_methods: dict[str, MethodHandler] = {}
@@ -738,6 +914,8 @@ class FakeSlack:
         app_mention (which has none), from the id: D is a DM, G a private channel."""
         if not isinstance(event, Mapping):
             return
+        if self._learn_from_lifecycle_event(event):
+            return
         channel_id, user_id = event.get("channel"), event.get("user")
         if not isinstance(channel_id, str) or not channel_id:
             return
@@ -758,6 +936,39 @@ class FakeSlack:
                 )
         self._learn_member(channel_id, user_id)
         self._learn_message(channel_id, event)
+
+    def _learn_from_lifecycle_event(self, event: Mapping[str, Any]) -> bool:
+        """What an event about a place or the app itself means (True if it is one): a
+        deleted conversation is gone (``channel_not_found``), an archived one takes no more
+        posts (``is_archived``), revoked tokens stop working, an uninstalled app gets
+        nothing more."""
+        kind, channel_id = event.get("type"), str(event.get("channel", ""))
+        if kind in ("channel_deleted", "group_deleted"):
+            self.delete_channel(channel_id)
+        elif kind in ("channel_archive", "group_archive"):
+            self.archive_channel(channel_id)
+        elif kind == "tokens_revoked":
+            tokens = event.get("tokens")
+            bots = tokens.get("bot") if isinstance(tokens, Mapping) else None
+            if isinstance(bots, Sequence) and self.bot_user_id in bots:
+                self._revoke_bot_token()
+        elif kind == "app_uninstalled":
+            # "An app is not uninstalled until its final user and bot tokens are revoked."
+            self._revoke_bot_token()
+            self.installed = False
+        else:
+            return False
+        return True
+
+    def _revoke_bot_token(self) -> None:
+        # For a bot token whose bot user is gone Slack documents account_inactive
+        # ("Authentication token is for a deleted user or workspace when using a bot
+        # token"); token_revoked is the user-token counterpart.
+        self._invalid_tokens[self.bot_token] = "account_inactive"
+
+    def _require_installed(self, what: str) -> None:
+        if not self.installed:
+            raise ValueError(f"the app was uninstalled: Slack sends it no {what}")
 
     def _learn_message(self, channel_id: str, event: Mapping[str, Any]) -> None:
         """A message event the fake sends is a message that now exists in Slack (an edit
@@ -783,17 +994,66 @@ class FakeSlack:
             channel.members.add(user_id)
 
     def delete_channel(self, channel_id: str) -> None:
-        """Delete a conversation: calls that name it fail with ``channel_not_found``."""
+        """Delete a conversation: calls that name it fail with ``channel_not_found``, its
+        history with it. (Sending a ``channel_deleted`` / ``group_deleted`` event through
+        ``event_payload`` does the same.)"""
         self.channels.pop(channel_id, None)
         self.deleted_channels.add(channel_id)
 
-    def invalidate_token(self, token: str) -> None:
-        """Make every call with ``token`` fail with ``invalid_auth`` (revoked token).
+    def archive_channel(self, channel_id: str) -> None:
+        """Archive a conversation: it still exists and its history can be read, but posts to
+        it fail with ``is_archived``. (A ``channel_archive`` / ``group_archive`` event sent
+        through ``event_payload`` does the same.)"""
+        channel = self.channels.get(channel_id)
+        if channel is not None:
+            channel.is_archived = True
+
+    def invalidate_token(self, token: str, *, error: str = "invalid_auth") -> None:
+        """Make every call with ``token`` fail with ``error`` (default ``invalid_auth``).
 
         Tokens the fake was never told about (anything but ``bot_token`` and ``app_token``)
         are already invalid.
         """
-        self._invalid_tokens.add(token)
+        self._invalid_tokens[token] = error
+
+    def uninstall(self) -> list[dict[str, Any]]:
+        """Someone removes the app from the workspace: its bot token stops working
+        (``account_inactive``, what Slack documents for a bot token whose bot is gone) and
+        Slack sends it nothing more but the two events returned here, ready to deliver
+        (``tokens_revoked`` for the bot user, then ``app_uninstalled``; Slack does not
+        guarantee their order). The app-level token (Socket Mode) belongs to the app, not to
+        the installation, and keeps working."""
+        events = [self.tokens_revoked_event(), self.app_uninstalled_event()]
+        for event in events:
+            self._learn_from_lifecycle_event(event)
+        # Slack sends only what the app subscribes to.
+        return [
+            self.event_payload(event=event)
+            for event in events
+            if self.bot_events is None or event["type"] in self.bot_events
+        ]
+
+    def add_history(self, channel_id: str, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Seed the past of a conversation the fake knows: messages posted before the app
+        was there (or while it was away), which only ``conversations.history`` /
+        ``conversations.replies`` (and permalinks) can show. Each one is a message as
+        ``message_event`` builds it (or any dict with ``ts``, ``user`` or ``bot_id``, and
+        ``text``); thread replies carry their parent's ``thread_ts``. Messages of this bot
+        (its ``bot_id``) can then be edited with chat.update, as in Slack."""
+        if channel_id not in self.channels:
+            raise ValueError(f"add the conversation {channel_id} first (add_channel)")
+        for message in messages:
+            ts = message.get("ts")
+            if not isinstance(ts, str) or _ts_value(ts) is None:
+                raise ValueError(f"a history message needs a message timestamp: {message!r}")
+            stored = {k: v for k, v in message.items() if k not in _EVENT_ONLY_FIELDS}
+            stored["type"] = "message"
+            if message.get("bot_id") == self.bot_id:
+                self._messages[(channel_id, ts)] = stored
+            else:
+                self._said[(channel_id, ts)] = {**stored, "channel": channel_id}
+            # Keep new timestamps after everything already said.
+            self._last_ts = max(self._last_ts, float(ts))
 
     def rate_limit_next(self, *, method: str, count: int = 1, retry_after: int = 1) -> None:
         """Answer the next ``count`` calls of ``method`` with HTTP 429 and ``Retry-After``.
@@ -822,6 +1082,18 @@ class FakeSlack:
         """Refuse the next ``count`` valid response_url posts with HTTP 400 and ``error``, for
         the rejections this fake does not model (Slack's checks are wider than its own)."""
         self._response_rejections.extend([error] * count)
+
+    def age_rate_windows(self, seconds: float) -> None:
+        """Move the "restricted" history tier's one-request-a-minute windows ``seconds``
+        into the past, without waiting."""
+        for method in self._history_calls:
+            self._history_calls[method] -= seconds
+
+    def home_view(self, user_id: str) -> dict[str, Any] | None:
+        """The Home tab view last published for ``user_id`` (as views.publish answered it,
+        with its ``id``, ``hash``...), or None."""
+        view = self._home_views.get(user_id)
+        return copy.deepcopy(view) if view is not None else None
 
     def age_response_urls(self, seconds: float) -> None:
         """Make every response_url issued so far ``seconds`` older (Slack's expire after 30
@@ -993,6 +1265,22 @@ class FakeSlack:
 
         return await self.wait_for(ready, timeout=timeout, description=f"ack of {envelope_id}")
 
+    async def wait_for_home(
+        self,
+        user_id: str,
+        predicate: Callable[[dict[str, Any]], bool] | None = None,
+        *,
+        timeout: float = _DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        """Wait until a Home tab view was published for ``user_id`` (and ``predicate`` of it
+        holds); return that view."""
+
+        def ready() -> dict[str, Any] | None:
+            view = self.home_view(user_id)
+            return view if view is not None and (predicate is None or predicate(view)) else None
+
+        return await self.wait_for(ready, timeout=timeout, description=f"a Home tab of {user_id}")
+
     def _event(self) -> asyncio.Event:
         if self._changed is None:
             raise RuntimeError("FakeSlack is not running; call start() first")
@@ -1021,7 +1309,14 @@ class FakeSlack:
         event_time: int | None = None,
     ) -> dict[str, Any]:
         """The full Events API ``event_callback`` body wrapping ``event``. The fake now knows
-        the event's conversation and author (see :meth:`_learn_from_event`)."""
+        the event's conversation and author (see :meth:`_learn_from_event`); an event about
+        a deleted or archived conversation, revoked tokens or the app's removal changes the
+        workspace accordingly.
+
+        Raises ValueError for an event Slack would not deliver: any but ``tokens_revoked``
+        / ``app_uninstalled`` once the app is uninstalled and, when the fake knows the
+        app's ``bot_events``, one it does not subscribe to or lacks the scope of."""
+        self._check_delivery(event)
         self._learn_from_event(event)
         team = team_id or self.team_id
         return {
@@ -1046,6 +1341,18 @@ class FakeSlack:
             "is_ext_shared_channel": self._shared(event.get("channel")),
             "event_context": "4-" + secrets.token_urlsafe(24),
         }
+
+    def _check_delivery(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") not in _UNINSTALL_EVENTS:
+            self._require_installed("events")
+        if self.bot_events is None:
+            return
+        subscription = event_subscription(event)
+        if subscription not in self.bot_events:
+            raise ValueError(f"the app does not subscribe to {subscription}")
+        scope = EVENT_SCOPES.get(subscription)
+        if scope is not None and self.scopes is not None and scope not in self.scopes:
+            raise ValueError(f"{subscription} needs the {scope} scope, which the app lacks")
 
     def _shared(self, channel_id: Any) -> bool:
         channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
@@ -1209,23 +1516,13 @@ class FakeSlack:
         """Its author deletes ``parent``, a message with thread replies: Slack keeps a
         ``tombstone`` in its place ("This message was deleted.", by USLACKBOT) so the thread
         stays readable, and says so with ``message_changed``, not ``message_deleted``.
-        Replies are those the bot posted in the thread (a message without any is deleted
-        with ``message_deleted``)."""
+        Replies are those the fake knows in the thread: the bot's and people's (a message
+        without any is deleted with ``message_deleted``: :meth:`message_deleted_event`)."""
         ts = str(parent["ts"])
-        replies = [
-            m for m in self.posted_messages if m.thread_ts == ts and m.channel == parent["channel"]
-        ]
+        replies = self._replies_of(str(parent["channel"]), ts)
         if not replies:
             raise ValueError(f"message {ts} has no replies: its deletion is message_deleted")
-        thread = {
-            "thread_ts": ts,
-            "reply_count": len(replies),
-            "reply_users_count": 1,
-            "latest_reply": replies[-1].ts,
-            "reply_users": [self.bot_user_id],
-            "is_locked": False,
-            "subscribed": False,
-        }
+        thread = self._thread_fields(ts, replies)
         tombstone = {
             "type": "message",
             "subtype": "tombstone",
@@ -1238,6 +1535,98 @@ class FakeSlack:
         }
         previous = _as_changed_message(parent) | thread
         return _changed_event(parent, tombstone, previous, self.next_ts())
+
+    def message_deleted_event(self, *, original: Mapping[str, Any]) -> dict[str, Any]:
+        """Its author deletes ``original`` (a message event the fake sent, without thread
+        replies): a hidden ``message`` event, subtype ``message_deleted``, with the deleted
+        ``ts`` and the message as it was. Afterwards it is gone from history and permalinks.
+        A message with replies leaves a tombstone instead (:meth:`tombstone_event`)."""
+        channel_id, ts = str(original["channel"]), str(original["ts"])
+        if self._replies_of(channel_id, ts):
+            raise ValueError(f"message {ts} has replies: Slack leaves a tombstone_event")
+        event_ts = self.next_ts()
+        return {
+            "type": "message",
+            "subtype": "message_deleted",
+            "hidden": True,
+            "deleted_ts": ts,
+            "channel": channel_id,
+            "channel_type": original.get("channel_type", "channel"),
+            "previous_message": _as_changed_message(original),
+            "ts": event_ts,
+            "event_ts": event_ts,
+        }
+
+    def app_home_opened_event(
+        self, *, user_id: str, tab: Literal["home", "messages"] = "home"
+    ) -> dict[str, Any]:
+        """``user_id`` opens the app's App Home (``app_home_opened``): ``channel`` is the
+        app's DM with them (the one conversations.open gives), ``tab`` the tab they opened
+        and, on the Home tab, ``view`` the view last published for them (absent if none
+        ever was). Slack shows no Home tab when it is not enabled (``home_tab_enabled``)."""
+        if tab == "home" and not self.home_tab_enabled:
+            raise ValueError("the Home tab is not enabled: nobody can open it")
+        event: dict[str, Any] = {
+            "type": "app_home_opened",
+            "user": user_id,
+            "channel": self._dm_with(user_id).id,
+            "tab": tab,
+            "event_ts": self.next_ts(),
+        }
+        view = self._home_views.get(user_id)
+        if tab == "home" and view is not None:
+            event["view"] = copy.deepcopy(view)
+        return event
+
+    def channel_deleted_event(self, *, channel_id: str, user_id: str) -> dict[str, Any]:
+        """``user_id`` deletes a channel: ``channel_deleted`` ({type, channel}) for a public
+        one, ``group_deleted`` ({type, channel, date_deleted, actor_id, event_ts}) for a
+        private one. Sent through ``event_payload``, the channel is then gone
+        (``channel_not_found`` everywhere). Needs channels:read / groups:read
+        (:data:`EVENT_SCOPES`)."""
+        if self._is_private(channel_id):
+            return {
+                "type": "group_deleted",
+                "channel": channel_id,
+                "date_deleted": int(time.time()),
+                "actor_id": user_id,
+                "event_ts": self.next_ts(),
+            }
+        return {"type": "channel_deleted", "channel": channel_id}
+
+    def channel_archive_event(self, *, channel_id: str, user_id: str) -> dict[str, Any]:
+        """``user_id`` archives a channel: ``channel_archive`` (public) or ``group_archive``
+        (private), {type, channel, user, event_ts}. Unlike a deletion the channel stays,
+        with its history; sent through ``event_payload``, posts to it then fail with
+        ``is_archived``."""
+        kind = "group_archive" if self._is_private(channel_id) else "channel_archive"
+        return {"type": kind, "channel": channel_id, "user": user_id, "event_ts": self.next_ts()}
+
+    def _is_private(self, channel_id: str) -> bool:
+        channel = self.channels.get(channel_id)
+        if channel is not None and (channel.is_im or channel.is_mpim):
+            raise ValueError(f"{channel_id} is a DM: it cannot be archived or deleted")
+        return channel.is_private if channel is not None else channel_id.startswith("G")
+
+    def tokens_revoked_event(
+        self, *, bot_user_ids: Sequence[str] | None = None, oauth_user_ids: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """``tokens_revoked``: ``tokens`` maps each kind of revoked token (``bot``, ``oauth``
+        for user tokens) to the ids of the users they belonged to, never the tokens
+        themselves. Default: the bot's token. Through ``event_payload``, a revoked bot token
+        fails with ``account_inactive``."""
+        tokens: dict[str, list[str]] = {}
+        if oauth_user_ids:
+            tokens["oauth"] = list(oauth_user_ids)
+        bots = [self.bot_user_id] if bot_user_ids is None else list(bot_user_ids)
+        if bots:
+            tokens["bot"] = bots
+        return {"type": "tokens_revoked", "tokens": tokens}
+
+    def app_uninstalled_event(self) -> dict[str, Any]:
+        """``app_uninstalled`` ({type} only; the wrapper's team_id says where). Through
+        ``event_payload`` the app is uninstalled (see :meth:`uninstall`)."""
+        return {"type": "app_uninstalled"}
 
     def slash_command_payload(
         self,
@@ -1253,6 +1642,7 @@ class FakeSlack:
     ) -> dict[str, str]:
         """The form fields of a slash command, with a fresh trigger_id and response_url.
         The user is then a member of the channel, if the fake knows it."""
+        self._require_installed("slash commands")
         self._learn_member(channel_id, user_id)
         user = self.users.get(user_id)
         channel = self.channels.get(channel_id)
@@ -1293,6 +1683,7 @@ class FakeSlack:
         ``ephemeral``: the message was ephemeral (a response_url or chat.postEphemeral
         answer); Slack then marks the container ``is_ephemeral`` and sends no ``message``
         (there is no stored message to update: answer through ``response_url``)."""
+        self._require_installed("interactions")
         self._learn_member(channel_id, user_id)
         team = team_id or self.team_id
         ts = message_ts or self.next_ts()
@@ -1345,6 +1736,105 @@ class FakeSlack:
         if ephemeral:
             del payload["message"]
         return payload
+
+    def message_action_payload(
+        self,
+        *,
+        callback_id: str,
+        user_id: str,
+        channel_id: str,
+        message: Mapping[str, Any] | RecordedMessage,
+        team_id: str | None = None,
+    ) -> dict[str, Any]:
+        """A ``message_action`` payload: ``user_id`` runs the message shortcut
+        ``callback_id`` from the menu of ``message`` (a message event the fake sent, one of
+        the bot's posts or a seeded history message), in ``channel_id``.
+
+        Deliver it like any interaction (``interactive_form_body`` + ``send_signed``, or
+        ``socket_send_interactive``); Bolt routes it to ``app.shortcut(callback_id)`` /
+        ``app.message_shortcut(callback_id)``. It carries the message as it is now (edits
+        applied; ``thread_ts``/``parent_user_id`` for a thread reply, ``bot_id`` for a
+        bot's message), a trigger_id and a response_url that takes the answer (ephemeral
+        unless it says ``in_channel``). Shortcuts exist only on messages that exist:
+        ValueError for a message the fake does not know."""
+        self._require_installed("interactions")
+        ts = message.ts if isinstance(message, RecordedMessage) else str(message.get("ts", ""))
+        current = self._known_message(channel_id, ts)
+        if current is None or channel_id not in self.channels:
+            raise ValueError(f"no message {ts} in {channel_id}: nothing to run a shortcut on")
+        self._learn_member(channel_id, user_id)
+        team = team_id or self.team_id
+        channel = self.channels[channel_id]
+        channel_name = "directmessage" if channel.is_im else channel.name
+        return {
+            "type": "message_action",
+            "token": self.verification_token,
+            "action_ts": self.next_ts(),
+            "team": {"id": team, "domain": self.team_domain},
+            "user": self._payload_user(user_id, team),
+            "channel": {"id": channel_id, "name": channel_name},
+            "is_enterprise_install": False,
+            "enterprise": None,
+            "callback_id": callback_id,
+            "trigger_id": self._new_trigger_id(),
+            "response_url": self.new_response_url(),
+            "message_ts": ts,
+            "message": self._history_message(channel_id, current),
+        }
+
+    def home_block_action_payload(
+        self,
+        *,
+        user_id: str,
+        action_id: str,
+        value: str | None = None,
+        view: Mapping[str, Any] | None = None,
+        team_id: str | None = None,
+    ) -> dict[str, Any]:
+        """A ``block_actions`` payload for a click in ``user_id``'s Home tab: ``view`` (by
+        default the one last published for them) must hold an interactive element
+        ``action_id``. As Slack sends it from a view: ``container`` is
+        ``{"type": "view", "view_id": ...}``, ``view`` the whole view (its ``hash`` and
+        ``state``), and there is no ``channel``, no ``message``, no ``response_url``:
+        the app answers by publishing the tab again (views.publish)."""
+        self._require_installed("interactions")
+        shown = self._home_views.get(user_id) if view is None else view
+        if shown is None:
+            raise ValueError(f"no Home tab was published for {user_id}: nothing to click")
+        found = _find_element(shown, action_id)
+        if found is None:
+            raise ValueError(f"the Home tab of {user_id} has no element {action_id}")
+        block_id, element = found
+        team = team_id or self.team_id
+        action: dict[str, Any] = {
+            "action_id": action_id,
+            "block_id": block_id,
+            "type": element.get("type", "button"),
+            "action_ts": self.next_ts(),
+        }
+        if isinstance(element.get("text"), dict):
+            action["text"] = dict(element["text"])
+        chosen = value if value is not None else element.get("value")
+        if chosen is not None:
+            action["value"] = chosen
+        return {
+            "type": "block_actions",
+            "user": self._payload_user(user_id, team),
+            "api_app_id": self.api_app_id,
+            "token": self.verification_token,
+            "container": {"type": "view", "view_id": shown.get("id")},
+            "trigger_id": self._new_trigger_id(),
+            "team": {"id": team, "domain": self.team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": copy.deepcopy(dict(shown)),
+            "actions": [action],
+        }
+
+    def _payload_user(self, user_id: str, team: str) -> dict[str, Any]:
+        user = self.users.get(user_id)
+        name = user.name if user is not None else user_id.lower()
+        return {"id": user_id, "username": name, "name": name, "team_id": team}
 
     # ---------------------------------------------------------------- Socket Mode pushes
 
@@ -1546,6 +2036,9 @@ class FakeSlack:
         scope_error = self._check_scope(method, token)
         if scope_error is not None:
             return 200, scope_error, {}
+        retry_after = self._restricted_history_wait(method)
+        if retry_after is not None:
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
 
         failures = self._failures.get(method)
         if failures:
@@ -1557,10 +2050,25 @@ class FakeSlack:
         assert builtin is not None
         return 200, builtin(params, token), {}
 
+    def _restricted_history_wait(self, method: str) -> int | None:
+        """For a "restricted" app, the seconds until conversations.history / .replies may be
+        called again (one request a minute each), or None when this call may go through
+        (it then opens the next minute)."""
+        if self.history_tier != "restricted" or method not in _HISTORY_LIMITS:
+            return None
+        now = time.monotonic()
+        last = self._history_calls.get(method)
+        if last is not None and now - last < _RESTRICTED_HISTORY_INTERVAL_S:
+            return max(1, math.ceil(_RESTRICTED_HISTORY_INTERVAL_S - (now - last)))
+        self._history_calls[method] = now
+        return None
+
     def _check_token(self, method: str, token: str | None) -> str | None:
         if not token:
             return "not_authed"
-        if token in self._invalid_tokens or token not in (self.bot_token, self.app_token):
+        if token in self._invalid_tokens:
+            return self._invalid_tokens[token]
+        if token not in (self.bot_token, self.app_token):
             return "invalid_auth"
         wants_app_token = method in _APP_TOKEN_METHODS
         if wants_app_token != (token == self.app_token):
@@ -1596,6 +2104,8 @@ class FakeSlack:
         channel = self.channels.get(str(params.get("channel") or ""))
         if channel is None:  # never heard of, or deleted
             return "channel_not_found"
+        if channel.is_archived:
+            return "is_archived"
         if not channel.bot_is_member and not channel.is_im:
             return "not_in_channel"
         if recipient is not None and recipient not in channel.members:
@@ -1619,8 +2129,88 @@ class FakeSlack:
             "files.completeUploadExternal": self._files_complete_upload,
             "apps.connections.open": self._apps_connections_open,
             "views.open": self._views_open,
+            "views.publish": self._views_publish,
+            "conversations.history": self._conversations_history,
+            "conversations.replies": self._conversations_replies,
         }
         return handlers.get(method)
+
+    # ---------------------------------------------------------------- conversation contents
+
+    def _dm_with(self, user_id: str) -> FakeChannel:
+        """The app's DM with ``user_id``: the existing one, or a new one with the id
+        conversations.open gives it."""
+        for channel in self.channels.values():
+            if channel.is_im and channel.user == user_id:
+                return channel
+        channel_id = _conversation_id([user_id])
+        return self.add_channel(channel_id, channel_id, is_im=True, user_id=user_id)
+
+    def _channel_messages(self, channel_id: str) -> dict[str, dict[str, Any]]:
+        """Every message that exists in a conversation, by ts: the bot's posts and what
+        people said (events sent, seeded history), as they are now."""
+        found = {ts: m for (c, ts), m in self._messages.items() if c == channel_id}
+        found.update({ts: m for (c, ts), m in self._said.items() if c == channel_id})
+        return found
+
+    def _known_message(self, channel_id: str, ts: str) -> dict[str, Any] | None:
+        return self._said.get((channel_id, ts)) or self._messages.get((channel_id, ts))
+
+    def _threads(self, channel_id: str) -> dict[str, list[dict[str, Any]]]:
+        """The replies of every thread in a conversation, by parent ts, oldest first."""
+        threads: dict[str, list[dict[str, Any]]] = {}
+        for message in self._channel_messages(channel_id).values():
+            thread_ts = message.get("thread_ts")
+            if thread_ts is not None and thread_ts != message.get("ts"):
+                threads.setdefault(str(thread_ts), []).append(message)
+        for replies in threads.values():
+            replies.sort(key=lambda m: _ts_value(m["ts"]) or 0)
+        return threads
+
+    def _replies_of(self, channel_id: str, ts: str) -> list[dict[str, Any]]:
+        """The replies in the thread of ``ts``, oldest first."""
+        return self._threads(channel_id).get(ts, [])
+
+    def _thread_fields(self, ts: str, replies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """What a thread's parent carries about its replies."""
+        users = list(dict.fromkeys(str(r.get("user") or r.get("bot_id")) for r in replies))
+        return {
+            "thread_ts": ts,
+            "reply_count": len(replies),
+            "reply_users_count": len(users),
+            "latest_reply": str(replies[-1]["ts"]),
+            "reply_users": users,
+            "is_locked": False,
+            "subscribed": False,
+        }
+
+    def _history_message(
+        self,
+        channel_id: str,
+        message: Mapping[str, Any],
+        threads: Mapping[str, list[dict[str, Any]]] | None = None,
+    ) -> dict[str, Any]:
+        """A stored message as conversations.history/replies (and interaction payloads)
+        show it: no event fields, a thread parent with its reply fields, a reply with its
+        parent's author, the bot's edited messages with ``edited``. ``threads``: the
+        conversation's (:meth:`_threads`), when the caller has them already."""
+        shown = {k: copy.deepcopy(v) for k, v in message.items() if k not in _EVENT_ONLY_FIELDS}
+        shown["type"] = "message"
+        ts = str(shown.get("ts", ""))
+        thread_ts = shown.get("thread_ts")
+        if threads is None:
+            threads = self._threads(channel_id)
+        replies = threads.get(ts, []) if thread_ts in (None, ts) else []
+        if replies:
+            shown.update(self._thread_fields(ts, replies))
+        elif thread_ts not in (None, ts):
+            parent = self._known_message(channel_id, str(thread_ts))
+            if parent is not None:
+                shown["parent_user_id"] = parent.get("user") or parent.get("bot_id")
+        edited = self._edited.get((channel_id, ts))
+        if edited is not None:
+            shown["edited"] = {"user": self.bot_user_id, "ts": edited}
+        return shown
 
     # ---------------------------------------------------------------- Web API methods
 
@@ -1677,6 +2267,8 @@ class FakeSlack:
             message["text"] = params["text"]
         if params.get("blocks") is not None:
             message["blocks"] = params["blocks"]
+        # Its history shows it edited (the response's message does not say so).
+        self._edited[(channel, ts)] = self.next_ts()
         return {
             "ok": True,
             "channel": channel,
@@ -1768,12 +2360,17 @@ class FakeSlack:
         unknown = [u for u in users if u not in self.users]
         if unknown:
             return {"ok": False, "error": "user_not_found"}
-        digest = hashlib.sha1(",".join(sorted(users)).encode()).hexdigest()[:10].upper()
-        channel_id = ("D" if len(users) == 1 else "G") + digest
+        channel_id = _conversation_id(users)
+        if len(users) == 1:
+            # The DM with one person is the one there is, whatever its id.
+            channel_id = next(
+                (c.id for c in self.channels.values() if c.is_im and c.user == users[0]),
+                channel_id,
+            )
         already_open = channel_id in self.channels
         if not already_open:
             if len(users) == 1:
-                self.add_channel(channel_id, channel_id, is_im=True, user_id=users[0])
+                self._dm_with(users[0])
             else:
                 self.channels[channel_id] = FakeChannel(
                     id=channel_id,
@@ -1862,6 +2459,211 @@ class FakeSlack:
         return {
             "ok": True,
             "view": {**view, "id": "V" + secrets.token_hex(5).upper(), "team_id": self.team_id},
+        }
+
+    def _views_publish(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """views.publish (no scope needed; a bot token): ``user_id`` and ``view`` (a JSON
+        string or object) are required, ``hash`` optional. The view must be a valid Home
+        tab view (type ``home``, at most 100 valid blocks...): otherwise
+        ``invalid_arguments`` with Slack's ``response_metadata.messages``; an unknown user is
+        ``invalid_arguments`` ("invalid `user_id`"), a view over 250 kB ``view_too_large``,
+        a Home tab the app has not enabled ``not_enabled``, a ``hash`` other than the
+        current view's ``hash_conflict``, an ``external_id`` another view uses
+        ``duplicate_external_id``. The published view gets Slack's fields (``id``, a new
+        ``hash``, ``team_id``, ``app_id``, ``bot_id``...) and replaces the user's tab."""
+        user_id = str(params.get("user_id") or "")
+        if user_id not in self.users:
+            return _invalid_arguments("invalid `user_id`")
+        view = params.get("view")
+        if isinstance(view, str):
+            try:
+                view = json.loads(view)
+            except ValueError:
+                return _invalid_arguments("[ERROR] invalid JSON [json-pointer:/view]")
+        if not isinstance(view, dict):
+            return _invalid_arguments("[ERROR] missing required field: view")
+        if len(json.dumps(view).encode()) > _VIEW_MAX_BYTES:
+            return {"ok": False, "error": "view_too_large"}
+        errors = _view_error(view)
+        if errors:
+            return _invalid_arguments(*errors)
+        if not self.home_tab_enabled:
+            return {"ok": False, "error": "not_enabled"}
+        current = self._home_views.get(user_id)
+        wanted_hash = params.get("hash")
+        if wanted_hash and (current is None or current["hash"] != wanted_hash):
+            return {"ok": False, "error": "hash_conflict"}
+        external_id = str(view.get("external_id") or "")
+        if external_id and any(
+            v.get("external_id") == external_id
+            for user, v in self._home_views.items()
+            if user != user_id
+        ):
+            return {"ok": False, "error": "duplicate_external_id"}
+        view_id = current["id"] if current is not None else "V" + secrets.token_hex(5).upper()
+        blocks = [
+            {**block, "block_id": block.get("block_id") or secrets.token_hex(3)}
+            for block in view["blocks"]
+        ]
+        published = {
+            "id": view_id,
+            "team_id": self.team_id,
+            "type": "home",
+            "close": None,
+            "submit": None,
+            "blocks": blocks,
+            "private_metadata": view.get("private_metadata", ""),
+            "callback_id": view.get("callback_id", ""),
+            "state": {"values": {}},
+            "hash": f"{int(time.time())}.{secrets.randbelow(10**8):08d}",
+            "clear_on_close": False,
+            "notify_on_close": False,
+            "root_view_id": view_id,
+            "previous_view_id": None,
+            "app_id": self.api_app_id,
+            "external_id": external_id,
+            "app_installed_team_id": self.team_id,
+            "bot_id": self.bot_id,
+        }
+        self._home_views[user_id] = published
+        return {"ok": True, "view": copy.deepcopy(published)}
+
+    def _history_access(
+        self, params: dict[str, Any], token: str | None
+    ) -> tuple[FakeChannel | None, dict[str, Any] | None]:
+        """The conversation conversations.history/replies read, or the error: unknown or
+        deleted (``channel_not_found``), the history scope of its type missing
+        (``missing_scope``), the bot not in it (``not_in_channel`` for a public channel;
+        a private one the bot is not in is ``channel_not_found``: it cannot see it)."""
+        channel = self.channels.get(str(params.get("channel") or ""))
+        if channel is None:
+            return None, {"ok": False, "error": "channel_not_found"}
+        if channel.is_im:
+            needed = "im:history"
+        elif channel.is_mpim:
+            needed = "mpim:history"
+        else:
+            needed = "groups:history" if channel.is_private else "channels:history"
+        if self.scopes is not None and token == self.bot_token and needed not in self.scopes:
+            return None, self._missing_scope([needed])
+        if not channel.bot_is_member and not channel.is_im:
+            error = "not_in_channel" if needed == "channels:history" else "channel_not_found"
+            return None, {"ok": False, "error": error}
+        return channel, None
+
+    def _history_window(
+        self, method: str, params: dict[str, Any]
+    ) -> tuple[tuple[int, Decimal, Decimal, bool, Decimal | None] | None, dict[str, Any] | None]:
+        """The arguments both history methods share, checked: (limit, oldest, latest,
+        inclusive, cursor position), or the error (``invalid_ts_oldest``,
+        ``invalid_ts_latest``, ``invalid_cursor``, ``invalid_arguments`` for a limit that is
+        no positive number). A limit over the maximum is cut to it, as Slack does ("fewer
+        than the requested number of items may be returned")."""
+        default, maximum = _HISTORY_LIMITS[method]
+        if self.history_tier == "restricted":
+            default = maximum = _RESTRICTED_HISTORY_LIMIT
+        raw_limit = params.get("limit")
+        limit = default
+        if raw_limit not in (None, ""):
+            try:
+                limit = int(str(raw_limit))
+            except ValueError:
+                return None, _invalid_arguments("invalid `limit`")
+            if limit < 1:
+                return None, _invalid_arguments("invalid `limit`")
+        oldest = _ts_value(params.get("oldest") or "0")
+        if oldest is None:
+            return None, {"ok": False, "error": "invalid_ts_oldest"}
+        # No latest: up to now, i.e. everything there is.
+        latest = _ts_value(params["latest"]) if params.get("latest") else Decimal("Infinity")
+        if latest is None:
+            return None, {"ok": False, "error": "invalid_ts_latest"}
+        position: Decimal | None = None
+        if params.get("cursor"):
+            position = _decode_cursor(str(params["cursor"]))
+            if position is None:
+                return None, {"ok": False, "error": "invalid_cursor"}
+        inclusive = _flag(params.get("inclusive"))
+        return (min(limit, maximum), oldest, latest, inclusive, position), None
+
+    def _conversations_history(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """conversations.history: the conversation's messages, newest first (thread
+        replies only through conversations.replies, unless also sent to the channel);
+        ``oldest``/``latest`` bound them (exclusive unless ``inclusive``), ``limit``
+        (default 100, at most 999; 15 and 15 for a "restricted" app) sizes a page and
+        ``response_metadata.next_cursor`` leads to the next one while ``has_more``. A
+        thread parent carries ``reply_count``, ``latest_reply``...; deleted messages are
+        gone, a deleted parent with replies shows as a ``tombstone``."""
+        channel, error = self._history_access(params, token)
+        window, window_error = self._history_window("conversations.history", params)
+        if error is not None or window_error is not None or channel is None or window is None:
+            return error or window_error or {"ok": False, "error": "channel_not_found"}
+        limit, oldest, latest, inclusive, position = window
+        threads = self._threads(channel.id)
+        messages = []
+        for message in self._channel_messages(channel.id).values():
+            ts = str(message.get("ts", ""))
+            thread_ts = message.get("thread_ts")
+            is_reply = thread_ts not in (None, ts) and message.get("subtype") != "thread_broadcast"
+            # A tombstone stays only while its thread has replies.
+            orphan = message.get("subtype") == "tombstone" and not threads.get(ts)
+            if not is_reply and not orphan:
+                messages.append(message)
+        messages.sort(key=lambda m: _ts_value(m["ts"]) or 0, reverse=True)
+        in_window = [
+            m for m in messages if _in_window(m, oldest=oldest, latest=latest, inclusive=inclusive)
+        ]
+        if position is not None:
+            in_window = [m for m in in_window if (_ts_value(m["ts"]) or 0) <= position]
+        page, rest = in_window[:limit], in_window[limit:]
+        body: dict[str, Any] = {
+            "ok": True,
+            "messages": [self._history_message(channel.id, m, threads) for m in page],
+            "has_more": bool(rest),
+            "pin_count": 0,
+            "channel_actions_ts": None,
+            "channel_actions_count": 0,
+            "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
+        }
+        for key in ("oldest", "latest"):
+            if params.get(key):
+                body[key] = str(params[key])
+        return body
+
+    def _conversations_replies(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """conversations.replies: the thread of ``ts`` (its parent or any reply), oldest
+        first with the parent first (on the first page); just the message if it has no
+        replies, ``thread_not_found`` if there is no such message. ``limit`` defaults to
+        1000 (at most 1000; 15 and 15 for a "restricted" app); ``oldest``/``latest``/
+        ``inclusive``/``cursor`` as for conversations.history."""
+        channel, error = self._history_access(params, token)
+        window, window_error = self._history_window("conversations.replies", params)
+        if error is not None or window_error is not None or channel is None or window is None:
+            return error or window_error or {"ok": False, "error": "channel_not_found"}
+        if not params.get("ts"):
+            return _invalid_arguments("missing required field: ts")
+        limit, oldest, latest, inclusive, position = window
+        message = self._known_message(channel.id, str(params["ts"]))
+        if message is not None and message.get("thread_ts") not in (None, message["ts"]):
+            message = self._known_message(channel.id, str(message["thread_ts"]))
+        if message is None:
+            return {"ok": False, "error": "thread_not_found"}
+        threads = self._threads(channel.id)
+        replies = [
+            r
+            for r in threads.get(str(message["ts"]), [])
+            if _in_window(r, oldest=oldest, latest=latest, inclusive=inclusive)
+        ]
+        if position is None:
+            thread = [message, *replies]
+        else:
+            thread = [r for r in replies if (_ts_value(r["ts"]) or 0) >= position]
+        page, rest = thread[:limit], thread[limit:]
+        return {
+            "ok": True,
+            "messages": [self._history_message(channel.id, m, threads) for m in page],
+            "has_more": bool(rest),
+            "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
         }
 
     # ---------------------------------------------------------------- other endpoints
@@ -1995,6 +2797,35 @@ class FakeSlack:
             )
         )
         self._notify()
+
+
+def _invalid_arguments(*messages: str) -> dict[str, Any]:
+    # Slack's answer to arguments it cannot use, with what is wrong in response_metadata.
+    return {
+        "ok": False,
+        "error": "invalid_arguments",
+        "response_metadata": {"messages": list(messages)},
+    }
+
+
+def _in_window(
+    message: Mapping[str, Any], *, oldest: Decimal, latest: Decimal, inclusive: bool
+) -> bool:
+    """Whether a message is between ``oldest`` and ``latest`` (the bounds themselves only
+    when ``inclusive``)."""
+    ts = _ts_value(message.get("ts"))
+    if ts is None:
+        return False
+    if inclusive:
+        return oldest <= ts <= latest
+    return oldest < ts < latest
+
+
+def _conversation_id(users: Sequence[str]) -> str:
+    """The id of the DM (one user) or group DM (several) with ``users``: stable, so the
+    same people always get the same conversation."""
+    digest = hashlib.sha1(",".join(sorted(users)).encode()).hexdigest()[:10].upper()
+    return ("D" if len(users) == 1 else "G") + digest
 
 
 def _as_changed_message(event: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import discord
 import pytest
 
 from memory_core.bootstrap import Core
@@ -245,7 +246,10 @@ MALFORMED: dict[str, tuple[str, list[JSON]]] = {
 def register_stale_memory(world: World) -> None:
     """Discord still has subcommands an earlier version of the bot registered (the fake lets
     users invoke registered commands only)."""
-    [memory] = [c.to_dict(world.bot.tree) for c in world.bot.tree.get_commands()]
+    [memory] = [
+        c.to_dict(world.bot.tree)
+        for c in world.bot.tree.get_commands(type=discord.AppCommandType.chat_input)
+    ]
     stale: list[JSON] = [
         {"type": 1, "name": "dance", "description": "removed since"},
         {

@@ -72,7 +72,7 @@ class LinkingSink(FakeSink):
 
     on_post: object = None
 
-    async def source_line(self, *, platform_id: str, label: str) -> str:
+    async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         return f"-# [{label}](https://example.test/{platform_id})"
 
     async def post(self, *, text: str) -> int | None:

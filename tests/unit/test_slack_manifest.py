@@ -28,6 +28,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "conversations_open": {"im:write"},  # a 1:1 DM for the export
     "files_upload_v2": {"files:write"},
     "chat_getPermalink": set(),  # /memory why and source lines: Slack asks for no scope
+    "views_publish": set(),  # the App Home tab: no scope
 }
 
 EVENT_SCOPES: dict[str, str] = {
@@ -36,7 +37,11 @@ EVENT_SCOPES: dict[str, str] = {
     "message.groups": "groups:history",
     "message.im": "im:history",
     "message.mpim": "mpim:history",
+    "channel_deleted": "channels:read",
+    "group_deleted": "groups:read",
 }
+# Events that need no scope (a dict of their own: the manifest's scopes are a set of those above).
+NO_SCOPE_EVENTS = {"app_home_opened", "app_uninstalled", "tokens_revoked"}
 
 
 def documented_scopes() -> set[str]:
@@ -62,7 +67,8 @@ def needed_scopes() -> set[str]:
     unknown = methods - METHOD_SCOPES.keys()
     assert not unknown, f"add the scopes of {sorted(unknown)} to METHOD_SCOPES"
     scopes = set().union(*(METHOD_SCOPES[m] for m in methods))
-    scopes |= {EVENT_SCOPES[event] for event in slack_manifest_list("bot_events")}
+    events = set(slack_manifest_list("bot_events")) - NO_SCOPE_EVENTS
+    scopes |= {EVENT_SCOPES[event] for event in events}
     if "slash_commands:" in SLACK_MANIFEST.read_text(encoding="utf-8"):
         scopes.add("commands")
     return scopes

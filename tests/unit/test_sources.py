@@ -36,5 +36,5 @@ DAY = doc("the launch moved to Friday March 3", "", kind="day")
 def test_the_source_is_the_recalled_message_the_answer_used(
     answer: str, question: str, recalled: tuple[Doc, ...], expected: str | None
 ) -> None:
-    found = used_source(answer, question, recalled)
-    assert (found.id if found else None) == expected
+    found = used_source(answer, question, [("", doc) for doc in recalled])
+    assert (found[1].id if found else None) == expected
