@@ -2,11 +2,18 @@
 
 Interactive on a terminal; with piped stdin, one answer per input line (so transcripts and
 tests can drive it). The console user is the admin of their console scopes.
+
+Input that is not UTF-8 (a Latin-1 file, random bytes) never stops the console: stdin is
+read with ``surrogateescape``, so no byte fails to decode, and each line is repaired
+(:func:`memory_core.text.repair.repair`: the bytes that were not UTF-8 become U+FFFD), kept
+and said so in one line on stderr; the lines after it are read as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -20,8 +27,19 @@ from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import IncomingMessage
 from memory_core.text.language import resolve
+from memory_core.text.repair import repair
 
 QUIT = ("/quit", "/exit", "/q")
+
+
+def tolerate_undecodable(stream: TextIO) -> None:
+    """Make ``stream`` decode bytes that are not in its encoding as lone surrogates
+    (``surrogateescape``) rather than raise UnicodeDecodeError, which would end the console
+    and lose every line after the bad one. ``input()`` decodes with the same handler. Only
+    possible before the first read; a stream that cannot be changed is left as it is."""
+    if isinstance(stream, io.TextIOWrapper):
+        with contextlib.suppress(ValueError, OSError):  # io.UnsupportedOperation is both
+            stream.reconfigure(errors="surrogateescape")
 
 
 async def _lines(stream: TextIO, interactive: bool, prompt: str) -> AsyncIterator[str]:
@@ -36,6 +54,14 @@ async def _lines(stream: TextIO, interactive: bool, prompt: str) -> AsyncIterato
             if not line:
                 return
         yield line.rstrip("\n")
+
+
+def not_utf8_note(line_no: int) -> str:
+    """The one line that says a line of input was repaired (ASCII: any terminal prints it)."""
+    return (
+        f"! line {line_no} is not UTF-8 text: it was kept with U+FFFD in place of the bytes "
+        "that are not; set your terminal (or the file you pipe in) to UTF-8"
+    )
 
 
 class ConsoleReply:
@@ -92,6 +118,7 @@ async def run_console(
     err: Console | None = None,
 ) -> int:
     stdin = stdin or sys.stdin
+    tolerate_undecodable(stdin)
     interactive = stdin.isatty()
     # What users type is printed as typed: no markup, no emoji codes (":100:" stays).
     out = out or Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
@@ -106,8 +133,13 @@ async def run_console(
     actor = Actor(user_id=user, name=user, is_admin=True)
     conversation = core.conversation
     sink = ConsoleReply(out, prefix=f"{core.settings.bot.name}> " if interactive else "")
+    line_no = 0
     async for line in _lines(stdin, interactive, f"{user}> "):
-        text = line.strip()
+        line_no += 1
+        repaired = repair(line)
+        if repaired is not line:
+            err.print(not_utf8_note(line_no), markup=False)
+        text = repaired.strip()
         if not text:
             continue
         if text.lower() in QUIT:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from memory_core.calendar import from_ms
 from memory_core.scopes import Audience
+from memory_core.text.repair import repair
 
 Role = Literal["user", "assistant"]
 FactKind = Literal["preference", "decision", "profile", "question", "note"]
@@ -35,7 +36,7 @@ def stored_text(text: str, cap: int, attachments: Sequence[Attachment] = ()) -> 
     truncated = len(text) > room
     if truncated:
         text = f"{text[:room]} … [truncated: {len(text) - room} more characters]"
-    return "\n".join(part for part in (text, files) if part), truncated
+    return repair("\n".join(part for part in (text, files) if part)), truncated
 
 
 @dataclass(frozen=True, slots=True)

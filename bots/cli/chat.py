@@ -6,7 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
-from bots.cli.common import ScopeOpt, core_for, out, print_json, run, scope_arg, settings
+from bots.cli.common import (
+    ScopeOpt,
+    argument,
+    core_for,
+    out,
+    print_json,
+    run,
+    scope_arg,
+    settings,
+)
 from memory_core.models import IncomingMessage
 from memory_core.service.answer_record import remember_basis
 
@@ -26,6 +35,7 @@ def console(
 
     s = settings(ctx)
     target = scope_arg(scope)
+    user = argument(user, "--user")
 
     async def go() -> int:
         async with core_for(s) as core:
@@ -47,6 +57,7 @@ def ask(
     """Send one message (or, with --dry-run, show the exact prompt a reply would use)."""
     s = settings(ctx)
     target = scope_arg(scope)
+    text, user = argument(text, "TEXT"), argument(user, "--user")
     msg = IncomingMessage(scope=target, text=text, author=user, author_id=user, direct=True)
 
     async def go() -> dict[str, Any]:

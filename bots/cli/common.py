@@ -33,6 +33,7 @@ from memory_core.errors import (
     StoreError,
 )
 from memory_core.scopes import parse_scope
+from memory_core.text.repair import repair
 
 # What memorybot prints holds user text (messages, scope names, paths): never markup, never
 # emoji codes (":100:" in "discord:100:2" stays as it is).
@@ -98,6 +99,20 @@ def run_input(read: Callable[[], T]) -> T:
         return read()
     except InputError as exc:
         raise fail(str(exc), 1) from exc
+
+
+def argument(value: str, name: str) -> str:
+    """A command-line argument as memory can keep it. The shell hands over bytes: those that
+    are not UTF-8 reach Python as lone surrogates (``surrogateescape``), which no UTF-8
+    encoder takes; they become U+FFFD, the rest is kept, and one line on stderr says so."""
+    repaired = repair(value)
+    if repaired is not value:
+        err.print(
+            f"warning: {name} is not UTF-8 text: it was kept with U+FFFD in place of the "
+            "bytes that are not; give UTF-8 text (check your terminal's or locale's encoding)",
+            markup=False,
+        )
+    return repaired
 
 
 def scope_arg(text: str) -> str:

@@ -328,10 +328,21 @@ async def run_discord(
 ) -> None:
     """Serve Discord until cancelled (the client is closed on the way out).
 
-    Raises ConfigError when DISCORD_TOKEN is missing or refused, when the Message Content
-    intent is not enabled for the bot, or when the commands cannot be registered.
+    Raises ConfigError when DISCORD_TOKEN is missing or refused, when Discord cannot be
+    reached (or answers the login with an error), when the Message Content intent is not
+    enabled for the bot, or when the commands cannot be registered.
     """
+    import aiohttp  # discord.py's transport: what a network failure is raised as
+
     settings = core.settings.discord
+    # What to check when Discord does not answer: the setting that points elsewhere, or the
+    # way out to discord.com.
+    check = (
+        f"check discord.api_base (MEMORYBOT_DISCORD__API_BASE={settings.api_base}), which "
+        "sends memorybot there instead of discord.com"
+        if settings.api_base
+        else "check this machine's network (a firewall, a proxy) and https://discordstatus.com"
+    )
     if settings.token is None or not settings.token.get_secret_value().strip():
         raise ConfigError(
             "DISCORD_TOKEN is not set: create a bot in the Discord Developer Portal and put its "
@@ -348,10 +359,28 @@ async def run_discord(
                     "Discord refused DISCORD_TOKEN: copy the bot token again from the Developer "
                     "Portal (Bot > Reset Token) into DISCORD_TOKEN"
                 ) from exc
+            except discord.HTTPException as exc:  # 5xx, or a proxy's error page
+                said = " ".join(str(exc.text or exc.response.reason).split())[:200]
+                raise ConfigError(
+                    f"Discord answered the login at {Route.BASE} with HTTP {exc.status} "
+                    f"({said}): {check}"
+                ) from exc
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise ConfigError(
+                    f"cannot reach Discord at {Route.BASE} to log in "
+                    f"({str(exc) or type(exc).__name__}): {check}"
+                ) from exc
             if sync_commands:
                 await sync_command_tree(client.tree, settings.sync_guild_ids)
             try:
                 await client.connect()
+            except (aiohttp.ClientConnectionError, discord.GatewayNotFound) as exc:
+                # Logged in, then asking for the gateway failed (discord.py retries the
+                # gateway itself once it knows where it is).
+                raise ConfigError(
+                    f"cannot reach Discord's gateway through {Route.BASE} "
+                    f"({str(exc) or type(exc).__name__}): {check}"
+                ) from exc
             except discord.PrivilegedIntentsRequired as exc:
                 raise ConfigError(
                     "the Message Content intent is not enabled for this bot: in the Discord "

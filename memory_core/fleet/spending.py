@@ -18,8 +18,9 @@ expires after :data:`SPEND_TTL_S`.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,9 @@ from memory_core.errors import StoreError
 from memory_core.llm.usage import SpendTag, current_tag
 from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema
+from memory_core.store.records import real_ms
 from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.scripts import run_script
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,10 @@ MEMBER = "u:"  # field prefix: a member's tokens
 NAME = "n:"  # field prefix: a member's display name (for the dashboard)
 PURPOSE = "p:"  # field prefix: tokens of one purpose (reply, compact, refresh, caption...)
 SCOPE = "s:"  # field prefix in a server's day: one scope's tokens
+# A hold for a reply in flight lapses after this long in real time (a reply ends within
+# llm.reply_deadline_s, 45 s by default): one that a dead process never released stops
+# counting then.
+HOLD_LAPSE_MS = 180_000
 
 
 def server_of(scope: str) -> str | None:
@@ -74,6 +81,22 @@ class Overrides:
     user_daily: str = ""
     channel_daily: str = ""
     channel_user_daily: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Tokens held for one reply in flight, against a channel's limits and its server's."""
+
+    id: str
+    scope: str  # where the reply is (a thread's holds are its channel's)
+    member: str
+    tokens: int
+    server: str | None  # held against this server's limit too
+
+    @property
+    def entry(self) -> str:
+        place = Scope.of(self.scope)
+        return f"{self.id}|{self.member}|{self.tokens}|{place.key if place.is_thread else ''}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +226,78 @@ class SpendLedger:
             doomed = [f for f in names if f.startswith(NAME)]
             if doomed:
                 pipe.hdel(key, *doomed)
+        await pipe.execute()
+
+    # -- holds: reserve before a call, settle after --------------------------------------
+    async def hold(
+        self,
+        scope: str,
+        *,
+        member_id: str,
+        tokens: int,
+        day: str,
+        server: str | None,
+        server_day: str,
+        limits: tuple[int, int, int, int, int],
+    ) -> tuple[Hold | None, str]:
+        """Check the limits and hold ``tokens`` against them in one atomic step per hash
+        tag (the channel's, then the server's): concurrent replies see each other's holds,
+        so a burst cannot all pass a limit. ``limits``: the channel's, a member's there, the
+        thread's own, a member's in the thread, the server's (0 = none). (the hold, "") or
+        (None, the limit reached: "thread" | "scope" | "thread_member" | "member" |
+        "server"). A hold lapses by itself
+        after :data:`HOLD_LAPSE_MS` (a process that dies holding one)."""
+        place = Scope.of(scope)
+        now = real_ms()
+        lapse = now + HOLD_LAPSE_MS
+        held = Hold(
+            uuid.uuid4().hex, scope, member_id, max(1, tokens), server if limits[4] else None
+        )
+        scope_limit, member_limit, thread_limit, thread_member_limit, server_limit = limits
+        reached = await run_script(
+            self.client,
+            "hold_scope",
+            [
+                self.keys.spend_scope(place.root.key, day),
+                self.keys.spend_scope(place.key, day),
+                self.keys.spend_holds(place.key),
+            ],
+            [
+                now,
+                lapse,
+                held.id,
+                held.tokens,
+                member_id,
+                place.key if place.is_thread else "",
+                scope_limit,
+                member_limit if member_id else 0,
+                thread_limit,
+                thread_member_limit if member_id else 0,
+            ],
+        )
+        if reached:
+            return None, str(reached)
+        if held.server is not None:
+            reached = await run_script(
+                self.client,
+                "hold_server",
+                [
+                    self.keys.spend_server(held.server, server_day),
+                    self.keys.server_holds(held.server),
+                ],
+                [now, lapse, held.id, held.tokens, server_limit],
+            )
+            if reached:
+                await self.release(replace(held, server=None))
+                return None, str(reached)
+        return held, ""
+
+    async def release(self, held: Hold) -> None:
+        """Drop a hold once its call is counted (or failed: nothing is counted then)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(self.keys.spend_holds(held.scope), held.entry)
+        if held.server is not None:
+            pipe.zrem(self.keys.server_holds(held.server), f"{held.id}||{held.tokens}|")
         await pipe.execute()
 
     # -- read --------------------------------------------------------------------------

@@ -11,8 +11,9 @@ chunk boundary never shows a secret's first half.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 
 MASK = "[secret hidden]"
 # Values shorter than this are not searched for: a short password such as "redis" or
@@ -105,3 +106,21 @@ class StreamedAnswer:
     def finished(self) -> str:
         """The whole answer, masked (the model ended it)."""
         return self._mask.mask("".join(self._parts)).strip()
+
+
+async def read_stream(
+    pieces: AsyncGenerator[str, None],
+    answer: StreamedAnswer,
+    on_progress: Callable[[str], Awaitable[None]],
+) -> str:
+    """Stream the model's ``pieces`` into ``answer``, showing only what is settled (secrets
+    masked, no secret's first half at a piece boundary); stop reading once past the length
+    cap (the caller caps; the rest is not read)."""
+    async with contextlib.aclosing(pieces):
+        async for piece in pieces:
+            answer.add(piece)
+            if answer.too_long:
+                return answer.shown
+            if answer.shown.strip():
+                await on_progress(answer.shown)
+    return answer.finished()

@@ -20,6 +20,7 @@ import numpy as np
 import snowballstemmer
 
 from memory_core.text.cjk import CJK_CHARACTER, CJK_CHARACTERS
+from memory_core.text.normalise import normalise
 
 _WORD = re.compile(rf"[a-z0-9]+(?:'[a-z]+)?|[{CJK_CHARACTERS}]+")
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
@@ -153,7 +154,7 @@ def _stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The search terms of ``text`` (with repeats, for term frequencies)."""
     out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
+    for match in _WORD.finditer(normalise(text)):
         token = match.group(0)
         if CJK_CHARACTER.match(token):
             out.extend(token[i : i + 2] for i in range(max(1, len(token) - 1)))

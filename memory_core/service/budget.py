@@ -22,7 +22,7 @@ from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError, StoreError
-from memory_core.fleet.spending import PURPOSE, SpendLedger, server_of
+from memory_core.fleet.spending import PURPOSE, Hold, SpendLedger, server_of
 from memory_core.llm.usage import SpendTag, tag_calls
 from memory_core.models import IncomingMessage, Reply
 from memory_core.scopes import Scope
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Limit = Literal["scope", "member", "server"]
+# A reply's answer is estimated at this share of its cap (llm.reply_max_tokens) when its
+# tokens are held before the call.
+ANSWER_SHARE = 4
 
 
 def parse_limit(value: str, *, setting: str) -> str:
@@ -168,18 +171,26 @@ class Budget:
                 return limits, Reached(which=which, limit=limit, resets=self._resets(tz))
         return limits, None
 
-    async def admit(self, msg: IncomingMessage, language: str) -> Reply | None:
-        """Before a reply's model call: the notice when a limit is reached (no call then),
-        else None, and the call that follows is charged to the scope and the member."""
+    async def admit(
+        self, msg: IncomingMessage, *, prompt_tokens: int, language: str
+    ) -> tuple[Reply | None, Hold | None]:
+        """Before a reply's model call: (the notice, None) when a limit is reached (no call
+        then), else (None, the tokens held for the call), and the call that follows is
+        charged to the scope and the member. The estimate (the prompt and a share of the
+        answer's cap) is held against the limits in the step that checks them, so that a
+        burst of questions cannot all pass; :meth:`settle` drops the hold once the call's
+        real tokens are counted."""
         try:
-            limits, reached = await self.reached(msg.scope, member_id=msg.author_id)
+            limits = await self.limits(msg.scope)
+            hold, which = await self._hold(msg, limits, prompt_tokens)
         except StoreError as exc:  # Redis away: answer anyway, a budget never silences
             log.warning("budget of %s not checked, answering anyway: %s", msg.scope, exc)
             tag_calls(SpendTag(msg.scope, msg.author_id, msg.author))
-            return None
+            return None, None
         tag_calls(SpendTag(msg.scope, msg.author_id, msg.author, tz=limits.tz))
-        if reached is None:
-            return None
+        if not which:
+            return None, hold
+        reached = self._reached(which, limits)
         if self.metrics is not None:
             self.metrics.incr(f"budget_refusals:{reached.which}")
         p = load_prompts(language)
@@ -189,14 +200,65 @@ class Budget:
             limit=f"{reached.limit:,}",
             resets=reached.resets,
         )
-        return Reply(text=text, kind="budget")
+        return Reply(text=text, kind="budget"), None
 
-    async def over(self, scope: str) -> bool:
-        """Whether the scope's or its server's budget is reached today (maintenance then
-        summarises extractively, captions wait). Redis away: not over (the model call
-        that follows fails on its own if it must)."""
+    async def _hold(
+        self, msg: IncomingMessage, limits: Limits, prompt_tokens: int
+    ) -> tuple[Hold | None, str]:
+        member = msg.author_id
+        if not (
+            limits.scope
+            or limits.server
+            or limits.thread
+            or ((limits.member or limits.thread_member) and member)
+        ):
+            return None, ""
+        now = self.clock.now()
+        estimate = prompt_tokens + self.settings.llm.reply_max_tokens // ANSWER_SHARE
+        return await self.ledger.hold(
+            msg.scope,
+            member_id=member,
+            tokens=estimate,
+            day=calendar.local_day(now, limits.tz),
+            server=limits.server_name,
+            server_day=calendar.local_day(now, self._default_tz),
+            limits=(
+                limits.scope,
+                limits.member,
+                limits.thread,
+                limits.thread_member,
+                limits.server,
+            ),
+        )
+
+    def _reached(self, which: str, limits: Limits) -> Reached:
+        sizes = {
+            "thread": ("scope", limits.thread, limits.tz),
+            "scope": ("scope", limits.scope, limits.tz),
+            "thread_member": ("member", limits.thread_member, limits.tz),
+            "member": ("member", limits.member, limits.tz),
+            "server": ("server", limits.server, self._default_tz),
+        }
+        kind, limit, tz = sizes[which]
+        return Reached(which=kind, limit=limit, resets=self._resets(tz))  # type: ignore[arg-type]
+
+    async def settle(self, hold: Hold | None) -> None:
+        """After the call (its real tokens are counted by then, or it failed and counts
+        nothing): the hold goes. A store failure leaves it to lapse on its own."""
+        if hold is None:
+            return
         try:
-            _, reached = await self.reached(scope)
+            await self.ledger.release(hold)
+        except StoreError as exc:
+            log.warning("a budget hold in %s lapses on its own: %s", hold.scope, exc)
+
+    async def over(self, scope: str, *, member_id: str = "") -> bool:
+        """Whether the scope's or its server's budget is reached today (maintenance then
+        summarises extractively, captions wait), or, with ``member_id``, that member's (a
+        caption is on the bill of who shared the image). Redis away: not over (the model
+        call that follows fails on its own if it must)."""
+        try:
+            _, reached = await self.reached(scope, member_id=member_id)
         except StoreError as exc:
             log.warning("budget of %s not checked: %s", scope, exc)
             return False

@@ -44,7 +44,7 @@ class CaptionStore(Protocol):
         attachments: Sequence[Attachment],
         *,
         when: datetime | None = None,
-    ) -> list[Attachment]: ...
+    ) -> tuple[list[Attachment], int]: ...
 
     async def add_captions(
         self,
@@ -52,6 +52,7 @@ class CaptionStore(Protocol):
         platform_id: str,
         captioned: Sequence[Attachment],
         *,
+        epoch: int,
         when: datetime | None = None,
     ) -> bool: ...
 
@@ -116,9 +117,15 @@ class Captioner:
     async def caption(self, msg: IncomingMessage, images: Sequence[Attachment]) -> bool:
         """One model call per image still without a caption, then one write; whether a
         caption was stored."""
-        todo = await self.store.uncaptioned(msg.scope, msg.platform_id, images, when=msg.ts)
-        if todo and self.budget is not None and await self.budget.over(msg.scope):
-            log.info("captions in %s skipped: its daily token budget is reached", msg.scope)
+        # The epoch is read before the model is asked: a forget while it describes the image
+        # moves it, and the caption is then refused (it must not bring anything back).
+        todo, epoch = await self.store.uncaptioned(msg.scope, msg.platform_id, images, when=msg.ts)
+        if (
+            todo
+            and self.budget is not None
+            and await self.budget.over(msg.scope, member_id=msg.author_id)
+        ):
+            log.info("captions in %s skipped: a daily token budget is reached", msg.scope)
             return False
         language = resolve(self.settings.memory.language, [msg.text])
         captioned: list[Attachment] = []
@@ -129,7 +136,9 @@ class Captioner:
                     captioned.append(replace(attachment, caption=text, image=None))
         if not captioned:
             return False
-        stored = await self.store.add_captions(msg.scope, msg.platform_id, captioned, when=msg.ts)
+        stored = await self.store.add_captions(
+            msg.scope, msg.platform_id, captioned, epoch=epoch, when=msg.ts
+        )
         if not stored:
             log.info(
                 "captions of message %s in %s dropped: it changed or memory was forgotten "

@@ -57,7 +57,9 @@ class ForgetRequest:
     kind: str  # "text" | "user" | "message" | "edit" | "all"
     text: str = ""  # "edit": the message's new text
     user_id: str = ""
-    name: str = ""  # "user" in a place without user ids: the author, exactly
+    # "user": the author's name, exactly, for lines that carry no user id (a replay or an
+    # import without ``user_id``, where a name stands for a person within the place)
+    name: str = ""
     platform_id: str = ""
     entry_ids: tuple[str, ...] = ()  # the raw messages it removes, found before removing any
     quotes: tuple[str, ...] = ()  # their texts: summary sentences that repeat them go too
@@ -82,9 +84,10 @@ class ForgetRequest:
             return False
         if entry.role == "assistant":  # the bot's answers to them go with what they said
             return bool(self.user_id) and entry.reply_to == self.user_id
-        if self.user_id:
-            return entry.author_id == self.user_id
-        return not entry.author_id and entry.author == self.name
+        if self.user_id and entry.author_id == self.user_id:
+            return True
+        # A line with no user id (a replay, an import) stands for its author by exact name.
+        return bool(self.name) and not entry.author_id and entry.author == self.name
 
     def drop_fact(self, fact: Fact, removed: set[str]) -> bool:
         if self.kind == "all" or removed.intersection(fact.message_ids):
@@ -92,9 +95,10 @@ class ForgetRequest:
         if self.kind == "text":
             return any(contains(t, self.text) for t in (fact.text, fact.subject, *fact.history))
         if self.kind == "user":
-            if self.user_id:
-                return fact.subject_id == self.user_id
-            return not fact.subject_id and fact.subject.casefold() == self.name.casefold()
+            if self.user_id and fact.subject_id == self.user_id:
+                return True
+            named = bool(self.name) and fact.subject.casefold() == self.name.casefold()
+            return named and not fact.subject_id
         # "message", "edit": drawn from it (above), or repeating what went; an edited fact
         # that still holds is learned again from the new text.
         return any(contains(t, n) for n in self.needles for t in (fact.text, *fact.history))

@@ -54,7 +54,7 @@ class MemoryForgetting:
         repo: MemoryRepo,
         settings: Settings,
         clock: Clock,
-        persist: Callable[[], Awaitable[None]],
+        persist: Callable[..., Awaitable[None]],
         budget: Budget | None = None,
     ) -> None:
         self.repo = repo
@@ -62,7 +62,8 @@ class MemoryForgetting:
         self.settings = settings
         self.clock = clock  # (the admin's: notes and exports are dated)
         # Makes what was just done durable (Store.persist): a forget is reported done only
-        # once a crash can no longer bring the text back.
+        # once a crash can no longer bring the text back, and (``erase=True``) once no file
+        # of the embedded store still holds it.
         self._persist = persist
 
     # -- forget ------------------------------------------------------------------------
@@ -74,6 +75,11 @@ class MemoryForgetting:
         fact counter survives, so no fact id comes back. Its budget limits are set again
         unless ``keep_settings`` is False (the place itself is gone). Returns how many keys
         went."""
+        deleted = await self._forget_all(scope, keep_settings=keep_settings)
+        await self._persist(erase=True)
+        return deleted
+
+    async def _forget_all(self, scope: str, *, keep_settings: bool) -> int:
         places = await self.subtree(parse_scope(scope))
         kept = {place: await self._budget_before_forget(place) for place in places}
         if not keep_settings:
@@ -85,7 +91,6 @@ class MemoryForgetting:
             deleted += await self._forget_everything(place)
             if kept.get(place):
                 await self.repo.set_fields(place, kept[place])
-        await self._persist()
         return deleted
 
     async def forget_server(self, server_key: str) -> int:
@@ -105,13 +110,13 @@ class MemoryForgetting:
         forgotten: list[str] = []
         for root in roots:
             forgotten += await self.subtree(root)
-            await self.forget_all(root, keep_settings=False)
+            await self._forget_all(root, keep_settings=False)
         # Nothing of the server is left: not the counters a forget keeps (an epoch, a fact
         # counter), not its token spend (member ids among it), not its record of places.
         today = self.clock.now().date()
         days = [(today - timedelta(days=n)).isoformat() for n in range(-1, SPEND_DAYS + 2)]
         await self.repo.purge([*forgotten, *sorted(people)], server_key=server_key, days=days)
-        await self._persist()
+        await self._persist(erase=True)  # (one rewrite of the store's files for them all)
         return len(roots)
 
     async def subtree(self, scope: str) -> list[str]:
@@ -197,7 +202,11 @@ class MemoryForgetting:
     async def _forget_person(
         self, places: Sequence[str], *, user_id: str, name: str
     ) -> ForgetReport:
-        request = ForgetRequest(kind="user", user_id=user_id, name="" if user_id else name)
+        # A name stands for a person only where lines carry no ids of their own (the
+        # console, a replay or import of lines without user_id): on Discord or Slack anyone
+        # could take a display name.
+        named = not user_id or all(Scope.of(p).server_key is None for p in places)
+        request = ForgetRequest(kind="user", user_id=user_id, name=name.strip() if named else "")
         report = await self._forget_places(places, request)
         for place in places:
             if user_id:
@@ -297,16 +306,19 @@ class MemoryForgetting:
         attachments: Sequence[Attachment],
         *,
         when: datetime | None = None,
-    ) -> list[Attachment]:
+    ) -> tuple[list[Attachment], int]:
         """Of a stored message's ``attachments``, those its stored text lists without a
-        caption: none when the message is gone or every file has one already (a caption
-        is made once)."""
+        caption (none when the message is gone or every file has one already: a caption
+        is made once), and the scope's epoch, read first: the caption is written only if
+        nothing was forgotten since (:meth:`add_captions`)."""
+        scope = parse_scope(scope)
+        epoch = (await self.repo.state(scope)).epoch  # before the message it decides on
         stored = await self._message_entries(
-            parse_scope(scope), platform_id, calendar.to_ms(when) if when is not None else 0
+            scope, platform_id, calendar.to_ms(when) if when is not None else 0
         )
         if not platform_id or not stored:
-            return []
-        return [a for a in attachments if caption_in(stored[0].text, a) == ""]
+            return [], epoch
+        return [a for a in attachments if caption_in(stored[0].text, a) == ""], epoch
 
     async def add_captions(
         self,
@@ -314,18 +326,18 @@ class MemoryForgetting:
         platform_id: str,
         captioned: Sequence[Attachment],
         *,
+        epoch: int,
         when: datetime | None = None,
     ) -> bool:
         """Store images' captions in their message's text (as an edit that removes nothing,
         so recall, summaries, the budget, exports and forget see them as the message's
         words). Nothing is written if the message is gone or lost the files meanwhile, or
-        anything was forgotten in the scope since this started reading (the epoch moved, or
-        a forget is pending): a caption never brings back forgotten memory. Whether it was
-        stored."""
+        anything was forgotten in the scope since ``epoch`` (read by :meth:`uncaptioned`,
+        before the model described the images; or a forget is pending): a caption never
+        brings back forgotten memory. Whether it was stored."""
         scope = parse_scope(scope)
         if not platform_id:
             return False
-        epoch = (await self.repo.state(scope)).epoch  # read before the message it decides on
         from_ms = calendar.to_ms(when) if when is not None else 0
         stored = await self._message_entries(scope, platform_id, from_ms)
         if len(stored) != 1:
@@ -397,7 +409,7 @@ class MemoryForgetting:
                 report = done
             else:
                 report.add(place, done)
-        await self._persist()
+        await self._persist(erase=True)
         return report
 
     async def resume_forgets(self, scope: str) -> int:
@@ -407,11 +419,13 @@ class MemoryForgetting:
             request = ForgetRequest.from_json(raw)
             if request.kind == "all":
                 await self._forget_everything(scope)
-                return len(pending)
+                break
             await self._apply_forget(scope, request)
             await self.repo.end_forget(scope, raw)
         if not pending:
             await self.repo.end_forget(scope, None)
+        else:  # the text the crash left in the store's files goes with it now
+            await self._persist(erase=True)
         return len(pending)
 
     async def _apply_forget(self, scope: str, request: ForgetRequest) -> ForgetReport:
@@ -556,7 +570,8 @@ class MemoryForgetting:
                 await self.repo.drop_answer_record(place)
                 deleted = True
                 break
-        await self._persist()
+        if deleted:
+            await self._persist(erase=True)
         return deleted
 
 

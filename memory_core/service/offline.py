@@ -1,6 +1,7 @@
-"""The offline reply (no LLM configured): say so, and show what is remembered here, with
-up to :data:`RECALLED_SHOWN` older messages that recall found for the question (recall ran
-while the prompt was built: no extra work). What it showed is what ``/memory why`` lists.
+"""The offline reply (no LLM configured): say so, say whether the message was remembered
+(not while memory is paused), and show what is remembered here, with up to
+:data:`RECALLED_SHOWN` older messages that recall found for the question (recall ran while
+the prompt was built: no extra work). What it showed is what ``/memory why`` lists.
 """
 
 from __future__ import annotations
@@ -27,17 +28,22 @@ async def offline_reply(
     prompt: Prompt,
     *,
     zone_of: Callable[[str, str], str],
+    remembered: bool | None = None,
 ) -> tuple[str, Prompt]:
     """The offline reply's text, and ``prompt`` narrowed to what that text shows (its
     sections' sizes, its facts and recalled messages). ``zone_of(scope, stored)``: the
-    timezone its times are shown in."""
+    timezone its times are shown in. ``remembered``: whether the message answered was
+    stored (``IngestResult.stored``: False while memory is paused here); None: as the
+    scope's state says now (paused here or in its channel: not remembered)."""
     prompts = load_prompts(prompt.language)
     scope = parse_scope(scope)
     snap = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN)
     state = snap.state
+    if remembered is None:
+        remembered = not state.paused  # a thread's state carries its channel's pause
     tz = zone_of(scope, state.tz)
     h = prompts.headings
-    parts = [prompts.offline_reply]
+    parts = [prompts.offline_reply if remembered else prompts.say("offline_paused")]
     sections: dict[str, int] = {}
     for name, heading, body in (
         ("overview", h["overview"], state.overview),

@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from config.prompts import load_prompts
+from config.prompts import PromptSet, load_prompts
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
@@ -29,8 +29,14 @@ from memory_core.errors import (
     StoreUnavailable,
 )
 from memory_core.llm.client import LLM
-from memory_core.models import Fact, IncomingMessage, IngestResult, Reply, stored_text
-from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, with_marker
+from memory_core.models import IncomingMessage, IngestResult, Reply, stored_text
+from memory_core.prompt.answers import (
+    SecretMask,
+    StreamedAnswer,
+    capped,
+    read_stream,
+    with_marker,
+)
 from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
 from memory_core.prompt.thread_start import thread_start
 from memory_core.recall.index import Hit, RecallIndex
@@ -40,6 +46,7 @@ from memory_core.service.offline import offline_reply
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import resolve
 from memory_core.text.tokens import TokenCounter
+from memory_core.tiers.fact_routing import travelling
 from memory_core.tiers.maintenance import Maintainer, MaintenanceReport
 
 if TYPE_CHECKING:
@@ -496,18 +503,43 @@ class MemoryPipeline:
             text, shown = await self._offline(msg.scope, prompt)
             reply = Reply(text=text, kind="offline", prompt_tokens=prompt.tokens, prompt=shown)
             return self._count_reply(reply)
-        if self.budget and (notice := await self.budget.admit(msg, prompt.language)):
-            return self._count_reply(notice)  # a limit is reached: no model call
+        hold = None
+        if self.budget:
+            notice, hold = await self.budget.admit(
+                msg, prompt_tokens=prompt.tokens, language=prompt.language
+            )
+            if notice is not None:
+                return self._count_reply(notice)  # a limit is reached: no model call
+        try:
+            return await self._answer(msg, prompt, prompts, on_progress=on_progress, store=store)
+        finally:
+            if self.budget:
+                await self.budget.settle(hold)
+
+    async def _answer(
+        self,
+        msg: IncomingMessage,
+        prompt: Prompt,
+        prompts: PromptSet,
+        *,
+        on_progress: Callable[[str], Awaitable[None]] | None,
+        store: bool,
+    ) -> Reply:
+        """The model's answer to ``msg`` from ``prompt``, within the reply's deadline."""
         max_chars = self.settings.bot.reply_max_chars
         deadline_s = self.settings.llm.reply_deadline_s
+        limit = self.settings.llm.reply_max_tokens
         streamed = StreamedAnswer(self.secrets, max_chars=max_chars)
         try:
             # One deadline for the whole answer: every retry and every streamed piece.
             async with asyncio.timeout(deadline_s) as deadline:
+                asked = prompt.messages
                 if on_progress is None:
-                    text = self.secrets.mask(await self._complete_reply(prompt))
+                    done = await self.llm.complete(asked, purpose="reply", max_tokens=limit)
+                    text = self.secrets.mask(done.text)
                 else:
-                    text = await self._stream_reply(prompt, streamed, on_progress)
+                    pieces = self.llm.stream(asked, purpose="reply", max_tokens=limit)
+                    text = await read_stream(pieces, streamed, on_progress)
         except TimeoutError:
             if not deadline.expired():
                 raise  # not ours: some step's own timeout
@@ -559,41 +591,9 @@ class MemoryPipeline:
     def _apology(self, prompt: Prompt, text: str) -> Reply:
         return self._count_reply(Reply(text=text, kind="apology", prompt_tokens=prompt.tokens))
 
-    async def _complete_reply(self, prompt: Prompt) -> str:
-        result = await self.llm.complete(
-            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
-        )
-        return result.text
-
-    async def _stream_reply(
-        self,
-        prompt: Prompt,
-        answer: StreamedAnswer,
-        on_progress: Callable[[str], Awaitable[None]],
-    ) -> str:
-        """Stream the answer into ``answer``, showing only what is settled (secrets masked,
-        no secret's first half at a piece boundary); stop reading once past the length cap."""
-        pieces = self.llm.stream(
-            prompt.messages, purpose="reply", max_tokens=self.settings.llm.reply_max_tokens
-        )
-        async with contextlib.aclosing(pieces):
-            async for piece in pieces:
-                answer.add(piece)
-                if answer.too_long:
-                    return answer.shown  # capped by the caller; the rest is not read
-                if answer.shown.strip():
-                    await on_progress(answer.shown)
-        return answer.finished()
-
     async def offline_text(self, scope: str, language: str) -> str:
         """The offline reply: say no LLM is configured and show what is remembered."""
         return (await self._offline(scope, Prompt([], 0, 0, language=language)))[0]
 
     async def _offline(self, scope: str, prompt: Prompt) -> tuple[str, Prompt]:
         return await offline_reply(self.repo, self.counter, scope, prompt, zone_of=self._scope_tz)
-
-
-def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
-    """Of the facts about the person asking, those that may be used here: learned where the
-    whole guild or workspace could see (or pinned by them), or learned in this very place."""
-    return [f for f in facts if f.shared or f.origin == scope]

@@ -20,13 +20,13 @@ Design notes, each one answering "why":
   ``appendfsync everysec``): every write reaches the kernel before its reply (a killed process,
   memorybot's or the server's, loses nothing) and the disk within about a second (what an
   operating-system crash or a power cut can lose). A forget is reported done only after
-  ``WAITAOF``: the server has fsync'ed it.
-* **Private.** No TCP port (``port 0``); the socket is ``0700`` in the ``0700`` data directory.
-* **Visible.** ``describe()`` names the server, its process, socket and files: the start-up
-  line and ``memorybot doctor`` print it, ``memorybot store status`` too.
-* **Nothing lost from the old default.** A ``memorybot-store.json`` written by the former
-  snapshot store is imported once into an empty server (see
-  :mod:`memory_core.store.legacy_snapshot`) and renamed ``memorybot-store.json.imported``.
+  ``WAITAOF`` and a rewrite that took its text out of every file (``Store.persist``).
+* **Private.** No TCP port (``port 0``); the socket is ``0700``; the data directory is made
+  ``0700`` and its files owner-only at each start, however they were made, and the server runs
+  with umask ``077`` (see :func:`_make_private`).
+* **Visible.** ``describe()``: the server, its pid, socket and files (start-up line, doctor).
+* **Nothing lost from the old default.** A former ``memorybot-store.json`` is imported once
+  into an empty server (:mod:`~memory_core.store.legacy_snapshot`), then renamed ``.imported``.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_IMODE, S_ISREG, S_ISSOCK
 from typing import Any, Final
 
 import redis
@@ -58,6 +59,8 @@ PID_FILENAME: Final = "valkey.pid"
 LOG_FILENAME: Final = "valkey.log"
 SOCKET_FILENAME: Final = "valkey.sock"
 AOF_DIRNAME: Final = "valkey-aof"
+AOF_FILENAME: Final = "appendonly.aof"  # its manifest: valkey-aof/appendonly.aof.manifest
+DUMP_FILENAME: Final = "valkey-dump.rdb"  # written only by a SAVE someone runs by hand
 START_LOCK_FILENAME: Final = "valkey.lock"
 USERS_LOCK_FILENAME: Final = "valkey.users"
 
@@ -197,8 +200,13 @@ def render_config(files: ServerFiles) -> str:
             "appendonly yes",
             "appendfsync everysec",
             f"appenddirname {AOF_DIRNAME}",
+            f"appendfilename {AOF_FILENAME}",
+            # A rewrite deletes the files it replaced (history kept: none), so what a forget
+            # took out of memory leaves the disk with them; no timestamps (point-in-time).
+            "aof-disable-auto-gc no",
+            "aof-timestamp-enabled no",
             'save ""',  # the append-only file is the persistence; no RDB snapshots
-            "dbfilename valkey-dump.rdb",
+            f"dbfilename {DUMP_FILENAME}",
             "databases 1",
             "",
         ]
@@ -342,19 +350,58 @@ def _clear_stale(files: ServerFiles) -> None:
             leftover.unlink()
 
 
-def _prepare_dirs(files: ServerFiles) -> None:
+def _owner(uid: int) -> str:
+    with contextlib.suppress(ImportError, KeyError):
+        import pwd  # not on Windows
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    return f"uid {uid}"
+
+
+def _make_private(directory: Path, *, parents: bool = False, planted: bool = False) -> None:
+    """Make ``directory``, or make it private: 0700, its files owner-only; refused when it is
+    another user's. ``planted`` (under ``$TMPDIR``, where anyone makes names): refused also as
+    a symlink (following one would chmod its target) or when open to others."""
+    me, made, why = os.getuid(), False, ""
     try:
-        # 0o700: the memory of private conversations is nobody else's to read.
-        files.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if files.socket.parent != files.data_dir:
-            files.socket.parent.mkdir(mode=0o700, exist_ok=True)
-            if files.socket.parent.stat().st_uid != os.getuid():
-                raise StoreError(f"{files.socket.parent} belongs to another user")
-            files.socket.parent.chmod(0o700)
+        directory.mkdir(mode=0o700, parents=parents)
+        made = True
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot create {directory}: {exc.strerror or exc}") from exc
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (os.O_NOFOLLOW if planted else 0)
+    try:
+        fd = os.open(directory, flags)
     except OSError as exc:
         raise StoreError(
-            f"cannot create the data directory {files.data_dir}: {exc.strerror or exc}"
+            f"{directory} is a symbolic link or not a directory ({exc.strerror}): memorybot "
+            "does not follow a link another account may have planted. Remove it "
+            f"(rm {directory}) and start again, or choose a shorter data directory path"
         ) from exc
+    try:
+        found = os.fstat(fd)
+        if found.st_uid != me:
+            why = f"belongs to {_owner(found.st_uid)}, not to this user ({_owner(me)})"
+        elif planted and not made and found.st_mode & 0o077:
+            why = f"is open to other accounts (mode {S_IMODE(found.st_mode):04o})"
+        if why:
+            raise StoreError(
+                f"{directory} {why}: memorybot keeps private conversations there. Make it "
+                f"yours alone (chown -R {me} {directory}; chmod 700 {directory}) or set "
+                "store.data_dir (or XDG_DATA_HOME) to a directory of your own"
+            )
+        os.fchmod(fd, 0o700)
+        for entry in os.scandir(fd):  # ours and 0700 now: nobody swaps an entry meanwhile
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if (S_ISREG(mode) or S_ISSOCK(mode)) and mode & 0o077:
+                os.chmod(entry.name, S_IMODE(mode) & 0o700, dir_fd=fd)
+    except OSError as exc:  # a file of another user in it: not ours to chmod
+        raise StoreError(
+            f"cannot make {directory} private ({exc}): chown -R {me} {directory}"
+        ) from exc
+    finally:
+        os.close(fd)
 
 
 def _start(files: ServerFiles) -> str:
@@ -362,8 +409,15 @@ def _start(files: ServerFiles) -> str:
     that started it does not stop it for the others) and wait until it answers."""
     binary = server_binary()
     _clear_stale(files)
+    # A server killed while rewriting leaves its temporary copy of memory: nobody removes it.
+    for pattern in ("temp-rewriteaof-*.aof", "temp-*.rdb"):
+        for leftover in files.data_dir.glob(pattern):
+            leftover.unlink(missing_ok=True)
     config = render_config(files)
-    files.config.write_text(config, "utf-8")  # for people to read; the server reads stdin
+    # For people to read (the server reads stdin); owner-only like everything here.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    with os.fdopen(os.open(files.config, flags, 0o600), "w", encoding="utf-8") as out:
+        out.write(config)
     try:
         # "-": the configuration from stdin. A path argument would be read as a glob pattern
         # by Valkey, and a data directory named "notes[1]" would silently load no config.
@@ -375,6 +429,7 @@ def _start(files: ServerFiles) -> str:
             text=True,
             timeout=_READY_TIMEOUT_S,
             start_new_session=True,
+            umask=0o077,  # every file the server makes (AOF, log, pid) is owner-only
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -476,7 +531,10 @@ class EmbeddedServer:
     @classmethod
     def _open(cls, files: ServerFiles) -> EmbeddedServer:
         server_binary()  # a platform without the server fails here, before any file is made
-        _prepare_dirs(files)
+        _make_private(files.data_dir, parents=True)
+        _make_private(files.aof)
+        if files.socket.parent != files.data_dir:
+            _make_private(files.socket.parent, planted=True)
         users_fd = _open_lock_file(files.users_lock)
         try:
             with _start_lock(files):

@@ -72,6 +72,9 @@ class ScopeKeys:
     # String with a TTL: JSON of what the last answer's prompt used (/memory why); any forget
     # or edit in the scope deletes it, and forget all with every other key here
     why: str
+    # Stream: the log being rewritten without the entries a forget removed (XDEL leaves
+    # their bytes in the stream's nodes, and so in DUMP, RDB and AOF); transient
+    log_rewrite: str
     # The subtree's own keys, under the root's name (a thread's point to its channel's):
     root_state: str  # the root's state: a thread inherits its settings
     threads: str  # Sorted set: thread scope -> last activity (ms), the root's threads
@@ -96,6 +99,7 @@ class ScopeKeys:
             self.ids,
             self.lock,
             self.why,
+            self.log_rewrite,
         )
         if self.root_state == self.state:
             return (*own, self.threads, self.speakers)
@@ -160,6 +164,7 @@ class KeySchema:
             ids=f"{base}:ids",
             lock=f"{base}:lock",
             why=f"{base}:why",
+            log_rewrite=f"{base}:log-rewrite",
             root_state=f"{root}:state",
             threads=f"{root}:threads",
             speakers=f"{root}:speakers",
@@ -201,6 +206,15 @@ class KeySchema:
         """Hash: tokens, prompt, completion, p:<purpose>, u:<member id>, n:<member id> (the
         member's display name, for the dashboard). Under the scope's own hash tag."""
         return f"{self._base(Scope.of(scope))}:spend:{day}"
+
+    def spend_holds(self, scope: str) -> str:
+        """Sorted set: the tokens held for replies in flight in a channel and its threads
+        (under the channel's tag), scored by when each hold lapses."""
+        return f"{self._base(Scope.of(scope).root)}:spend-holds"
+
+    def server_holds(self, server: str) -> str:
+        """Sorted set: the same for a guild's or workspace's limit, under its own tag."""
+        return f"{self.prefix}:{{server:{server}}}:spend-holds"
 
     def spend_server(self, server: str, day: str) -> str:
         """Hash: tokens, s:<scope>. A guild's or workspace's day, under its own hash tag."""

@@ -289,6 +289,8 @@ class MemoryRepo(ScopeWrites):
             ],
         )
         result, state, days = cas_reply(reply)
+        if result == 1 and trim_before:  # retention trimmed: no bytes of it left behind
+            await self.rewrite_log(scope)
         return result, state, [DaySummary.from_json(d) for d in days]
 
     async def apply_refresh(

@@ -166,7 +166,28 @@ class ScopeWrites(ScopeReads):
         pipe.xdel(k.log, *ids)
         pipe.hdel(k.vectors, *ids, *following)
         deleted, _ = await pipe.execute()
+        if deleted:
+            await self.rewrite_log(scope)
         return int(deleted)
+
+    async def rewrite_log(self, scope: str, *, slice_size: int = 1000) -> bool:
+        """Rewrite the scope's log without the entries deleted from it: XDEL only flags an
+        entry, and its bytes stay in the stream's node (and in every DUMP, RDB snapshot,
+        AOF rewrite and replica of it) until the whole node goes. A slice at a time, so a
+        big log never holds Redis for long; the last step is atomic and takes in what was
+        stored meanwhile. Whether it was done (False: the log kept losing entries to other
+        forgets meanwhile, three times; the next forget rewrites it)."""
+        k = self.k(scope)
+        for _ in range(3):
+            last, done = "", False
+            while not done:
+                last, finished = await run_script(
+                    self.client, "rewrite_log_slice", [k.log, k.log_rewrite], [last, slice_size]
+                )
+                last, done = str(last), bool(int(finished))
+            if await run_script(self.client, "rewrite_log_finish", [k.log, k.log_rewrite], [last]):
+                return True
+        return False
 
     async def release_platform_id(self, scope: str, platform_id: str) -> None:
         """Let a platform message be stored again (its edited text replaces the old entry)."""
@@ -174,12 +195,16 @@ class ScopeWrites(ScopeReads):
 
     async def trim_log_before(self, scope: str, minid: str) -> int:
         """Drop raw messages with ids below ``minid`` (retention), and their vectors with
-        them in the same atomic step."""
+        them in the same atomic step; then the log is rewritten without what was trimmed
+        (a trim, like XDEL, leaves the bytes of a partly trimmed node behind)."""
         if not minid:
             return 0
         k = self.k(scope)
         keys = [k.log, k.vectors, k.ids]
-        return int(await run_script(self.client, "trim_log", keys, [minid]))
+        trimmed = int(await run_script(self.client, "trim_log", keys, [minid]))
+        if trimmed:
+            await self.rewrite_log(scope)
+        return trimmed
 
     async def replace_days(self, scope: str, days: Sequence[DaySummary]) -> None:
         await self._replace_list(self.k(scope).days, [d.to_json() for d in days])

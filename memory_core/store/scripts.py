@@ -13,6 +13,8 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
+from memory_core.store.fleet_scripts import FLEET_SCRIPTS
+
 # KEYS: log, state, ids, root state, threads, speakers (the last three are the subtree's:
 # a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
 # platform_id, tokens, day, thread ('' for a channel; else the thread's scope, recorded in
@@ -318,60 +320,6 @@ return write_facts(KEYS[1], KEYS[1], KEYS[2], ARGV[1])
 """
 )
 
-# KEYS: lock. ARGV: token. Deletes the lock only if we still hold it.
-RELEASE_LOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-# KEYS: lock. ARGV: token, ttl (ms). Keeps a lock we still hold alive.
-RENEW_LOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-# KEYS: lock. ARGV: the value its holder wrote (as read), our value, ttl (ms).
-# Takes over the lock of a holder found dead, only if that holder still has it: a worker that
-# took it meanwhile (or the dead one's lock expiring and being taken anew) wins.
-TAKE_OVER_LOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return 1
-end
-return 0
-"""
-
-# KEYS: the rate log. ARGV: now (ms), window (ms), limit, a unique member.
-# A sliding-window log shared by the fleet: admits a request if fewer than `limit` were
-# admitted in the last window, else says how many ms to wait.
-RATE_ACQUIRE = """
-local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], window * 2)
-  return 0
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
-"""
-
-# KEYS: queue, in-flight. ARGV: now (ms), lease (ms).
-# Claims the oldest queued scope for one worker: out of the queue, into the in-flight set
-# with a lease; if the worker dies, the lease runs out and the scope is queued again.
-FLEET_CLAIM = """
-local now = tonumber(ARGV[1])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-for _, scope in ipairs(expired) do
-  redis.call('ZREM', KEYS[2], scope)
-  redis.call('ZADD', KEYS[1], 'NX', 0, scope)
-end
-local item = redis.call('ZPOPMIN', KEYS[1])
-if #item == 0 then return false end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), item[1])
-return item[1]
-"""
-
 # KEYS: every key of one scope, its state first. Deletes them all but the forget generation
 # and the fact counter: the state keeps a moved epoch, so a summary computed from the
 # forgotten memory at this moment is refused (its compare-and-set expects the old epoch)
@@ -456,6 +404,48 @@ redis.call('HSET', st, 'unsum_tokens', tokens, 'unsum_count', count,
 return 1
 """
 
+# KEYS: log, rewrite. ARGV: the id copied last ('' = none yet: start afresh), how many.
+# A slice of rewriting a log without the entries XDEL only flagged (their bytes stay in the
+# stream's nodes, and in every DUMP, RDB and AOF of it): the next entries, ids and fields as
+# they are, into the rewrite. Returns {the last id copied, 1 when the log has no more}.
+REWRITE_LOG_SLICE = """
+if ARGV[1] == '' then redis.call('DEL', KEYS[2]) end
+local start = ARGV[1] == '' and '-' or '(' .. ARGV[1]
+local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', tonumber(ARGV[2]))
+for _, e in ipairs(batch) do redis.call('XADD', KEYS[2], e[1], unpack(e[2])) end
+local last = #batch > 0 and batch[#batch][1] or ARGV[1]
+return {last, #batch < tonumber(ARGV[2]) and 1 or 0}
+"""
+
+# KEYS: log, rewrite. ARGV: the id copied last. The rewrite's last step, atomic: what was
+# stored since the last slice is copied too; the rewrite takes the log's place, keeping
+# what the stream knows of its past (its last id, entries added, the greatest deleted id:
+# no id is ever given twice). Refused (0, the rewrite dropped) when the log lost entries
+# since the slices copied them (another forget): the caller starts again.
+REWRITE_LOG_FINISH = """
+local start = ARGV[1] == '' and '-' or '(' .. ARGV[1]
+for _, e in ipairs(redis.call('XRANGE', KEYS[1], start, '+')) do
+  redis.call('XADD', KEYS[2], e[1], unpack(e[2]))
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[2]); return 1 end
+if redis.call('XLEN', KEYS[2]) ~= redis.call('XLEN', KEYS[1]) then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
+if redis.call('XLEN', KEYS[1]) == 0 then
+  -- Every entry gone: no node is left to hold their bytes; the empty log keeps its ids.
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+local meta = {}
+for i = 1, #info, 2 do meta[info[i]] = info[i + 1] end
+redis.call('XSETID', KEYS[2], meta['last-generated-id'],
+  'ENTRIESADDED', meta['entries-added'], 'MAXDELETEDID', meta['max-deleted-entry-id'])
+redis.call('RENAME', KEYS[2], KEYS[1])
+return 1
+"""
+
 # KEYS: log. ARGV: a user id. How many messages of the log that user wrote (the App Home's
 # "what is kept about you"), counted where the log is, a slice at a time.
 COUNT_BY = """
@@ -483,18 +473,16 @@ SCRIPTS: dict[str, str] = {
     "trim_log": TRIM_LOG,
     "store_vectors": STORE_VECTORS,
     "apply_refresh": APPLY_REFRESH,
-    "release_lock": RELEASE_LOCK,
-    "renew_lock": RENEW_LOCK,
-    "take_over_lock": TAKE_OVER_LOCK,
     "write_facts": WRITE_FACTS,
-    "rate_acquire": RATE_ACQUIRE,
-    "fleet_claim": FLEET_CLAIM,
     "forget_scope": FORGET_SCOPE,
     "end_forget": END_FORGET,
     "begin_forget_at": BEGIN_FORGET_AT,
     "resync_counters": RESYNC_COUNTERS,
     "put_answer_record": PUT_ANSWER_RECORD,
     "count_by": COUNT_BY,
+    "rewrite_log_slice": REWRITE_LOG_SLICE,
+    "rewrite_log_finish": REWRITE_LOG_FINISH,
+    **FLEET_SCRIPTS,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

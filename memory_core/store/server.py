@@ -1,25 +1,39 @@
 """Opening the store: a real Redis at REDIS_URL, or the embedded store in the data directory.
 
 Both are a Redis server reached through the same client code: the embedded store is a
-Valkey server that memorybot runs on a Unix socket (:mod:`memory_core.store.embedded`)."""
+Valkey server that memorybot runs on a Unix socket (:mod:`memory_core.store.embedded`).
+Here too: making a forget durable and erased from the files (``Store.persist``), and
+``memorybot store compact`` (:func:`compact`)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
-from dataclasses import dataclass
-from typing import Any
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from config.redis_url import mask_url, split_userinfo, url_passwords
 from config.settings import StoreSettings
 from memory_core.errors import StoreError, StoreUnavailable
-from memory_core.store.embedded import WAITAOF_TIMEOUT_MS, EmbeddedServer
+from memory_core.store.embedded import (
+    AOF_FILENAME,
+    DUMP_FILENAME,
+    WAITAOF_TIMEOUT_MS,
+    EmbeddedServer,
+    ServerFiles,
+)
 from memory_core.store.keys import KeySchema
 from memory_core.store.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
+from memory_core.store.redis_errors import redis_errors_translated
 from memory_core.store.scripts import load_scripts
 
 log = logging.getLogger(__name__)
@@ -28,6 +42,109 @@ log = logging.getLogger(__name__)
 # parser read part of the password as the host or the port.
 _HOST_ENDERS = "/?#"
 _MIN_SCRUBBED = 4  # shorter passwords cannot be told apart from the words of a message
+# How long a forget waits for the rewrite that takes its text out of the embedded store's
+# files (a rewrite writes all of memory: seconds for hundreds of MB), and compact for each.
+ERASE_TIMEOUT_S: Final = 300.0
+COMPACT_TIMEOUT_S: Final = 3600.0
+ERASURE_DOC: Final = "docs/erasure.md"
+
+Ask = Callable[..., Awaitable[Any]]  # runs one command on one server: execute_command
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A background rewrite of a server's files, and the fields of ``INFO persistence`` that
+    follow it. ``count`` (Redis 7+, Valkey) goes up when one starts, success or not."""
+
+    what: str
+    command: tuple[str, ...]
+    count: str
+    running: str
+    scheduled: str  # "" when INFO has no such field
+    status: str
+
+
+AOF_REWRITE: Final = Rewrite(
+    "append-only file rewrite",
+    ("BGREWRITEAOF",),
+    "aof_rewrites",
+    "aof_rewrite_in_progress",
+    "aof_rewrite_scheduled",
+    "aof_last_bgrewrite_status",
+)
+RDB_SNAPSHOT: Final = Rewrite(
+    "RDB snapshot",
+    ("BGSAVE", "SCHEDULE"),  # SCHEDULE: after a rewrite that runs, instead of an error
+    "rdb_saves",
+    "rdb_bgsave_in_progress",
+    "",
+    "rdb_last_bgsave_status",
+)
+
+
+async def rewrite(ask: Ask, kind: Rewrite, *, timeout_s: float) -> float | None:
+    """Have the server run ``kind``, and return once one that STARTED AFTER this call has
+    completed successfully (the seconds it took); a StoreError when it failed or took longer
+    than ``timeout_s``. Concurrent callers, of any process, share one: a rewrite already
+    asked for (scheduled) is not asked for again, and one started after the call counts
+    whoever asked. One running at the call may hold a copy of memory from before the
+    caller's writes: its end is waited for, then another asked for (Valkey refuses
+    BGREWRITEAOF while one runs, it does not schedule it). None: a server that does not count
+    its rewrites (before Redis 7) was asked, and cannot be waited for."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    info = await ask("INFO", "persistence")
+    if kind.count not in info:
+        await _ask_for(ask, kind)
+        return None
+    target = int(info[kind.count]) + 1  # the next to start: after whatever came before the call
+    asked, pause = False, 0.002
+    while True:
+        started, running = int(info[kind.count]), bool(info.get(kind.running))
+        if started > target or (started == target and not running):
+            # The last to end started at or after ``target``: it is #started, or #started-1
+            # when #started runs (one at a time).
+            if info.get(kind.status) == "ok":
+                return loop.time() - began
+            if not running:
+                raise StoreError(f"the server's {kind.what} failed ({kind.status}: err)")
+        elif not (running or asked or (kind.scheduled and info.get(kind.scheduled))):
+            asked = await _ask_for(ask, kind)
+        if loop.time() - began > timeout_s:
+            raise StoreError(f"the server's {kind.what} took over {timeout_s:.0f} s")
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.1)
+        info = await ask("INFO", "persistence")
+
+
+async def _ask_for(ask: Ask, kind: Rewrite) -> bool:
+    """Ask for ``kind``; False when one already runs (it may have started before the caller's
+    writes: asked again once it ends)."""
+    try:
+        await ask(*kind.command)
+    except ResponseError as exc:
+        if "in progress" in str(exc):
+            return False
+        raise StoreError(f"the server refused {' '.join(kind.command)} ({exc})") from exc
+    return True
+
+
+def _replaced_files(files: ServerFiles) -> list[str]:
+    """The server's files in the append-only directory that its manifest no longer lists: a
+    rewrite replaced them and the server deletes them (in a background thread, just after).
+    Files of other names are not the server's to delete: not waited for."""
+    try:
+        manifest = (files.aof / f"{AOF_FILENAME}.manifest").read_text("utf-8")
+        present = os.listdir(files.aof)
+    except OSError:
+        return []
+    current = set()
+    for line in manifest.splitlines():
+        words = line.split()  # file appendonly.aof.2.base.rdb seq 2 type b (h: history)
+        if words[:1] == ["file"] and words[-1] in ("b", "i"):
+            current.add(words[1])
+    ours = re.compile(rf"{re.escape(AOF_FILENAME)}\.\d+\.(base\.rdb|base\.aof|incr\.aof)")
+    return sorted(n for n in present if n not in current and ours.fullmatch(n))
 
 
 def _failure_reason(url: str, exc: BaseException) -> str:
@@ -65,25 +182,59 @@ class Store:
     description: str  # safe to print: no secrets
     embedded: EmbeddedServer | None = None
 
-    async def persist(self) -> None:
-        """Make every change so far durable before the caller reports it done.
+    _next_erase: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _erasing: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
+    _warned_imported: bool = field(default=False, init=False, repr=False)
+
+    async def persist(self, *, erase: bool = False) -> None:
+        """Make every change so far durable before the caller reports it done; with
+        ``erase`` (a forget), also gone from every file of the data directory.
 
         The embedded server is asked to fsync its append-only file now (``WAITAOF``) rather
         than within the second ``appendfsync everysec`` allows. An external Redis does nothing
         here: its durability is its own configuration (``appendonly``/``appendfsync``,
-        ``save``), which memorybot neither sets nor forces. Any store added later keeps this
-        one meaning.
+        ``save``), which memorybot neither sets nor forces (``memorybot store compact`` and
+        ``docs/erasure.md`` are for its files). Any store added later keeps this one meaning.
+
+        ``erase``: the append-only file still holds a forgotten text (the write, the forget
+        request quoting it), and so does its base (the RDB preamble of the last rewrite,
+        LZF-compressed or not). So the server rewrites its files (``BGREWRITEAOF``) and this
+        returns once a rewrite that started after the forget's writes has succeeded and the
+        server has deleted the files it replaced (no history is kept: ``aof-disable-auto-gc
+        no``); a ``valkey-dump.rdb`` someone made by hand (``SAVE``) is deleted too. Forgets
+        arriving while one rewrite runs share the next one. A failed rewrite (a full disk) is
+        a StoreError that says what to fix. Covered: the files of the data directory as the
+        file system shows them. Not covered, out of reach of a process: the operating
+        system's page cache, the file system's journal and free blocks (a deleted file's
+        bytes stay on the disk until they are overwritten; an SSD remaps them), snapshots of
+        the file system and backups (``docs/erasure.md``), and ``memorybot-store.json.imported``,
+        the old store's copy kept by its import (a warning names it).
         """
         if self.embedded is None:
             return
+        if not erase:
+            await self._fsync()
+            return
+        batch = self._next_erase
+        if batch is None:  # the next rewrite to ask for: callers join until it is asked for
+            batch = self._next_erase = asyncio.create_task(self._erase_batch())
+            self._erasing.add(batch)
+            batch.add_done_callback(self._erasing.discard)
+            batch.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.shield(batch)  # a caller that gives up does not stop it for the others
+
+    async def _fsync(self) -> None:
         # WAITAOF waits for the writes of the connection it is sent on; this process's writes
         # went through other connections of the pool, so one write of its own on the same
         # connection comes first: the server applies commands in order, so once that write is
         # on disk, everything written before it is too.
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.incr(self.keys.durability_mark)
-            pipe.execute_command("WAITAOF", 1, 0, WAITAOF_TIMEOUT_MS)
-            _, (local, _replicas) = await pipe.execute()
+        assert self.embedded is not None
+        with redis_errors_translated():
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.incr(self.keys.durability_mark)
+                pipe.execute_command("WAITAOF", 1, 0, WAITAOF_TIMEOUT_MS)
+                _, (local, _replicas) = await pipe.execute()
         if int(local) < 1:
             raise StoreError(
                 f"the embedded store did not write the change to disk within "
@@ -91,7 +242,56 @@ class Store:
                 f"{self.embedded.files.log})"
             )
 
+    async def _erase_batch(self) -> None:
+        async with self._erase_lock:  # one batch at a time; the next one gathers meanwhile
+            if self._next_erase is asyncio.current_task():
+                self._next_erase = None  # closed: later callers' writes may follow its start
+            await self._erase()
+
+    async def _erase(self) -> None:
+        assert self.embedded is not None
+        files = self.embedded.files
+        # Durable whatever becomes of the rewrite (WAITAOF), at the same time as the rewrite.
+        for outcome in await asyncio.gather(
+            self._fsync(), self._rewrite_files(files), return_exceptions=True
+        ):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        dump = files.data_dir / DUMP_FILENAME
+        if dump.exists():  # never read (the append-only file is the persistence)
+            dump.unlink(missing_ok=True)
+            log.warning("deleted %s, a snapshot made by hand that held forgotten text", dump)
+        imported = files.data_dir / f"{SNAPSHOT_FILENAME}{IMPORTED_SUFFIX}"
+        if imported.exists() and not self._warned_imported:
+            self._warned_imported = True
+            log.warning(
+                "%s, the old store kept when it was imported, still holds what was forgotten "
+                "since: delete it once you no longer need it (%s)",
+                imported,
+                ERASURE_DOC,
+            )
+
+    async def _rewrite_files(self, files: ServerFiles) -> None:
+        """A rewrite that started after the forget's writes, done, and the files it replaced
+        deleted; a StoreError that says what to fix."""
+        try:
+            with redis_errors_translated():
+                await rewrite(self.client.execute_command, AOF_REWRITE, timeout_s=ERASE_TIMEOUT_S)
+            deadline = asyncio.get_running_loop().time() + ERASE_TIMEOUT_S
+            while left := _replaced_files(files):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise StoreError(f"the server did not delete {', '.join(left)}")
+                await asyncio.sleep(0.005)
+        except StoreError as exc:
+            raise StoreError(
+                f"the forget is done in memory, but its text is still in the files of "
+                f"{files.aof}: {exc}. Free disk space in {files.data_dir} (a full disk is the "
+                f"usual cause; {files.log} says more), then run: memorybot store compact"
+            ) from exc
+
     async def close(self) -> None:
+        if self._erasing:  # forgets still being erased finish first
+            await asyncio.gather(*self._erasing, return_exceptions=True)
         await self.client.aclose()
         if self.embedded is not None:
             await self.embedded.close()
@@ -192,3 +392,68 @@ async def delete_matching(client: Any, pattern: str) -> int:
     if batch:
         deleted += int(await client.delete(*batch))
     return deleted
+
+
+async def compact(settings: StoreSettings) -> list[str]:
+    """``memorybot store compact``: have the store's servers rewrite their files now, so what
+    was deleted from memory leaves them too; one line per server says what was done.
+
+    The embedded store: the rewrite a forget makes (``Store.persist(erase=True)``). A Redis at
+    REDIS_URL, whose persistence memorybot does not manage: ``BGREWRITEAOF`` when it keeps an
+    append-only file, ``BGSAVE`` when it takes RDB snapshots (``CONFIG GET appendonly`` /
+    ``save``), on each node of a cluster; waited for. Its backups, replicas' files and older
+    snapshots are its operator's: ``docs/erasure.md``."""
+    store = await open_store(settings)
+    try:
+        if store.embedded is not None:
+            began = asyncio.get_running_loop().time()
+            await store.persist(erase=True)
+            took = asyncio.get_running_loop().time() - began
+            return [
+                f"embedded store: append-only file rewritten ({took:.1f} s); the files it "
+                f"replaced in {store.embedded.files.aof} are deleted"
+            ]
+        client: Any = store.client
+        if isinstance(client, RedisCluster):
+            return [
+                await _compact(
+                    f"node {node.host}:{node.port}",
+                    functools.partial(client.execute_command, target_nodes=node),
+                )
+                for node in client.get_nodes()
+            ]
+        return [await _compact(store.description, client.execute_command)]
+    finally:
+        await store.close()
+
+
+async def _compact(name: str, ask: Ask) -> str:
+    with redis_errors_translated():
+        try:
+            config = {**await ask("CONFIG GET", "appendonly"), **await ask("CONFIG GET", "save")}
+            gc = await ask("CONFIG GET", "aof-disable-auto-gc")
+        except ResponseError as exc:
+            raise StoreError(
+                f"{name} refuses CONFIG GET ({exc}), so memorybot cannot tell how it persists; "
+                f"a managed Redis rewrites and snapshots on its own schedule: see {ERASURE_DOC}"
+            ) from exc
+        done: list[str] = []
+        for kind, on in (
+            (AOF_REWRITE, config.get("appendonly") == "yes"),
+            (RDB_SNAPSHOT, bool(str(config.get("save") or "").strip())),
+        ):
+            if not on:
+                continue
+            try:
+                took = await rewrite(ask, kind, timeout_s=COMPACT_TIMEOUT_S)
+            except StoreError as exc:
+                raise StoreError(f"{name}: {exc}; see {ERASURE_DOC}") from exc
+            if took is None:
+                done.append(f"{kind.command[0]} asked for (INFO persistence says when it ends)")
+            else:
+                done.append(f"{kind.what} done ({kind.command[0]}, {took:.1f} s)")
+    if not done:
+        return f'{name}: no persistence (appendonly no, save ""): nothing on its disk to compact'
+    if gc.get("aof-disable-auto-gc") == "yes":
+        done.append("aof-disable-auto-gc is yes: it keeps the replaced files; delete them")
+    return f"{name}: " + "; ".join(done)

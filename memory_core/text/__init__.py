@@ -6,6 +6,7 @@ from __future__ import annotations
 from memory_core.text.chunks import split_message
 from memory_core.text.cjk import CJK_CHARACTER, CJK_RUN
 from memory_core.text.language import detect, resolve
+from memory_core.text.normalise import normalise
 from memory_core.text.sentences import split_sentences
 from memory_core.text.tokens import TokenCounter
 
@@ -14,6 +15,7 @@ __all__ = [
     "CJK_RUN",
     "TokenCounter",
     "detect",
+    "normalise",
     "resolve",
     "split_message",
     "split_sentences",

@@ -92,3 +92,9 @@ def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], 
         if user_id not in private and (person := place.person_scope(user_id))
     }
     return speakers, travellers
+
+
+def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
+    """Of the facts about the person asking, those that may be used here: learned where the
+    whole guild or workspace could see (or pinned by them), or learned in this very place."""
+    return [f for f in facts if f.shared or f.origin == scope]

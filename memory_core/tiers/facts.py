@@ -11,11 +11,11 @@ forgetting or deleting a message reaches the facts made of it. When a scope hold
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from memory_core.models import Fact, LogEntry
+from memory_core.text.normalise import normalise as text_normalise
 from memory_core.tiers.summarize import FactDraft
 
 _WORD = re.compile(r"\w+", re.U)
@@ -25,8 +25,8 @@ PROVENANCE_MAX = 50  # message ids kept per fact
 
 
 def normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_WORD.findall(text))
+    """A fact's words as a reader sees them (see memory_core.text.normalise)."""
+    return " ".join(_WORD.findall(text_normalise(text)))
 
 
 def _trigrams(text: str) -> set[str]:

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import difflib
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 
 from memory_core.text.cjk import CJK_CHARACTERS, CJK_RUN
 from memory_core.text.language import detect
+from memory_core.text.normalise import normalise
 from memory_core.text.sentences import split_sentences
 
 REDACTED = "[forgotten]"
 
 
-def _norm(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+_norm = normalise
 
 
 def contains(text: str, needle: str) -> bool:
-    return bool(needle) and _norm(needle) in _norm(text)
+    """Whether a reader sees ``needle`` in ``text`` (:func:`~memory_core.text.normalise.
+    normalise`: invisible characters, compatibility forms and case make no difference)."""
+    return bool(needle) and bool(_norm(needle)) and _norm(needle) in _norm(text)
 
 
 def redact(text: str, needles: Sequence[str]) -> str:

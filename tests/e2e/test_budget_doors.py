@@ -5,6 +5,7 @@ notice, and the fake model's request log shows exactly one reply call."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,37 @@ async def test_console_budget_notice_after_the_first_answer(
     spent = [line for line in run.out.splitlines() if line.startswith("this channel: ")]
     assert len(spent) == 1 and spent[0].endswith("/ 10 tokens today, resets 00:00 UTC")
     assert "messages: 3" in run.out  # two questions, one answer: the notice is not stored
+
+
+async def test_eight_consoles_at_once_past_a_members_limit_make_one_model_call(
+    cli: CLI, clean_redis: str, fake_llm: FakeOpenAI
+) -> None:
+    """Eight `memorybot console` processes of one member (Bob, 50 tokens a day in "team")
+    ask at the same moment: each process checks and holds against the same counters in
+    Redis, so one model call goes out and seven notices come back."""
+    env = {"REDIS_URL": clean_redis, "OPENAI_BASE_URL": fake_llm.base_url}
+    set_up = await cli(
+        "console",
+        "--scope",
+        "team",
+        "--user",
+        "Ann",
+        stdin="/memory config user_daily_tokens 50\n",
+        **env,
+    )
+    assert set_up.code == 0 and "user_daily_tokens=50" in set_up.out, set_up.err
+    fake_llm.delay = 1.0  # the first answer is still on its way when the others ask
+    runs = await asyncio.gather(
+        *(
+            cli("console", "--scope", "team", "--user", "Bob", stdin=f"question {n}?\n", **env)
+            for n in range(8)
+        )
+    )
+    assert all(run.code == 0 for run in runs), [run.err for run in runs]
+    assert fake_llm.count("reply") == 1
+    said = "".join(run.out for run in runs)
+    assert said.count("ACK:") == 1
+    assert said.count("your daily token budget of 50 tokens is used up") == 7
 
 
 async def test_discord_admin_sets_a_budget_and_the_second_mention_gets_the_notice(

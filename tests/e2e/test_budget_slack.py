@@ -5,6 +5,8 @@ requests) against the fake Slack, a real Core on the private Redis, the fake Ope
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
     ALICE,
     BOB,
@@ -36,3 +38,19 @@ async def test_slack_member_budget_stops_one_member_not_the_others(http: Harness
     assert slack.llm.count("reply") == 2
     stats = block_texts(await slack.command("show stats", user=BOB))
     assert "you: " in stats and "/ 10 tokens today, resets 00:00 UTC" in stats
+
+
+async def test_eight_mentions_at_once_past_a_members_limit_make_one_model_call(
+    http: Harness,
+) -> None:
+    """Bob may spend 50 tokens a day here and asks eight questions at the same moment: the
+    first call holds its tokens against his limit before it starts, so the seven others
+    see it and get the notice; the fake model saw one call."""
+    slack = http
+    await slack.command("config user_daily_tokens 50", user=ALICE)
+    slack.llm.delay = 0.3  # the first call is still in flight when the others are checked
+    await asyncio.gather(*(slack.mention(f"question {n}?", user=BOB) for n in range(8)))
+    replies = await slack.replies(8)
+    assert slack.llm.count("reply") == 1
+    notices = [r for r in replies if "your daily token budget of 50 tokens" in (r.text or "")]
+    assert len(notices) == 7

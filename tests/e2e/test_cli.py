@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
+import select
 import shutil
 import signal
 import socket
+import sys
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -529,3 +533,282 @@ async def test_bench_without_its_extra_names_the_pip_install(
     assert run.code == 2, run.out + run.err
     assert "install it with: pip install -e '.[bench]'" in run.err
     assert "Traceback" not in run.err + run.out
+
+
+# -- text that is not UTF-8, binary files, Discord unreachable, pause offline (issue 25) -----
+async def run_bytes(cli: CLI, *args: str, stdin: bytes, **env: str) -> Run:
+    """``memorybot ARGS`` with raw bytes on stdin (``CLI`` takes text)."""
+    proc = await spawn_memorybot(cli.home, *args, env=env)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=90)
+    assert proc.returncode is not None
+    return Run(proc.returncode, out.decode(), err.decode())
+
+
+# How stdin decodes what is not UTF-8: "strict" (PYTHONIOENCODING=utf-8, a UTF-8 locale)
+# raises UnicodeDecodeError; "surrogateescape" (a C locale) hands over lone surrogates,
+# which the sentence encoder then fails to encode (recall by meaning, as installed).
+NOT_UTF8_STDIN = {
+    "strict": {"PYTHONIOENCODING": "utf-8"},
+    "surrogateescape": {
+        "PYTHONIOENCODING": "utf-8:surrogateescape",
+        "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local",
+    },
+}
+
+
+@pytest.mark.parametrize("decoding", list(NOT_UTF8_STDIN))
+async def test_console_keeps_a_line_that_is_not_utf8_and_the_lines_after_it(
+    cli: CLI, clean_redis: str, decoding: str
+) -> None:
+    """`printf 'caf\\xe9 au lait\\nnext line\\n' | memorybot console`: the Latin-1 line is
+    kept with U+FFFD for the byte, said in one line, and the console reads on."""
+    env = {"REDIS_URL": clean_redis, **NOT_UTF8_STDIN[decoding]}
+    run = await run_bytes(cli, "console", stdin=b"caf\xe9 au lait\nnext line\n", **env)
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    notes = [line for line in run.err.splitlines() if "not UTF-8" in line]
+    assert notes == [
+        "! line 1 is not UTF-8 text: it was kept with U+FFFD in place of the bytes that are "
+        "not; set your terminal (or the file you pipe in) to UTF-8"
+    ]
+    assert run.out.count("No LLM is configured") == 2  # both lines answered
+    shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
+    assert shown.code == 0, shown.err
+    assert "2 messages stored" in shown.out
+    assert "you: caf\ufffd au lait" in shown.out and "you: next line" in shown.out
+
+
+async def test_console_reads_on_through_random_bytes(cli: CLI, clean_redis: str) -> None:
+    """2 KB of random bytes (a fixed seed), then a line: the console stays up, remembers
+    the line after the noise, exits 0."""
+    noise = random.Random(25).randbytes(2048)
+    stdin = b"before the noise\n" + noise + b"\nafter the noise\n"
+    run = await run_bytes(cli, "console", stdin=stdin, REDIS_URL=clean_redis)
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    assert "is not UTF-8 text" in run.err
+    shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
+    assert shown.code == 0, shown.err
+    assert "you: after the noise" in shown.out
+    stored = int(shown.out.split(" messages stored")[0].split()[-1])
+    assert stored >= 3  # before, some of the noise, after
+
+
+async def test_interactive_console_keeps_a_line_that_is_not_utf8(
+    cli: CLI, clean_redis: str
+) -> None:
+    """On a terminal (stdin and stdout a pty: input() reads through readline), a Latin-1
+    line is kept and the console goes on to the next line and /quit."""
+    leader, follower = os.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bots.cli.main",
+        "console",
+        stdin=follower,
+        stdout=follower,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cli.home,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(cli.home),
+            "XDG_DATA_HOME": str(cli.home / "data"),
+            "PYTHONIOENCODING": "utf-8",
+            "PYTHONPATH": str(ROOT),
+            "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "off",
+            "REDIS_URL": clean_redis,
+            "TERM": "dumb",
+        },
+    )
+    os.close(follower)
+    screen = bytearray()
+
+    def read_until(text: bytes) -> None:
+        deadline = time.monotonic() + 60
+        while text not in screen:
+            assert time.monotonic() < deadline, bytes(screen)
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    screen.extend(os.read(leader, 4096))
+                except OSError:  # the console is gone: nothing more will come
+                    raise AssertionError(bytes(screen)) from None
+
+    try:
+        os.write(leader, b"caf\xe9 au lait\n")  # the terminal holds it until input() reads
+        await asyncio.to_thread(read_until, b"you: caf\xef\xbf\xbd au lait")
+        os.write(leader, b"next line\n")
+        await asyncio.to_thread(read_until, b"you: next line")
+        os.write(leader, b"/quit\n")
+        code = await asyncio.wait_for(proc.wait(), timeout=60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(leader)
+    assert proc.stderr is not None
+    err = (await proc.stderr.read()).decode()
+    assert code == 0, err
+    assert "! line 1 is not UTF-8 text" in err
+    shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
+    assert "you: caf\ufffd au lait" in shown.out and "you: next line" in shown.out
+
+
+async def test_ask_with_an_argument_that_is_not_utf8(cli: CLI, clean_redis: str) -> None:
+    """`memorybot ask $'caf\\xe9 au lait'`: the byte reaches Python as a lone surrogate
+    (argv is decoded with surrogateescape); kept as U+FFFD, said in one line, answered."""
+    env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
+    # A str with a surrogateescape'd byte is passed to the child as that byte, 0xe9.
+    run = await cli("ask", "caf\udce9 au lait", **env)
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    assert "warning: TEXT is not UTF-8 text" in run.err
+    assert "you: caf\ufffd au lait" in run.out
+    shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
+    assert "you: caf\ufffd au lait" in shown.out
+
+
+async def test_replay_reports_a_latin1_line_by_number_and_keeps_the_rest(
+    cli: CLI, clean_redis: str, fake_llm: FakeOpenAI
+) -> None:
+    """A transcript with a Latin-1 line and a line whose JSON holds a "\\ud800" escape,
+    replayed with replies and recall by meaning: the Latin-1 line is reported by number
+    and skipped, the escape is stored as U+FFFD, every other line is stored."""
+    path = cli.home / "chat.jsonl"
+    ts = [(START + timedelta(minutes=i)).isoformat() for i in range(4)]
+    lines = [
+        json.dumps({"ts": ts[0], "user": "Alice", "text": "hello"}).encode(),
+        b'{"ts": "' + ts[1].encode() + b'", "user": "Bob", "text": "caf\xe9 au lait"}',
+        json.dumps({"ts": ts[2], "user": "Carol", "text": "lone \ud800 escape"}).encode(),
+        json.dumps({"ts": ts[3], "user": "Dave", "text": "the last line"}).encode(),
+    ]
+    assert b"\\ud800" in lines[2]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    env = {
+        "REDIS_URL": clean_redis,
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local",
+    }
+    run = await cli("replay", str(path), "--scope", "r", "--json", **env)
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    report = json.loads(run.out)
+    assert report["stored"] == 3 and report["replies"] == 3
+    at = lines[1].index(b"\xe9") + 1
+    reason = f"not UTF-8 text (byte 0xe9 at byte {at} of the line): save the file as UTF-8"
+    assert report["skipped"] == [{"line": 2, "reason": reason}]
+    shown = await cli("memory", "show", "--scope", "r", REDIS_URL=clean_redis)
+    assert "Carol: lone \ufffd escape" in shown.out and "Dave: the last line" in shown.out
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, noted, closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+EXPORT_HINT = "memorybot export (the UTF-8 JSON file 'memorybot memory export --out FILE' writes)"
+
+
+@pytest.mark.parametrize("kind", ["png", "program"])
+async def test_memory_import_of_a_binary_file_says_what_it_expects(
+    cli: CLI, clean_redis: str, kind: str
+) -> None:
+    """`memorybot memory import picture.png` (or /bin/true): one line naming the file,
+    what is wrong and what is expected; exit status 1; nothing written."""
+    if kind == "png":
+        path = cli.home / "picture.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01" + bytes(64))
+    else:
+        found = shutil.which("true")
+        assert found is not None
+        path = Path(found)
+    run = await cli("memory", "import", str(path), "--scope", "dst", REDIS_URL=clean_redis)
+    assert run.code == 1, run.out + run.err
+    assert run.err.splitlines() == [
+        f"error: cannot import {path}: it is a binary file, not a {EXPORT_HINT}"
+    ]
+    assert redis.Redis.from_url(clean_redis).dbsize() == 0
+
+
+async def test_memory_import_of_a_file_that_is_not_utf8(cli: CLI, clean_redis: str) -> None:
+    """An export saved as Latin-1 by an editor: refused in one line naming the byte and its
+    line, exit status 1, nothing written."""
+    env = {"REDIS_URL": clean_redis}
+    await cli("console", "--scope", "src", stdin="un café au lait\n", **env)
+    export = await cli("memory", "export", "--scope", "src", "--out", "dump.json", **env)
+    assert export.code == 0, export.err
+    dump = cli.home / "dump.json"
+    text = json.dumps(json.loads(dump.read_text(encoding="utf-8")), indent=1, ensure_ascii=False)
+    dump.write_bytes(text.encode("latin-1"))
+    line = text[: text.index("café")].count("\n") + 1
+    client = redis.Redis.from_url(clean_redis)
+    keys = sorted(client.keys("*"))
+    run = await cli("memory", "import", "dump.json", "--scope", "dst", **env)
+    assert run.code == 1, run.out + run.err
+    assert run.err.splitlines() == [
+        f"error: cannot import dump.json: it is not UTF-8 text (byte 0xe9 on line {line}); "
+        f"save it as UTF-8, or give a {EXPORT_HINT}"
+    ]
+    assert sorted(client.keys("*")) == keys  # nothing written
+
+
+async def test_run_discord_unreachable_says_so_in_one_line_and_exits_2(cli: CLI) -> None:
+    """`memorybot run --discord` when Discord cannot be reached (the API base a closed port
+    on 127.0.0.1: nothing leaves this machine): one line naming what failed and what to
+    check, exit status 2, as docs/discord.md promises and the Slack door does."""
+    base = f"http://127.0.0.1:{closed_port()}"
+    run = await cli(
+        "run", "--discord", DISCORD_TOKEN="not-a-real-token", MEMORYBOT_DISCORD__API_BASE=base
+    )
+    assert run.code == 2, run.err
+    assert "Traceback" not in run.err + run.out
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, run.err
+    assert errors[0].startswith(f"error: cannot reach Discord at {base} to log in (")
+    assert f"check discord.api_base (MEMORYBOT_DISCORD__API_BASE={base})" in errors[0]
+    assert "not-a-real-token" not in run.err + run.out
+
+
+PAUSED = {
+    "en": ("Memory is paused here, so your message was NOT remembered", "Your message is"),
+    "ja": ("記憶が一時停止中のため、このメッセージは記憶していません", "メッセージは記憶しました"),
+}
+
+
+@pytest.mark.parametrize("language", list(PAUSED))
+async def test_offline_reply_while_paused_says_the_message_was_not_remembered(
+    cli: CLI, clean_redis: str, language: str
+) -> None:
+    """`/memory pause`, then a message: the offline reply says memory is paused and the
+    message was not remembered (not "Your message is remembered"); /memory show agrees."""
+    said, remembered = PAUSED[language]
+    stdin = (
+        f"/memory config language {language}\n"
+        "kept before the pause\n"
+        "/memory pause\n"
+        "the secret said while paused\n"
+        "/memory show\n"
+    )
+    run = await cli("console", "--scope", "p", stdin=stdin, REDIS_URL=clean_redis)
+    assert run.code == 0, run.err
+    # The first reply says it was remembered, the second (paused) that it was not.
+    assert run.out.count(remembered) == 1 and run.out.count(said) == 1, run.out
+    assert run.out.index(remembered) < run.out.index(said)
+    shown = await cli("memory", "show", "--scope", "p", REDIS_URL=clean_redis)
+    assert "kept before the pause" in shown.out
+    assert "the secret said while paused" not in shown.out
+
+
+async def test_memory_remember_with_an_argument_that_is_not_utf8(
+    cli: CLI, clean_redis: str
+) -> None:
+    """`memorybot memory remember $'caf\\xe9 au lait'`: the note is kept with U+FFFD for the
+    byte (said in one line), not a UnicodeEncodeError when the answer is printed."""
+    env = {"REDIS_URL": clean_redis, "PYTHONIOENCODING": "utf-8"}
+    run = await cli("memory", "remember", "caf\udce9 au lait", "--scope", "n", **env)
+    assert run.code == 0, run.err
+    assert "Traceback" not in run.err
+    assert run.err.startswith("warning: the command is not UTF-8 text")
+    facts = await cli("memory", "show", "facts", "--scope", "n", **env)
+    assert "caf\ufffd au lait" in facts.out

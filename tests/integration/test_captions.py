@@ -4,6 +4,8 @@ that what the model says is stored as data. (Both front doors: tests/e2e/test_ca
 
 from __future__ import annotations
 
+import asyncio
+
 from memory_core.bootstrap import Core
 from memory_core.models import Attachment, ImageSource, IncomingMessage
 from memory_core.scopes import Audience
@@ -133,3 +135,44 @@ async def test_a_caption_is_refused_once_anything_was_forgotten_since_it_read_th
     epoch = (await core.repo.state(SCOPE)).epoch
     assert await core.repo.begin_forget_at(SCOPE, request, epoch=epoch)
     assert (await core.repo.state(SCOPE)).epoch == epoch + 1
+
+
+async def test_a_forget_while_the_model_describes_the_image_is_not_undone_by_it(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """The model takes a second to describe a photo of a car; meanwhile its owner has the
+    plate forgotten. The caption that then arrives names the plate: it must not be stored
+    (the scope's epoch is read before the call, and the forget moved it)."""
+    core = await make_core(llm=VISION, background=True)
+
+    def plate(request: RecordedRequest) -> str | None:
+        return "A blue car with the plate ABC-1234." if request.purpose == "caption" else None
+
+    fake_llm.responder = plate  # type: ignore[assignment]
+    fake_llm.slow = {"caption": 1.0}
+    await core.pipeline.ingest(message(Image().attachment()))
+    await core.pipeline.ingest(
+        IncomingMessage(scope=SCOPE, text="my plate ABC-1234 is on it", author="Alice")
+    )
+    async with asyncio.timeout(10):
+        while not fake_llm.of("caption"):  # noqa: ASYNC110 (the fake records the request)
+            await asyncio.sleep(0.02)
+    await core.admin.forget_text(SCOPE, "ABC-1234")
+    await core.pipeline.drain()
+    assert not any("ABC-1234" in t for t in await stored(core))
+    assert all("ABC-1234" not in e.text for e in await core.repo.all_entries(SCOPE))
+
+
+async def test_no_caption_past_the_members_own_limit(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """A caption is on the bill of who shared the image: past their own daily limit, none."""
+    core = await make_core(llm=VISION, budget={"user_daily_tokens": 10})
+    reply = await core.pipeline.handle(
+        IncomingMessage(scope=SCOPE, text="hello", author="Alice", author_id="u1", direct=True)
+    )
+    assert reply is not None and reply.kind == "llm"  # Alice's 10 tokens are spent
+    image = Image()
+    await core.pipeline.ingest(message(image.attachment(), pid="m2"))
+    assert fake_llm.of("caption") == [] and image.fetches == 0
+    assert "caption" not in (await stored(core, "m2"))[0]

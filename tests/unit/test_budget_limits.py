@@ -8,7 +8,7 @@ import pytest
 from config.settings import Settings, SettingsError, load_settings
 from memory_core.clock import ManualClock
 from memory_core.errors import InputError, StoreUnavailable
-from memory_core.fleet.spending import SpendLedger, server_of
+from memory_core.fleet.spending import Overrides, SpendLedger, server_of
 from memory_core.llm.usage import SpendTag, current_tag
 from memory_core.models import IncomingMessage
 from memory_core.service.budget import Budget, parse_limit
@@ -74,7 +74,7 @@ def test_budget_settings_errors_name_the_field_and_the_fix(
 class UnreachableLedger(SpendLedger):
     """A ledger whose Redis is away (the check's read fails as the store's reads do)."""
 
-    async def overrides(self, scope: str) -> tuple[str, str, str]:
+    async def overrides(self, scope: str) -> Overrides:
         raise StoreUnavailable("Redis is unreachable: connection refused")
 
 
@@ -83,6 +83,7 @@ async def test_a_budget_that_cannot_be_read_never_silences_the_bot() -> None:
     ledger = UnreachableLedger(None, KeySchema(), clock=ManualClock(START), default_tz="UTC")
     budget = Budget(settings=settings, ledger=ledger, clock=ManualClock(START))
     msg = IncomingMessage(scope="discord:1:2", text="hi", author="Ann", author_id="7")
-    assert await budget.admit(msg, "en") is None  # the reply goes ahead
+    # The reply goes ahead, with nothing held.
+    assert await budget.admit(msg, prompt_tokens=100, language="en") == (None, None)
     assert current_tag() == SpendTag("discord:1:2", "7", "Ann")  # and is still counted
     assert await budget.over("discord:1:2") is False  # summaries keep the model

@@ -17,7 +17,10 @@ def test_language_detection_and_search_terms_agree_on_compatibility_ideographs()
     # Search, language detection and edit comparison used to disagree on these.
     compatibility = "\uf900\uf901\uf902"
     assert detect(compatibility) == "ja"
-    assert terms(compatibility) == ["\uf900\uf901", "\uf901\uf902"]
+    # Search reads them as the unified ideographs they stand for (NFKC): a search typed
+    # with either form finds the other.
+    unified = "\u8c48\u66f4\u8eca"
+    assert terms(compatibility) == ["\u8c48\u66f4", "\u66f4\u8eca"] == terms(unified)
 
 
 def test_edits_compare_half_width_katakana_character_by_character() -> None:
