@@ -20,6 +20,7 @@ from memory_core.fleet.scheduler import RolloverScheduler
 from memory_core.fleet.spending import SpendLedger
 from memory_core.llm.client import LLM, build_llm
 from memory_core.prompt.assembly import PromptAssembler
+from memory_core.recall.background import BackgroundEmbedding
 from memory_core.recall.embedding import LocalEmbedder
 from memory_core.recall.index import Embedder, RecallIndex
 from memory_core.service.admin import MemoryAdmin
@@ -74,14 +75,21 @@ class Core:
         """Close a throwaway core (benchmarks, evaluation) and delete every key under its
         private key prefix, metrics included."""
         await self.scheduler.stop()
+        await self.stop_workers()
         await self.pipeline.drain()
         await self.metrics.stop()
         await delete_matching(self.store.client, f"{self.store.keys.prefix}:*")
         await self.llm.close()
         await self.store.close()
 
+    async def stop_workers(self) -> None:
+        """Stop the helper processes (the embedding worker) before the store they use."""
+        if self.pipeline.recall is not None:
+            await self.pipeline.recall.close()
+
     async def close(self) -> None:
         await self.scheduler.stop()
+        await self.stop_workers()
         await self.pipeline.drain()
         await self.metrics.stop()
         await self.llm.close()
@@ -96,6 +104,19 @@ def choose_embedder(settings: Settings, llm: LLM) -> Embedder | None:
     if settings.memory.recall_embedder == "local":
         return LocalEmbedder()
     return None
+
+
+def embedding_worker(store: Store, embedder: Embedder | None) -> BackgroundEmbedding | None:
+    """The worker process that embeds messages with the local model, off this interpreter
+    (a model behind an API is I/O: this process asks it itself); started last."""
+    if not isinstance(embedder, LocalEmbedder):
+        return None
+    return BackgroundEmbedding(
+        url=store.url,
+        cluster=store.cluster,
+        prefix=store.keys.prefix,
+        timeout_s=store.connect_timeout_s,
+    )
 
 
 async def build_core(
@@ -142,6 +163,8 @@ async def build_core(
         recover=admin.resume_forgets,
         over_budget=budget.over,
     )
+    embedder = choose_embedder(settings, llm)
+    worker = embedding_worker(store, embedder) if background else None
     pipeline = MemoryPipeline(
         settings=settings,
         repo=repo,
@@ -153,7 +176,8 @@ async def build_core(
         recall=RecallIndex(
             store.client,
             store.keys,
-            embedder=choose_embedder(settings, llm),
+            embedder=embedder,
+            worker=worker,
         ),
         metrics=metrics,
         background=background,
@@ -172,6 +196,8 @@ async def build_core(
         settings=settings,
         clock=clock,
     )
+    if worker is not None:
+        await worker.start()
     return Core(
         settings=settings,
         store=store,

@@ -152,6 +152,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         ),
         "",
         *_embedded_pipeline(results.get("embedded_pipeline")),
+        *_embedding_worker(results.get("embedding_worker")),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
@@ -304,6 +305,36 @@ def _embedded_pipeline(side: dict[str, Any] | None) -> list[str]:
                 "embedded PING ms",
             ],
             rows,
+        ),
+        "",
+    ]
+
+
+def _embedding_worker(side: dict[str, Any] | None) -> list[str]:
+    """Background embedding in the bot's process (before) and in a worker process (after),
+    measured side by side (kept in the JSON: ``bench all`` does not run the old code)."""
+    if not side:
+        return []
+    columns = [
+        ("code", "code"),
+        ("ingest p50 ms", "p50_ms"),
+        ("ingest p99 ms", "p99_ms"),
+        ("msgs/s", "msgs_per_s"),
+        ("assembly p50 ms", "assemble_p50_ms"),
+        ("assembly p99 ms", "assemble_p99_ms"),
+        ("quiet PING ms", "redis_ping_ms"),
+        ("ingest / PING", "p50_over_ping"),
+        ("embedded msgs/s", "embed_msgs_per_s"),
+        ("catch-up s", "embed_catch_up_s"),
+    ]
+    return [
+        "### Recall by meaning off the message path",
+        "",
+        side["about"],
+        "",
+        _table(
+            [name for name, _ in columns],
+            [[row.get(key, "-") for _, key in columns] for row in side["rows"]],
         ),
         "",
     ]

@@ -18,6 +18,7 @@ from typing import Any
 from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
 from memory_core.fleet.metrics import read_minutes, totals
+from memory_core.recall.worker import read_status
 from memory_core.store.redis_errors import redis_errors_translated
 
 WINDOWS = (15, 60, 360, 1440)
@@ -71,6 +72,8 @@ class HealthReport:
     redis_peak_bytes: int | None
     redis_max_bytes: int | None
     checks: list[tuple[str, str]] = field(default_factory=list)  # (what, "set"/"not set"/...)
+    # The embedding workers, now: how many, messages not embedded yet, seconds behind.
+    embedding: dict[str, float] = field(default_factory=dict)
 
     @property
     def messages(self) -> int:
@@ -210,7 +213,13 @@ async def collect(
         redis_peak_bytes=peak,
         redis_max_bytes=maximum,
         checks=_checks(core),
+        embedding=await _embedding(core),
     )
+
+
+async def _embedding(core: Core) -> dict[str, float]:
+    with redis_errors_translated():
+        return await read_status(core.store.client, core.store.keys)
 
 
 def human_bytes(n: int | None) -> str:
@@ -292,6 +301,22 @@ def prometheus(report: HealthReport) -> str:
             "Memory Redis uses (INFO memory used_memory; summed over cluster nodes).",
             [({}, report.redis_used_bytes)],
         )
+    e = report.embedding
+    metric(
+        "memorybot_embedding_workers",
+        "Embedding worker processes reporting (one beside each bot process with the local model).",
+        [({}, int(e.get("workers", 0)))],
+    )
+    metric(
+        "memorybot_embedding_backlog_messages",
+        "Messages stored but not embedded yet (recall finds them by words meanwhile).",
+        [({}, int(e.get("backlog", 0)))],
+    )
+    metric(
+        "memorybot_embedding_lag_seconds",
+        "How long the oldest message not embedded yet has waited (the largest of the workers).",
+        [({}, float(e.get("lag_s", 0.0)))],
+    )
     stamps: list[tuple[dict[str, str], float]] = []
     for sweep in report.sweeps:
         try:

@@ -69,6 +69,8 @@ class ScopeIndex:
     sketch: np.ndarray | None = None  # float32, SKETCH_DIMS per row (see put_row)
     vectors_done: int = 0  # documents before this one have been looked up in Redis
     unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
+    loaded_backlog: bool = False  # some had none when the stored vectors were first loaded
+    backlog_since: float | None = None  # (monotonic) since when some have had none
     speaker: array[int] = field(default_factory=lambda: array("i"))
     speaker_ids: dict[str, int] = field(default_factory=dict)
 

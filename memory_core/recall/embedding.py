@@ -63,12 +63,16 @@ def _load() -> Any:
     return _model
 
 
-def encode_sync(texts: Sequence[str]) -> np.ndarray:
-    """Unit vectors (float32, one row per text), computed in this thread."""
+def encode_sync(texts: Sequence[str], *, alone: bool = True) -> np.ndarray:
+    """Unit vectors (float32, one row per text), computed in this thread. ``alone=False``:
+    without waiting for other threads' calls (the embedding worker runs one per core: the
+    forward pass is numpy, reentrant, and releases the interpreter for most of its time;
+    two threads embed 1.6x as fast as one on two cores)."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     with _model_lock:
         model = _load()
+    with _model_lock if alone else contextlib.nullcontext():
         rows = [model.encode(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
     out: np.ndarray = np.asarray(np.concatenate(rows), dtype=np.float32)
     norms: np.ndarray = np.linalg.norm(out, axis=1, keepdims=True)

@@ -27,6 +27,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from memory_core.calendar import day_start, to_ms
 from memory_core.errors import MemorybotError
 from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import DaySummary, LogEntry
+from memory_core.recall.background import BackgroundEmbedding
 from memory_core.recall.documents import Doc, Hit, ScopeIndex, day_text, retire_day_record
 from memory_core.recall.ranking import rank
 from memory_core.recall.textsearch import terms
@@ -50,12 +52,16 @@ from memory_core.recall.vectors import (
     reserve_rows,
     unit_vector,
 )
+from memory_core.scopes import Scope
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.scripts import run_script
 
 # The pipeline, prompt assembly and bootstrap name these from here, beside the index.
-__all__ = ["Doc", "Embedder", "Hit", "RecallIndex"]
+__all__ = ["Doc", "Embedder", "Hit", "QueryVector", "RecallIndex"]
+
+# A question's unit vector on its way (None: embedding failed; recall goes by words).
+QueryVector = asyncio.Future[np.ndarray | None]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,7 @@ VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading th
 # Entries parsed and indexed on the event loop at most; a longer batch (a first build, a
 # rebuild) is indexed in a worker thread, so other scopes' replies go on meanwhile.
 INLINE_ENTRIES = 256
+BACKLOG_PATIENCE_S = 30.0  # messages with no vector this long: the worker is asked to look
 
 
 _paused_builds = 0
@@ -97,6 +104,10 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def _message_rows(docs: list[Doc]) -> dict[str, int]:
+    return {d.id: i for i, d in enumerate(docs) if d.kind == "message"}
+
+
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)
@@ -112,6 +123,7 @@ class RecallIndex:
         max_cached_docs: int = 2_000_000,
         embedder: Embedder | None = None,
         embed_in_background: bool = True,
+        worker: BackgroundEmbedding | None = None,
     ) -> None:
         self.client = client
         self.keys = keys
@@ -120,6 +132,9 @@ class RecallIndex:
         # A search that finds messages with no vector yet starts their embedding in a
         # background task (never awaited by the reply). Off: only embed_backlog() embeds.
         self.embed_in_background = embed_in_background
+        # The embedding worker process, when the embedder is the local model: messages are
+        # embedded there, off this interpreter; this process embeds only its queries.
+        self.worker = worker
         self._embedding: dict[str, asyncio.Task[None]] = {}
         self._indexes: OrderedDict[str, ScopeIndex] = OrderedDict()
         # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
@@ -290,37 +305,93 @@ class RecallIndex:
         exclude_ids: Sequence[str] = (),
         limit: int = 40,
         tz: str = "UTC",
+        meaning: QueryVector | None = None,
     ) -> list[Hit]:
         """The best groups for ``query``, best first; [] when nothing is relevant. ``tz``:
         the scope's timezone, for questions that name a day. Only the query is embedded
-        here; messages are embedded once, in the background, and their vectors loaded."""
+        here (``meaning``: already on its way, from :meth:`embed_query`), while the index
+        is brought up to date; messages are embedded once, in the background, and their
+        vectors loaded."""
         excluded = {x for x in exclude_ids if x}  # "" would exclude every day record
-        q_vec = await self._embed_query(scope, query) if self.embedder else None
-        async with self._lock(scope):
-            index = await self._sync(scope)
-            similarity = None
-            if self.embedder is not None:
-                await self._sync_vectors(scope, index)
-                if q_vec is not None:
-                    similarity = query_similarity(index, q_vec)
-            # Ranked under the lock too: no other sync may grow the index meanwhile.
-            hits = rank(
-                index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
-            )
-            backlog = bool(index.unembedded)
+        if meaning is None:
+            meaning = self.embed_query(scope, query)
+        try:
+            async with self._lock(scope):
+                index = await self._sync(scope)
+                similarity = None
+                if self.embedder is not None:
+                    await self._sync_vectors(scope, index)
+                    q_vec = await meaning if meaning is not None else None
+                    if q_vec is not None:
+                        similarity = query_similarity(index, q_vec)
+                # Ranked under the lock too: no other sync may grow the index meanwhile.
+                hits = rank(
+                    index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
+                )
+                backlog = self._backlog_waits(index)
+        finally:
+            if meaning is not None and not meaning.done():
+                meaning.cancel()  # (the search failed: its question is not needed)
         if backlog and self.embed_in_background:
-            self.embed_soon(scope)
+            if self.worker is not None:
+                self.worker.look_through(scope)
+            else:
+                self.embed_soon(scope)
         return hits
+
+    def _backlog_waits(self, index: ScopeIndex) -> bool:
+        """Whether the index has messages with no vector worth asking about. With a worker,
+        only those it seems to have missed: met on the first load (stored before a restart
+        or by another process), or still there after BACKLOG_PATIENCE_S (a forget deleted
+        their context, a worker was restarted); a message stored a moment ago is simply on
+        its way."""
+        if not index.unembedded:
+            index.backlog_since = None
+            return False
+        if self.worker is None:
+            return True
+        now = time.monotonic()
+        if index.backlog_since is None:
+            index.backlog_since = now
+            return index.loaded_backlog
+        return now - index.backlog_since >= BACKLOG_PATIENCE_S
+
+    async def for_reply(
+        self, scope: str, text: str, *, exclude_id: str, tz: str, meaning: QueryVector | None
+    ) -> list[Hit]:
+        """The best recalled groups for a reply's ``text``: a thread's own and, read-only,
+        its channel's (the conversation it continues), best first; one question vector
+        for both."""
+        own = self.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz, meaning=meaning)
+        parent = Scope.of(scope).parent
+        if parent is None:
+            return await own
+        mine, channel = await asyncio.gather(
+            own, self.search(parent.key, text, limit=200, tz=tz, meaning=meaning)
+        )
+        merged = [*mine, *(replace(hit, scope=parent.key) for hit in channel)]
+        return sorted(merged, key=lambda hit: -hit.score)[:200]
 
     async def warm(self, scope: str) -> int:
         async with self._lock(scope):
             return len((await self._sync(scope)).docs)
 
     # -- embeddings ----------------------------------------------------------------------
+    def embed_query(self, scope: str, query: str) -> QueryVector | None:
+        """Start embedding a question (None without an embedder): the reply's other reads
+        go on meanwhile, and a thread's search and its channel's share it."""
+        if self.embedder is None:
+            return None
+        return asyncio.ensure_future(self._embed_query(scope, query))
+
     async def _embed_query(self, scope: str, query: str) -> np.ndarray | None:
         """The query's unit vector, or None if embeddings failed (recall then runs on words
         alone: a reply never fails for want of a vector)."""
         assert self.embedder is not None
+        if self.worker is not None:  # the query embedder, beside this process
+            asked = await self.worker.query(query)
+            if asked is not None:
+                return unit_vector(asked)
         try:
             with charge_to(SpendTag(scope)):  # memory's work: on the scope's bill
                 [q] = list(await self.embedder([query]))
@@ -335,13 +406,14 @@ class RecallIndex:
         key = self.keys.scope(scope).vectors
         if index.vectors_done == 0 and index.docs:
             await self._load_stored_vectors(key, index)
-        elif index.vectors_done < len(index.docs):
+            index.loaded_backlog = bool(index.unembedded)
+        elif index.vectors_done < len(index.docs) or (self.worker and index.unembedded):
             await self._fetch_new_vectors(key, index)
         index.vectors_done = len(index.docs)
 
     async def _load_stored_vectors(self, key: str, index: ScopeIndex) -> None:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
-        rows = {d.id: i for i, d in enumerate(index.docs) if d.kind == "message"}
+        rows = await asyncio.to_thread(_message_rows, index.docs)  # (100k: 40 ms of Python)
         found: set[int] = set()
         with _collector_paused():
             await self._scan_vectors(key, index, rows, found)
@@ -357,28 +429,44 @@ class RecallIndex:
                 dims = len(decode_vector(next(iter(batch.values()))))
                 room = len(index.docs) + len(index.docs) // 4 + 1024  # and for what comes
                 await asyncio.to_thread(reserve_rows, index, room, dims, keep=False)
-            put_decoded(index, rows, batch, found)
+            if len(batch) > INLINE_ENTRIES:
+                # Decoding and sketching a thousand vectors is milliseconds of numpy: off
+                # the loop (the scope's lock keeps everyone else off this index meanwhile).
+                await asyncio.to_thread(put_decoded, index, rows, batch, found)
+            else:
+                put_decoded(index, rows, batch, found)
             if not int(cursor):
                 break
 
     async def _fetch_new_vectors(self, key: str, index: ScopeIndex) -> None:
-        """The stored vectors of the messages indexed since the last look."""
+        """The stored vectors of the messages indexed since the last look, and, when a
+        worker embeds them, of the newest that had none at the last look (made since)."""
         new = [
             i for i in range(index.vectors_done, len(index.docs)) if index.docs[i].kind == "message"
         ]
-        for start in range(0, len(new), VECTOR_SCAN_BATCH):
-            rows = new[start : start + VECTOR_SCAN_BATCH]
+        again: list[int] = []
+        if self.worker is not None and index.unembedded:
+            again = index.unembedded[-VECTOR_SCAN_BATCH:]
+            del index.unembedded[-len(again) :]
+        missing: list[int] = []
+        looked = again + new
+        for start in range(0, len(looked), VECTOR_SCAN_BATCH):
+            rows = looked[start : start + VECTOR_SCAN_BATCH]
             stored = await self.client.hmget(key, [index.docs[i].id for i in rows])
             for row, blob in zip(rows, stored, strict=True):
                 if blob:
                     put_row(index, row, decode_vector(blob))
                 else:
-                    index.unembedded.append(row)
+                    missing.append(row)
+        index.unembedded.extend(missing)
 
     def embed_soon(self, scope: str) -> None:
-        """Embed the scope's messages that have no vector yet, in a background task (one per
-        scope at a time)."""
+        """Embed the scope's messages that have no vector yet: told to the worker, or in a
+        background task (one per scope at a time)."""
         if self.embedder is None:
+            return
+        if self.worker is not None:
+            self.worker.stored(scope)
             return
         running = self._embedding.get(scope)
         if running is not None and not running.done():
@@ -397,9 +485,18 @@ class RecallIndex:
                 del self._embedding[scope]
 
     async def drain(self) -> None:
-        """Wait for the background embedding tasks (shutdown, end of a test)."""
+        """Wait for the background embedding (the end of a replay, a test, a benchmark):
+        the tasks, or everything told to the worker so far."""
+        if self.worker is not None:
+            await self.worker.sync()
         while self._embedding:
             await asyncio.gather(*list(self._embedding.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop the embedding worker (at shutdown: what it has not embedded yet waits for
+        the next start's searches)."""
+        if self.worker is not None:
+            await self.worker.close()
 
     async def embed_backlog(self, scope: str, *, limit: int | None = None) -> int:
         """Embed (up to ``limit``) messages of the scope that have no vector anywhere, newest

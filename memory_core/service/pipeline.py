@@ -39,7 +39,7 @@ from memory_core.prompt.answers import (
 )
 from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
 from memory_core.prompt.thread_start import thread_start
-from memory_core.recall.index import Hit, RecallIndex
+from memory_core.recall.index import RecallIndex
 from memory_core.scopes import Scope, parse_scope
 from memory_core.service.captions import Captioner
 from memory_core.service.offline import offline_reply
@@ -432,13 +432,26 @@ class MemoryPipeline:
         person = Scope.of(scope).person_scope(msg.author_id)
         if not msg.audience.lets_facts_in:
             person = None
-        snap = await self.repo.prompt_snapshot(
-            scope, recent=RECENT_FETCH, user=person.key if person else None
-        )
-        tz = self._scope_tz(scope, snap.state.tz)
         new_text = p.text if p else (text or "")
-        started = thread_start(scope, snap.before_thread, snap.from_thread)
-        recalled = await self._recall(scope, new_text, exclude_id=exclude_id, tz=tz)
+        recall = self.recall if self.settings.memory.recall_tokens else None
+        # The question's meaning is embedded (a few ms of CPU) while memory is read.
+        meaning = recall.embed_query(scope, new_text) if recall else None
+        try:
+            snap = await self.repo.prompt_snapshot(
+                scope, recent=RECENT_FETCH, user=person.key if person else None
+            )
+            tz = self._scope_tz(scope, snap.state.tz)
+            started = thread_start(scope, snap.before_thread, snap.from_thread)
+            recalled = (
+                await recall.for_reply(
+                    scope, new_text, exclude_id=exclude_id, tz=tz, meaning=meaning
+                )
+                if recall
+                else []
+            )
+        finally:
+            if meaning is not None and not meaning.done():
+                meaning.cancel()
         lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(
@@ -459,21 +472,6 @@ class MemoryPipeline:
                 thread_start=started,
             )
         )
-
-    async def _recall(self, scope: str, text: str, *, exclude_id: str, tz: str) -> list[Hit]:
-        """The best recalled groups for ``text``: a thread's own and, read-only, its
-        channel's (the conversation it continues), best first."""
-        if self.recall is None or not self.settings.memory.recall_tokens:
-            return []
-        parent = Scope.of(scope).parent
-        if parent is None:
-            return await self.recall.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz)
-        own, channel = await asyncio.gather(
-            self.recall.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz),
-            self.recall.search(parent.key, text, limit=200, tz=tz),
-        )
-        merged = [*own, *(replace(hit, scope=parent.key) for hit in channel)]
-        return sorted(merged, key=lambda hit: -hit.score)[:200]
 
     async def reply(
         self,

@@ -190,6 +190,11 @@ class KeySchema:
     def sweeps(self) -> str:
         return f"{self.prefix}:{{fleet}}:sweeps"  # Hash: job -> JSON of its last sweep
 
+    @property
+    def embedders(self) -> str:
+        # Hash: embedding worker (host:pid) -> JSON of its backlog and lag, every few seconds
+        return f"{self.prefix}:{{fleet}}:embedders"
+
     def metrics(self, minute: str, bucket: int) -> str:
         """Hash: counter -> count, one per minute and metrics bucket (a process writes to
         its own bucket; readers add the buckets up)."""

@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
@@ -43,40 +44,59 @@ async def _ingest_round_trip(
     client: Any,
     k: ScopeKeys,
     args: list[Any],
-    side: list[tuple[Any, ...]],
+    side: TreeWrites | None,
     *,
     by_source: bool = False,
 ) -> tuple[Any, list[BaseException]]:
     """The ingest script and its side writes (the scope's entry in the activity index, its
-    place in its server's tree), in one round trip: a pipeline on one Redis; on a cluster
-    the commands at once (the side keys' slots may be on other shards, and a shard that is
-    down must not fail a message stored on a live one). Returns the script's reply and the
-    side writes' errors; the script's own error is raised. (A function, not a method: the
-    class's error translation would turn the NoScriptError its caller retries on into a
-    StoreError.)"""
+    place in its server's tree), in one round trip: on one Redis, one script that makes
+    them too; on a cluster the commands at once (the side keys' slots may be on other
+    shards, and a shard that is down must not fail a message stored on a live one).
+    Returns the script's reply and the side writes' errors; the script's own error is
+    raised. (A function, not a method: the class's error translation would turn the
+    NoScriptError its caller retries on into a StoreError.)"""
     # The script by its hash; when the server does not know it (restarted, failed
     # over), by its source, which also caches it there.
-    keys = (k.log, k.state, k.ids, k.root_state, k.threads, k.speakers)
+    keys: tuple[str, ...] = (k.log, k.state, k.ids, k.root_state, k.threads, k.speakers)
+    cluster = isinstance(client, RedisCluster)
+    if side is not None and not cluster:
+        keys += side.keys
+        args = [*args, *side.args]
     script = (("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])) + (
         len(keys),
         *keys,
         *args,
     )
-    if isinstance(client, RedisCluster):
-        result, *rest = await asyncio.gather(
-            client.execute_command(*script),
-            *(client.execute_command(*command) for command in side),
-            return_exceptions=True,
-        )
-    else:
-        pipe = client.pipeline(transaction=False)
-        pipe.execute_command(*script)
-        for command in side:
-            pipe.execute_command(*command)
-        result, *rest = await pipe.execute(raise_on_error=False)
+    if not cluster:
+        return await client.execute_command(*script), []
+    result, *rest = await asyncio.gather(
+        client.execute_command(*script),
+        *(client.execute_command(*command) for command in (side.commands if side else [])),
+        return_exceptions=True,
+    )
     if isinstance(result, BaseException):
         raise result
     return result, [r for r in rest if isinstance(r, BaseException)]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeWrites:
+    """Where a message was said, noted as it is stored: the scope in the activity index;
+    in a server, its channel among the server's places and a thread's channel."""
+
+    keys: tuple[str, ...]  # index[, places[, parents]]
+    args: tuple[Any, ...]  # scope, channel, thread (as the ingest script takes them)
+    ts_ms: int
+
+    @property
+    def commands(self) -> list[tuple[Any, ...]]:
+        scope, root, thread = self.args
+        out: list[tuple[Any, ...]] = [("ZADD", self.keys[0], self.ts_ms, scope)]
+        if len(self.keys) > 1:
+            out.append(("ZADD", self.keys[1], self.ts_ms, root))
+        if len(self.keys) > 2:
+            out.append(("HSET", self.keys[2], thread, root))
+        return out
 
 
 @translates_redis_errors
@@ -135,7 +155,7 @@ class MemoryRepo(ScopeWrites):
             audience,
             answers,
         ]
-        side = self._tree_writes(place, ts_ms) if touch_index else []
+        side = self._tree_writes(place, ts_ms) if touch_index else None
         for attempt in (0, 1):
             try:
                 result, side_errors = await _ingest_round_trip(
@@ -176,18 +196,16 @@ class MemoryRepo(ScopeWrites):
             outcome=outcome,
         )
 
-    def _tree_writes(self, place: Scope, ts_ms: int) -> list[tuple[Any, ...]]:
-        """The commands that keep the index and the server's tree as a message arrives
-        (sent with the message's own, in its round trip)."""
-        writes: list[tuple[Any, ...]] = [
-            ("ZADD", self.keys.scopes_index_of(place.key), ts_ms, place.key)
-        ]
+    def _tree_writes(self, place: Scope, ts_ms: int) -> TreeWrites:
+        """What keeps the index and the server's tree as a message arrives (written with the
+        message, in its round trip)."""
+        keys: tuple[str, ...] = (self.keys.scopes_index_of(place.key),)
         if place.server_key is not None and not place.person:
             server = self.keys.server(place.server_key)
-            writes.append(("ZADD", server.places, ts_ms, place.root.key))
+            keys += (server.places,)
             if place.is_thread:
-                writes.append(("HSET", server.parents, place.thread, place.root.key))
-        return writes
+                keys += (server.parents,)
+        return TreeWrites(keys=keys, args=(place.key, place.root.key, place.thread), ts_ms=ts_ms)
 
     async def lock_and_state(self, scope: str, ttl_ms: int) -> LockClaim:
         """Take the maintenance lock and read the state in one round trip. A lock whose

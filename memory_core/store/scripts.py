@@ -34,40 +34,45 @@ from memory_core.store.fleet_scripts import FLEET_SCRIPTS
 # 'duplicate' (nothing written), 'day_closed'.
 INGEST = """
 local st, root = KEYS[2], KEYS[4]
-local function setting(name)
-  local v = redis.call('HGET', st, name)
-  if (not v or v == '') and root ~= st then v = redis.call('HGET', root, name) end
-  return v or ''
+-- On one Redis, the writes that note where it was said, in this same step (KEYS[7..9]: the
+-- scopes index, the server's places and thread parents); on a cluster they are other
+-- shards' keys, sent beside this script instead. (pcall: as beside it, one that fails
+-- never fails the message; the scope's next message writes it again.)
+if KEYS[7] then redis.pcall('ZADD', KEYS[7], ARGV[1], ARGV[19]) end
+if KEYS[8] then redis.pcall('ZADD', KEYS[8], ARGV[1], ARGV[20]) end
+if KEYS[9] then redis.pcall('HSET', KEYS[9], ARGV[21], ARGV[20]) end
+-- The state read once (a thread's channel's too): each redis.call costs, and this runs
+-- for every message.
+local s = redis.call('HMGET', st, 'paused', 'day', 'retry_at', 'unsum_tokens', 'unsum_count',
+  'last_ms', 'tz', 'mode', 'lang', 'created_ms')
+local r = {false, false, false, false}
+if root ~= st then r = redis.call('HMGET', root, 'paused', 'tz', 'mode', 'lang') end
+local function pick(own, inherited)
+  if (not own or own == '') and inherited then return inherited end
+  return own or ''
 end
-local function settings()
-  return setting('tz'), setting('mode'), setting('lang')
-end
-local paused = redis.call('HGET', st, 'paused')
-if not paused and root ~= st then paused = redis.call('HGET', root, 'paused') end
+local tz, mode, lang = pick(s[7], r[2]), pick(s[8], r[3]), pick(s[9], r[4])
+local paused = s[1] or r[1]
+local retry_at = tonumber(s[3] or '0')
 if paused == '1' then
   -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
-  local tz, mode, lang = settings()
-  local g = redis.call('HMGET', st, 'day', 'retry_at')
-  return {'', 0, 0, g[1] or '', tz, mode, lang, tonumber(g[2] or '0'), 1}
+  return {'', 0, 0, s[2] or '', tz, mode, lang, retry_at, 1}
 end
 local function unchanged(status)
-  local tz, mode, lang = settings()
-  local g = redis.call('HMGET', st, 'day', 'retry_at', 'unsum_tokens', 'unsum_count')
-  return {'', tonumber(g[3] or '0'), tonumber(g[4] or '0'), g[1] or '', tz, mode, lang,
-    tonumber(g[2] or '0'), 0, status}
+  return {'', tonumber(s[4] or '0'), tonumber(s[5] or '0'), s[2] or '', tz, mode, lang,
+    retry_at, 0, status}
 end
 -- Store once per platform id (a platform's message id, a replayed line's identity): the
 -- ids stored lately are kept in KEYS[3], scored by stream time, the newest ARGV[13] of them.
 if ARGV[6] ~= '' and redis.call('ZSCORE', KEYS[3], ARGV[6]) then
   return unchanged('duplicate')
 end
+local last = tonumber(s[6] or '0')
 -- Own day (a replayed line): the line is refused if it would be counted in a later day
 -- than its own, i.e. its day is closed already, or its stream id (the newest message's, to
 -- stay monotonic) would fall after the end of its day (ARGV[12]).
 if ARGV[12] ~= '' then
-  local open_day = redis.call('HGET', st, 'day')
-  local newest = tonumber(redis.call('HGET', st, 'last_ms') or '0')
-  if (open_day and ARGV[8] < open_day) or newest >= tonumber(ARGV[12]) then
+  if (s[2] and ARGV[8] < s[2]) or last >= tonumber(ARGV[12]) then
     return unchanged('day_closed')
   end
 end
@@ -76,14 +81,13 @@ if ARGV[11] == '1' then
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
     if f['ts'] == ARGV[1] and f['u'] == ARGV[4] and f['t'] == ARGV[5] then
-      local r = unchanged('')
-      r[1] = e[1]
-      return r
+      local found = unchanged('')
+      found[1] = e[1]
+      return found
     end
   end
 end
 local ms = tonumber(ARGV[1])
-local last = tonumber(redis.call('HGET', st, 'last_ms') or '0')
 if ms < last then ms = last end
 -- %d: Lua would write a time past year 5138 (15+ digits) as 2.5e+14, not a stream id.
 local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', ARGV[1],
@@ -95,7 +99,6 @@ if ARGV[16] ~= '' then fields[#fields + 1] = 'o'; fields[#fields + 1] = ARGV[16]
 -- 'q': the message it answers (a thread started from it shows the answer too).
 if ARGV[18] ~= '' then fields[#fields + 1] = 'q'; fields[#fields + 1] = ARGV[18] end
 local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
-redis.call('HSET', st, 'last_ms', ms)
 if ARGV[6] ~= '' then
   redis.call('ZADD', KEYS[3], ms, ARGV[6])
   if redis.call('ZCARD', KEYS[3]) > tonumber(ARGV[13]) then
@@ -104,17 +107,18 @@ if ARGV[6] ~= '' then
 end
 if ARGV[9] ~= '' then redis.call('ZADD', KEYS[5], ms, ARGV[9]) end
 if ARGV[15] ~= '' then redis.call('ZADD', KEYS[6], 0, ARGV[15]) end
-redis.call('HSETNX', st, 'day', ARGV[8])
-redis.call('HSETNX', st, 'created_ms', ARGV[1])
-if ARGV[10] ~= '' then redis.call('HSET', st, 'name', ARGV[10]) end
-if ARGV[17] ~= '' then redis.call('HSET', st, 'aud', ARGV[17]) end
+-- One write of the state: the counters from what was read above (this script is atomic).
+local ut = tonumber(s[4] or '0') + tonumber(ARGV[7])
+local un = tonumber(s[5] or '0') + 1
+local day = s[2] or ARGV[8]
+local set = {'last_ms', string.format('%d', ms), 'unsum_tokens', string.format('%d', ut),
+  'unsum_count', string.format('%d', un), 'day', day}
+if not s[10] then set[#set + 1] = 'created_ms'; set[#set + 1] = ARGV[1] end
+if ARGV[10] ~= '' then set[#set + 1] = 'name'; set[#set + 1] = ARGV[10] end
+if ARGV[17] ~= '' then set[#set + 1] = 'aud'; set[#set + 1] = ARGV[17] end
+redis.call('HSET', st, unpack(set))
 redis.call('HINCRBY', st, 'msg_count', 1)
-local ut = redis.call('HINCRBY', st, 'unsum_tokens', tonumber(ARGV[7]))
-local un = redis.call('HINCRBY', st, 'unsum_count', 1)
-local tz, mode, lang = settings()
-local f = redis.call('HMGET', st, 'day', 'retry_at')
-return {id, ut, un, f[1] or '', tz, mode, lang, tonumber(f[2] or '0'), 0,
-  tonumber(ARGV[1]) < last and 'older' or ''}
+return {id, ut, un, day, tz, mode, lang, retry_at, 0, tonumber(ARGV[1]) < last and 'older' or ''}
 """
 
 # Shared by the scripts below: subtract summarised work from the counters, never below zero.

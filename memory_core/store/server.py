@@ -181,6 +181,11 @@ class Store:
     keys: KeySchema
     description: str  # safe to print: no secrets
     embedded: EmbeddedServer | None = None
+    # Where the client connects (it may hold a password: never printed), for a helper
+    # process of this one (the embedding worker) to connect to the same server.
+    url: str = field(default="", repr=False)
+    cluster: bool = False
+    connect_timeout_s: float = 5.0
 
     _next_erase: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
@@ -303,8 +308,22 @@ async def open_store(settings: StoreSettings) -> Store:
     url = settings.redis_url.get_secret_value()
     client = await _connect(settings, url, cluster=settings.cluster)
     return Store(
-        client=client, keys=KeySchema(settings.key_prefix), description=f"Redis at {mask_url(url)}"
+        client=client,
+        keys=KeySchema(settings.key_prefix),
+        description=f"Redis at {mask_url(url)}",
+        url=url,
+        cluster=settings.cluster,
+        connect_timeout_s=settings.connect_timeout_s,
     )
+
+
+async def connect_client(settings: StoreSettings) -> Any:
+    """A client for ``settings.redis_url`` (a server another process started, so never the
+    embedded one's start-up), answering PING, with the scripts loaded."""
+    if settings.redis_url is None:
+        raise StoreUnavailable("connect_client needs a Redis URL")
+    url = settings.redis_url.get_secret_value()
+    return await _connect(settings, url, cluster=settings.cluster)
 
 
 async def _open_embedded(settings: StoreSettings) -> Store:
@@ -330,6 +349,8 @@ async def _open_embedded(settings: StoreSettings) -> Store:
         keys=KeySchema(settings.key_prefix),
         description=embedded.describe(),
         embedded=embedded,
+        url=embedded.files.url,
+        connect_timeout_s=settings.connect_timeout_s,
     )
 
 

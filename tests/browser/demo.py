@@ -129,7 +129,11 @@ DEMO_MEMORY = {"compact_trigger_tokens": 120, "compact_min_messages": 6, "compac
 async def seed_demo(core: Core, clock: ManualClock, *, days: int = 10) -> list[str]:
     """Feed ``days`` days of chat ending a few minutes ago (today twice as busy); returns
     the scopes made."""
+    # Today's messages span up to ~5 hours before "now": early in the UTC day they would
+    # fall into yesterday and today's summary would be empty (the page this demo shows),
+    # so "now" is at least 10:00 today (the core's clock is a manual one set to it).
     now = datetime.now(UTC).replace(second=0, microsecond=0)
+    now = max(now, now.replace(hour=10, minute=0))
     for day in range(days + 1):
         for p_index, place in enumerate(PLACES):
             count = place.per_day * (2 if day == days else 1)

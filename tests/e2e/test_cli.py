@@ -4,6 +4,7 @@ Redis, the fake OpenAI server over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -301,13 +302,26 @@ async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
 
 async def test_bench_ingest_json(cli: CLI, clean_redis: str) -> None:
     run = await cli(
-        "bench", "ingest", "--scopes", "3", "--messages", "300", "--json", REDIS_URL=clean_redis
+        "bench",
+        "ingest",
+        "--scopes",
+        "3",
+        "--messages",
+        "300",
+        "--json",
+        REDIS_URL=clean_redis,
+        MEMORYBOT_MEMORY__RECALL_EMBEDDER="local",
     )
     assert run.code == 0, run.err
     result = json.loads(run.out)
-    for key in ("p50_ms", "p99_ms", "msgs_per_s", "redis_ping_ms"):
+    for key in ("p50_ms", "p99_ms", "msgs_per_s", "redis_ping_ms", "ping_during_run_ms"):
         assert result[key] > 0, key
     assert result["p99_ms"] >= result["p50_ms"]
+    # Background embedding on, as in production: every message embedded by the end, by the
+    # worker process beside the bench.
+    assert result["embedding"] == "worker process"
+    assert result["embedded"] == 300 and result["embed_msgs_per_s"] > 0
+    assert result["embed_catch_up_s"] >= 0 and result["embed_lag_max_s"] >= 0
     client = redis.Redis.from_url(clean_redis)
     assert client.dbsize() == 0, "the benchmark cleans up after itself"
 
@@ -812,3 +826,32 @@ async def test_memory_remember_with_an_argument_that_is_not_utf8(
     assert run.err.startswith("warning: the command is not UTF-8 text")
     facts = await cli("memory", "show", "facts", "--scope", "n", **env)
     assert "caf\ufffd au lait" in facts.out
+
+
+async def test_the_console_embeds_in_a_worker_and_stops_it_on_exit(
+    cli: CLI, clean_redis: str
+) -> None:
+    """`memorybot` (the console) with the local model: what is said is embedded by the
+    worker process it started, with no extra command; when the console ends, the worker
+    has left (its status is gone from the fleet's view) and no helper process remains."""
+    env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
+    before = await asyncio.to_thread(helper_processes)
+    lines = "".join(f"remember the garden note {i}\n" for i in range(6))
+    run = await cli("console", stdin=lines, **env)
+    assert run.code == 0, run.err
+    client = redis.Redis.from_url(clean_redis, decode_responses=True)
+    vectors = [k for k in client.scan_iter("*:vec")]
+    assert vectors, "the console's messages were embedded"
+    assert sum(client.hlen(k) for k in vectors) >= 6
+    assert client.hgetall("mb:{fleet}:embedders") == {}
+    assert await asyncio.to_thread(helper_processes) - before == set()
+
+
+def helper_processes() -> set[str]:
+    """The pids of the embedding helpers running on this machine."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if b"memory_core.recall.worker" in (proc / "cmdline").read_bytes():
+                found.add(proc.name)
+    return found

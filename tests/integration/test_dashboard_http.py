@@ -5,6 +5,7 @@ large index, and how ``memorybot dashboard`` starts and refuses to start."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import socket
@@ -462,3 +463,40 @@ async def test_the_tree_shows_servers_channels_and_threads_with_their_counts(sit
             assert f'thread of <a href="/scopes/{general}">' in await r.text()
         async with http.get(f"{site.url}/tree/nonsense:1") as r:
             assert r.status == 404
+
+
+async def test_metrics_and_health_show_the_embedding_workers_lag(make_core: CoreFactory) -> None:
+    """A running bot with the local model has an embedding worker: /metrics and the health
+    page say how many workers report, how many messages wait and how far behind they are;
+    a status that stopped coming (a worker that died) is dropped from the figures."""
+    core = await make_core(
+        offline=True,
+        background=True,
+        dashboard={"token": TOKEN},
+        memory={"recall_embedder": "local"},
+    )
+    assert core.pipeline.recall is not None and core.pipeline.recall.worker is not None
+    for i in range(20):
+        await core.pipeline.ingest(IncomingMessage(scope="console:e", text=f"note {i}", author="A"))
+    await core.pipeline.drain()
+    # Another host's worker, behind, and one that stopped reporting a minute ago.
+    now = time.time()
+    behind = {"backlog": 42, "lag_s": 3.5, "embedded": 7, "at": now}
+    gone = {"backlog": 900, "lag_s": 99.0, "embedded": 1, "at": now - 60}
+    redis: Any = core.store.client
+    await redis.hset(core.store.keys.embedders, "other:1", json.dumps(behind))
+    await redis.hset(core.store.keys.embedders, "dead:2", json.dumps(gone))
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    async with running_dashboard(core) as server, client() as http:
+        async with http.get(f"{server.url}/metrics", headers=bearer) as r:
+            m = parse_prometheus(await r.text())
+        assert m["memorybot_embedding_workers", ()] == 2
+        assert m["memorybot_embedding_backlog_messages", ()] == 42  # ours: none left
+        assert m["memorybot_embedding_lag_seconds", ()] == 3.5
+        await log_in_any(http, server.url)
+        async with http.get(f"{server.url}/health") as r:
+            page = await r.text()
+    assert re.search(
+        r'data-stat="embedding"><dt>Embedding lag</dt><dd>3.5 s <small>42 waiting', page
+    )
+    assert await redis.hget(core.store.keys.embedders, "dead:2") is None

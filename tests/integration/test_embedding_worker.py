@@ -1,0 +1,183 @@
+"""Background embedding in a process of its own: a running bot (background work on, the
+local model) stores messages and a worker process beside it embeds them, so the bot's own
+interpreter never runs the model for a message. It reads from Redis and writes vectors
+there; it is started again when it dies, catches up what was stored before a restart,
+reports its backlog for /metrics, and stops with the bot.
+
+The real worker (``python -m memory_core.recall.worker``) against the private Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from datetime import timedelta
+from typing import Any
+
+from memory_core.bootstrap import Core
+from memory_core.clock import ManualClock
+from memory_core.models import IncomingMessage
+from memory_core.recall import embedding
+from memory_core.recall.background import BackgroundEmbedding
+from memory_core.recall.worker import read_status
+from tests.conftest import START, CoreFactory
+
+LOCAL = {"recall_embedder": "local"}
+
+
+async def running_bot(make_core: CoreFactory, clock: ManualClock | None = None) -> Core:
+    core = await make_core(
+        clock=clock or ManualClock(START), offline=True, background=True, memory=LOCAL
+    )
+    worker = core.pipeline.recall.worker if core.pipeline.recall is not None else None
+    assert worker is not None and await worker.ready()
+    return core
+
+
+def worker_of(core: Core) -> BackgroundEmbedding:
+    assert core.pipeline.recall is not None and core.pipeline.recall.worker is not None
+    return core.pipeline.recall.worker
+
+
+async def say(core: Core, scope: str, *texts: str, author: str = "Mel") -> None:
+    assert isinstance(core.clock, ManualClock)
+    for text in texts:
+        core.clock.advance(timedelta(seconds=20))
+        await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author=author))
+
+
+async def vectors(core: Core, scope: str) -> set[str]:
+    client: Any = core.store.client
+    return set(await client.hkeys(core.store.keys.scope(scope).vectors))
+
+
+async def log_ids(core: Core, scope: str) -> set[str]:
+    return {e.id for e in await core.repo.all_entries(f"console:{scope}")}
+
+
+async def test_messages_are_embedded_by_a_worker_process_not_the_bot(
+    make_core: CoreFactory,
+) -> None:
+    """Storing messages never loads the model in the bot's process: the worker (another
+    pid) embeds them, each once, with the message before it as context."""
+    embedding._model = None  # (another test of this process may have loaded it)
+    core = await running_bot(make_core)
+    worker = worker_of(core)
+    assert worker.pid is not None and worker.pid != os.getpid() and worker.alive
+    for room in ("pets", "plans", "food"):
+        await say(core, room, *(f"{room} message {i} about our weekend" for i in range(12)))
+    await core.pipeline.drain()
+    for room in ("pets", "plans", "food"):
+        assert await vectors(core, f"console:{room}") == await log_ids(core, room)
+    assert embedding._model is None  # nothing of it ran here
+    status = await read_status(core.store.client, core.store.keys)
+    assert status["workers"] == 1 and status["backlog"] == 0 and status["embedded"] == 36
+
+
+async def test_recall_by_meaning_finds_what_the_worker_embedded(make_core: CoreFactory) -> None:
+    core = await running_bot(make_core)
+    await say(core, "pets", "We adopted a kitten called Bailey last spring")
+    await say(core, "pets", *(f"the release {i} ships on friday" for i in range(30)), author="Ops")
+    await core.pipeline.drain()
+    assert core.pipeline.recall is not None
+    hits = await core.pipeline.recall.search("console:pets", "any cats?")
+    index = core.pipeline.recall._indexes["console:pets"]
+    assert index.unembedded == []  # every vector loaded from what the worker stored
+    assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
+
+
+async def test_a_forget_wins_over_the_worker(make_core: CoreFactory) -> None:
+    """Forgotten at once after being stored, while the worker may be embedding it: no
+    vector of a forgotten message is left, whichever came first."""
+    core = await running_bot(make_core)
+    await say(core, "pets", *(f"my address is {i} Elm Street" for i in range(40)))
+    await core.admin.forget_all("console:pets")
+    await core.pipeline.drain()
+    assert await vectors(core, "console:pets") == set()
+
+
+async def test_a_worker_that_dies_is_started_again_and_catches_up(
+    make_core: CoreFactory,
+) -> None:
+    core = await running_bot(make_core)
+    worker = worker_of(core)
+    worker.restart_after_s = 0.2
+    first = worker.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    for _ in range(200):
+        if not worker.alive:
+            break
+        await asyncio.sleep(0.05)
+    await say(core, "pets", *(f"said while it was down {i}" for i in range(5)))
+    for _ in range(600):  # started again within a moment (the model loads meanwhile)
+        if worker.alive and await worker.ready(timeout_s=0.1):
+            break
+        await asyncio.sleep(0.05)
+    assert worker.alive and worker.pid != first
+    await core.pipeline.drain()
+    assert await vectors(core, "console:pets") == await log_ids(core, "pets")
+
+
+async def test_messages_stored_before_a_restart_are_embedded_after_it(
+    make_core: CoreFactory,
+) -> None:
+    """Stored while no worker ran (a replay, another version): the first search of the
+    scope after the start meets them and asks the worker for a look through the scope."""
+    clock = ManualClock(START)
+    before = await make_core(clock=clock, offline=True, background=False, memory=LOCAL)
+    await say(before, "pets", *(f"an old message {i} about the garden" for i in range(25)))
+    assert await vectors(before, "console:pets") == set()
+    core = await running_bot(make_core, clock)
+    assert core.pipeline.recall is not None
+    await core.pipeline.recall.search("console:pets", "the garden?")
+    await core.pipeline.drain()
+    assert await vectors(core, "console:pets") == await log_ids(core, "pets")
+
+
+async def test_the_worker_stops_with_the_bot(make_core: CoreFactory) -> None:
+    """Closing the bot stops the worker (no process left) and takes its status out of the
+    fleet's view."""
+    core = await running_bot(make_core)
+    watcher = await make_core(offline=True)
+    worker = worker_of(core)
+    pid = worker.pid
+    await say(core, "pets", "one more thing")
+    assert (await read_status(watcher.store.client, watcher.store.keys))["workers"] == 1
+    await core.close()
+    assert not worker.alive
+    assert pid is not None and not await asyncio.to_thread(os.path.exists, f"/proc/{pid}")
+    assert (await read_status(watcher.store.client, watcher.store.keys))["workers"] == 0
+
+
+async def test_a_question_is_embedded_beside_the_bot_and_here_when_that_is_gone(
+    make_core: CoreFactory,
+) -> None:
+    """A reply's question goes to the query embedder (another process, never behind the
+    background's batches): the bot's interpreter runs no model. With the query embedder
+    gone, the question is embedded here and recall still works by meaning."""
+    embedding._model = None
+    core = await running_bot(make_core)
+    worker = worker_of(core)
+    assert worker.query_pid not in (None, os.getpid(), worker.pid)
+    await say(core, "pets", "We adopted a kitten called Bailey last spring")
+    await say(core, "pets", *(f"the release {i} ships on friday" for i in range(30)), author="Ops")
+    await core.pipeline.drain()
+    assert core.pipeline.recall is not None
+    hits = await core.pipeline.recall.search("console:pets", "any cats?")
+    assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
+    assert embedding._model is None  # the question was embedded beside the bot
+    worker.restart_after_s = 60  # (not back during this test)
+    query_pid = worker.query_pid
+    assert query_pid is not None
+    os.kill(query_pid, signal.SIGKILL)
+    for _ in range(200):
+        if worker.query_pid is None or not await asyncio.to_thread(
+            os.path.exists, f"/proc/{query_pid}/stat"
+        ):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)  # (the bot hears it is gone)
+    hits = await core.pipeline.recall.search("console:pets", "any cats?")
+    assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
+    assert embedding._model is not None  # embedded here instead
