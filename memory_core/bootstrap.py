@@ -126,7 +126,12 @@ async def build_core(
     llm: LLM | None = None,
     store: Store | None = None,
     background: bool = True,
+    helpers: bool | None = None,
 ) -> Core:
+    """Everything a front door needs, wired. ``background``: maintenance, captions and
+    embedding run in the background (a running bot). ``helpers`` (default: as
+    ``background``): the local model's helper processes start with the core; a one-shot
+    command or the dashboard does without them (its few questions embedded in-process)."""
     clock = clock or SystemClock()
     store = store or await open_store(settings.store)
     limiter = None
@@ -164,7 +169,8 @@ async def build_core(
         over_budget=budget.over,
     )
     embedder = choose_embedder(settings, llm)
-    worker = embedding_worker(store, embedder) if background else None
+    wanted = background if helpers is None else helpers
+    worker = embedding_worker(store, embedder) if wanted else None
     pipeline = MemoryPipeline(
         settings=settings,
         repo=repo,

@@ -38,7 +38,7 @@ def console(
     user = argument(user, "--user")
 
     async def go() -> int:
-        async with core_for(s) as core:
+        async with core_for(s, helpers=True) as core:
             return await run_console(core, scope=target, user=user)
 
     raise typer.Exit(run(go()))

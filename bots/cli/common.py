@@ -125,9 +125,11 @@ def scope_arg(text: str) -> str:
 
 @asynccontextmanager
 async def core_for(
-    s: Settings, *, clock: Clock | None = None, background: bool = True
+    s: Settings, *, clock: Clock | None = None, background: bool = True, helpers: bool = False
 ) -> AsyncIterator[Core]:
-    core = await build_core(s, clock=clock, background=background)
+    """A core for a command; ``helpers``: the embedding helper processes too (the console;
+    a one-shot command does without)."""
+    core = await build_core(s, clock=clock, background=background, helpers=helpers)
     try:
         yield core
     finally:

@@ -69,7 +69,7 @@ async def _serve(s: Settings) -> None:
     from bots.dashboard.server import serve_dashboard
     from memory_core.bootstrap import build_core
 
-    core = await build_core(s)
+    core = await build_core(s, helpers=False)  # (its few questions: in-process)
     try:
         for line in core.describe():
             print(line, file=sys.stderr)

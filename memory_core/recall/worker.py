@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -56,6 +57,7 @@ ROUND = 64 * THREADS  # texts embedded per round at most (then every waiting sco
 READ_BATCH = 2000  # log entries per XRANGE
 STATUS_EVERY_S = 2.0
 RETRY_S = 2.0  # after a round that failed
+KEPT_SCOPES = 20_000
 STATUS_TTL_S = 30  # a status older than this is a worker that is gone
 
 
@@ -90,7 +92,9 @@ class EmbeddingWorker:
         self.client = client
         self.keys = keys
         self.out = out
-        self.scopes: dict[str, ScopeWork] = {}
+        # What it knows of each scope, least recently announced first (at most KEPT_SCOPES
+        # idle ones: one that comes back after that is read whole again).
+        self.scopes: OrderedDict[str, ScopeWork] = OrderedDict()
         self.queue: OrderedDict[str, None] = OrderedDict()  # scopes with work, in turn
         self.syncs: list[str] = []
         self.wake = asyncio.Event()
@@ -110,6 +114,7 @@ class EmbeddingWorker:
         if "n" in ask or "r" in ask:
             scope = str(ask.get("n") or ask.get("r"))
             work = self.scopes.setdefault(scope, ScopeWork())
+            self.scopes.move_to_end(scope)
             if "r" in ask:
                 work.rescan = True
             work.waiting += int(ask.get("c", 0) or 0)
@@ -174,6 +179,16 @@ class EmbeddingWorker:
         if self.failures:  # Redis or the model is away: again in a while, not in a loop
             await asyncio.sleep(RETRY_S)
             self.failures = 0
+        self.forget_idle()
+
+    def forget_idle(self) -> None:
+        """Keep at most KEPT_SCOPES scopes' read state: the least recently announced idle
+        ones go (a few hundred bytes each, and the last message read)."""
+        extra = len(self.scopes) - KEPT_SCOPES
+        for scope in list(itertools.islice(self.scopes, max(0, extra))):
+            work = self.scopes[scope]
+            if scope not in self.queue and not work.todo and not work.waiting:
+                del self.scopes[scope]
 
     async def read(self, scope: str) -> None:
         """Bring the scope's to-do list up to date from its log (on failure: a look

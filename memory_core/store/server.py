@@ -33,6 +33,7 @@ from memory_core.store.embedded import (
 )
 from memory_core.store.keys import KeySchema
 from memory_core.store.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
+from memory_core.store.packing import packed_connection_class
 from memory_core.store.redis_errors import redis_errors_translated
 from memory_core.store.scripts import load_scripts
 
@@ -381,6 +382,7 @@ async def _connect(
                 timeout=max(settings.connect_timeout_s, 10.0),
                 health_check_interval=30,
                 **options,
+                **packed_connection_class(url),
             )
             client = Redis(connection_pool=pool)
             client.auto_close_connection_pool = True  # aclose() closes the pool too

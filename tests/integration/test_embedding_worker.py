@@ -9,17 +9,27 @@ The real worker (``python -m memory_core.recall.worker``) against the private Re
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import logging
 import os
 import signal
+import socket
+import time
 from datetime import timedelta
 from typing import Any
+
+import pytest
+from redis.asyncio import Redis
 
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.recall import embedding
+from memory_core.recall import worker as worker_module
 from memory_core.recall.background import BackgroundEmbedding
-from memory_core.recall.worker import read_status
+from memory_core.recall.worker import EmbeddingWorker, read_status
+from memory_core.store.keys import KeySchema
 from tests.conftest import START, CoreFactory
 
 LOCAL = {"recall_embedder": "local"}
@@ -181,3 +191,56 @@ async def test_a_question_is_embedded_beside_the_bot_and_here_when_that_is_gone(
     hits = await core.pipeline.recall.search("console:pets", "any cats?")
     assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
     assert embedding._model is not None  # embedded here instead
+
+
+async def test_with_redis_away_the_worker_waits_between_rounds_and_warns_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis unreachable (a closed local port): a round fails for every scope, says so in
+    one warning, keeps the scopes for a look through them later, and waits RETRY_S before
+    the next round instead of hammering Redis in a loop."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends
+    client = Redis.from_url(f"redis://127.0.0.1:{port}/0", socket_connect_timeout=1)
+    monkeypatch.setattr(worker_module, "RETRY_S", 0.3)
+    worker = EmbeddingWorker(client, KeySchema("mbtest"), io.StringIO())
+    for scope in ("console:a", "console:b", "console:c"):
+        worker.take(json.dumps({"n": scope, "c": 2}))
+    with caplog.at_level(logging.WARNING, logger="memorybot.embedding-worker"):
+        started = time.monotonic()
+        await worker.round()
+        waited = time.monotonic() - started
+    await client.aclose()
+    assert waited >= 0.3
+    assert len(caplog.records) == 1 and "could not read" in caplog.records[0].getMessage()
+    assert list(worker.queue) == ["console:a", "console:b", "console:c"]
+    assert all(work.rescan for work in worker.scopes.values())
+    assert worker.embedded == 0
+
+
+async def test_the_worker_keeps_the_state_of_a_bounded_number_of_idle_scopes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scopes it has nothing to do for are forgotten, least recently announced first, past
+    KEPT_SCOPES; scopes with work waiting are kept whatever their number."""
+    monkeypatch.setattr(worker_module, "KEPT_SCOPES", 3)
+    worker = EmbeddingWorker(None, KeySchema("mbtest"), io.StringIO())
+    for i in range(6):
+        worker.scopes[f"console:s{i}"] = worker_module.ScopeWork(rescan=False)
+    worker.scopes["console:s1"].todo.append(("1-0", "", "text"))
+    worker.queue["console:s2"] = None
+    worker.forget_idle()
+    assert list(worker.scopes) == [
+        "console:s1",
+        "console:s2",
+        "console:s3",
+        "console:s4",
+        "console:s5",
+    ]
+    worker.take(json.dumps({"n": "console:s3", "c": 1}))  # announced: the most recent now
+    worker.queue.clear()
+    worker.scopes["console:s3"].waiting = 0
+    worker.scopes["console:s1"].todo.clear()
+    worker.forget_idle()
+    assert list(worker.scopes) == ["console:s4", "console:s5", "console:s3"]
