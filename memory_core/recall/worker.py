@@ -1,20 +1,25 @@
-"""The embedding worker: recall's background embedding, in a process of its own.
+"""The local model's helper processes, started by the bot beside itself
+(:mod:`memory_core.recall.background`), ``python -m memory_core.recall.worker ROLE``:
 
-Embedding a message is a CPU-bound forward pass (about a millisecond a text in batches of
-64). Run in the bot's own interpreter, it competed with the event loop for the interpreter:
-storing a message took 4x longer, assembling a prompt 30x. So the bot starts this worker
-(``python -m memory_core.recall.worker``) beside itself, at a lower CPU priority; the worker
-reads new messages from Redis, embeds them in batches across scopes, and stores their
-vectors there for every process (``store_vectors``: only while the message and the one it
-is embedded with are still stored, so a forget made meanwhile wins). The bot's only part is
-a line on the worker's stdin per message stored: no round trip, no model on its loop.
+* ``embedding-worker``: recall's background embedding. Embedding a message is a CPU-bound
+  forward pass (1-3.5 ms a text in batches, more with its context). Run in the bot's own
+  interpreter it competed with the event loop: storing a message took 4x longer,
+  assembling a prompt 9x. Here it runs on CPU time nobody else wants (``SCHED_IDLE``), one
+  thread per core; it reads new messages from Redis, embeds them in batches across scopes,
+  and stores their vectors there for every process (``store_vectors``: only while the
+  message and the one it is embedded with are still stored, so a forget made meanwhile
+  wins). The bot's only part is a line on the worker's stdin per message stored: no round
+  trip, no model on its loop.
+* ``query-embedder``: a reply's question, at normal priority, never behind the worker's
+  batches; the questions that arrive together are embedded together.
 
-Lines in (JSON, one per line; the first carries the connection):
+The embedding worker's lines in (JSON, one per line; the first carries the connection):
     {"connect": {"url": ..., "cluster": ..., "prefix": ..., "timeout_s": ...}}
     {"n": scope, "c": count}   count new messages were stored in scope
     {"r": scope}               look through the whole scope for messages with no vector
     {"sync": token}            answer once everything asked before it is done
-Lines out (stdout): {"ready": true}, {"synced": token}, {"status": {...}}.
+Lines out (stdout): {"ready": true}, {"synced": token}, {"status": {...}}. The query
+embedder's: {"q": number, "t": text} in, {"q": number, "v": base64 float32} out.
 
 The worker leaves when its stdin closes (the bot stopped, or died). What it has not
 embedded yet is found again later: a search that meets a message with no vector asks for
