@@ -20,9 +20,9 @@ NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one e
 
 
 class Doc(NamedTuple):
-    """One indexed message or day record. A tuple of strings and numbers: the garbage
-    collector stops tracking it, so its full passes do not walk 100k documents (they held
-    the event loop for over 100 ms during a big build when Doc was a dataclass)."""
+    """One indexed message or day record, a tuple of strings and numbers. (The collector
+    keeps tracking a tuple subclass, unlike a plain tuple: a big build freezes its
+    documents out of the collector's way, see ``index._collector_paused``.)"""
 
     id: str  # the stream id ("" for a day record)
     ms: int

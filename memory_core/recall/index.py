@@ -80,12 +80,16 @@ _paused_lock = threading.Lock()
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No automatic cyclic garbage collection while a big index is built. A build makes no
-    cycles (documents are tuples, postings arrays), but its 100k new objects trigger full
-    passes, each walking every document, that hold the GIL and so the event loop for
-    50-140 ms. Reference counting frees memory as usual; the collector resumes after the
-    last concurrent build. (Not gc.freeze(): it would also pin, for good, whatever cyclic
-    garbage the rest of the bot made meanwhile, a leak in a long-running process.)"""
+    """No automatic cyclic garbage collection while a big index is built, and what the
+    build made out of the collector's way after it. A document is a NamedTuple, which the
+    collector never stops tracking (it untracks exact tuples only), so every full pass
+    walked every document of every index: 70-100 ms at 100k, in the middle of whatever
+    the bot was doing. So the build collects its young objects slice by slice (see
+    ``_append_in_slices``), and after the last concurrent build everything tracked is
+    frozen (``gc.freeze()``): full passes skip it from then on. Frozen objects are still
+    freed by reference counting (a dropped index goes as before); what the freeze keeps for
+    good is cyclic garbage made since the last young collection, a small price paid once
+    per big build."""
     global _paused_builds
     with _paused_lock:
         ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
@@ -101,7 +105,17 @@ def _collector_paused() -> Iterator[None]:
         with _paused_lock:
             _paused_builds -= 1
             if _paused_builds == 0:
+                gc.freeze()
                 gc.enable()
+
+
+def _release_in_slices(index: ScopeIndex) -> None:
+    """In a worker thread: an old index's documents freed a slice at a time (100k freed in
+    one go held the interpreter, and so the event loop, for tens of ms)."""
+    docs = index.docs
+    while docs:
+        del docs[-8 * INLINE_ENTRIES :]
+        time.sleep(0)
 
 
 def _message_rows(docs: list[Doc]) -> dict[str, int]:
@@ -218,7 +232,9 @@ class RecallIndex:
                 self._add_day(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
-        self._indexes.pop(scope, None)
+        old = self._indexes.pop(scope, None)
+        if old is not None and len(old.docs) > INLINE_ENTRIES:
+            await asyncio.to_thread(_release_in_slices, old)
         index = ScopeIndex(epoch=epoch, first_id=first_id)
         self._indexes[scope] = index
         return await self._sync(scope)
@@ -240,9 +256,14 @@ class RecallIndex:
     ) -> None:
         """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
         GIL, so the event loop gets it back within a slice, not after a switch interval
-        lost to a busy machine's scheduler."""
+        lost to a busy machine's scheduler. While the collector is paused for the build,
+        each slice's young objects are collected here, a few hundred at a time: the
+        documents stop being tracked as they are met, instead of all 100k at the first
+        collection after the build (one pass that held the loop 80-140 ms)."""
         for start in range(0, len(raw), INLINE_ENTRIES):
             cls._append_entries(index, raw[start : start + INLINE_ENTRIES])
+            if not gc.isenabled():
+                gc.collect(0)
             time.sleep(0)
 
     @staticmethod

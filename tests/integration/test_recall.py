@@ -4,7 +4,9 @@ does, and forgotten or expired text is never recalled."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -520,3 +522,28 @@ async def test_the_index_is_rebuilt_only_when_something_left_the_log(
     hits = await recall.search(scope, "Which cafe near the river?")
     assert recall._indexes[scope] is not built
     assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
+
+
+async def test_a_big_index_is_out_of_the_garbage_collectors_way(make_core: CoreFactory) -> None:
+    """Documents are NamedTuples, which the cyclic collector never stops tracking: every
+    full collection walked all of them (70-100 ms at 100k, the event loop held). After a
+    big build they are frozen out of its lists: a full collection no longer meets them,
+    and reference counting still frees them with their index."""
+    core = await make_core(offline=True)
+    scope = "console:big"
+    keys = core.store.keys.scope(scope)
+    pipe = core.store.client.pipeline(transaction=False)
+    for i in range(5000):  # more than one XRANGE batch: the paused, sliced build
+        pipe.xadd(keys.log, {"r": "user", "a": "u", "t": f"message {i}", "ts": str(i + 1)})
+    await pipe.execute()
+    recall = _recall_of(core)
+    await recall.search(scope, "message")
+    docs = _indexed(recall, scope)
+    assert len(docs) == 5000
+    walked = {id(o) for o in gc.get_objects()}
+    assert not any(id(d) in walked for d in docs)
+    assert gc.isenabled()
+    alive = weakref.ref(recall._indexes[scope])
+    recall.forget(scope)
+    del docs
+    assert alive() is None  # (freed by reference counting, frozen or not)
