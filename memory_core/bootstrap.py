@@ -147,7 +147,7 @@ async def build_core(
     ledger = SpendLedger(store.client, store.keys, clock=clock, default_tz=settings.memory.timezone)
     llm = llm or build_llm(settings.llm, limiter=limiter, on_usage=ledger.record)
     counter = TokenCounter()
-    repo = MemoryRepo(store.client, store.keys)
+    repo = MemoryRepo(store.client, store.keys, lane=store.lane)
     summarizer = Summarizer(llm, counter)
     metrics = Metrics(
         store.client,

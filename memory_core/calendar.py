@@ -48,8 +48,28 @@ def local_day(when: datetime, tz: str) -> str:
     return when.astimezone(zone(tz)).date().isoformat()
 
 
+# Per timezone, the last local day asked for, as [start, end) in ms: most instants asked
+# about (every message stored) fall in the day before them.
+_day_spans: dict[str, tuple[int, int, str]] = {}
+
+
 def local_day_ms(ms: int, tz: str) -> str:
-    return local_day(from_ms(ms), tz)
+    span = _day_spans.get(tz)
+    if span is not None and span[0] <= ms < span[1]:
+        return span[2]
+    day = local_day(from_ms(ms), tz)
+    start, end = to_ms(day_start(day, tz)), day_end_ms(day, tz)
+    # Kept only for a day of one UTC offset throughout: clocks that go back across midnight
+    # (from 00:01 to 23:01, as Goose Bay's did) give part of the span to the day before.
+    where = zone(tz)
+    if (
+        from_ms(start).astimezone(where).utcoffset()
+        == from_ms(end - 1).astimezone(where).utcoffset()
+    ):
+        if len(_day_spans) >= 1000:
+            _day_spans.clear()
+        _day_spans[tz] = (start, end, day)
+    return day
 
 
 def day_start(day: str, tz: str) -> datetime:

@@ -25,7 +25,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.models import DaySummary, IngestResult, ScopeState, WeekSummary
 from memory_core.scopes import Scope
-from memory_core.store.keys import ScopeKeys
+from memory_core.store.keys import KeySchema
+from memory_core.store.lane import FastLane
 from memory_core.store.locks import LockHolder
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import LockClaim, cas_reply, real_ms
@@ -42,36 +43,36 @@ PLATFORM_IDS_MAX = 100_000
 
 async def _ingest_round_trip(
     client: Any,
-    k: ScopeKeys,
+    lane: FastLane | None,
+    where: _Where,
     args: list[Any],
-    side: TreeWrites | None,
+    ts_ms: int,
     *,
+    side: bool,
     by_source: bool = False,
 ) -> tuple[Any, list[BaseException]]:
-    """The ingest script and its side writes (the scope's entry in the activity index, its
-    place in its server's tree), in one round trip: on one Redis, one script that makes
-    them too; on a cluster the commands at once (the side keys' slots may be on other
+    """The ingest script and its side writes (``side``: the scope's entry in the activity
+    index, its place in its server's tree), in one round trip: on one Redis, one script that
+    makes them too; on a cluster the commands at once (the side keys' slots may be on other
     shards, and a shard that is down must not fail a message stored on a live one).
+    ``lane``: the store's own connection for this (one server; none on a cluster).
     Returns the script's reply and the side writes' errors; the script's own error is
     raised. (A function, not a method: the class's error translation would turn the
     NoScriptError its caller retries on into a StoreError.)"""
     # The script by its hash; when the server does not know it (restarted, failed
     # over), by its source, which also caches it there.
-    keys: tuple[str, ...] = (k.log, k.state, k.ids, k.root_state, k.threads, k.speakers)
-    cluster = isinstance(client, RedisCluster)
-    if side is not None and not cluster:
-        keys += side.keys
-        args = [*args, *side.args]
-    script = (("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])) + (
-        len(keys),
-        *keys,
-        *args,
-    )
+    head = ("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])
+    cluster = lane is None and isinstance(client, RedisCluster)
     if not cluster:
+        keys = where.keys + where.side_keys if side else where.keys
+        script = (*head, len(keys), *keys, *args, *(where.side_args if side else ()))
+        if lane is not None:  # one server, by the hot path's own connection
+            return await lane.call(*script), []
         return await client.execute_command(*script), []
+    script = (*head, len(where.keys), *where.keys, *args)
     result, *rest = await asyncio.gather(
         client.execute_command(*script),
-        *(client.execute_command(*command) for command in (side.commands if side else [])),
+        *(client.execute_command(*command) for command in (where.commands(ts_ms) if side else [])),
         return_exceptions=True,
     )
     if isinstance(result, BaseException):
@@ -80,27 +81,39 @@ async def _ingest_round_trip(
 
 
 @dataclass(frozen=True, slots=True)
-class TreeWrites:
-    """Where a message was said, noted as it is stored: the scope in the activity index;
-    in a server, its channel among the server's places and a thread's channel."""
+class _Where:
+    """What storing a message needs of its scope's name, worked out once per scope: the
+    script's keys; where the message is noted as it is stored (the scope in the activity
+    index; in a server, its channel among the server's places and a thread's channel)."""
 
-    keys: tuple[str, ...]  # index[, places[, parents]]
-    args: tuple[Any, ...]  # scope, channel, thread (as the ingest script takes them)
-    ts_ms: int
+    keys: tuple[str, ...]  # log, state, ids, root state, threads, speakers
+    side_keys: tuple[str, ...]  # index[, places[, parents]]
+    side_args: tuple[str, str, str]  # scope, channel, thread (as the ingest script takes them)
+    thread_key: str  # the scope's name when it is a thread, else ""
+    thread: str
 
-    @property
-    def commands(self) -> list[tuple[Any, ...]]:
-        scope, root, thread = self.args
-        out: list[tuple[Any, ...]] = [("ZADD", self.keys[0], self.ts_ms, scope)]
-        if len(self.keys) > 1:
-            out.append(("ZADD", self.keys[1], self.ts_ms, root))
-        if len(self.keys) > 2:
-            out.append(("HSET", self.keys[2], thread, root))
+    def commands(self, ts_ms: int) -> list[tuple[Any, ...]]:
+        """The side writes as commands of their own (a cluster)."""
+        scope, root, thread = self.side_args
+        out: list[tuple[Any, ...]] = [("ZADD", self.side_keys[0], ts_ms, scope)]
+        if len(self.side_keys) > 1:
+            out.append(("ZADD", self.side_keys[1], ts_ms, root))
+        if len(self.side_keys) > 2:
+            out.append(("HSET", self.side_keys[2], thread, root))
         return out
+
+
+# Scopes whose _Where is kept (a few hundred bytes each); past it, worked out again.
+WHERE_CACHED = 20_000
 
 
 @translates_redis_errors
 class MemoryRepo(ScopeWrites):
+    def __init__(self, client: Any, keys: KeySchema, *, lane: FastLane | None = None) -> None:
+        super().__init__(client, keys)
+        self.lane = lane  # storing a message's own connection (the store's), when it has one
+        self._where: dict[str, _Where] = {}
+
     # -- the hot path ------------------------------------------------------------------
     async def ingest(
         self,
@@ -132,9 +145,8 @@ class MemoryRepo(ScopeWrites):
         ``touch_index=False``: an edited message stored again, which is no new activity.
         ``reply_to``, ``answers``: the bot's answer, to this user id and this platform
         message. ``audience``: the place's."""
-        place = Scope.of(scope)
-        k = self.k(scope)
-        speaker = f"{author_id}|{place.thread}" if role == "user" and author_id else ""
+        where = self._where.get(scope) or self._where_of(scope)
+        speaker = f"{author_id}|{where.thread}" if role == "user" and author_id else ""
         args = [
             ts_ms,
             role,
@@ -144,7 +156,7 @@ class MemoryRepo(ScopeWrites):
             platform_id,
             tokens,
             day,
-            place.key if place.is_thread else "",
+            where.thread_key,
             place_name,
             "1" if replay else "",
             own_day_end_ms or "",
@@ -155,11 +167,16 @@ class MemoryRepo(ScopeWrites):
             audience,
             answers,
         ]
-        side = self._tree_writes(place, ts_ms) if touch_index else None
         for attempt in (0, 1):
             try:
                 result, side_errors = await _ingest_round_trip(
-                    self.client, k, args, side, by_source=bool(attempt)
+                    self.client,
+                    self.lane,
+                    where,
+                    args,
+                    ts_ms,
+                    side=touch_index,
+                    by_source=bool(attempt),
                 )
             except NoScriptError:
                 if attempt:
@@ -196,16 +213,26 @@ class MemoryRepo(ScopeWrites):
             outcome=outcome,
         )
 
-    def _tree_writes(self, place: Scope, ts_ms: int) -> TreeWrites:
-        """What keeps the index and the server's tree as a message arrives (written with the
-        message, in its round trip)."""
-        keys: tuple[str, ...] = (self.keys.scopes_index_of(place.key),)
+    def _where_of(self, scope: str) -> _Where:
+        place = Scope.of(scope)
+        k = self.k(scope)
+        side: tuple[str, ...] = (self.keys.scopes_index_of(place.key),)
         if place.server_key is not None and not place.person:
             server = self.keys.server(place.server_key)
-            keys += (server.places,)
+            side += (server.places,)
             if place.is_thread:
-                keys += (server.parents,)
-        return TreeWrites(keys=keys, args=(place.key, place.root.key, place.thread), ts_ms=ts_ms)
+                side += (server.parents,)
+        where = _Where(
+            keys=(k.log, k.state, k.ids, k.root_state, k.threads, k.speakers),
+            side_keys=side,
+            side_args=(place.key, place.root.key, place.thread),
+            thread_key=place.key if place.is_thread else "",
+            thread=place.thread,
+        )
+        if len(self._where) >= WHERE_CACHED:
+            self._where.clear()
+        self._where[scope] = where
+        return where
 
     async def lock_and_state(self, scope: str, ttl_ms: int) -> LockClaim:
         """Take the maintenance lock and read the state in one round trip. A lock whose

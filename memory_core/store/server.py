@@ -32,6 +32,7 @@ from memory_core.store.embedded import (
     ServerFiles,
 )
 from memory_core.store.keys import KeySchema
+from memory_core.store.lane import FastLane
 from memory_core.store.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
 from memory_core.store.packing import packed_connection_class
 from memory_core.store.redis_errors import redis_errors_translated
@@ -187,6 +188,8 @@ class Store:
     url: str = field(default="", repr=False)
     cluster: bool = False
     connect_timeout_s: float = 5.0
+    # Storing a message's own connection to a single server (None: a cluster, TLS).
+    lane: FastLane | None = None
 
     _next_erase: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
@@ -298,6 +301,8 @@ class Store:
     async def close(self) -> None:
         if self._erasing:  # forgets still being erased finish first
             await asyncio.gather(*self._erasing, return_exceptions=True)
+        if self.lane is not None:
+            await self.lane.close()
         await self.client.aclose()
         if self.embedded is not None:
             await self.embedded.close()
@@ -315,7 +320,21 @@ async def open_store(settings: StoreSettings) -> Store:
         url=url,
         cluster=settings.cluster,
         connect_timeout_s=settings.connect_timeout_s,
+        lane=_lane(settings, url, cluster=settings.cluster),
     )
+
+
+def _lane(settings: StoreSettings, url: str, *, cluster: bool) -> FastLane | None:
+    return FastLane.for_url(
+        url,
+        cluster=cluster,
+        connect_timeout_s=settings.connect_timeout_s,
+        timeout_s=_command_timeout_s(settings),
+    )
+
+
+def _command_timeout_s(settings: StoreSettings) -> float:
+    return max(settings.connect_timeout_s, 10.0)
 
 
 async def connect_client(settings: StoreSettings) -> Any:
@@ -352,6 +371,7 @@ async def _open_embedded(settings: StoreSettings) -> Store:
         embedded=embedded,
         url=embedded.files.url,
         connect_timeout_s=settings.connect_timeout_s,
+        lane=_lane(settings, embedded.files.url, cluster=False),
     )
 
 
@@ -366,7 +386,7 @@ async def _connect(
         # stored as "?" rather than failing the write.
         "encoding_errors": "replace",
         "socket_connect_timeout": settings.connect_timeout_s,
-        "socket_timeout": max(settings.connect_timeout_s, 10.0),
+        "socket_timeout": _command_timeout_s(settings),
     }
     client: Any = None
     try:
@@ -379,7 +399,7 @@ async def _connect(
             pool = BlockingConnectionPool.from_url(
                 url,
                 max_connections=settings.max_connections,
-                timeout=max(settings.connect_timeout_s, 10.0),
+                timeout=_command_timeout_s(settings),
                 health_check_interval=30,
                 **options,
                 **packed_connection_class(url),

@@ -32,7 +32,8 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode(text, disallowed_special=()))
+        # (Special tokens' names in user text are text: encode(disallowed_special=()).)
+        return len(self._enc.encode_ordinary(text))
 
     def count_messages(self, messages: Iterable[Mapping[str, str]]) -> int:
         total = REPLY_PRIMING

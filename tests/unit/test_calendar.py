@@ -79,3 +79,27 @@ def test_an_unknown_zone_is_a_clear_error(name: str) -> None:
 def test_a_known_zone_or_the_default() -> None:
     assert calendar.known_zone_or("Asia/Tokyo", "UTC") == "Asia/Tokyo"
     assert calendar.known_zone_or("Mars/Olympus", "UTC") == "UTC"
+
+
+@pytest.mark.parametrize(
+    "tz",
+    # Clocks that change at midnight (an hour repeated after 00:00, or 00:00 skipped), one
+    # minute after it (in 2008-2010: back from 00:01 to 23:01, the day before again), at
+    # 02:00, and never.
+    [
+        "America/Santiago",
+        "Asia/Beirut",
+        "America/Goose_Bay",
+        "America/New_York",
+        "Asia/Tokyo",
+    ],
+)
+def test_local_day_of_an_instant_is_the_same_when_remembered(tz: str) -> None:
+    """``local_day_ms`` keeps the last day it worked out: every instant, walked in 20-minute
+    steps across years of DST changes (forwards, so the kept day is used; then backwards),
+    gets the day ``local_day`` gives it."""
+    start = calendar.to_ms(datetime(2008, 1, 1, tzinfo=UTC))
+    step = 20 * 60 * 1000
+    instants = list(range(start, start + 3 * 366 * 86_400_000, step))
+    for ms in [*instants, *reversed(instants)]:
+        assert calendar.local_day_ms(ms, tz) == calendar.local_day(calendar.from_ms(ms), tz), ms

@@ -1,0 +1,204 @@
+"""The hot path's own connection: storing a message in one round trip that costs what the
+round trip costs.
+
+redis-py's asyncio client spends 60-70 µs of Python on each command it sends (the pool's
+checkout and release, its health check, its reader's buffers and the command's own
+bookkeeping): a third of what storing a message costs, and half of what a PING does. A
+message is stored by one script call, so here is one connection that only sends commands
+and reads their replies: packed and parsed by hiredis, in C; pipelined (commands go out as
+they come, their replies come back in order, each to its caller); opened on first use and
+again after it is lost.
+
+It speaks to one server, over TCP (``redis://``) or a Unix socket (``unix://``), with the
+URL's user, password and database. A TLS URL (``rediss://``) or a cluster keeps redis-py's
+client (:meth:`FastLane.for_url` says None), which handles them.
+
+Errors are redis-py's classes, so callers handle one family: a lost or refused connection is
+a ``ConnectionError``, a command left unanswered for ``timeout_s`` a ``TimeoutError`` (the
+connection is dropped: its other replies can no longer be matched), an error reply the class
+redis-py gives it (``NoScriptError`` for ``NOSCRIPT``). Replies are the server's, without
+redis-py's conversions per command (PING is "PONG", not True). Text comes back decoded as
+UTF-8, bytes that are not UTF-8 replaced, as the main client's ``decode_responses`` and
+``encoding_errors="replace"``; text sent that is not UTF-8 (a lone surrogate) is stored with
+"?" in its place, as the main client stores it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+import hiredis
+from redis._parsers.base import BaseParser
+from redis.asyncio.connection import parse_url
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+# How often an open connection checks that its oldest command has been answered in time.
+WATCH_EVERY_S = 1.0
+
+
+def _packed(args: Any) -> bytes:
+    try:
+        packed: bytes = hiredis.pack_command(args)
+    except UnicodeEncodeError:  # a lone surrogate: "?" for it, as redis-py's "replace"
+        words: Any = tuple(a.encode("utf-8", "replace") if isinstance(a, str) else a for a in args)
+        packed = hiredis.pack_command(words)
+    return packed
+
+
+class _Connection(asyncio.Protocol):
+    """One connection: commands written as they come, replies handed out in order."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.reader = hiredis.Reader(encoding="utf-8", errors="replace")
+        self.waiting: deque[tuple[asyncio.Future[Any], float]] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.lost = False
+        self.why_lost: Exception = RedisConnectionError("the connection to Redis is closed")
+        self.watch: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.watch = asyncio.get_running_loop().call_later(WATCH_EVERY_S, self._check)
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        try:
+            while (reply := self.reader.gets()) is not False:
+                future, _ = self.waiting.popleft()
+                if future.done():  # its caller gave up (cancelled): the reply is dropped
+                    continue
+                if isinstance(reply, hiredis.ReplyError):
+                    error = BaseParser.parse_error(str(reply))  # type: ignore[no-untyped-call]
+                    future.set_exception(error)
+                else:
+                    future.set_result(reply)
+        except (hiredis.ProtocolError, IndexError) as exc:  # not Redis, or out of step
+            self._drop(RedisConnectionError(f"Redis sent what is not a reply: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost:
+            reason = f": {exc}" if exc else ""
+            self._fail(RedisConnectionError(f"the connection to Redis was lost{reason}"))
+
+    # -- use -------------------------------------------------------------------------
+    def send(self, args: tuple[Any, ...]) -> asyncio.Future[Any]:
+        if self.lost or self.transport is None:
+            raise self.why_lost
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiting.append((future, time.monotonic()))
+        self.transport.write(_packed(args))
+        return future
+
+    def close(self) -> None:
+        self._drop(RedisConnectionError("the connection to Redis is closed"))
+
+    # -- failures ----------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.lost:
+            return
+        if self.waiting and time.monotonic() - self.waiting[0][1] > self.timeout_s:
+            self._drop(RedisTimeoutError(f"Redis did not answer within {self.timeout_s:g} s"))
+            return
+        self.watch = asyncio.get_running_loop().call_later(WATCH_EVERY_S, self._check)
+
+    def _drop(self, why: Exception) -> None:
+        self._fail(why)
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _fail(self, why: Exception) -> None:
+        self.lost, self.why_lost = True, why
+        if self.watch is not None:
+            self.watch.cancel()
+        while self.waiting:
+            future, _ = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(why)
+
+
+class FastLane:
+    """A pipelined connection to the server at a URL (see the module docstring)."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float, timeout_s: float) -> None:
+        options = parse_url(url)
+        self._path: str | None = options.get("path")
+        self._host = str(options.get("host") or "localhost")
+        self._port = int(options.get("port") or 6379)
+        self._hello: list[tuple[Any, ...]] = []
+        if options.get("password") is not None:
+            user = options.get("username")
+            self._hello.append(
+                ("AUTH", user, options["password"]) if user else ("AUTH", options["password"])
+            )
+        if int(options.get("db") or 0):
+            self._hello.append(("SELECT", int(options["db"])))
+        self._connect_timeout_s = connect_timeout_s
+        self._timeout_s = timeout_s
+        self._conn: _Connection | None = None
+        self._opening = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    def for_url(
+        cls, url: str, *, cluster: bool, connect_timeout_s: float, timeout_s: float
+    ) -> FastLane | None:
+        """A lane to the server at ``url``; None for a cluster or TLS (redis-py's client)."""
+        scheme = url.split("://", 1)[0].lower()
+        if cluster or scheme not in ("redis", "unix"):
+            return None
+        return cls(url, connect_timeout_s=connect_timeout_s, timeout_s=timeout_s)
+
+    @property
+    def where(self) -> str:
+        """Where it connects, with no secret in it."""
+        return self._path or f"{self._host}:{self._port}"
+
+    async def call(self, *args: Any) -> Any:
+        """Send one command and return its reply (see the module docstring for errors)."""
+        conn = self._conn
+        if conn is None or conn.lost:
+            conn = await self._open()
+        return await conn.send(args)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def _open(self) -> _Connection:
+        async with self._opening:  # callers arriving meanwhile share one connection
+            if self._conn is not None and not self._conn.lost:
+                return self._conn
+            if self._closed:
+                raise RedisConnectionError("the store is closed")
+            loop = asyncio.get_running_loop()
+            conn = _Connection(self._timeout_s)
+            try:
+                async with asyncio.timeout(self._connect_timeout_s):
+                    if self._path is not None:
+                        await loop.create_unix_connection(lambda: conn, self._path)
+                    else:
+                        await loop.create_connection(lambda: conn, self._host, self._port)
+                    for command in self._hello:
+                        await conn.send(command)
+            except TimeoutError as exc:
+                conn.close()
+                raise RedisConnectionError(
+                    f"could not connect to {self.where} within {self._connect_timeout_s:g} s"
+                ) from exc
+            except OSError as exc:
+                conn.close()
+                raise RedisConnectionError(f"could not connect to {self.where}: {exc}") from exc
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+            return conn

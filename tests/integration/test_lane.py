@@ -1,0 +1,219 @@
+"""The hot path's own connection (memory_core/store/lane.py) against a real Redis: the same
+replies as the main client, pipelined callers each get their own, errors of the same
+classes, the URL's password and database, and a server that restarts, stalls or is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis
+from redis.asyncio import Redis
+from redis.exceptions import (
+    AuthenticationError,
+    NoScriptError,
+    ResponseError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from bots.bench.cluster import LocalRedis, free_port
+from memory_core.bootstrap import build_core
+from memory_core.models import IncomingMessage
+from memory_core.store import lane as lane_module
+from memory_core.store.lane import FastLane
+from tests.conftest import make_settings
+
+
+def make_lane(url: str, *, timeout_s: float = 10.0) -> FastLane:
+    return FastLane(url, connect_timeout_s=2.0, timeout_s=timeout_s)
+
+
+@pytest.fixture
+async def lane(clean_redis: str) -> AsyncIterator[FastLane]:
+    made = make_lane(clean_redis)
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+async def client(clean_redis: str) -> AsyncIterator[Redis]:
+    made = Redis.from_url(clean_redis, decode_responses=True, encoding_errors="replace")
+    yield made
+    await made.aclose()
+
+
+@pytest.fixture
+def private_server() -> Iterator[LocalRedis]:
+    server = LocalRedis(free_port())
+    setup = redis.Redis.from_url(server.url)
+    setup.config_set("requirepass", "s3cret/pw")  # once it answers (its start pings)
+    setup.close()
+    yield server
+    server.stop()
+
+
+async def test_replies_are_the_main_clients(lane: FastLane, client: Redis) -> None:
+    await client.execute_command("SET", "bad", b"caf\xe9 \xff")  # not UTF-8
+    await lane.call("RPUSH", "list", "日本語 😀", 7, "caf\udce9")  # a lone surrogate
+    for command in (
+        ("GET", "bad"),
+        ("GET", "missing"),
+        ("LRANGE", "list", 0, -1),
+        ("LLEN", "list"),
+        ("EVAL", "return {1, 'two', {3, false}, redis.status_reply('OK')}", 0),
+        ("ECHO", "ünïcode"),
+    ):
+        assert await lane.call(*command) == await client.execute_command(*command), command
+    assert await lane.call("LINDEX", "list", 2) == "caf?"  # stored as the main client does
+    # The server's reply as it is: none of redis-py's conversions per command.
+    assert await lane.call("PING") == "PONG"
+
+
+async def test_pipelined_callers_each_get_their_own_reply(lane: FastLane) -> None:
+    replies = await asyncio.gather(*(lane.call("ECHO", f"n{i}") for i in range(500)))
+    assert replies == [f"n{i}" for i in range(500)]
+
+
+async def test_error_replies_are_redis_pys_classes_and_the_lane_goes_on(
+    lane: FastLane, client: Redis
+) -> None:
+    with pytest.raises(NoScriptError):
+        await lane.call("EVALSHA", "0" * 40, 0)
+    await client.set("text", "x")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await lane.call("LPUSH", "text", "y")
+    assert await lane.call("GET", "text") == "x"
+
+
+async def test_a_caller_that_gives_up_does_not_put_the_replies_out_of_step(
+    lane: FastLane,
+) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(lane.call("BLPOP", "never", 0.3), 0.05)
+    # The blocked command's reply (nil, after 0.3 s) arrives first and is dropped.
+    assert await lane.call("ECHO", "after") == "after"
+
+
+async def test_password_and_database_from_the_url(private_server: LocalRedis) -> None:
+    url = f"redis://:s3cret%2Fpw@127.0.0.1:{private_server.port}/3"
+    lane = make_lane(url)
+    try:
+        await lane.call("SET", "where", "db3")
+    finally:
+        await lane.close()
+    check = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        assert check.get("where") == "db3"
+        check.select(0)
+        assert check.get("where") is None
+    finally:
+        check.close()
+
+
+async def test_a_wrong_password_is_refused_without_quoting_it(private_server: LocalRedis) -> None:
+    lane = make_lane(f"redis://:wrong-one@127.0.0.1:{private_server.port}/0")
+    try:
+        with pytest.raises(AuthenticationError) as caught:
+            await lane.call("PING")
+        assert "wrong-one" not in str(caught.value)
+        assert isinstance(caught.value, RedisConnectionError)  # unreachable, to its callers
+    finally:
+        await lane.close()
+
+
+async def test_nothing_listening_is_a_connection_error() -> None:
+    port = free_port()
+    lane = make_lane(f"redis://127.0.0.1:{port}/0")
+    try:
+        with pytest.raises(RedisConnectionError, match=f"127.0.0.1:{port}"):
+            await lane.call("PING")
+    finally:
+        await lane.close()
+
+
+async def test_a_restarted_server_is_reconnected_to() -> None:
+    server = LocalRedis(free_port())
+    lane = make_lane(server.url)
+    try:
+        assert await lane.call("PING") == "PONG"
+        assert server.proc is not None
+        server.proc.terminate()
+        server.proc.wait(10)
+        with pytest.raises(RedisConnectionError):
+            await lane.call("PING")
+        server.start()
+        assert await lane.call("PING") == "PONG"
+    finally:
+        await lane.close()
+        server.stop()
+
+
+async def test_a_server_that_stops_answering_times_out_and_is_left(
+    monkeypatch: pytest.MonkeyPatch, lane: FastLane
+) -> None:
+    """A server that takes the command and never answers (a network that drops the replies):
+    the callers get a TimeoutError after ``timeout_s`` and the connection is dropped, so the
+    next call opens a new one."""
+    monkeypatch.setattr(lane_module, "WATCH_EVERY_S", 0.05)
+    received: list[bytes] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.read(1000))
+        await reader.read()  # until the client leaves
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    stalled = make_lane(f"redis://127.0.0.1:{port}/0", timeout_s=0.3)
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RedisTimeoutError, match=r"0\.3 s"):
+            await stalled.call("PING")
+        assert 0.3 <= asyncio.get_running_loop().time() - started < 5
+        assert received == [b"*1\r\n$4\r\nPING\r\n"]
+        with pytest.raises(RedisTimeoutError):
+            await stalled.call("PING")  # on a new connection: the server took it too
+        assert len(received) == 2
+    finally:
+        await stalled.close()
+        server.close()
+        await server.wait_closed()
+    assert await lane.call("PING") == "PONG"  # (the fixture's lane, untouched)
+
+
+def test_tls_and_clusters_keep_redis_pys_client() -> None:
+    options = {"connect_timeout_s": 1.0, "timeout_s": 1.0}
+    assert FastLane.for_url("redis://127.0.0.1:6379/0", cluster=False, **options)
+    assert FastLane.for_url("unix:///tmp/valkey.sock", cluster=False, **options)
+    assert FastLane.for_url("rediss://127.0.0.1:6380/0", cluster=False, **options) is None
+    assert FastLane.for_url("redis://127.0.0.1:7000/0", cluster=True, **options) is None
+
+
+async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
+    """Through the core, as the front doors store: on one server the message goes by the
+    lane, and the main client's reads see it at once."""
+    core = await build_core(make_settings(redis_url=clean_redis))
+    lane = core.store.lane
+    assert lane is not None and core.pipeline.repo.lane is lane
+    sent: list[str] = []
+    call = lane.call
+
+    async def spied(*args: object) -> object:
+        sent.append(str(args[0]))
+        return await call(*args)
+
+    lane.call = spied  # type: ignore[method-assign]
+    try:
+        result = await core.pipeline.ingest(
+            IncomingMessage(scope="console:lane", text="stored by the lane", author="ann")
+        )
+        assert result.stored
+        assert sent == ["EVALSHA"]
+        assert [e.text for e in await core.pipeline.repo.recent("console:lane", 5)] == [
+            "stored by the lane"
+        ]
+    finally:
+        await core.discard()
