@@ -11,6 +11,7 @@ import platform
 import shutil
 import signal
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -169,10 +170,21 @@ async def test_a_platform_without_the_server_binary_says_to_set_redis_url(
 # -- the old JSON snapshot ---------------------------------------------------------------
 
 
+def _copy_legacy(path: Path) -> bytes:
+    """The old snapshot, as if saved a minute ago: its TTLs (a metrics key's 3 days) count
+    from its ``saved_at``, so a copy kept with its own date would lose that key days later."""
+    snapshot = json.loads(LEGACY.read_text("utf-8"))
+    saved = datetime.now(UTC) - timedelta(minutes=1)
+    snapshot["saved_at"] = saved.isoformat(timespec="milliseconds")
+    data = json.dumps(snapshot).encode("utf-8")
+    path.write_bytes(data)
+    return data
+
+
 async def test_an_old_snapshot_is_imported_once_and_kept_aside(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    shutil.copy(LEGACY, tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
+    copied = _copy_legacy(tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
     store = await _open(tmp_path)
     try:
         assert "imported 6 key(s) of the old embedded store" in caplog.text
@@ -186,7 +198,7 @@ async def test_an_old_snapshot_is_imported_once_and_kept_aside(
         await store.close()
     assert not (tmp_path / legacy_snapshot.SNAPSHOT_FILENAME).exists()
     kept = tmp_path / "memorybot-store.json.imported"
-    assert kept.read_bytes() == LEGACY.read_bytes()
+    assert kept.read_bytes() == copied
     caplog.clear()
     again = await _open(tmp_path)  # not imported twice; the memory is the server's now
     try:
@@ -197,7 +209,7 @@ async def test_an_old_snapshot_is_imported_once_and_kept_aside(
 
 
 async def test_processes_starting_at_once_import_an_old_snapshot_once(tmp_path: Path) -> None:
-    shutil.copy(LEGACY, tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
+    _copy_legacy(tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
     stores = await asyncio.gather(*(_open(tmp_path) for _ in range(3)))
     try:
         imported = [s.embedded.imported for s in stores if s.embedded is not None]
