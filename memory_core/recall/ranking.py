@@ -9,6 +9,7 @@ after a question). Pure: it reads the index, never Redis.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -127,6 +128,22 @@ def query_days(query: str) -> set[tuple[int, int]]:
     return found
 
 
+@dataclass(slots=True)
+class Words:
+    """What a query scores by its words alone (its boosts for names, days and months
+    included): worked out while the query's vector is on its way (:func:`rank_words`),
+    blended with it after (:func:`ranked`)."""
+
+    q_terms: list[str]
+    found: bool  # any document matched a word, before the expansion
+    scores: np.ndarray
+    record_scores: np.ndarray
+    times: np.ndarray
+    records: np.ndarray
+    by_named: np.ndarray | None
+    floor: float
+
+
 def rank(
     index: ScopeIndex,
     query: str,
@@ -137,16 +154,21 @@ def rank(
     similarity: np.ndarray | None = None,
 ) -> list[Hit]:
     """Score every document against ``query`` and group the best with their context."""
+    words = rank_words(index, query, tz=tz)
+    return ranked(index, words, exclude_ids=exclude_ids, limit=limit, tz=tz, similarity=similarity)
+
+
+def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | None:
+    """The first half of :func:`rank`, which needs no vector; None: nothing to rank."""
+    if not index.docs:
+        return None
     q_terms = terms(query)
-    if (not q_terms and similarity is None) or not index.docs:
-        return []
     named = _named_authors(index, query)
     weights = {t: NAME_WEIGHT for t in (n.lower() for n in named)}
     bm25 = index.bm25
     scores = bm25.score_array(q_terms, weights=weights)
     _drop_retired(index, scores)
-    if not scores.any() and (similarity is None or float(similarity.max()) < VECTOR_MIN):
-        return []
+    found = bool(scores.any())
     _expand(index, scores, q_terms, weights)
     best = float(scores.max())
     days = query_days(query)
@@ -176,13 +198,40 @@ def rank(
         by_named = np.isin(speakers, ids)
         scores[by_named] *= SPEAKER_BOOST
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
-    floor = max(FLOOR * reachable, 0.5)
+    return Words(
+        q_terms=q_terms,
+        found=found,
+        scores=scores,
+        record_scores=record_scores,
+        times=times,
+        records=records,
+        by_named=by_named,
+        floor=max(FLOOR * reachable, 0.5),
+    )
+
+
+def ranked(
+    index: ScopeIndex,
+    words: Words | None,
+    *,
+    exclude_ids: set[str],
+    limit: int,
+    tz: str = "UTC",
+    similarity: np.ndarray | None = None,
+) -> list[Hit]:
+    """The second half of :func:`rank`: the words' scores blended with the meaning's
+    (``similarity``, None without vectors), and the best grouped with their context."""
+    if words is None or (not words.q_terms and similarity is None):
+        return []
+    if not words.found and (similarity is None or float(similarity.max()) < VECTOR_MIN):
+        return []
+    scores, floor, records = words.scores, words.floor, words.records
     if similarity is not None:
-        scores = _fuse(scores, floor, similarity, records, by_named, bm25.log_lengths())
+        scores = _fuse(scores, floor, similarity, records, words.by_named, index.bm25.log_lengths())
     else:
         scores = np.where(scores >= floor, scores, 0.0).astype(np.float32)
     unit = 1.0 if similarity is not None else float(scores.max())
-    scores = _with_day_context(scores, record_scores, times, records, unit=unit, tz=tz)
+    scores = _with_day_context(scores, words.record_scores, words.times, records, unit=unit, tz=tz)
     candidates = np.nonzero(scores)[0]
     # Best first; among equals the newer message first.
     order = candidates[np.lexsort((-candidates, -scores[candidates]))]

@@ -23,15 +23,42 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding(ENCODING)
 
 
-class TokenCounter:
-    """Counts and cuts text in tokens. Stateless apart from the shared encoding."""
+# A remembering counter (TokenCounter.remembering) keeps the counts of this many texts of at
+# most REMEMBERED_CHARS characters (a few MB at most), then starts again.
+REMEMBERED = 4096
+REMEMBERED_CHARS = 2000
 
-    def __init__(self) -> None:
+
+class TokenCounter:
+    """Counts and cuts text in tokens. Stateless apart from the shared encoding (and, made
+    by :meth:`remembering`, the counts it has made)."""
+
+    def __init__(self, *, remember: bool = False) -> None:
         self._enc = _encoding()
+        self._known: dict[str, int] | None = {} if remember else None
+
+    def remembering(self) -> TokenCounter:
+        """A counter that remembers the counts of the texts it meets again and again: a
+        prompt's lines, counted as they are chosen and again as the prompt is measured, and
+        again in the next prompt of the same place (5 µs each; 47 counts to a prompt)."""
+        return TokenCounter(remember=True)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        known = self._known
+        if known is None:
+            return self._count(text)
+        n = known.get(text)
+        if n is None:
+            n = self._count(text)
+            if len(text) <= REMEMBERED_CHARS:
+                if len(known) >= REMEMBERED:
+                    known.clear()
+                known[text] = n
+        return n
+
+    def _count(self, text: str) -> int:
         # (Special tokens' names in user text are text: encode(disallowed_special=()).)
         return len(self._enc.encode_ordinary(text))
 

@@ -1,6 +1,8 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_core.text import tokens
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 
 counter = TokenCounter()
@@ -31,3 +33,18 @@ def test_truncate_marks_the_cut() -> None:
     cut = counter.truncate(text, 10)
     assert cut.endswith("…")
     assert text.startswith(cut[:-1].rstrip())
+
+
+def test_a_remembering_counter_counts_the_same_and_keeps_a_bounded_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "REMEMBERED", 8)
+    plain = TokenCounter()
+    remembering = plain.remembering()
+    texts = [f"line {i}: 日本語 and emoji 😀 <|endoftext|>" for i in range(20)]
+    long_text = "word " * 1000  # over REMEMBERED_CHARS: counted, not kept
+    for text in [*texts, *texts, long_text, long_text]:
+        assert remembering.count(text) == plain.count(text)
+        assert remembering._known is not None and len(remembering._known) <= 8
+    assert long_text not in remembering._known
+    assert plain._known is None  # the bot's own counter (ingest) keeps nothing
