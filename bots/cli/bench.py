@@ -85,7 +85,12 @@ def ingest(
             f"p99 {r['assemble_p99_ms']:.3f} ms\n"
             f"  Redis PING {r['redis_ping_ms']:.3f} ms quiet, {r['ping_during_run_ms']:.3f} ms "
             f"during the run (ingest p50 = {r['p50_over_ping']}x the quiet PING)\n"
-            f"  background embedding ({r['embedding']}): {r['embedded']} embedded, "
+            + (
+                f"  PING by the connection messages are stored by: {r['lane_ping_ms']:.3f} ms\n"
+                if r.get("lane_ping_ms")
+                else ""
+            )
+            + f"  background embedding ({r['embedding']}): {r['embedded']} embedded, "
             f"{r['embed_msgs_per_s']:.0f} msgs/s, lag p50 {r['embed_lag_p50_s']:.2f} s, "
             f"max {r['embed_lag_max_s']:.2f} s, caught up {r['embed_catch_up_s']:.2f} s "
             "after the last message"
