@@ -152,7 +152,10 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         ),
         "",
         *_embedded_pipeline(results.get("embedded_pipeline")),
-        *_embedding_worker(results.get("embedding_worker")),
+        *_side_by_side(
+            results.get("embedding_worker"), "Recall by meaning off the message path"
+        ),
+        *_side_by_side(results.get("ingest_lane"), "Storing a message by its own connection"),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
@@ -310,9 +313,10 @@ def _embedded_pipeline(side: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def _embedding_worker(side: dict[str, Any] | None) -> list[str]:
-    """Background embedding in the bot's process (before) and in a worker process (after),
-    measured side by side (kept in the JSON: ``bench all`` does not run the old code)."""
+def _side_by_side(side: dict[str, Any] | None, heading: str) -> list[str]:
+    """``bench ingest`` on the code before a change and after it, run in turn (kept in the
+    JSON: ``bench all`` does not run the old code): what was measured, the rows, and what
+    they say (``after``, when there is more to say)."""
     if not side:
         return []
     columns = [
@@ -327,8 +331,9 @@ def _embedding_worker(side: dict[str, Any] | None) -> list[str]:
         ("embedded msgs/s", "embed_msgs_per_s"),
         ("catch-up s", "embed_catch_up_s"),
     ]
+    after = [side["after"], ""] if side.get("after") else []
     return [
-        "### Recall by meaning off the message path",
+        f"### {heading}",
         "",
         side["about"],
         "",
@@ -337,6 +342,7 @@ def _embedding_worker(side: dict[str, Any] | None) -> list[str]:
             [[row.get(key, "-") for _, key in columns] for row in side["rows"]],
         ),
         "",
+        *after,
     ]
 
 

@@ -1,6 +1,7 @@
 """The only part of the core that talks to Redis: key names (``keys``), the Lua scripts, the
 repository the rest of the core uses (``MemoryRepo``), the connections (``open_store``; the
-hot path's own, ``lane``) and the embedded Valkey server. Redis errors are translated into ``StoreError`` here, once."""
+hot path's own, ``lane``) and the embedded Valkey server. Redis errors are translated into
+``StoreError`` here, once."""
 
 from __future__ import annotations
 
