@@ -152,9 +152,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         ),
         "",
         *_embedded_pipeline(results.get("embedded_pipeline")),
-        *_side_by_side(
-            results.get("embedding_worker"), "Recall by meaning off the message path"
-        ),
+        *_side_by_side(results.get("embedding_worker"), "Recall by meaning off the message path"),
         *_side_by_side(results.get("ingest_lane"), "Storing a message by its own connection"),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
