@@ -244,3 +244,50 @@ async def test_the_worker_keeps_the_state_of_a_bounded_number_of_idle_scopes(
     worker.scopes["console:s1"].todo.clear()
     worker.forget_idle()
     assert list(worker.scopes) == ["console:s4", "console:s5", "console:s3"]
+
+
+class InFlight:
+    """A Redis client that counts the commands awaiting an answer at once."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.now = 0
+        self.most = 0
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        command = getattr(self.client, name)
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.now += 1
+            self.calls += 1
+            self.most = max(self.most, self.now)
+            try:
+                return await command(*args, **kwargs)
+            finally:
+                self.now -= 1
+
+        return counted
+
+
+async def test_the_worker_never_has_more_than_one_command_in_flight(
+    make_core: CoreFactory,
+) -> None:
+    """A round over many scopes reads and stores them in turn: Redis serves its clients'
+    commands in turn, so a hundred gathered commands would put a hundred ahead of the
+    bot's next read. Everything is still embedded."""
+    core = await make_core(clock=ManualClock(START), offline=True, memory=LOCAL)
+    rooms = [f"room{i}" for i in range(12)]
+    for room in rooms:
+        await say(core, room, *(f"{room} note {i} about the trip" for i in range(3)))
+    client = InFlight(core.store.client)
+    worker = EmbeddingWorker(client, core.store.keys, io.StringIO())
+    for room in rooms:
+        worker.take(json.dumps({"n": f"console:{room}", "c": 3}))
+    while worker.queue:
+        await worker.round()
+    assert worker.embedded == 36 and worker.failures == 0
+    assert client.calls >= 2 * len(rooms)  # a read and a store per scope at least
+    assert client.most == 1
+    for room in rooms:
+        assert await vectors(core, f"console:{room}") == await log_ids(core, room)
