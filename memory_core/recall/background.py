@@ -224,23 +224,34 @@ class BackgroundEmbedding:
         await asyncio.gather(self._worker.close(), self._queries.close())
 
     # -- questions ----------------------------------------------------------------------
-    async def query(self, text: str) -> np.ndarray | None:
-        """The question's unit vector from the query embedder; None when it is not there
-        or did not answer in time (the caller then embeds it itself)."""
+    def ask(self, text: str) -> asyncio.Future[np.ndarray | None] | None:
+        """Send the question to the query embedder now (the model starts on it while the
+        caller goes on) and return its answer to come; None when the query embedder is not
+        there (the caller then embeds the question itself)."""
         if not self._queries.ready.is_set() or not self._queries.alive:
             return None
         asked = next(self._ids)
         answer: asyncio.Future[np.ndarray | None] = asyncio.get_running_loop().create_future()
+        if not self._queries.write({"q": asked, "t": text}):
+            return None
         self._asked[asked] = answer
+        answer.add_done_callback(lambda _: self._asked.pop(asked, None))
+        return answer
+
+    async def query(self, text: str) -> np.ndarray | None:
+        """The question's unit vector from the query embedder; None when it is not there
+        or did not answer in time (the caller then embeds it itself)."""
+        answer = self.ask(text)
+        return await self.answer(answer) if answer is not None else None
+
+    @staticmethod
+    async def answer(asked: asyncio.Future[np.ndarray | None]) -> np.ndarray | None:
+        """What :meth:`ask` gave, within QUERY_TIMEOUT_S (None after that)."""
         try:
-            if not self._queries.write({"q": asked, "t": text}):
-                return None
-            return await asyncio.wait_for(answer, QUERY_TIMEOUT_S)
+            return await asyncio.wait_for(asked, QUERY_TIMEOUT_S)
         except TimeoutError:
             log.warning("the query embedder did not answer in %.0f s", QUERY_TIMEOUT_S)
             return None
-        finally:
-            self._asked.pop(asked, None)
 
     def _answered(self, said: dict[str, Any]) -> None:
         answer = self._asked.get(int(said.get("q", -1)))

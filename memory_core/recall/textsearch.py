@@ -231,23 +231,32 @@ class BM25:
     def score_array(
         self, query: Iterable[str], *, weights: dict[str, float] | None = None
     ) -> np.ndarray:
-        """BM25 scores of all documents (zeros where no query term occurs)."""
+        """BM25 scores of all documents (zeros where no query term occurs). Every term's
+        postings are scored together, in a few vector operations whatever the number of
+        terms (per term, they cost a reply 10-20 µs each on a small index), summed in float64."""
         n = len(self._lengths)
-        scores = np.zeros(n, dtype=np.float32)
         if not n:
-            return scores
-        self.lengths()
+            return np.zeros(0, dtype=np.float32)
+        lengths = self.lengths()
         avg = self.total_length / n or 1.0
         k1, b = self.k1, self.b
+        docs_of: list[np.ndarray] = []
+        tfs_of: list[np.ndarray] = []
+        idfs: list[float] = []
         for term in set(query):
             arrays = self._arrays(term)
             if arrays is None:
                 continue
-            docs, tfs = arrays
-            idf = self.idf(term) * (weights.get(term, 1.0) if weights else 1.0)
-            norm = tfs * (k1 + 1) / (tfs + k1 * (1 - b + b * self._lengths_np[docs] / avg))
-            scores[docs] += idf * norm
-        return scores
+            docs_of.append(arrays[0])
+            tfs_of.append(arrays[1])
+            idfs.append(self.idf(term) * (weights.get(term, 1.0) if weights else 1.0))
+        if not docs_of:
+            return np.zeros(n, dtype=np.float32)
+        docs = np.concatenate(docs_of)
+        tfs = np.concatenate(tfs_of)
+        idf = np.repeat(np.asarray(idfs, dtype=np.float32), [len(d) for d in docs_of])
+        norm = tfs * (k1 + 1) / (tfs + k1 * (1 - b + b * lengths[docs] / avg))
+        return np.bincount(docs, weights=idf * norm, minlength=n).astype(np.float32)
 
     def scores(
         self, query: Iterable[str], *, weights: dict[str, float] | None = None

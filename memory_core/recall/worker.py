@@ -370,15 +370,26 @@ async def _serve(connect: dict[str, Any], lines: asyncio.StreamReader, out: IO[s
         await client.aclose()
 
 
-async def _answer_queries(lines: asyncio.StreamReader, out: IO[str]) -> None:
+def _answer_queries(fd: int, out: IO[str]) -> None:
     """The query embedder: each question's unit vector, at once, in the order asked; the
-    questions that arrived together are embedded as one batch."""
+    questions that arrived together are embedded as one batch. A plain blocking read: a
+    question wakes it from one system call (no event loop's poll before the read)."""
+    rest = b""
+    while b"\n" not in rest:  # the first line carries the connection: not needed here
+        if not (chunk := os.read(fd, 2**16)):
+            return
+        rest += chunk
+    rest = rest.split(b"\n", 1)[1]
     encode_sync(["warm up"])  # the model, loaded before "ready"
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
-    rest = b""
-    while chunk := await lines.read(2**16):
-        *whole, rest = (rest + chunk).split(b"\n")
+    while True:
+        if b"\n" not in rest:
+            if not (chunk := os.read(fd, 2**16)):
+                return  # stdin closed: the bot stopped
+            rest += chunk
+            continue
+        *whole, rest = rest.split(b"\n")
         asked = []
         for line in whole:
             with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -401,18 +412,20 @@ async def _answer_queries(lines: asyncio.StreamReader, out: IO[str]) -> None:
         out.flush()
 
 
-async def _main(role: str) -> None:
+async def _main() -> None:
+    """The embedding worker: its lines on stdin, read by the event loop beside its work."""
     loop = asyncio.get_running_loop()
     lines = asyncio.StreamReader(limit=2**20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(lines), sys.stdin)
     first = json.loads((await lines.readline()).decode("utf-8"))
-    # stdout carries the protocol: anything a library prints goes to stderr instead.
+    await _serve(first["connect"], lines, _protocol_out())
+
+
+def _protocol_out() -> IO[str]:
+    """stdout carries the protocol: anything a library prints goes to stderr instead."""
     out = sys.stdout
     sys.stdout = sys.stderr
-    if role == "query-embedder":
-        await _answer_queries(lines, out)
-    else:
-        await _serve(first["connect"], lines, out)
+    return out
 
 
 def _step_aside() -> None:
@@ -435,7 +448,10 @@ def main() -> None:
     if role == "embedding-worker":
         _step_aside()  # (the query embedder answers a waiting reply: normal priority)
     try:
-        asyncio.run(_main(role))
+        if role == "query-embedder":
+            _answer_queries(sys.stdin.fileno(), _protocol_out())
+        else:
+            asyncio.run(_main())
     except MemorybotError as exc:
         log.error("%s", exc)
         sys.exit(1)

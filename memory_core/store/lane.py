@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import hiredis
@@ -95,6 +96,19 @@ class _Connection(asyncio.Protocol):
         self.waiting.append((future, time.monotonic()))
         self.transport.write(_packed(args))
         return future
+
+    def send_many(self, commands: Sequence[tuple[Any, ...]]) -> list[asyncio.Future[Any]]:
+        """Several commands in one write (one round trip); their replies' futures, in order."""
+        if self.lost or self.transport is None:
+            raise self.why_lost
+        loop, now = asyncio.get_running_loop(), time.monotonic()
+        futures: list[asyncio.Future[Any]] = []
+        for _ in commands:
+            future: asyncio.Future[Any] = loop.create_future()
+            self.waiting.append((future, now))
+            futures.append(future)
+        self.transport.write(b"".join(_packed(args) for args in commands))
+        return futures
 
     def close(self) -> None:
         self._drop(RedisConnectionError("the connection to Redis is closed"))
@@ -166,6 +180,19 @@ class FastLane:
         if conn is None or conn.lost:
             conn = await self._open()
         return await conn.send(args)
+
+    async def batch(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Several commands sent together and their replies in order: one round trip, as a
+        redis-py pipeline without a transaction (an error reply raises, once every reply
+        is in, as the pipeline's ``execute`` does)."""
+        conn = self._conn
+        if conn is None or conn.lost:
+            conn = await self._open()
+        replies = await asyncio.gather(*conn.send_many(commands), return_exceptions=True)
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return replies
 
     async def close(self) -> None:
         self._closed = True

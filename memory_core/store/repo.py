@@ -110,8 +110,7 @@ WHERE_CACHED = 20_000
 @translates_redis_errors
 class MemoryRepo(ScopeWrites):
     def __init__(self, client: Any, keys: KeySchema, *, lane: FastLane | None = None) -> None:
-        super().__init__(client, keys)
-        self.lane = lane  # storing a message's own connection (the store's), when it has one
+        super().__init__(client, keys, lane=lane)
         self._where: dict[str, _Where] = {}
 
     # -- the hot path ------------------------------------------------------------------

@@ -14,12 +14,14 @@ from redis.asyncio import Redis
 from memory_core.models import DaySummary, Fact, LogEntry, ScopeState, WeekSummary
 from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema, ScopeKeys
+from memory_core.store.lane import FastLane
 from memory_core.store.records import (
     PlaceCounts,
     PromptSnapshot,
     ScopeDump,
     facts_from_hash,
     log_entries,
+    pairs,
 )
 from memory_core.store.redis_errors import translates_redis_errors
 from memory_core.store.scripts import run_script
@@ -27,18 +29,31 @@ from memory_core.store.scripts import run_script
 # A thread's prompt reads this many of its channel's messages before it began, and from
 # then on (its first message and the answer to it are among the first of those).
 THREAD_CONTEXT = 20
+
+
+def _as_client_reply(command: str, reply: Any) -> Any:
+    """A raw reply as redis-py's client converts it: a hash as a dict, stream entries as
+    (id, fields) pairs."""
+    if command == "HGETALL":
+        return pairs(reply)
+    if command in ("XRANGE", "XREVRANGE"):
+        return [(entry_id, pairs(fields)) for entry_id, fields in reply]
+    return reply
+
+
 # What a scope's state keeps when its memory is forgotten (see the forget_scope script).
 KEPT_BY_FORGET = frozenset({"epoch", "fact_seq"})
 
 
 @translates_redis_errors
 class ScopeReads:
-    def __init__(self, client: Redis, keys: KeySchema) -> None:
+    def __init__(self, client: Redis, keys: KeySchema, *, lane: FastLane | None = None) -> None:
         # redis-py's annotations do not model decode_responses=True (every reply typed as
         # bytes | str), so the client is used untyped here and replies are decoded into the
         # typed models at this boundary.
         self.client: Any = client
         self.keys = keys
+        self.lane = lane  # the store's own connection (one server; none on a cluster)
 
     def k(self, scope: str) -> ScopeKeys:
         return self.keys.scope(scope)
@@ -51,20 +66,23 @@ class ScopeReads:
         k = self.k(scope)
         place = Scope.of(scope)
         started = place.thread_started_ms
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(k.state)
-        pipe.hgetall(k.facts)
-        pipe.xrevrange(k.log, count=recent)
+        commands: list[tuple[Any, ...]] = [
+            ("HGETALL", k.state),
+            ("HGETALL", k.facts),
+            ("XREVRANGE", k.log, "+", "-", "COUNT", recent),
+        ]
         if place.parent:
-            pipe.hgetall(k.root_state)
+            commands.append(("HGETALL", k.root_state))
         if started is not None:  # the channel where the thread began, around that moment
             channel_log = self.k(place.root.key).log
-            pipe.xrevrange(channel_log, max=str(max(0, started - 1)), count=THREAD_CONTEXT)
-            pipe.xrange(channel_log, min=str(started), count=THREAD_CONTEXT)
+            commands.append(
+                ("XREVRANGE", channel_log, str(max(0, started - 1)), "-", "COUNT", THREAD_CONTEXT)
+            )
+            commands.append(("XRANGE", channel_log, str(started), "+", "COUNT", THREAD_CONTEXT))
         if user:
-            pipe.hgetall(self.k(user).facts)
-        results = await pipe.execute()
-        state, facts, log, rest = results[0], results[1], results[2], results[3:]
+            commands.append(("HGETALL", self.k(user).facts))
+        replies = await self._read_together(commands)
+        state, facts, log, rest = replies[0], replies[1], replies[2], replies[3:]
         parent_state = ScopeState.from_hash(rest.pop(0)) if place.parent else None
         before = log_entries(reversed(rest.pop(0))) if started is not None else []
         after = log_entries(rest.pop(0)) if started is not None else []
@@ -77,6 +95,21 @@ class ScopeReads:
             before_thread=before,
             from_thread=after,
         )
+
+    async def _read_together(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Read commands (HGETALL, XRANGE, XREVRANGE) sent together, replies as redis-py
+        gives them: by the store's own connection where it has one (a reply's reads, where
+        redis-py's Python per command cost more than the round trip), else a pipeline."""
+        if self.lane is not None:
+            return [
+                _as_client_reply(c[0], r)
+                for c, r in zip(commands, await self.lane.batch(commands), strict=True)
+            ]
+        pipe = self.client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        replies: list[Any] = await pipe.execute()
+        return replies
 
     async def facts_of(self, scopes: Sequence[str]) -> dict[str, list[Fact]]:
         """The facts of several scopes (people's fact scopes) in one round trip."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import redis
@@ -215,5 +217,68 @@ async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
         assert [e.text for e in await core.pipeline.repo.recent("console:lane", 5)] == [
             "stored by the lane"
         ]
+    finally:
+        await core.discard()
+
+
+async def test_a_batch_is_one_write_with_replies_in_order(lane: FastLane, client: Redis) -> None:
+    """Several commands in one write; an error reply among them raises, once every reply is
+    in, and the lane goes on in step."""
+    await client.rpush("list", "a", "b")
+    assert await lane.batch([("LLEN", "list"), ("ECHO", "x"), ("LINDEX", "list", 1)]) == [
+        2,
+        "x",
+        "b",
+    ]
+    with pytest.raises(ResponseError):
+        await lane.batch([("ECHO", "before"), ("INCR", "list"), ("ECHO", "after")])
+    assert await lane.batch([("ECHO", "next")]) == ["next"]
+
+
+async def test_a_replys_reads_by_the_lane_are_what_redis_py_reads(clean_redis: str) -> None:
+    """The prompt's reads go by the lane on one server: the same snapshot as redis-py's
+    pipeline reads, for a thread (its channel's settings, the channel around the moment it
+    began) and the asker's own facts, and by one batch."""
+    core = await build_core(make_settings(redis_url=clean_redis))
+    try:
+        repo = core.pipeline.repo
+        channel, started = "slack:T1:C1", 1_764_000_000.5
+        thread = f"{channel}:{started}"
+        person = "slack:T1:user:U1"
+        for i, (scope, ts) in enumerate(
+            [
+                (channel, started - 5),
+                (channel, started),
+                (thread, started + 1),
+                (channel, started + 2),
+            ]
+        ):
+            await core.pipeline.ingest(
+                IncomingMessage(
+                    scope=scope,
+                    text=f"message {i} café",
+                    author="ann",
+                    author_id="U1",
+                    ts=datetime.fromtimestamp(ts, UTC),
+                )
+            )
+        await core.admin.configure(channel, timezone="Asia/Tokyo")
+        await core.admin.remember_me(channel, "I like tea", user_id="U1", name="ann")
+        sent: list[list[str]] = []
+        batch = repo.lane.batch
+
+        async def spied(commands: Any) -> Any:
+            sent.append([c[0] for c in commands])
+            return await batch(commands)
+
+        repo.lane.batch = spied  # type: ignore[method-assign]
+        by_lane = await repo.prompt_snapshot(thread, recent=10, user=person)
+        repo.lane = None
+        by_redis_py = await repo.prompt_snapshot(thread, recent=10, user=person)
+        assert by_lane == by_redis_py
+        assert len(sent) == 1 and "XRANGE" in sent[0] and "XREVRANGE" in sent[0]
+        assert by_lane.state.tz == "Asia/Tokyo" and by_lane.user_facts
+        assert [e.text for e in by_lane.before_thread] == ["message 0 café"]
+        assert [e.text for e in by_lane.recent] == ["message 2 café"]
     finally:
         await core.discard()
