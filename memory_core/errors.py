@@ -111,4 +111,3 @@ class UsageError(InputError):
 
 class PermissionDenied(MemorybotError):
     """An admin-only operation was asked for by someone who is not an admin."""
-
