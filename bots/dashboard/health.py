@@ -19,7 +19,6 @@ from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
 from memory_core.fleet.metrics import read_minutes, totals
 from memory_core.recall.worker import read_status
-from memory_core.store.redis_errors import redis_errors_translated
 
 WINDOWS = (15, 60, 360, 1440)
 DEFAULT_WINDOW = 60
@@ -204,8 +203,7 @@ async def collect(
 
 
 async def _embedding(core: Core) -> dict[str, float]:
-    with redis_errors_translated():
-        return await read_status(core.store.client, core.store.keys)
+    return await read_status(core.store.client, core.store.keys)
 
 
 def human_bytes(n: int | None) -> str:

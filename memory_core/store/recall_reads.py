@@ -59,9 +59,9 @@ class RecallStore:
         )
 
     async def entries_after(self, scope: str, after: str, *, count: int) -> Entries:
-        """Up to ``count`` log entries after the id ``after``."""
+        """Up to ``count`` log entries after the id ``after`` ("" = from the start)."""
         entries: Entries = await self.client.xrange(
-            self.keys.scope(scope).log, min=f"({after}", max="+", count=count
+            self.keys.scope(scope).log, min=f"({after}" if after else "-", max="+", count=count
         )
         return entries
 
@@ -76,6 +76,10 @@ class RecallStore:
         cursor, batch = await self.client.hscan(self.keys.scope(scope).vectors, cursor, count=count)
         return int(cursor), batch
 
+    async def vector_ids(self, scope: str) -> set[str]:
+        """The ids of the messages with a stored vector."""
+        return set(await self.client.hkeys(self.keys.scope(scope).vectors))
+
     async def vectors(self, scope: str, ids: Sequence[str]) -> list[str | None]:
         """The stored vectors of the messages ``ids`` (None: none stored)."""
         return list(await self.client.hmget(self.keys.scope(scope).vectors, list(ids)))
@@ -87,3 +91,14 @@ class RecallStore:
         k = self.keys.scope(scope)
         kept = await run_script(self.client, "store_vectors", [k.log, k.vectors], list(triples))
         return [int(n) for n in kept]
+
+    # -- the embedding workers' status (for /metrics and the dashboard) ---------------------
+    async def statuses(self) -> dict[str, str]:
+        """Each embedding worker's last status (JSON), by worker."""
+        return dict(await self.client.hgetall(self.keys.embedders))
+
+    async def set_status(self, worker: str, status: str) -> None:
+        await self.client.hset(self.keys.embedders, worker, status)
+
+    async def drop_statuses(self, *workers: str) -> None:
+        await self.client.hdel(self.keys.embedders, *workers)

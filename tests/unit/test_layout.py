@@ -64,14 +64,7 @@ REDIS_ALLOWED = ("memory_core.store", "bots.bench.cluster")
 # Redis errors are translated inside memory_core/store only (memory_core/store/redis_errors.py).
 # The fleet queue's migrate_legacy still reads the pre-bucket keys with the raw client, under
 # the class's translation, until it is deleted.
-TRANSLATION_ALLOWED = (
-    "memory_core.store",
-    "memory_core.fleet.queue",
-    # The embedding worker's raw reads and the dashboard's read of its status, until they
-    # move behind a store class too.
-    "memory_core.recall.worker",
-    "bots.dashboard.health",
-)
+TRANSLATION_ALLOWED = ("memory_core.store", "memory_core.fleet.queue")
 
 Graph = dict[str, set[str]]
 
