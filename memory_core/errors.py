@@ -18,16 +18,15 @@ message says what to fix: the environment variable, the setting, the line of the
     │   ├── ReplayLineError    carries the line number
     │   ├── UnknownTimezone    a timezone name the tz database does not have
     │   └── UsageError         an unknown or malformed /memory command
-    ├── PermissionDenied       an admin-only operation by a non-admin
-    └── Retry                  "try again later": raised by background work that knows when
+    └── PermissionDenied       an admin-only operation by a non-admin
 
 Where library errors become ours, once each; code above these boundaries catches only this
 tree, never ``redis.RedisError`` or ``openai.APIError`` beside it:
 
-- Redis: ``memory_core/store/redis_errors.py``. The classes that talk to Redis (repo,
-  platform state, recall index, fleet queue, rate limiter) are wrapped by
-  ``translates_redis_errors``; the few raw client reads elsewhere run inside
-  ``redis_errors_translated()``. Unreachable is StoreUnavailable, a refused command StoreError.
+- Redis: ``memory_core/store/redis_errors.py``. Only ``memory_core/store`` talks to Redis
+  (nothing else imports redis); its classes are wrapped by ``translates_redis_errors``, and
+  within the package a function or step of its own runs inside ``redis_errors_translated()``.
+  Unreachable is StoreUnavailable, a refused command StoreError.
 - Opening the store (a Redis URL, the embedded Valkey server): ``memory_core/store/server.py``
   and ``memory_core/store/embedded.py``.
 - The model: ``memory_core/llm/client.py`` (LLMUnavailable, LLMBadOutput, LLMOffline).
@@ -112,11 +111,3 @@ class UsageError(InputError):
 
 class PermissionDenied(MemorybotError):
     """An admin-only operation was asked for by someone who is not an admin."""
-
-
-class Retry(MemorybotError):
-    """Background work that should run again later, after ``defer`` seconds."""
-
-    def __init__(self, message: str, *, defer: float) -> None:
-        super().__init__(message)
-        self.defer = defer

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Literal
 
 import typer
@@ -73,11 +72,8 @@ async def _store(settings: Settings) -> Row:
     except MemorybotError as exc:
         return ("store", "fail", str(exc))
     try:
-        started = time.perf_counter()
-        await store.client.ping()
-        ms = (time.perf_counter() - started) * 1000
-        info = await store.client.info("server")
-        version = info.get("redis_version", "?") if isinstance(info, dict) else "?"
+        ms = await store.info.ping_ms()
+        version = await store.info.version()
         if store.embedded is not None:  # which server, which process, which files
             files = store.embedded.files
             return (

@@ -19,7 +19,6 @@ from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
 from memory_core.fleet.metrics import read_minutes, totals
 from memory_core.recall.worker import read_status
-from memory_core.store.redis_errors import redis_errors_translated
 
 WINDOWS = (15, 60, 360, 1440)
 DEFAULT_WINDOW = 60
@@ -135,9 +134,7 @@ def _llm_use(sums: Counter[str]) -> list[LLMUse]:
 
 
 async def _sweeps(core: Core) -> list[Sweep]:
-    client: Any = core.store.client
-    with redis_errors_translated():
-        raw: dict[str, str] = await client.hgetall(core.store.keys.sweeps)
+    raw = await core.scheduler.fleet.sweeps()
     out: list[Sweep] = []
     for job, blob in sorted(raw.items()):
         try:
@@ -152,23 +149,12 @@ async def _sweeps(core: Core) -> list[Sweep]:
 
 
 async def _redis_memory(core: Core) -> tuple[int | None, int | None, int | None]:
-    """used_memory, its peak and maxmemory; on a cluster, summed over the nodes; (None,
-    None, None) when the server does not say."""
-    client: Any = core.store.client
+    """used_memory, its peak and maxmemory (see ServerInfo.memory); all None when Redis
+    cannot say."""
     try:
-        with redis_errors_translated():
-            info = await client.info("memory")
-    except (StoreError, NotImplementedError):
+        return await core.store.info.memory()
+    except StoreError:
         return None, None, None
-    nodes = [info] if "used_memory" in info else [v for v in info.values() if isinstance(v, dict)]
-    if not nodes:
-        return None, None, None
-
-    def total(name: str) -> int | None:
-        values = [int(n[name]) for n in nodes if name in n]
-        return sum(values) if values else None
-
-    return total("used_memory"), total("used_memory_peak"), total("maxmemory") or None
 
 
 def _checks(core: Core) -> list[tuple[str, str]]:
@@ -197,8 +183,7 @@ async def collect(
 ) -> HealthReport:
     now = (now or datetime.now(UTC)).astimezone(UTC)
     minutes = max(1, min(minutes, 3 * 1440))  # buckets live three days
-    with redis_errors_translated():  # the raw client: Redis errors become StoreError here
-        rows = await read_minutes(core.store.client, core.store.keys, minutes=minutes, now=now)
+    rows = await read_minutes(core.metrics.store, minutes=minutes, now=now)
     sums = totals(rows)
     used, peak, maximum = await _redis_memory(core)
     return HealthReport(
@@ -218,8 +203,7 @@ async def collect(
 
 
 async def _embedding(core: Core) -> dict[str, float]:
-    with redis_errors_translated():
-        return await read_status(core.store.client, core.store.keys)
+    return await read_status(core.store.client, core.store.keys)
 
 
 def human_bytes(n: int | None) -> str:

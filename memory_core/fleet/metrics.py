@@ -6,7 +6,8 @@ shards; readers add the buckets up.
 
 Counters: messages stored; replies by kind; maintenance work (compactions, days closed,
 weeks, tier refreshes, summary failures); summaries written by the model vs the extractive
-stand-in; LLM calls, failures, tokens and time by purpose.
+stand-in; LLM calls, failures, tokens and time by purpose. The hashes are
+:class:`~memory_core.store.metrics.MetricsStore`'s.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ from typing import Any
 
 from memory_core.llm.client import LLMStats
 from memory_core.store.keys import KeySchema
+from memory_core.store.metrics import MetricsStore
 from memory_core.tiers.maintenance import MaintenanceReport
 from memory_core.tiers.summarize import SummaryStats
 
 log = logging.getLogger(__name__)
-
-BUCKET_TTL_S = 3 * 86400
 
 
 def minute_of(when: datetime) -> str:
@@ -43,7 +43,7 @@ class Metrics:
         llm_stats: Callable[[], LLMStats],
         summary_stats: Callable[[], SummaryStats],
     ) -> None:
-        self.client = client
+        self.store = MetricsStore(client, keys)
         self.keys = keys
         self.bucket = secrets.randbelow(keys.metric_buckets)
         self._llm_stats = llm_stats
@@ -85,12 +85,7 @@ class Metrics:
         delta = current - self._flushed
         if not delta:
             return 0
-        key = self.keys.metrics(minute_of(now or datetime.now(UTC)), self.bucket)
-        pipe = self.client.pipeline(transaction=False)
-        for name, value in delta.items():
-            pipe.hincrby(key, name, value)
-        pipe.expire(key, BUCKET_TTL_S)
-        await pipe.execute()
+        await self.store.add(minute_of(now or datetime.now(UTC)), self.bucket, delta)
         self._flushed = current
         return len(delta)
 
@@ -117,23 +112,12 @@ class Metrics:
 
 
 async def read_minutes(
-    client: Any, keys: KeySchema, *, minutes: int, now: datetime | None = None
+    store: MetricsStore, *, minutes: int, now: datetime | None = None
 ) -> list[tuple[str, dict[str, int]]]:
     """The fleet's per-minute counters for the last ``minutes`` minutes, oldest first."""
     end = (now or datetime.now(UTC)).astimezone(UTC)
     stamps = [minute_of(end - timedelta(minutes=m)) for m in range(minutes - 1, -1, -1)]
-    pipe = client.pipeline(transaction=False)
-    for stamp in stamps:
-        for bucket in range(keys.metric_buckets):
-            pipe.hgetall(keys.metrics(stamp, bucket))
-    rows = await pipe.execute()
-    out: list[tuple[str, dict[str, int]]] = []
-    for i, stamp in enumerate(stamps):
-        minute: Counter[str] = Counter()
-        for row in rows[i * keys.metric_buckets : (i + 1) * keys.metric_buckets]:
-            minute.update({k: int(v) for k, v in row.items()})
-        out.append((stamp, dict(minute)))
-    return out
+    return list(zip(stamps, await store.minutes(stamps), strict=True))
 
 
 def totals(rows: list[tuple[str, dict[str, int]]]) -> Counter[str]:

@@ -11,6 +11,9 @@ An enumerator that dies lets its marker's short lease lapse (its heartbeat stops
 next worker to find the queue empty enumerates the slot itself.
 Exactly-once is not the queue's job: the maintainer's compare-and-set scripts and markers
 guarantee it even if two workers end up on one scope.
+
+This module decides (who enumerates, which bucket to claim from, what a shard that is down
+costs); :class:`~memory_core.store.queue.QueueStore` reads and writes the keys.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from typing import Any
 from memory_core.errors import StoreUnavailable
 from memory_core.models import ScopeState
 from memory_core.store.keys import KeySchema
-from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
-from memory_core.store.scripts import run_script
+from memory_core.store.queue import QueueStore
+from memory_core.store.redis_errors import translates_redis_errors
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +51,12 @@ def _enumerating(worker: str) -> str:
     return f"enumerating:{worker}"
 
 
-@translates_redis_errors
+@translates_redis_errors  # for migrate_legacy's own reads; the rest goes through QueueStore
 class FleetQueue:
     def __init__(self, client: Any, keys: KeySchema) -> None:
         self.client = client
         self.keys = keys
+        self.store = QueueStore(client, keys)
         # Where this process's claims start: a random bucket, so processes do not all
         # begin with the same one.
         self._cursor = secrets.randbelow(keys.buckets)
@@ -63,36 +67,26 @@ class FleetQueue:
     # seconds); then "done" for the rest of the slot (so nobody enumerates it twice).
     async def win_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
         """True for exactly one live process per sweep slot: that one enumerates."""
-        key = self.keys.fleet_sweep(slot)
-        return bool(await self.client.set(key, _enumerating(worker), nx=True, px=lease_ms))
+        return await self.store.take_sweep(slot, _enumerating(worker), lease_ms=lease_ms)
 
     async def keep_sweep(self, slot: str, worker: str, *, lease_ms: int) -> bool:
         """The enumerator's heartbeat; False if the slot is no longer its own."""
-        return bool(
-            await run_script(
-                self.client,
-                "renew_lock",
-                [self.keys.fleet_sweep(slot)],
-                [_enumerating(worker), lease_ms],
-            )
-        )
+        return await self.store.keep_sweep(slot, _enumerating(worker), lease_ms=lease_ms)
 
     async def mark_enumerated(self, slot: str, *, ttl_s: int) -> None:
-        await self.client.set(self.keys.fleet_sweep(slot), "done", xx=True, ex=ttl_s)
+        await self.store.mark_sweep(slot, "done", ttl_s=ttl_s)
 
     async def abandon_sweep(self, slot: str, worker: str) -> None:
         """An enumerator that failed frees its slot, so another process enumerates it now."""
-        await run_script(
-            self.client, "release_lock", [self.keys.fleet_sweep(slot)], [_enumerating(worker)]
-        )
+        await self.store.drop_sweep(slot, _enumerating(worker))
 
     async def sweep_status(self, slot: str) -> str:
         """ "enumerating" (the queue is still being filled: wait), "done", or "open" (nobody
         enumerated the slot, or its enumerator died before it finished)."""
-        value = await self.client.get(self.keys.fleet_sweep(slot))
+        value = await self.store.sweep_marker(slot)
         if not value:
             return "open"
-        return "enumerating" if str(value).startswith("enumerating") else "done"
+        return "enumerating" if value.startswith("enumerating") else "done"
 
     async def states(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, ScopeState]]]:
         """Every scope in the index with the state fields a due-check needs, in batches
@@ -102,29 +96,16 @@ class FleetQueue:
             cursor = 0
             while True:
                 try:
-                    with redis_errors_translated():
-                        cursor, items = await self.client.zscan(index_key, cursor, count=batch)
+                    cursor, scopes = await self.store.scan_index(index_key, cursor, count=batch)
                 except StoreUnavailable as exc:
                     # A cluster shard that is down: its buckets wait for the next sweep,
                     # the others are swept now.
                     log.warning("sweep: skipped %s, unreachable: %s", index_key, exc)
                     unreachable += 1
                     break
-                scopes = [str(scope) for scope, _ in items]
                 if scopes:
-                    pipe = self.client.pipeline(transaction=False)
-                    for scope in scopes:
-                        k = self.keys.scope(scope)
-                        # A thread's day ends at its channel's midnight unless it says.
-                        pipe.hmget(k.state, DUE_FIELDS)
-                        pipe.hget(k.root_state, "tz")
-                    rows = await pipe.execute(raise_on_error=False)
-                    yield [
-                        (scope, _due_state(row, root_tz))
-                        for scope, row, root_tz in zip(scopes, rows[::2], rows[1::2], strict=True)
-                        # on a shard that is down
-                        if not isinstance(row, Exception) and not isinstance(root_tz, Exception)
-                    ]
+                    rows = await self.store.state_fields(scopes, DUE_FIELDS)
+                    yield [(scope, _due_state(row, root_tz)) for scope, row, root_tz in rows]
                 if cursor == 0:
                     break
         if unreachable == self.keys.buckets:
@@ -132,15 +113,7 @@ class FleetQueue:
 
     async def enqueue(self, scopes: list[str], *, now_ms: int) -> int:
         """Queue ``scopes``, each in its bucket's queue (one round trip)."""
-        if not scopes:
-            return 0
-        by_bucket: dict[int, list[str]] = {}
-        for scope in scopes:
-            by_bucket.setdefault(self.keys.bucket(scope), []).append(scope)
-        pipe = self.client.pipeline(transaction=False)
-        for bucket, members in by_bucket.items():
-            pipe.zadd(self.keys.fleet_queue(bucket), dict.fromkeys(members, now_ms), nx=True)
-        return sum(int(n) for n in await pipe.execute())
+        return await self.store.enqueue(scopes, now_ms=now_ms)
 
     async def claim(self, *, now_ms: int, lease_ms: int) -> str | None:
         """A queued scope for this worker, or None when every bucket's queue is empty.
@@ -166,43 +139,24 @@ class FleetQueue:
 
     async def _claim_in(self, bucket: int, *, now_ms: int, lease_ms: int) -> str | None:
         try:
-            with redis_errors_translated():
-                scope = await run_script(
-                    self.client,
-                    "fleet_claim",
-                    [self.keys.fleet_queue(bucket), self.keys.fleet_inflight(bucket)],
-                    [now_ms, lease_ms],
-                )
+            return await self.store.claim_in(bucket, now_ms=now_ms, lease_ms=lease_ms)
         except StoreUnavailable as exc:  # a cluster shard that is down: the others go on
             log.warning("claim: queue bucket %d unreachable: %s", bucket, exc)
             return None
-        return str(scope) if scope else None
 
     async def _buckets_with_work(self, now_ms: int) -> list[int]:
         """The buckets with a scope queued or a lease run out, from after the cursor on."""
         n = self.keys.buckets
         order = [(self._cursor + 1 + step) % n for step in range(n)]
-        pipe = self.client.pipeline(transaction=False)
-        for bucket in order:
-            pipe.zcard(self.keys.fleet_queue(bucket))
-            pipe.zcount(self.keys.fleet_inflight(bucket), "-inf", now_ms)
-        with redis_errors_translated():
-            counts = await pipe.execute(raise_on_error=False)
-        down = [c for c in counts if isinstance(c, Exception)]
+        counts, down = await self.store.work_in(order, now_ms=now_ms)
         if down:  # a cluster shard that is down: the other buckets' work goes on
             log.warning("claim: %d queue buckets unreachable: %s", len(down) // 2, down[0])
-        return [
-            bucket
-            for i, bucket in enumerate(order)
-            if not any(isinstance(c, Exception) for c in counts[2 * i : 2 * i + 2])
-            and (int(counts[2 * i]) or int(counts[2 * i + 1]))
-        ]
+        return [bucket for bucket, c in zip(order, counts, strict=True) if c and (c[0] or c[1])]
 
     async def finish(self, scope: str) -> None:
         """The scope is done; if its bucket cannot be reached its lease runs out instead."""
         try:
-            with redis_errors_translated():
-                await self.client.zrem(self.keys.fleet_inflight(self.keys.bucket(scope)), scope)
+            await self.store.finish(scope)
         except StoreUnavailable as exc:
             log.warning("could not release the lease of %s (it runs out): %s", scope, exc)
 
@@ -235,16 +189,15 @@ class FleetQueue:
 
     async def record_sweep(self, job: str, entry: str) -> None:
         """The last sweep of ``job`` (a JSON object), for the dashboard."""
-        await self.client.hset(self.keys.sweeps, job, entry)
+        await self.store.record_sweep(job, entry)
+
+    async def sweeps(self) -> dict[str, str]:
+        """Each job's last sweep (a JSON object), by job."""
+        return await self.store.sweeps()
 
     async def pending(self) -> tuple[int, int]:
         """(queued, in flight), over every bucket."""
-        pipe = self.client.pipeline(transaction=False)
-        for bucket in range(self.keys.buckets):
-            pipe.zcard(self.keys.fleet_queue(bucket))
-            pipe.zcard(self.keys.fleet_inflight(bucket))
-        counts = [int(n) for n in await pipe.execute()]
-        return sum(counts[0::2]), sum(counts[1::2])
+        return await self.store.pending()
 
 
 def _due_state(row: list[str | None], root_tz: str | None) -> ScopeState:

@@ -20,18 +20,16 @@ from typing import Any
 
 from memory_core.errors import StoreUnavailable
 from memory_core.store.keys import KeySchema
-from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
-from memory_core.store.scripts import run_script
+from memory_core.store.ratelimit import RateLog
 
 RATE_BUCKETS = 16  # evenly spaced over the key schema's buckets
 
 
-@translates_redis_errors
 class FleetRateLimiter:
     def __init__(self, client: Any, keys: KeySchema, *, limit: int, window_s: float = 60.0) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        self.client = client
+        self.log = RateLog(client)
         self.limit = limit
         n = min(RATE_BUCKETS, limit, keys.buckets)
         spread = keys.buckets // n
@@ -64,15 +62,13 @@ class FleetRateLimiter:
         for step in range(len(self.keys)):
             i = (start + step) % len(self.keys)
             try:
-                with redis_errors_translated():
-                    wait_ms = int(
-                        await run_script(
-                            self.client,
-                            "rate_acquire",
-                            [self.keys[i]],
-                            [int(time.time() * 1000), self.window_ms, self.shares[i], member],
-                        )
-                    )
+                wait_ms = await self.log.admit(
+                    self.keys[i],
+                    now_ms=int(time.time() * 1000),
+                    window_ms=self.window_ms,
+                    limit=self.shares[i],
+                    member=member,
+                )
             except StoreUnavailable as exc:
                 # A cluster shard that is down holds some shares: the others still admit
                 # (the fleet then stays under the limit by those shares).

@@ -12,7 +12,8 @@ member), its server's day (a Discord guild or Slack workspace: tokens, per scope
 fleet's day for the dashboard (scope -> tokens, split over the key schema's buckets so no
 one key takes every write). Days are the scope's local days (its timezone, else
 memory.timezone); a server's and the fleet's days are in memory.timezone. Everything
-expires after :data:`SPEND_TTL_S`.
+expires after :data:`SPEND_TTL_S`. This module decides what is charged where and holds what;
+:class:`~memory_core.store.spend.SpendStore` reads and writes the keys.
 """
 
 from __future__ import annotations
@@ -31,16 +32,26 @@ from memory_core.llm.usage import SpendTag, current_tag
 from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema
 from memory_core.store.records import real_ms
-from memory_core.store.redis_errors import translates_redis_errors
-from memory_core.store.scripts import run_script
+from memory_core.store.spend import MEMBER, NAME, PURPOSE, SCOPE, SPEND_TTL_S, Charge, SpendStore
 
 log = logging.getLogger(__name__)
 
-SPEND_TTL_S = 40 * 86400  # the dashboard shows 14 days; a month stays for questions
-MEMBER = "u:"  # field prefix: a member's tokens
-NAME = "n:"  # field prefix: a member's display name (for the dashboard)
-PURPOSE = "p:"  # field prefix: tokens of one purpose (reply, compact, refresh, caption...)
-SCOPE = "s:"  # field prefix in a server's day: one scope's tokens
+# The stored field prefixes and the days' lifetime are the store's (they name what is stored).
+__all__ = [
+    "HOLD_LAPSE_MS",
+    "MEMBER",
+    "NAME",
+    "PURPOSE",
+    "SCOPE",
+    "SPEND_TTL_S",
+    "Hold",
+    "MemberSpend",
+    "Overrides",
+    "SpendLedger",
+    "Spent",
+    "last_days",
+    "server_of",
+]
 # A hold for a reply in flight lapses after this long in real time (a reply ends within
 # llm.reply_deadline_s, 45 s by default): one that a dead process never released stops
 # counting then.
@@ -113,13 +124,12 @@ def _int(value: Any) -> int:
         return 0
 
 
-@translates_redis_errors
 class SpendLedger:
     """The spend counters in Redis: written after each call, read by the budget check,
     ``/memory show stats`` and the dashboard's cost page."""
 
     def __init__(self, client: Any, keys: KeySchema, *, clock: Clock, default_tz: str) -> None:
-        self.client = client
+        self.store = SpendStore(client, keys)
         self.keys = keys
         self.clock = clock
         self.default_tz = default_tz
@@ -128,12 +138,9 @@ class SpendLedger:
         """The scope's stored budget overrides (``/memory config``), and its channel's (one
         round trip; a channel and its threads share a slot). ``tz``: the channel's, whose
         days every spend of the subtree is counted in."""
-        k = self.keys.scope(scope)
-        fields = ["tz", "daily_tokens", "user_daily_tokens"]
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(k.state, fields)
-        pipe.hmget(k.root_state, fields)
-        own, root = await pipe.execute()
+        own, root = await self.store.scope_settings(
+            scope, ["tz", "daily_tokens", "user_daily_tokens"]
+        )
         _, daily, user_daily = (value or "" for value in own)
         tz, channel_daily, channel_user_daily = (value or "" for value in root)
         return Overrides(tz, daily, user_daily, channel_daily, channel_user_daily)
@@ -141,7 +148,7 @@ class SpendLedger:
     async def scope_tz(self, scope: str) -> str:
         """The usable timezone of the scope's channel, whose days its spend is counted in
         (a stored one that does not exist: the default)."""
-        stored = await self.client.hget(self.keys.scope(scope).root_state, "tz")
+        stored = await self.store.channel_tz(scope)
         return calendar.known_zone_or(stored or self.default_tz, self.default_tz)
 
     # -- write -------------------------------------------------------------------------
@@ -165,40 +172,23 @@ class SpendLedger:
             log.exception("could not record %s tokens spent in %s", purpose, tag.scope)
 
     async def _record(self, tag: SpendTag, purpose: str, prompt: int, completion: int) -> None:
-        tokens = prompt + completion
         now = self.clock.now()
         tz = tag.tz or await self.scope_tz(tag.scope)
-        day = calendar.local_day(now, tz)
-        fleet_day = calendar.local_day(now, self.default_tz)
         place = Scope.of(tag.scope)
-        channel = place.root.key  # a thread's spend is its channel's too
-        pipe = self.client.pipeline(transaction=False)
-        key = self.keys.spend_scope(channel, day)
-        pipe.hincrby(key, "tokens", tokens)
-        pipe.hincrby(key, "prompt", prompt)
-        pipe.hincrby(key, "completion", completion)
-        pipe.hincrby(key, PURPOSE + purpose, tokens)
-        if tag.member_id:
-            pipe.hincrby(key, MEMBER + tag.member_id, tokens)
-            if tag.member_name:
-                pipe.hset(key, NAME + tag.member_id, tag.member_name[:80])
-        pipe.expire(key, SPEND_TTL_S)
-        if place.is_thread:  # the thread's own day: what a limit of its own counts
-            own = self.keys.spend_scope(place.key, day)
-            pipe.hincrby(own, "tokens", tokens)
-            if tag.member_id:
-                pipe.hincrby(own, MEMBER + tag.member_id, tokens)
-            pipe.expire(own, SPEND_TTL_S)
-        server = place.server_key
-        if server is not None:
-            server_key = self.keys.spend_server(server, fleet_day)
-            pipe.hincrby(server_key, "tokens", tokens)
-            pipe.hincrby(server_key, SCOPE + channel, tokens)
-            pipe.expire(server_key, SPEND_TTL_S)
-        day_key = self.keys.spend_day(self.keys.bucket(channel), fleet_day)
-        pipe.hincrby(day_key, channel, tokens)
-        pipe.expire(day_key, SPEND_TTL_S)
-        await pipe.execute()
+        await self.store.count(
+            Charge(
+                channel=place.root.key,  # a thread's spend is its channel's too
+                thread=place.key if place.is_thread else None,
+                server=place.server_key,
+                day=calendar.local_day(now, tz),
+                fleet_day=calendar.local_day(now, self.default_tz),
+                purpose=purpose,
+                prompt=prompt,
+                completion=completion,
+                member_id=tag.member_id,
+                member_name=tag.member_name,
+            )
+        )
 
     async def forget_member(self, scope: str, member_id: str) -> None:
         """``/memory forget me``: the member's tokens and name leave the scope's spend days
@@ -206,27 +196,16 @@ class SpendLedger:
         if not member_id:
             return
         tz = await self.scope_tz(scope)
-        pipe = self.client.pipeline(transaction=False)
-        for day in last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1):
-            pipe.hdel(self.keys.spend_scope(scope, day), MEMBER + member_id, NAME + member_id)
-        await pipe.execute()
+        days = last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1)
+        await self.store.forget_member(scope, member_id, days)
 
     async def forget_names(self, scope: str) -> None:
         """``/memory forget all``: the members' display names go; the counts (the budget)
         stay, so forgetting a channel's memory never resets what it may still spend."""
         tz = await self.scope_tz(scope)
-        days = last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1)
-        keys = [self.keys.spend_scope(scope, day) for day in days]
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hkeys(key)
-        fields = await pipe.execute()
-        pipe = self.client.pipeline(transaction=False)
-        for key, names in zip(keys, fields, strict=True):
-            doomed = [f for f in names if f.startswith(NAME)]
-            if doomed:
-                pipe.hdel(key, *doomed)
-        await pipe.execute()
+        await self.store.forget_names(
+            scope, last_days(self.clock.now(), tz, SPEND_TTL_S // 86400 + 1)
+        )
 
     # -- holds: reserve before a call, settle after --------------------------------------
     async def hold(
@@ -254,14 +233,10 @@ class SpendLedger:
             uuid.uuid4().hex, scope, member_id, max(1, tokens), server if limits[4] else None
         )
         scope_limit, member_limit, thread_limit, thread_member_limit, server_limit = limits
-        reached = await run_script(
-            self.client,
-            "hold_scope",
-            [
-                self.keys.spend_scope(place.root.key, day),
-                self.keys.spend_scope(place.key, day),
-                self.keys.spend_holds(place.key),
-            ],
+        reached = await self.store.hold_in_channel(
+            place.root.key,
+            place.key,
+            day,
             [
                 now,
                 lapse,
@@ -276,29 +251,19 @@ class SpendLedger:
             ],
         )
         if reached:
-            return None, str(reached)
+            return None, reached
         if held.server is not None:
-            reached = await run_script(
-                self.client,
-                "hold_server",
-                [
-                    self.keys.spend_server(held.server, server_day),
-                    self.keys.server_holds(held.server),
-                ],
-                [now, lapse, held.id, held.tokens, server_limit],
+            reached = await self.store.hold_in_server(
+                held.server, server_day, [now, lapse, held.id, held.tokens, server_limit]
             )
             if reached:
                 await self.release(replace(held, server=None))
-                return None, str(reached)
+                return None, reached
         return held, ""
 
     async def release(self, held: Hold) -> None:
         """Drop a hold once its call is counted (or failed: nothing is counted then)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrem(self.keys.spend_holds(held.scope), held.entry)
-        if held.server is not None:
-            pipe.zrem(self.keys.server_holds(held.server), f"{held.id}||{held.tokens}|")
-        await pipe.execute()
+        await self.store.release(held.scope, held.entry, held.server, f"{held.id}||{held.tokens}|")
 
     # -- read --------------------------------------------------------------------------
     async def spent(
@@ -308,53 +273,38 @@ class SpendLedger:
         or a thread's channel's), the member's there, in a thread its own, the server's."""
         place = Scope.of(scope)
         fields = ["tokens", MEMBER + (member_id or "-")]
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(self.keys.spend_scope(place.root.key, day), fields)
-        pipe.hmget(self.keys.spend_scope(place.key, day), fields)
-        if server is not None:
-            pipe.hget(self.keys.spend_server(server, server_day), "tokens")
-        rows = await pipe.execute()
-        (channel, channel_member), (own, own_member) = rows[0], rows[1]
+        (channel, channel_member), (own, own_member), in_server = await self.store.spent(
+            place.root.key, place.key, day, fields, server, server_day
+        )
         return Spent(
             scope=_int(channel),
             member=_int(channel_member) if member_id else 0,
-            server=_int(rows[2]) if server is not None else 0,
+            server=_int(in_server) if server is not None else 0,
             thread=_int(own) if place.is_thread else 0,
             thread_member=_int(own_member) if place.is_thread and member_id else 0,
         )
 
     async def scope_day(self, scope: str, day: str) -> dict[str, int]:
         """The scope's counters of one day (tokens, prompt, completion, p:*, u:*)."""
-        raw = await self.client.hgetall(self.keys.spend_scope(scope, day))
+        raw = await self.store.scope_day(scope, day)
         return {k: _int(v) for k, v in raw.items() if not k.startswith(NAME)}
 
     async def fleet_days(self, days: list[str]) -> list[tuple[str, int]]:
         """The fleet's tokens per day (memory.timezone days), in the order given."""
-        pipe = self.client.pipeline(transaction=False)
-        for day in days:
-            for bucket in range(self.keys.buckets):
-                pipe.hvals(self.keys.spend_day(bucket, day))
-        rows = await pipe.execute()
-        n = self.keys.buckets
-        return [
-            (day, sum(_int(v) for row in rows[i * n : (i + 1) * n] for v in row))
-            for i, day in enumerate(days)
-        ]
+        rows = await self.store.fleet_days(days)
+        return [(day, sum(_int(v) for v in row)) for day, row in zip(days, rows, strict=True)]
 
     async def top_scopes(self, day: str, *, limit: int = 50) -> list[tuple[str, int]]:
         """The scopes that spent most on ``day`` (memory.timezone day), most first."""
-        pipe = self.client.pipeline(transaction=False)
-        for bucket in range(self.keys.buckets):
-            pipe.hgetall(self.keys.spend_day(bucket, day))
         total: Counter[str] = Counter()
-        for row in await pipe.execute():
+        for row in await self.store.fleet_day(day):
             total.update({scope: _int(v) for scope, v in row.items()})
         return sorted(total.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
     async def members(self, scope: str, day: str) -> list[MemberSpend]:
         """The members of ``scope`` who spent on ``day`` (the scope's local day), most
         first, with the display name last seen."""
-        raw = await self.client.hgetall(self.keys.spend_scope(scope, day))
+        raw = await self.store.scope_day(scope, day)
         out = [
             MemberSpend(
                 member_id=k[len(MEMBER) :],

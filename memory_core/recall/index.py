@@ -12,8 +12,9 @@ search at a time (a lock per scope), so concurrent replies never add an entry tw
 least recently used scopes are dropped when the cached documents pass a limit.
 
 What a document is lives in :mod:`memory_core.recall.documents`, the vector maths in
-:mod:`memory_core.recall.vectors`, and how documents are ranked in
-:mod:`memory_core.recall.ranking`.
+:mod:`memory_core.recall.vectors`, how documents are ranked in
+:mod:`memory_core.recall.ranking`, and the reads from Redis in
+:mod:`memory_core.store.recall_reads`.
 """
 
 from __future__ import annotations
@@ -53,9 +54,7 @@ from memory_core.recall.vectors import (
     unit_vector,
 )
 from memory_core.scopes import Scope
-from memory_core.store.pipelines import atomic_pipeline
-from memory_core.store.redis_errors import translates_redis_errors
-from memory_core.store.scripts import run_script
+from memory_core.store.recall_reads import RecallStore
 
 # The pipeline, prompt assembly and bootstrap name these from here, beside the index.
 __all__ = ["Doc", "Embedder", "Hit", "QueryVector", "RecallIndex"]
@@ -127,7 +126,6 @@ def _stream_id_key(entry_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
-@translates_redis_errors
 class RecallIndex:
     def __init__(
         self,
@@ -139,8 +137,7 @@ class RecallIndex:
         embed_in_background: bool = True,
         worker: BackgroundEmbedding | None = None,
     ) -> None:
-        self.client = client
-        self.keys = keys
+        self.store = RecallStore(client, keys)
         self.max_cached_docs = max_cached_docs
         self.embedder = embedder
         # A search that finds messages with no vector yet starts their embedding in a
@@ -166,21 +163,12 @@ class RecallIndex:
 
     # -- keeping the index in step with Redis (callers hold the scope's lock) -------------
     async def _sync(self, scope: str) -> ScopeIndex:
-        k = self.keys.scope(scope)
         index = self._indexes.get(scope) or ScopeIndex()
         # One atomic snapshot (the scope's keys share a slot): the log's length must be read
         # at the same instant as its new entries to tell whether anything left it.
-        pipe = await atomic_pipeline(self.client)
-        pipe.hmget(k.state, ["epoch", "forgets_pending"])
-        pipe.xrange(k.log, min="-", max="+", count=1)
-        start = f"({index.last_id}" if index.last_id else "-"
-        pipe.xrange(k.log, min=start, max="+", count=SYNC_BATCH)
-        pipe.lindex(k.episodes, -1)
-        pipe.xlen(k.log)
-        (epoch_raw, pending_raw), first, fresh, newest_record, log_length = await pipe.execute()
-        epoch = int(epoch_raw or 0)
-        forget_pending = pending_raw == "1"
-        first_id = first[0][0] if first else ""
+        snap = await self.store.snapshot(scope, after=index.last_id, count=SYNC_BATCH)
+        epoch, forget_pending, first_id = snap.epoch, snap.forget_pending, snap.first_id
+        fresh, newest_record, log_length = snap.fresh, snap.newest_record, snap.log_length
         moved = index.epoch != epoch
         trimmed = bool(index.first_id) and (
             not first_id or _stream_id_key(first_id) > _stream_id_key(index.first_id)
@@ -191,7 +179,7 @@ class RecallIndex:
             kept_all = (
                 not (trimmed or settled or forget_pending)
                 and len(fresh) < SYNC_BATCH
-                and int(log_length) == index.messages + len(fresh)
+                and log_length == index.messages + len(fresh)
             )
             if not kept_all:
                 return await self._rebuild(scope, epoch, first_id)
@@ -204,13 +192,11 @@ class RecallIndex:
         if len(fresh) == SYNC_BATCH:  # a build (or a long absence): many entries to come
             with _collector_paused():
                 while len(fresh) == SYNC_BATCH:
-                    fresh = await self.client.xrange(
-                        k.log, min=f"({index.last_id}", max="+", count=SYNC_BATCH
-                    )
+                    fresh = await self.store.entries_after(scope, index.last_id, count=SYNC_BATCH)
                     await self._index_entries(index, fresh)
-        if (newest_record or "") != index.newest_record:
+        if newest_record != index.newest_record:
             await self._sync_days(scope, index)
-            index.newest_record = newest_record or ""
+            index.newest_record = newest_record
         self._remember(scope, index)
         return index
 
@@ -221,7 +207,7 @@ class RecallIndex:
         is trimmed from its oldest end, so records are known by their day (one record per
         day), never by their place in it. ``compare_text``: also replace a record whose text
         changed (a forget may rewrite any of them)."""
-        raw = await self.client.lrange(self.keys.scope(scope).episodes, 0, -1)
+        raw = await self.store.day_records(scope)
         listed = [DaySummary.from_json(blob) for blob in raw]
         for gone in index.day_rows.keys() - {day.day for day in listed}:
             retire_day_record(index, index.day_rows.pop(gone))
@@ -439,28 +425,27 @@ class RecallIndex:
     async def _sync_vectors(self, scope: str, index: ScopeIndex) -> None:
         """Every vector stored for the index's messages (another process, or this one before
         a restart, made them); the messages with none are noted for the background."""
-        key = self.keys.scope(scope).vectors
         if index.vectors_done == 0 and index.docs:
-            await self._load_stored_vectors(key, index)
+            await self._load_stored_vectors(scope, index)
             index.loaded_backlog = bool(index.unembedded)
         elif index.vectors_done < len(index.docs) or (self.worker and index.unembedded):
-            await self._fetch_new_vectors(key, index)
+            await self._fetch_new_vectors(scope, index)
         index.vectors_done = len(index.docs)
 
-    async def _load_stored_vectors(self, key: str, index: ScopeIndex) -> None:
+    async def _load_stored_vectors(self, scope: str, index: ScopeIndex) -> None:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
         rows = await asyncio.to_thread(_message_rows, index.docs)  # (100k: 40 ms of Python)
         found: set[int] = set()
         with _collector_paused():
-            await self._scan_vectors(key, index, rows, found)
+            await self._scan_vectors(scope, index, rows, found)
         index.unembedded = sorted(row for row in rows.values() if row not in found)
 
     async def _scan_vectors(
-        self, key: str, index: ScopeIndex, rows: dict[str, int], found: set[int]
+        self, scope: str, index: ScopeIndex, rows: dict[str, int], found: set[int]
     ) -> None:
         cursor = 0
         while True:
-            cursor, batch = await self.client.hscan(key, cursor, count=VECTOR_SCAN_BATCH)
+            cursor, batch = await self.store.scan_vectors(scope, cursor, count=VECTOR_SCAN_BATCH)
             if batch and index.vectors is None:
                 dims = len(decode_vector(next(iter(batch.values()))))
                 room = len(index.docs) + len(index.docs) // 4 + 1024  # and for what comes
@@ -471,10 +456,10 @@ class RecallIndex:
                 await asyncio.to_thread(put_decoded, index, rows, batch, found)
             else:
                 put_decoded(index, rows, batch, found)
-            if not int(cursor):
+            if not cursor:
                 break
 
-    async def _fetch_new_vectors(self, key: str, index: ScopeIndex) -> None:
+    async def _fetch_new_vectors(self, scope: str, index: ScopeIndex) -> None:
         """The stored vectors of the messages indexed since the last look, and, when a
         worker embeds them, of the newest that had none at the last look (made since)."""
         new = [
@@ -488,7 +473,7 @@ class RecallIndex:
         looked = again + new
         for start in range(0, len(looked), VECTOR_SCAN_BATCH):
             rows = looked[start : start + VECTOR_SCAN_BATCH]
-            stored = await self.client.hmget(key, [index.docs[i].id for i in rows])
+            stored = await self.store.vectors(scope, [index.docs[i].id for i in rows])
             for row, blob in zip(rows, stored, strict=True):
                 if blob:
                     put_row(index, row, decode_vector(blob))
@@ -540,7 +525,6 @@ class RecallIndex:
         embedded. The model runs with the scope unlocked: searches go on meanwhile."""
         if self.embedder is None:
             return 0
-        key = self.keys.scope(scope)
         done = 0
         while limit is None or done < limit:
             async with self._lock(scope):
@@ -569,11 +553,11 @@ class RecallIndex:
                 args += [entry_id, context.id if context else "", encode_vector(unit)]
             # Stored only while its message and its context are (a forget may delete them
             # meanwhile).
-            kept = await run_script(self.client, "store_vectors", [key.log, key.vectors], args)
+            kept = await self.store.store_vectors(scope, args)
             async with self._lock(scope):
                 if self._indexes.get(scope) is index:
                     for row, entry_id, unit, stored in zip(rows, ids, units, kept, strict=True):
-                        if int(stored) and index.docs[row].id == entry_id:
+                        if stored and index.docs[row].id == entry_id:
                             put_row(index, row, unit)
             done += len(rows)
         return done

@@ -58,8 +58,7 @@ from memory_core.recall.documents import Doc, same_exchange
 from memory_core.recall.embedding import encode_sync
 from memory_core.recall.vectors import embedding_text, encode_vector
 from memory_core.store.keys import KeySchema
-from memory_core.store.redis_errors import redis_errors_translated
-from memory_core.store.scripts import run_script
+from memory_core.store.recall_reads import RecallStore
 
 log = logging.getLogger("memorybot.embedding-worker")
 
@@ -101,8 +100,7 @@ def message_doc(entry_id: str, fields: dict[str, str]) -> Doc:
 
 class EmbeddingWorker:
     def __init__(self, client: Any, keys: KeySchema, out: IO[str]) -> None:
-        self.client = client
-        self.keys = keys
+        self.data = RecallStore(client, keys)  # its reads and writes
         self.out = out
         # What it knows of each scope, least recently announced first (at most KEPT_SCOPES
         # idle ones: one that comes back after that is read whole again).
@@ -208,31 +206,28 @@ class EmbeddingWorker:
         """Bring the scope's to-do list up to date from its log (on failure: a look
         through the whole log next time)."""
         work = self.scopes[scope]
-        k = self.keys.scope(scope)
         try:
-            with redis_errors_translated():
-                if work.rescan:
-                    work.rescan = False
-                    stored = set(await self.client.hkeys(k.vectors))
-                    work.todo.clear()
-                    work.last_id, work.previous = "", None
-                else:
-                    stored = set()
-                work.waiting = 0
-                while True:
-                    start = f"({work.last_id}" if work.last_id else "-"
-                    batch = await self.client.xrange(k.log, min=start, max="+", count=READ_BATCH)
-                    for entry_id, fields in batch:
-                        doc = message_doc(entry_id, fields)
-                        context = work.previous
-                        if context is not None and not same_exchange(context, doc):
-                            context = None
-                        if entry_id not in stored:
-                            text = embedding_text(doc, context)
-                            work.todo.append((entry_id, context.id if context else "", text))
-                        work.last_id, work.previous = entry_id, doc
-                    if len(batch) < READ_BATCH:
-                        break
+            if work.rescan:
+                work.rescan = False
+                stored = await self.data.vector_ids(scope)
+                work.todo.clear()
+                work.last_id, work.previous = "", None
+            else:
+                stored = set()
+            work.waiting = 0
+            while True:
+                batch = await self.data.entries_after(scope, work.last_id, count=READ_BATCH)
+                for entry_id, fields in batch:
+                    doc = message_doc(entry_id, fields)
+                    context = work.previous
+                    if context is not None and not same_exchange(context, doc):
+                        context = None
+                    if entry_id not in stored:
+                        text = embedding_text(doc, context)
+                        work.todo.append((entry_id, context.id if context else "", text))
+                    work.last_id, work.previous = entry_id, doc
+                if len(batch) < READ_BATCH:
+                    break
         except MemorybotError as exc:
             self._failed(f"could not read the messages of {scope}", exc)
             work.rescan = True
@@ -260,10 +255,8 @@ class EmbeddingWorker:
             self.embedded += await self.store(scope, args)
 
     async def store(self, scope: str, args: list[str]) -> int:
-        k = self.keys.scope(scope)
         try:
-            with redis_errors_translated():
-                await run_script(self.client, "store_vectors", [k.log, k.vectors], args)
+            await self.data.store_vectors(scope, args)
         except MemorybotError as exc:
             self._failed(f"could not store the vectors of {scope}", exc)
             self.scopes[scope].rescan = True
@@ -298,19 +291,20 @@ class EmbeddingWorker:
         self._status_at = now
         status = self.status()
         self.say(status=status)
-        with contextlib.suppress(MemorybotError), redis_errors_translated():
-            await self.client.hset(self.keys.embedders, self.name, json.dumps(status))
+        with contextlib.suppress(MemorybotError):
+            await self.data.set_status(self.name, json.dumps(status))
 
     async def leave(self) -> None:
-        with contextlib.suppress(MemorybotError), redis_errors_translated():
-            await self.client.hdel(self.keys.embedders, self.name)
+        with contextlib.suppress(MemorybotError):
+            await self.data.drop_statuses(self.name)
 
 
 async def read_status(client: Any, keys: KeySchema) -> dict[str, float]:
     """The fleet's embedding workers, added up: how many answer, their backlog (messages
     stored but not embedded yet), the longest lag (seconds since the oldest of them was
     stored) and the messages they embedded since they started."""
-    raw: dict[str, str] = await client.hgetall(keys.embedders)
+    store = RecallStore(client, keys)
+    raw = await store.statuses()
     now = time.time()
     live: list[dict[str, float]] = []
     gone: list[str] = []
@@ -325,7 +319,7 @@ async def read_status(client: Any, keys: KeySchema) -> dict[str, float]:
         else:
             gone.append(name)
     if gone:  # a worker that died without leaving: its entry goes with it
-        await client.hdel(keys.embedders, *gone)
+        await store.drop_statuses(*gone)
     return {
         "workers": len(live),
         "backlog": sum(float(s.get("backlog", 0)) for s in live),

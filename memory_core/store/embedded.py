@@ -53,6 +53,7 @@ from redis.retry import Retry
 
 from memory_core.errors import StoreError
 from memory_core.store.legacy_snapshot import import_snapshot
+from memory_core.store.redis_errors import redis_errors_translated
 
 CONFIG_FILENAME: Final = "valkey.conf"
 PID_FILENAME: Final = "valkey.pid"
@@ -464,13 +465,12 @@ def _shutdown(files: ServerFiles) -> int | None:
     if _ping(files) is None:
         return None
     client = _client(files, timeout_s=_STOP_TIMEOUT_S)
-    try:
-        # The connection closes as the server exits: that error is the success case. A
-        # refusal (the final fsync failed) is a ResponseError, and is raised.
-        with contextlib.suppress(redis.ConnectionError):
+    try:  # the connection closing as the server exits is success; a refusal is raised
+        with (
+            redis_errors_translated("the embedded Valkey server refused to stop"),
+            contextlib.suppress(redis.ConnectionError),
+        ):
             client.shutdown()
-    except RedisError as exc:
-        raise StoreError(f"the embedded Valkey server refused to stop: {exc}") from exc
     finally:
         client.close()
     deadline = time.monotonic() + _STOP_TIMEOUT_S

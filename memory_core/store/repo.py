@@ -18,11 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import NoScriptError
 
-from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.models import DaySummary, IngestResult, ScopeState, WeekSummary
 from memory_core.scopes import Scope
 from memory_core.store.keys import KeySchema
@@ -30,7 +27,7 @@ from memory_core.store.lane import FastLane
 from memory_core.store.locks import LockHolder
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import LockClaim, cas_reply, real_ms
-from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.scripts import SCRIPTS, SHAS, run_script
 
@@ -59,8 +56,6 @@ async def _ingest_round_trip(
     Returns the script's reply and the side writes' errors; the script's own error is
     raised. (A function, not a method: the class's error translation would turn the
     NoScriptError its caller retries on into a StoreError.)"""
-    # The script by its hash; when the server does not know it (restarted, failed
-    # over), by its source, which also caches it there.
     head = ("EVAL", SCRIPTS["ingest"]) if by_source else ("EVALSHA", SHAS["ingest"])
     cluster = lane is None and isinstance(client, RedisCluster)
     if not cluster:
@@ -166,37 +161,26 @@ class MemoryRepo(ScopeWrites):
             audience,
             answers,
         ]
-        for attempt in (0, 1):
+        # By the script's hash; when the server does not know it (restarted, failed over),
+        # by its source, which also caches it there.
+        with redis_errors_translated("could not store the message"):
             try:
                 result, side_errors = await _ingest_round_trip(
-                    self.client,
-                    self.lane,
-                    where,
-                    args,
-                    ts_ms,
-                    side=touch_index,
-                    by_source=bool(attempt),
+                    self.client, self.lane, where, args, ts_ms, side=touch_index
                 )
             except NoScriptError:
-                if attempt:
-                    raise
-                continue
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                raise StoreUnavailable(
-                    f"could not reach Redis to store the message: {exc}"
-                ) from exc
-            except RedisError as exc:
-                raise StoreError(f"Redis refused the message: {exc}") from exc
-            if side_errors:
-                # Stored all the same: the message is not lost (nor stored twice by a retry);
-                # the scope's next message writes its index and tree entries.
-                log.warning(
-                    "message stored in %s, but not its entries in the scopes index or its "
-                    "server's tree: %s",
-                    scope,
-                    side_errors[0],
+                result, side_errors = await _ingest_round_trip(
+                    self.client, self.lane, where, args, ts_ms, side=touch_index, by_source=True
                 )
-            break
+        if side_errors:
+            # Stored all the same: the message is not lost (nor stored twice by a retry);
+            # the scope's next message writes its index and tree entries.
+            log.warning(
+                "message stored in %s, but not its entries in the scopes index or its "
+                "server's tree: %s",
+                scope,
+                side_errors[0],
+            )
         entry_id, ut, un, day_now, tz, mode, lang, retry_at, paused = result[:9]
         outcome = str(result[9]) if len(result) > 9 else ""
         return IngestResult(
@@ -388,18 +372,13 @@ class MemoryRepo(ScopeWrites):
 
     async def renew_lock(self, scope: str, token: str, ttl_ms: int) -> bool:
         """Keep our lock alive; False if it is no longer ours."""
-        try:
+        with redis_errors_translated(f"could not renew the maintenance lock of {scope}"):
             renewed = await run_script(
                 self.client, "renew_lock", [self.k(scope).lock], [token, ttl_ms]
             )
-        except RedisError as exc:
-            raise StoreError(f"could not renew the maintenance lock of {scope}: {exc}") from exc
         return bool(renewed)
 
     async def unlock(self, scope: str, token: str) -> None:
-        try:
+        doing = f"could not release the maintenance lock of {scope} (it expires on its own)"
+        with redis_errors_translated(doing):
             await run_script(self.client, "release_lock", [self.k(scope).lock], [token])
-        except RedisError as exc:
-            raise StoreError(
-                f"could not release the maintenance lock of {scope} (it expires on its own): {exc}"
-            ) from exc

@@ -37,6 +37,7 @@ from memory_core.store.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
 from memory_core.store.packing import packed_connection_class
 from memory_core.store.redis_errors import redis_errors_translated
 from memory_core.store.scripts import load_scripts
+from memory_core.store.server_info import ServerInfo
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,11 @@ class Store:
     _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     _erasing: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
     _warned_imported: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def info(self) -> ServerInfo:
+        """What the server says about itself (PING, version, memory)."""
+        return ServerInfo(self.client)
 
     async def persist(self, *, erase: bool = False) -> None:
         """Make every change so far durable before the caller reports it done; with

@@ -25,7 +25,7 @@ async def test_two_processes_add_up(make_core: CoreFactory, fake_llm: FakeOpenAI
     await a.metrics.flush(now)
     await b.metrics.flush(now)
     assert await a.metrics.flush(now) == 0  # nothing new: nothing written
-    sums = totals(await read_minutes(a.store.client, a.store.keys, minutes=2, now=now))
+    sums = totals(await read_minutes(a.metrics.store, minutes=2, now=now))
     assert sums["messages"] == 2 * 5 + 1  # each answered question stores its answer too
     assert sums["replies_llm"] == 5 and sums["replies_apology"] == 1
     assert sums["llm:reply:calls"] == 6 and sums["llm:reply:failures"] == 1

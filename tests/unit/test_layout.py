@@ -1,7 +1,8 @@
 """The shape of the house (docs/architecture.md), read from the source: only ``bots``,
 ``memory_core`` and ``config`` are importable; ``memory_core`` imports no platform, web or CLI
 library and no front door; its sub-packages form layers with no import running back up; no
-import cycle anywhere, counting imports inside functions; no module over 600 lines.
+import cycle anywhere, counting imports inside functions; no module over 600 lines; only
+``memory_core/store`` talks to Redis (imports redis, translates its errors).
 
 The rules are checked on the real tree, and each checker is first shown to catch a breach
 on a small tree written for the purpose (a rule that cannot fail proves nothing)."""
@@ -55,6 +56,15 @@ LAYERS = (
     "service",
     "bootstrap",
 )
+
+# The Redis clients: only memory_core/store imports them. The benchmarks' cluster harness
+# starts, joins and inspects servers of its own (cluster commands, key slots), and may too.
+REDIS_CLIENTS = {"redis", "hiredis"}
+REDIS_ALLOWED = ("memory_core.store", "bots.bench.cluster")
+# Redis errors are translated inside memory_core/store only (memory_core/store/redis_errors.py).
+# The fleet queue's migrate_legacy still reads the pre-bucket keys with the raw client, under
+# the class's translation, until it is deleted.
+TRANSLATION_ALLOWED = ("memory_core.store", "memory_core.fleet.queue")
 
 Graph = dict[str, set[str]]
 
@@ -182,6 +192,26 @@ def foreign_imports(found: dict[str, Path]) -> list[str]:
     return wrong
 
 
+def _inside(name: str, allowed: tuple[str, ...]) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in allowed)
+
+
+def redis_imports(found: dict[str, Path]) -> list[str]:
+    """Modules outside memory_core/store (and the cluster harness) that import a Redis client
+    or the store's error translation."""
+    known = set(found)
+    wrong = []
+    for name, path in sorted(found.items()):
+        for target in sorted(imported_names(name, path, known)):
+            client = target.split(".")[0] in REDIS_CLIENTS and not _inside(name, REDIS_ALLOWED)
+            translation = _inside(target, ("memory_core.store.redis_errors",)) and not _inside(
+                name, TRANSLATION_ALLOWED
+            )
+            if client or translation:
+                wrong.append(f"{name} imports {target}")
+    return wrong
+
+
 # -- the checkers catch what they are for -------------------------------------------------
 def write(root: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():
@@ -227,6 +257,39 @@ def test_the_layer_rule_sees_a_lower_layer_calling_up(tmp_path: Path) -> None:
     ]
 
 
+def test_the_redis_rule_sees_redis_imported_outside_the_store(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "memory_core/__init__.py": "",
+            "memory_core/store/__init__.py": "",
+            "memory_core/store/repo.py": "import redis\nfrom redis.exceptions import RedisError\n",
+            "memory_core/store/redis_errors.py": "",
+            "memory_core/store/lane.py": "import hiredis\n",
+            "memory_core/fleet/__init__.py": "",
+            "memory_core/fleet/spending.py": (
+                "def f():\n    from redis.asyncio.cluster import RedisCluster\n"
+            ),
+            "memory_core/service/__init__.py": "",
+            "memory_core/service/replay.py": (
+                "from memory_core.store.redis_errors import redis_errors_translated\n"
+            ),
+            "memory_core/storehouse.py": "import redis\n",  # a name that only starts alike
+            "bots/__init__.py": "",
+            "bots/bench/__init__.py": "",
+            "bots/bench/cluster.py": "import redis\nfrom redis.crc import key_slot\n",
+            "bots/dashboard/__init__.py": "",
+            "bots/dashboard/health.py": "import hiredis\n",
+        },
+    )
+    assert redis_imports(modules(tmp_path, ("memory_core", "bots"))) == [
+        "bots.dashboard.health imports hiredis",
+        "memory_core.fleet.spending imports redis.asyncio.cluster",
+        "memory_core.service.replay imports memory_core.store.redis_errors",
+        "memory_core.storehouse imports redis",
+    ]
+
+
 # -- the real tree -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tree() -> dict[str, Path]:
@@ -257,6 +320,10 @@ def test_the_core_layers_import_only_downwards(tree: dict[str, Path]) -> None:
 
 def test_the_core_imports_no_platform_web_or_cli_library(tree: dict[str, Path]) -> None:
     assert foreign_imports(tree) == []
+
+
+def test_only_the_store_talks_to_redis(tree: dict[str, Path]) -> None:
+    assert redis_imports(tree) == []
 
 
 def test_no_module_is_over_600_lines(tree: dict[str, Path]) -> None:

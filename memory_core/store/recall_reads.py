@@ -1,0 +1,104 @@
+"""Recall's Redis side: what an in-memory search index is built and kept in step from (a
+scope's log, its epoch, its day records) and the message vectors stored beside them. How the
+index uses them is :mod:`memory_core.recall.index`'s. A scope's keys share a hash tag, so
+the snapshot's transaction runs on one shard of a cluster too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory_core.store.keys import KeySchema
+from memory_core.store.pipelines import atomic_pipeline
+from memory_core.store.redis_errors import translates_redis_errors
+from memory_core.store.scripts import run_script
+
+Entries = list[tuple[str, dict[str, str]]]  # (stream id, fields), as XRANGE gives them
+
+
+@dataclass(frozen=True, slots=True)
+class LogSnapshot:
+    """One atomic read of a scope for its index: the state's epoch and whether a forget is
+    under way, the log's first id, its entries after the index's last, the newest day
+    record and the log's length (read at the same instant as the new entries, to tell
+    whether anything left it)."""
+
+    epoch: int
+    forget_pending: bool
+    first_id: str
+    fresh: Entries
+    newest_record: str
+    log_length: int
+
+
+@translates_redis_errors
+class RecallStore:
+    def __init__(self, client: Any, keys: KeySchema) -> None:
+        self.client = client
+        self.keys = keys
+
+    async def snapshot(self, scope: str, *, after: str, count: int) -> LogSnapshot:
+        """The scope as its index needs it, in one transaction; up to ``count`` entries
+        after the id ``after`` ("" = from the start)."""
+        k = self.keys.scope(scope)
+        pipe = await atomic_pipeline(self.client)
+        pipe.hmget(k.state, ["epoch", "forgets_pending"])
+        pipe.xrange(k.log, min="-", max="+", count=1)
+        pipe.xrange(k.log, min=f"({after}" if after else "-", max="+", count=count)
+        pipe.lindex(k.episodes, -1)
+        pipe.xlen(k.log)
+        (epoch, pending), first, fresh, newest_record, log_length = await pipe.execute()
+        return LogSnapshot(
+            epoch=int(epoch or 0),
+            forget_pending=pending == "1",
+            first_id=first[0][0] if first else "",
+            fresh=fresh,
+            newest_record=newest_record or "",
+            log_length=int(log_length),
+        )
+
+    async def entries_after(self, scope: str, after: str, *, count: int) -> Entries:
+        """Up to ``count`` log entries after the id ``after`` ("" = from the start)."""
+        entries: Entries = await self.client.xrange(
+            self.keys.scope(scope).log, min=f"({after}" if after else "-", max="+", count=count
+        )
+        return entries
+
+    async def day_records(self, scope: str) -> list[str]:
+        """The scope's day records (JSON), oldest first."""
+        return list(await self.client.lrange(self.keys.scope(scope).episodes, 0, -1))
+
+    async def scan_vectors(
+        self, scope: str, cursor: int, *, count: int
+    ) -> tuple[int, dict[str, str]]:
+        """One HSCAN step over the scope's stored vectors: (next cursor, id -> vector)."""
+        cursor, batch = await self.client.hscan(self.keys.scope(scope).vectors, cursor, count=count)
+        return int(cursor), batch
+
+    async def vector_ids(self, scope: str) -> set[str]:
+        """The ids of the messages with a stored vector."""
+        return set(await self.client.hkeys(self.keys.scope(scope).vectors))
+
+    async def vectors(self, scope: str, ids: Sequence[str]) -> list[str | None]:
+        """The stored vectors of the messages ``ids`` (None: none stored)."""
+        return list(await self.client.hmget(self.keys.scope(scope).vectors, list(ids)))
+
+    async def store_vectors(self, scope: str, triples: Sequence[str]) -> list[int]:
+        """Store vectors, ``triples`` of (message id, its context's id or "", vector), each
+        only while its message and its context are still in the log (a forget may have
+        deleted them meanwhile): 1 for each stored, 0 for each not."""
+        k = self.keys.scope(scope)
+        kept = await run_script(self.client, "store_vectors", [k.log, k.vectors], list(triples))
+        return [int(n) for n in kept]
+
+    # -- the embedding workers' status (for /metrics and the dashboard) ---------------------
+    async def statuses(self) -> dict[str, str]:
+        """Each embedding worker's last status (JSON), by worker."""
+        return dict(await self.client.hgetall(self.keys.embedders))
+
+    async def set_status(self, worker: str, status: str) -> None:
+        await self.client.hset(self.keys.embedders, worker, status)
+
+    async def drop_statuses(self, *workers: str) -> None:
+        await self.client.hdel(self.keys.embedders, *workers)
