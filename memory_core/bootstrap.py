@@ -184,6 +184,7 @@ async def build_core(
             store.keys,
             embedder=embedder,
             worker=worker,
+            lane=store.lane,
         ),
         metrics=metrics,
         background=background,

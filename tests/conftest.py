@@ -98,6 +98,7 @@ CLUSTER_MODULES = {
     "tests.integration.test_budget",  # spend keys on three tags per call, readers over buckets
     "tests.integration.test_tree",  # a channel and its threads in one slot, servers' own keys
     "tests.integration.test_budget_burst",  # holds on the channel's and the server's tags
+    "tests.integration.test_recall",  # the index's one-call sync, on the scope's own slot
 }
 
 

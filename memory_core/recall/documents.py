@@ -68,6 +68,7 @@ class ScopeIndex:
     vectors: np.ndarray | None = None  # float16
     sketch: np.ndarray | None = None  # float32, SKETCH_DIMS per row (see put_row)
     vectors_done: int = 0  # documents before this one have been looked up in Redis
+    synced_vectors: bool = False  # the last sync brought the vectors too (a search's)
     unembedded: list[int] = field(default_factory=list)  # message rows with no vector anywhere
     loaded_backlog: bool = False  # some had none when the stored vectors were first loaded
     backlog_since: float | None = None  # (monotonic) since when some have had none

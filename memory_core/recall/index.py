@@ -54,6 +54,7 @@ from memory_core.recall.vectors import (
     unit_vector,
 )
 from memory_core.scopes import Scope
+from memory_core.store.lane import FastLane
 from memory_core.store.recall_reads import RecallStore
 
 # The pipeline, prompt assembly and bootstrap name these from here, beside the index.
@@ -136,8 +137,9 @@ class RecallIndex:
         embedder: Embedder | None = None,
         embed_in_background: bool = True,
         worker: BackgroundEmbedding | None = None,
+        lane: FastLane | None = None,
     ) -> None:
-        self.store = RecallStore(client, keys)
+        self.store = RecallStore(client, keys, lane=lane)
         self.max_cached_docs = max_cached_docs
         self.embedder = embedder
         # A search that finds messages with no vector yet starts their embedding in a
@@ -162,11 +164,23 @@ class RecallIndex:
         return lock
 
     # -- keeping the index in step with Redis (callers hold the scope's lock) -------------
-    async def _sync(self, scope: str) -> ScopeIndex:
+    async def _sync(self, scope: str, *, vectors: bool = False) -> ScopeIndex:
+        """The scope's index in step with its log. ``vectors`` (a search): when the index's
+        vectors are in step, the new entries' vectors and those of the newest messages that
+        had none at the last look come in the same round trip (``index.synced_vectors``)."""
         index = self._indexes.get(scope) or ScopeIndex()
+        index.synced_vectors = False
+        in_step = vectors and bool(index.docs) and index.vectors_done == len(index.docs)
+        again = index.unembedded[-VECTOR_SCAN_BATCH:] if in_step and self.worker else []
         # One atomic snapshot (the scope's keys share a slot): the log's length must be read
         # at the same instant as its new entries to tell whether anything left it.
-        snap = await self.store.snapshot(scope, after=index.last_id, count=SYNC_BATCH)
+        snap = await self.store.snapshot(
+            scope,
+            after=index.last_id,
+            count=SYNC_BATCH,
+            vectors_of=[index.docs[row].id for row in again],
+            fresh_vectors_upto=INLINE_ENTRIES if in_step else 0,
+        )
         epoch, forget_pending, first_id = snap.epoch, snap.forget_pending, snap.first_id
         fresh, newest_record, log_length = snap.fresh, snap.newest_record, snap.log_length
         moved = index.epoch != epoch
@@ -188,6 +202,7 @@ class RecallIndex:
             await self._sync_days(scope, index, compare_text=True)
         index.epoch, index.first_id = epoch, index.first_id or first_id
         index.provisional = forget_pending or (index.provisional and not stale)
+        first_new = len(index.docs)
         await self._index_entries(index, fresh)
         if len(fresh) == SYNC_BATCH:  # a build (or a long absence): many entries to come
             with _collector_paused():
@@ -197,8 +212,26 @@ class RecallIndex:
         if newest_record != index.newest_record:
             await self._sync_days(scope, index)
             index.newest_record = newest_record
+        if in_step and (not fresh or snap.fresh_vectors is not None):
+            new_rows = list(range(first_new, first_new + len(fresh)))
+            if again:
+                del index.unembedded[-len(again) :]
+            self._put_vectors(index, again + new_rows, snap.again + (snap.fresh_vectors or []))
+            index.vectors_done = len(index.docs)
+            index.synced_vectors = True
         self._remember(scope, index)
         return index
+
+    @staticmethod
+    def _put_vectors(index: ScopeIndex, rows: list[int], stored: Sequence[str | None]) -> None:
+        """The stored vectors of the message ``rows``; the rows with none are noted."""
+        missing: list[int] = []
+        for row, blob in zip(rows, stored, strict=True):
+            if blob:
+                put_row(index, row, decode_vector(blob))
+            else:
+                missing.append(row)
+        index.unembedded.extend(missing)
 
     async def _sync_days(
         self, scope: str, index: ScopeIndex, *, compare_text: bool = False
@@ -331,7 +364,7 @@ class RecallIndex:
             meaning = self.embed_query(scope, query)
         try:
             async with self._lock(scope):
-                index = await self._sync(scope)
+                index = await self._sync(scope, vectors=self.embedder is not None)
                 similarity = None
                 if self.embedder is not None:
                     await self._sync_vectors(scope, index)
@@ -424,7 +457,10 @@ class RecallIndex:
 
     async def _sync_vectors(self, scope: str, index: ScopeIndex) -> None:
         """Every vector stored for the index's messages (another process, or this one before
-        a restart, made them); the messages with none are noted for the background."""
+        a restart, made them); the messages with none are noted for the background. (Not
+        again when the sync that came just before brought them.)"""
+        if index.synced_vectors:
+            return
         if index.vectors_done == 0 and index.docs:
             await self._load_stored_vectors(scope, index)
             index.loaded_backlog = bool(index.unembedded)
@@ -469,17 +505,12 @@ class RecallIndex:
         if self.worker is not None and index.unembedded:
             again = index.unembedded[-VECTOR_SCAN_BATCH:]
             del index.unembedded[-len(again) :]
-        missing: list[int] = []
         looked = again + new
         for start in range(0, len(looked), VECTOR_SCAN_BATCH):
             rows = looked[start : start + VECTOR_SCAN_BATCH]
-            stored = await self.store.vectors(scope, [index.docs[i].id for i in rows])
-            for row, blob in zip(rows, stored, strict=True):
-                if blob:
-                    put_row(index, row, decode_vector(blob))
-                else:
-                    missing.append(row)
-        index.unembedded.extend(missing)
+            self._put_vectors(
+                index, rows, await self.store.vectors(scope, [index.docs[i].id for i in rows])
+            )
 
     def embed_soon(self, scope: str) -> None:
         """Embed the scope's messages that have no vector yet: told to the worker, or in a

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.store.keys import KeySchema
-from memory_core.store.pipelines import atomic_pipeline
+from memory_core.store.lane import FastLane
+from memory_core.store.records import pairs
 from memory_core.store.redis_errors import translates_redis_errors
-from memory_core.store.scripts import run_script
+from memory_core.store.scripts import run_script, run_script_by
 
 Entries = list[tuple[str, dict[str, str]]]  # (stream id, fields), as XRANGE gives them
 
@@ -22,7 +23,7 @@ class LogSnapshot:
     """One atomic read of a scope for its index: the state's epoch and whether a forget is
     under way, the log's first id, its entries after the index's last, the newest day
     record and the log's length (read at the same instant as the new entries, to tell
-    whether anything left it)."""
+    whether anything left it); for a search, the vectors asked for (None: not read)."""
 
     epoch: int
     forget_pending: bool
@@ -30,32 +31,47 @@ class LogSnapshot:
     fresh: Entries
     newest_record: str
     log_length: int
+    again: list[str | None]  # the vectors of the ids asked for, in order
+    fresh_vectors: list[str | None] | None  # the new entries' vectors, when read
 
 
 @translates_redis_errors
 class RecallStore:
-    def __init__(self, client: Any, keys: KeySchema) -> None:
+    def __init__(self, client: Any, keys: KeySchema, *, lane: FastLane | None = None) -> None:
         self.client = client
         self.keys = keys
+        self.lane = lane  # the store's own connection (one server; none on a cluster)
 
-    async def snapshot(self, scope: str, *, after: str, count: int) -> LogSnapshot:
-        """The scope as its index needs it, in one transaction; up to ``count`` entries
-        after the id ``after`` ("" = from the start)."""
+    async def snapshot(
+        self,
+        scope: str,
+        *,
+        after: str,
+        count: int,
+        vectors_of: Sequence[str] = (),
+        fresh_vectors_upto: int = 0,
+    ) -> LogSnapshot:
+        """The scope as its index needs it, in one script call (one round trip, atomic); up
+        to ``count`` entries after the id ``after`` ("" = from the start). With the stored
+        vectors of the messages ``vectors_of``, and of the new entries when there are at
+        most ``fresh_vectors_upto`` of them (a search's vectors in the same round trip)."""
         k = self.keys.scope(scope)
-        pipe = await atomic_pipeline(self.client)
-        pipe.hmget(k.state, ["epoch", "forgets_pending"])
-        pipe.xrange(k.log, min="-", max="+", count=1)
-        pipe.xrange(k.log, min=f"({after}" if after else "-", max="+", count=count)
-        pipe.lindex(k.episodes, -1)
-        pipe.xlen(k.log)
-        (epoch, pending), first, fresh, newest_record, log_length = await pipe.execute()
+        args = [after, count, fresh_vectors_upto, *vectors_of]
+        reply = await run_script_by(
+            self.lane, self.client, "recall_sync", [k.state, k.log, k.episodes, k.vectors], args
+        )
+        (epoch, pending), first, fresh, newest_record, log_length, again, fresh_vectors = reply
+        entries = [(str(entry_id), pairs(fields)) for entry_id, fields in fresh]
+        read_fresh = 0 < len(entries) <= fresh_vectors_upto
         return LogSnapshot(
             epoch=int(epoch or 0),
             forget_pending=pending == "1",
-            first_id=first[0][0] if first else "",
-            fresh=fresh,
+            first_id=str(first[0][0]) if first else "",
+            fresh=entries,
             newest_record=newest_record or "",
             log_length=int(log_length),
+            again=list(again),
+            fresh_vectors=list(fresh_vectors) if read_fresh else None,
         )
 
     async def entries_after(self, scope: str, after: str, *, count: int) -> Entries:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import NoScriptError
 
 from memory_core.store.fleet_scripts import FLEET_SCRIPTS
+
+if TYPE_CHECKING:
+    from memory_core.store.lane import FastLane
 
 # KEYS: log, state, ids, root state, threads, speakers (the last three are the subtree's:
 # a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
@@ -216,6 +219,32 @@ for i = 1, #ARGV, 3 do
   end
 end
 return kept
+"""
+
+# A recall index's sync, in one call (atomic, as a transaction would be): the state's epoch and
+# whether a forget is under way, the log's first entry, its entries after the index's last,
+# the newest day record, the log's length (read at the same instant as the new entries: did
+# anything leave?), and, for a search, vectors: those of ARGV[4..] (messages that had none at
+# the last look) and, when there are at most ARGV[3] new entries, those of the new entries.
+# KEYS: state, log, episodes, vectors. ARGV: after ('' = from the start), count, how many new
+# entries' vectors at most (0: none), then message ids.
+RECALL_SYNC = """
+local state = redis.call('HMGET', KEYS[1], 'epoch', 'forgets_pending')
+local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+local start = '-'
+if ARGV[1] ~= '' then start = '(' .. ARGV[1] end
+local fresh = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', tonumber(ARGV[2]))
+local newest = redis.call('LINDEX', KEYS[3], -1)
+local length = redis.call('XLEN', KEYS[2])
+local again = {}
+if #ARGV > 3 then again = redis.call('HMGET', KEYS[4], unpack(ARGV, 4)) end
+local fresh_vectors = {}
+if #fresh > 0 and #fresh <= tonumber(ARGV[3]) then
+  local ids = {}
+  for i, entry in ipairs(fresh) do ids[i] = entry[1] end
+  fresh_vectors = redis.call('HMGET', KEYS[4], unpack(ids))
+end
+return {state, first, fresh, newest, length, again, fresh_vectors}
 """
 
 # KEYS: state, facts, root state (its fact counter). ARGV: expected short_upto, expected day,
@@ -476,6 +505,7 @@ SCRIPTS: dict[str, str] = {
     "close_day": CLOSE_DAY,
     "trim_log": TRIM_LOG,
     "store_vectors": STORE_VECTORS,
+    "recall_sync": RECALL_SYNC,
     "apply_refresh": APPLY_REFRESH,
     "write_facts": WRITE_FACTS,
     "forget_scope": FORGET_SCOPE,
@@ -496,6 +526,19 @@ SHAS: dict[str, str] = {
 async def load_scripts(client: Any) -> None:
     for source in SCRIPTS.values():
         await client.script_load(source)
+
+
+async def run_script_by(
+    lane: FastLane | None, client: Any, name: str, keys: Sequence[str], args: Sequence[Any]
+) -> Any:
+    """:func:`run_script` by the store's own connection where there is one (one server):
+    the same raw reply, without redis-py's Python per command."""
+    if lane is None:
+        return await run_script(client, name, keys, args)
+    try:
+        return await lane.call("EVALSHA", SHAS[name], len(keys), *keys, *args)
+    except NoScriptError:
+        return await lane.call("EVAL", SCRIPTS[name], len(keys), *keys, *args)
 
 
 async def run_script(client: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:

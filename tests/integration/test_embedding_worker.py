@@ -291,3 +291,40 @@ async def test_the_worker_never_has_more_than_one_command_in_flight(
     assert client.most == 1
     for room in rooms:
         assert await vectors(core, f"console:{room}") == await log_ids(core, room)
+
+
+async def test_a_search_syncs_its_index_and_vectors_in_one_round_trip(
+    make_core: CoreFactory,
+) -> None:
+    """Before a reply, the index learns the new messages, their vectors, and the vectors of
+    the messages that had none at the last look, in one script call by the store's own
+    connection: the vectors the worker stored since are used at once, the message stored a
+    moment ago is noted for later, and nothing else is sent."""
+    core = await running_bot(make_core)
+    recall = core.pipeline.recall
+    assert recall is not None and core.store.lane is not None
+    scope = "console:trips"
+    await say(core, "trips", *(f"trip note {i} about the coast" for i in range(5)))
+    await core.pipeline.drain()
+    await recall.search(scope, "the coast")  # built, every vector loaded
+    await say(core, "trips", "the ferry leaves at nine")  # stored, not embedded yet
+    await recall.search(scope, "the ferry")
+    index = recall._indexes[scope]
+    assert [index.docs[row].text for row in index.unembedded] == ["the ferry leaves at nine"]
+    await core.pipeline.drain()  # the worker embeds it
+    await say(core, "trips", "bring a coat")
+    sent: list[tuple[object, ...]] = []
+    call = core.store.lane.call
+
+    async def spied(*args: object) -> object:
+        sent.append(args)
+        return await call(*args)
+
+    core.store.lane.call = spied  # type: ignore[method-assign]
+    hits = await recall.search(scope, "When does the ferry leave?")
+    assert len(sent) == 1 and sent[0][0] == "EVALSHA"  # the sync, with the vectors
+    assert [index.docs[row].text for row in index.unembedded] == ["bring a coat"]
+    ferry = next(row for row, doc in enumerate(index.docs) if doc.text.startswith("the ferry"))
+    assert index.vectors is not None and index.vectors[ferry].any()
+    assert any(doc.text.startswith("the ferry") for doc in hits[0].docs)
+    await core.discard()
