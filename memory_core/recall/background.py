@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 RESTART_AFTER_S = 30.0
 STOP_WAIT_S = 5.0
 RESCAN_EVERY_S = 30.0  # a search asks for a look through a scope at most this often
+FLUSH_AFTER_S = 0.005  # the worker hears of stored messages this soon, in one write
 QUERY_TIMEOUT_S = 5.0  # a question the query embedder has not answered by then: here
 
 
@@ -90,11 +91,14 @@ class _Helper:
         return self.process is not None and self.process.returncode is None
 
     def write(self, line: dict[str, Any]) -> bool:
+        return self.write_lines([line])
+
+    def write_lines(self, lines: list[dict[str, Any]]) -> bool:
         process = self.process
         if process is None or process.stdin is None or process.stdin.is_closing():
             return False
         # (A StreamWriter buffers what the pipe cannot take now: write never blocks.)
-        process.stdin.write(json.dumps(line).encode("utf-8") + b"\n")
+        process.stdin.write(b"".join(json.dumps(line).encode("utf-8") + b"\n" for line in lines))
         return True
 
     def restart_later(self) -> None:
@@ -301,9 +305,12 @@ class BackgroundEmbedding:
             self._syncs.pop(token, None)
 
     def _schedule_flush(self) -> None:
+        """Tell the worker within FLUSH_AFTER_S: the messages stored meanwhile go in one
+        write (a write per message, with its JSON, was a quarter of what storing one costs
+        the bot at a few thousand a second; the worker's lag is seconds anyway)."""
         if not self._flush_soon:
             self._flush_soon = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
 
     def _flush(self) -> None:
         self._flush_soon = False
@@ -316,8 +323,8 @@ class BackgroundEmbedding:
         lines += [{"n": scope, "c": count} for scope, count in self._counts.items()]
         self._rescans.clear()
         self._counts.clear()
-        for line in lines:
-            self._worker.write(line)
+        if lines:
+            self._worker.write_lines(lines)
 
     def _heard(self, said: dict[str, Any]) -> None:
         if "synced" in said:
