@@ -156,7 +156,7 @@ async def run_console(
         try:
             turn = await conversation.receive(message)
             if turn is not None:
-                await conversation.answer(turn, sink, stream_interval_s=None)
+                await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
         except MemorybotError as exc:  # bad input, refused, store hiccup: say so, keep going
             err.print(f"! {exc}", markup=False)
     await core.pipeline.drain()

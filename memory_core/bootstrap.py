@@ -205,6 +205,7 @@ async def build_core(
     )
     if worker is not None:
         await worker.start()
+    platform = PlatformState(store.client, store.keys)
     return Core(
         settings=settings,
         store=store,
@@ -215,9 +216,9 @@ async def build_core(
         summarizer=summarizer,
         maintainer=maintainer,
         pipeline=pipeline,
-        conversation=Conversation(pipeline),
+        conversation=Conversation(pipeline, changes=admin, deliveries=platform),
         admin=admin,
-        platform=PlatformState(store.client, store.keys),
+        platform=platform,
         scheduler=scheduler,
         metrics=metrics,
         budget=budget,

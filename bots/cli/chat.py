@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +19,6 @@ from bots.cli.common import (
     settings,
 )
 from memory_core.models import IncomingMessage
-from memory_core.service.answer_record import remember_basis
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +43,36 @@ def console(
             return await run_console(core, scope=target, user=user)
 
     raise typer.Exit(run(go()))
+
+
+class CapturedReply:
+    """``memorybot ask``'s reply sink: the answer is kept, to be printed (or given as JSON)
+    once the command's core is closed."""
+
+    message_chars = sys.maxsize  # one piece, as a terminal shows it
+
+    def __init__(self) -> None:
+        self.posted: list[str] = []
+
+    def can_send(self) -> bool:
+        return True
+
+    def typing(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext()
+
+    def markup(self, text: str) -> str:
+        return text
+
+    async def post(self, *, text: str) -> int:
+        self.posted.append(text)
+        return len(self.posted) - 1
+
+    def message_id(self, handle: int) -> str:
+        return ""  # printed, not posted: nothing anyone can delete
+
+    async def edit(self, *, handle: int, text: str) -> bool:
+        self.posted[handle] = text
+        return True
 
 
 def ask(
@@ -73,15 +104,18 @@ def ask(
                     "window_messages": prompt.window_messages,
                     "language": prompt.language,
                 }
-            reply = await core.pipeline.handle(msg)
-            assert reply is not None  # direct messages are always answered
-            ttl = s.memory.why_ttl_hours  # printed below: delivered, so /memory why explains it
-            await remember_basis(core.repo, msg, reply, now=core.clock.now(), ttl_hours=ttl)
+            # The path every door takes: stored, answered, the answer remembered once
+            # "delivered" (printed below) with what it used, for /memory why.
+            turn = await core.conversation.receive(msg)
+            assert turn is not None  # direct messages are always answered
+            printed = CapturedReply()
+            done = await core.conversation.answer(turn, printed, stream_interval_s=None)
+            reply = done.reply
             return {
                 "scope": target,
-                "reply": reply.text,
-                "kind": reply.kind,
-                "tokens": reply.prompt_tokens,
+                "reply": "\n".join(printed.posted),
+                "kind": reply.kind if reply is not None else "apology",
+                "tokens": reply.prompt_tokens if reply is not None else 0,
             }
 
     result = run(go())

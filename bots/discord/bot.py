@@ -160,7 +160,7 @@ class MemoryBot(discord.AutoShardedClient):
             message, mention=incoming.addressed or incoming.direct, problems=self.problems
         )
         stream = self.settings.stream_interval_s if self.settings.stream_replies else None
-        await self.conversation.answer(turn, sink, stream_interval_s=stream)
+        await self.conversation.answer(turn, sink, stream_interval_s=stream, links=sink)
 
     # -- edits ---------------------------------------------------------------------------
     async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
@@ -173,19 +173,13 @@ class MemoryBot(discord.AutoShardedClient):
         place, text = translated
         message = event.message
         place = await resolved(self.core, place, message.channel)
-        try:
-            changed = await self.core.admin.edit_message(
-                place.scope,
-                str(message.id),
-                text,
-                when=message.created_at,
-                attachments=attachments_of(message),
-            )
-        except MemorybotError as exc:
-            log.error("edit of message %s in %s not applied: %s", message.id, place.scope, exc)
-            return
-        if changed:
-            log.info("applied the edit of message %s in %s", message.id, place.scope)
+        await self.conversation.edit(
+            place.scope,
+            str(message.id),
+            text,
+            when=message.created_at,
+            attachments=attachments_of(message),
+        )
 
     def translate_edit(self, event: discord.RawMessageUpdateEvent) -> tuple[Place, str] | None:
         """(place, new text) of a person's edit, or None for what memorybot ignores, as for
@@ -229,14 +223,9 @@ class MemoryBot(discord.AutoShardedClient):
         place = await resolved(self.core, place, channel)
         if not is_allowed(place, self.settings):
             return
-        try:
-            for message_id in message_ids:
-                # A snowflake carries its send time: memory is read from there, not all of it.
-                when = discord.utils.snowflake_time(message_id)
-                if await self.core.admin.forget_message(place.scope, str(message_id), when=when):
-                    log.info("forgot deleted message %s in %s", message_id, place.scope)
-        except MemorybotError as exc:
-            log.error("deleted messages in %s not forgotten: %s", place.scope, exc)
+        # A snowflake carries its send time: memory is read from there, not all of it.
+        deleted = [(str(i), discord.utils.snowflake_time(i)) for i in message_ids]
+        await self.conversation.delete(place.scope, deleted)
 
     # -- places that leave -----------------------------------------------------------
     # Discord's developer terms ask to delete data once keeping it is no longer needed: a

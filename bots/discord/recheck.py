@@ -85,10 +85,10 @@ async def _recheck(bot: discord.Client, core: Core, scope: str, bot_name: str) -
             continue  # the console's, a replay's; or older than what was read
         message = seen.get(entry.platform_id)
         if message is None:
-            changed += await core.admin.forget_message(scope, entry.platform_id, when=entry.ts)
+            changed += await core.conversation.delete(scope, [(entry.platform_id, entry.ts)])
         elif entry.role == "user" and me is not None:
             text = message_text(message, bot_id=me.id, bot_name=bot_name)
-            if await core.admin.edit_message(
+            if await core.conversation.edit(
                 scope, entry.platform_id, text, when=entry.ts, attachments=attachments_of(message)
             ):
                 changed += 1

@@ -1,9 +1,9 @@
 """The Slack front door: Bolt's ``AsyncApp`` translating Slack to the memory core and back.
 
     message / app_mention event -> SlackMessage -> IncomingMessage -> conversation -> thread reply
-    message_changed             -> admin.edit_message(scope, ts, new text)
+    message_changed             -> conversation.edit(scope, ts, new text), once per event
     message_deleted, or message_changed to a tombstone (a thread parent deleted)
-                                -> admin.forget_message(scope, ts)
+                                -> conversation.delete(scope, [ts]), once per event
     /memory ...                 -> run_command -> ephemeral Block Kit answer (export: a file
                                    in a DM; forget all: confirmation buttons)
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,7 +61,7 @@ from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience, server_key
-from memory_core.service.conversation import Turn
+from memory_core.service.conversation import Delivery, Turn
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ class SlackBot:
         sink = ThreadReply(
             client, channel=msg.channel_id, thread_ts=msg.reply_thread_ts, scope=msg.scope
         )
-        await self.conversation.answer(turn, sink, stream_interval_s=stream)
+        await self.conversation.answer(turn, sink, stream_interval_s=stream, links=sink)
 
     async def _store(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
@@ -277,22 +277,12 @@ class SlackBot:
         return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
 
     async def _forget_deleted(self, deletion: Deletion, *, event_id: str) -> None:
-        platform = self.core.platform
-        async with self._queue.hold(deletion.scope):
-            try:
-                if not await platform.first_delivery("slack", event_id):
-                    return
-                removed = await self.core.admin.forget_message(
-                    deletion.scope, deletion.ts, when=slack_time(deletion.ts)
-                )
-            except (*STORE_ERRORS, InputError) as exc:
-                log.error(
-                    "Slack: could not forget a deleted message in %s: %s", deletion.scope, exc
-                )
-                with suppress(*STORE_ERRORS):
-                    await platform.forget_delivery("slack", event_id)
-                return
-        log.info("Slack: deleted message forgotten in %s (%d entries)", deletion.scope, removed)
+        async with self._queue.hold(deletion.scope):  # never before the message itself
+            await self.conversation.delete(
+                deletion.scope,
+                [(deletion.ts, slack_time(deletion.ts))],
+                delivery=Delivery("slack", event_id),
+            )
 
     async def _apply_edit(
         self,
@@ -304,25 +294,24 @@ class SlackBot:
         client: AsyncWebClient,
     ) -> None:
         """The new text replaces the stored one (in the scope's queue, so an edit right after
-        the message never overtakes it). Not applied: the claim is released for a retry."""
-        platform = self.core.platform
+        the message never overtakes it); once per event (a retry that finds it applied does
+        nothing, one that finds it failed applies it)."""
         async with self._queue.hold(edit.scope):
             try:
-                if not await platform.first_delivery("slack", event_id):
-                    return
                 text = await self.memory_text(
                     edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
                 )
-                changed = await self.core.admin.edit_message(
-                    edit.scope, edit.ts, text, when=slack_time(edit.ts), attachments=edit.files
-                )
-            except (*STORE_ERRORS, InputError) as exc:
+            except STORE_ERRORS as exc:  # (names are cached in Redis)
                 log.error("Slack: could not apply an edit in %s: %s", edit.scope, exc)
-                with suppress(*STORE_ERRORS):
-                    await platform.forget_delivery("slack", event_id)
                 return
-        if changed:
-            log.info("Slack: edited message %s updated in %s", edit.ts, edit.scope)
+            await self.conversation.edit(
+                edit.scope,
+                edit.ts,
+                text,
+                when=slack_time(edit.ts),
+                attachments=edit.files,
+                delivery=Delivery("slack", event_id),
+            )
 
 
 # -- wiring ------------------------------------------------------------------------------

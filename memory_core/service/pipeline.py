@@ -44,7 +44,7 @@ from memory_core.scopes import Scope, parse_scope
 from memory_core.service.captions import Captioner
 from memory_core.service.offline import offline_reply
 from memory_core.store.repo import MemoryRepo
-from memory_core.text.language import resolve
+from memory_core.text.language import reply_language
 from memory_core.text.tokens import TokenCounter
 from memory_core.tiers.fact_routing import travelling
 from memory_core.tiers.maintenance import Maintainer, MaintenanceReport
@@ -452,7 +452,7 @@ class MemoryPipeline:
         finally:
             if meaning is not None and not meaning.done():
                 meaning.cancel()
-        lang = resolve(snap.state.lang or self.settings.memory.language, [new_text])
+        lang = reply_language(snap.state.lang, self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(
                 scope=scope,
@@ -494,7 +494,7 @@ class MemoryPipeline:
         except StoreError as exc:
             # Memory is out of reach (the message itself is held until Redis is back).
             log.warning("reply in %s without memory: %s", msg.scope, exc)
-            language = resolve(self.settings.memory.language, [msg.text])
+            language = reply_language(None, self.settings.memory.language, [msg.text])
             return self._count_reply(Reply(text=load_prompts(language).store_down, kind="apology"))
         prompts = load_prompts(prompt.language)
         if self.llm.offline:  # what it shows (recalled messages too) is what /memory why lists

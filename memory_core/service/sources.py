@@ -4,15 +4,16 @@ message ends with a small "from <date>" line linking to it.
 Which recalled message was used is decided without a model call: the one sharing the most
 content words with the answer that the question did not bring (an answer that only echoes
 the question used nothing), above a threshold; none, no line. The line is decoration: the
-answer stored in memory is without it. The link comes from the front door's sink
-(:class:`SourceLinks`), so the core stays platform-free.
+answer stored in memory is without it. The link comes from the front door's
+:class:`SourceLinks`, handed to :meth:`Conversation.answer` beside the sink, so the core stays
+platform-free.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from config.prompts import load_prompts
 from memory_core import calendar
@@ -29,9 +30,9 @@ MIN_SHARED = 2  # content words shared with the answer, beyond the question's
 MIN_SHARE = 0.5  # or one word that is at least half of the message's own new words
 
 
-@runtime_checkable
 class SourceLinks(Protocol):
-    """A sink that can write a source line: the platform's link to a stored message."""
+    """A door's links to its messages, for a source line: the platform's link to a stored
+    message (Discord's and Slack's reply sinks are their door's links)."""
 
     async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         """The line (in the Markdown the sink's ``markup`` takes), "" when there is none.
@@ -61,14 +62,14 @@ def used_source(
 
 
 async def source_text(
-    reply: Reply, question: str, sink: object, *, repo: MemoryRepo, scope: str
+    reply: Reply, question: str, links: SourceLinks | None, *, repo: MemoryRepo, scope: str
 ) -> str:
     """The answer's text as delivered: with a source line when the scope asks for one, the
-    sink can write one and a recalled message (still in the log) was used."""
+    door gave its ``links`` and a recalled message (still in the log) was used."""
     prompt = reply.prompt
     if not isinstance(prompt, Prompt) or reply.kind != "llm" or not prompt.used.sources:
         return reply.text
-    if not isinstance(sink, SourceLinks):
+    if links is None:
         return reply.text
     found = used_source(reply.text, question, prompt.used.recalled_pairs())
     if found is None:
@@ -83,7 +84,7 @@ async def source_text(
         return reply.text
     day = calendar.from_ms(doc.ms).astimezone(calendar.zone(prompt.used.tz)).date().isoformat()
     label = load_prompts(prompt.language).say("source_from", date=day)
-    line = await sink.source_line(
+    line = await links.source_line(
         platform_id=entries[0].platform_id, label=label, in_parent=bool(where)
     )
     return f"{reply.text}\n{line}" if line else reply.text

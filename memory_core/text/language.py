@@ -27,3 +27,10 @@ def resolve(setting: str, texts: Iterable[str]) -> str:
     if setting in ("en", "ja"):
         return setting
     return detect_many(texts)
+
+
+def reply_language(scope_setting: str | None, default: str, texts: Iterable[str]) -> str:
+    """The language the bot answers in, everywhere it answers (a reply, its apology, the
+    prompt): the scope's setting, else the bot's (``memory.language``); 'auto' decided by
+    the text at hand."""
+    return resolve(scope_setting or default, texts)

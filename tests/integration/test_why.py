@@ -86,7 +86,7 @@ async def answer(core: Core, sink: FakeSink | None = None) -> FakeSink:
     conversation = Conversation(core.pipeline)
     turn = await conversation.receive(question())
     assert turn is not None
-    assert await conversation.answer(turn, sink, stream_interval_s=None)
+    assert await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
     return sink
 
 
@@ -221,6 +221,15 @@ async def test_source_line_on_links_the_recalled_message_and_is_not_stored(
     assert entries[-1].role == "assistant" and entries[-1].text == ANSWER
     view = await execute(core.admin, scope=SCOPE, command=Command("show"), actor=ALICE)
     assert "source lines: on" in view.text()
+    # A door that gives no links to its messages (the console's ask): the answer alone.
+    conversation = Conversation(core.pipeline)
+    turn = await conversation.receive(
+        replace(question("q3"), ts=START + timedelta(days=2, hours=2))
+    )
+    assert turn is not None
+    plain = LinkingSink(message_chars=2000)
+    assert await conversation.answer(turn, plain, stream_interval_s=None)
+    assert plain.shown == [ANSWER]
 
 
 async def test_source_line_off_or_an_unrelated_answer_adds_nothing(
@@ -238,7 +247,7 @@ async def test_source_line_off_or_an_unrelated_answer_adds_nothing(
     )
     assert turn is not None
     sink = LinkingSink(message_chars=2000)
-    assert await conversation.answer(turn, sink, stream_interval_s=None)
+    assert await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
     assert sink.shown == ["I do not know."]
 
 
