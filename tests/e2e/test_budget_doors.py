@@ -15,7 +15,7 @@ from tests.e2e.test_cli import CLI
 from tests.e2e.test_discord_bot import World, command, embed_text, say, serving
 from tests.e2e.test_discord_bot import fake as fake  # the fixture
 from tests.e2e.test_discord_bot import world as world  # the fixture
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 
 

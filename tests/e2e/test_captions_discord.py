@@ -29,7 +29,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     serving,
     world,
 )
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.helpers import key_values
 

@@ -41,7 +41,7 @@ from tests.e2e.test_slack_bot import (
     start_harness,
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack import FakeSlack
 from tests.helpers import slack_bot_scopes
 
 SIZE = human_size(len(IMAGE))

@@ -19,7 +19,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     texts_in,
     world,
 )
-from tests.fakes.discord_server import FakeDiscord, InteractionResponse
+from tests.fakes.discord import FakeDiscord, InteractionResponse
 from tests.helpers import forgotten
 
 

@@ -22,7 +22,7 @@ from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
     fake,
     http,
 )
-from tests.fakes.slack_server import event_body, send_signed
+from tests.fakes.slack import event_body, send_signed
 from tests.helpers import all_keys, forgotten
 
 EVE = "U5"

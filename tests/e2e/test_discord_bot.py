@@ -34,7 +34,7 @@ from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
 from memory_core.scopes import Scope
 from tests.conftest import START, CoreFactory, make_settings
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     JSON,
     FakeChannel,
     FakeDiscord,

@@ -18,7 +18,7 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     ChannelType,
     FakeChannel,
     FakeDiscord,

@@ -18,7 +18,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     texts_in,
     world,
 )
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     EPHEMERAL_FLAG,
     FakeDiscord,
     FakeDiscordError,

@@ -1,5 +1,5 @@
 """The Slack front door end to end: memorybot's real Bolt app (bots/slack/bot.py) against the
-fake Slack (tests/fakes/slack_server.py), a real Core on the private Redis, and the fake
+fake Slack (tests/fakes/slack/), a real Core on the private Redis, and the fake
 OpenAI server. Main flows run twice: signed HTTP requests to the app's own aiohttp server,
 and envelopes over the fake's Socket Mode WebSocket.
 
@@ -31,7 +31,7 @@ from memory_core.errors import ConfigError
 from memory_core.models import LogEntry
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.fakes.slack_server import (
+from tests.fakes.slack import (
     FakeSlack,
     ResponseUrlPost,
     event_body,

@@ -1,4 +1,4 @@
-"""Proves that tests/fakes/slack_server.py is a Slack the real Bolt ``AsyncApp`` can talk to.
+"""Proves that tests/fakes/slack/ is a Slack the real Bolt ``AsyncApp`` can talk to.
 
 The app here is a throwaway: an ``app_mention`` echo in thread, a ``/memory`` command that
 answers ephemerally through response_url (or exports a JSON file), a button handler, a
@@ -31,7 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from tests.fakes.slack_server import (
+from tests.fakes.slack import (
     FakeSlack,
     RecordedMessage,
     event_body,

@@ -28,7 +28,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.fakes.slack_server import EVENT_SCOPES, FakeSlack, event_subscription
+from tests.fakes.slack import EVENT_SCOPES, FakeSlack, event_subscription
 from tests.helpers import slack_bot_scopes, slack_manifest_list
 
 BOT_TOKEN = "xoxb-test-bot-token"

@@ -20,7 +20,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     texts_in,
     world,
 )
-from tests.fakes.discord_server import FakeDiscord, Permission, PermissionOverwrite
+from tests.fakes.discord import FakeDiscord, Permission, PermissionOverwrite
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
 

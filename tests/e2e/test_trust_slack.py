@@ -21,7 +21,7 @@ from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
     user_texts,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack import FakeSlack
 from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
 
 # The fixtures come from the Slack suite: their names are parameters here.

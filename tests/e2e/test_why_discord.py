@@ -20,7 +20,7 @@ from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     serving,
     world,
 )
-from tests.fakes.discord_server import JSON, FakeDiscord
+from tests.fakes.discord import JSON, FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.observed_discord import ObservedBot
 

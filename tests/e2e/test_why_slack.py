@@ -25,7 +25,7 @@ from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
     fake,
     small_window,
 )
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack import FakeSlack
 
 OLD = "the launch code word is papaya, agreed with the tangerine squad"
 ANSWER = "The code word is papaya, agreed with the tangerine squad."

@@ -11,7 +11,7 @@ from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from tests.conftest import START, make_settings
 from tests.e2e.test_discord_bot import World, fake, say, serving, world  # noqa: F401
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import AOF, until
 

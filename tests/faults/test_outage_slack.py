@@ -11,7 +11,7 @@ from memory_core.clock import ManualClock
 from tests.conftest import START, make_settings
 from tests.e2e.test_slack_bot import SCOPE, fake, slack_settings, start_harness  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack import FakeSlack
 from tests.helpers import AOF, until
 
 # The fixtures come from the Slack suite: their names are parameters here.

@@ -26,7 +26,7 @@ import pytest
 from memory_core.bootstrap import Core
 from memory_core.store.keys import bucket_tags
 from tests.conftest import CoreFactory
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     JSON,
     FakeChannel,
     FakeDiscord,

@@ -28,7 +28,7 @@ from bots.slack.connect import serve_http
 from memory_core.bootstrap import Core
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import (
+from tests.fakes.slack import (
     FakeSlack,
     ResponseUrlPost,
     SignedDelivery,
