@@ -30,7 +30,13 @@ from config.settings import WELL_KNOWN_ENV, Settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.store import embedded
+from tests.discord_world import World, build_world
+from tests.fakes import unknown
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack import FakeSlack
+from tests.helpers import PAPAYA
+from tests.slack_harness import slack_app_options, slack_workspace
 
 # Hypothesis, loaded before any test module builds its own settings (which inherit from it).
 # "ci", the default: the same examples on every run and every machine, no example database
@@ -230,3 +236,61 @@ async def make_core(
     for core in cores:
         await core.close()
     await asyncio.sleep(0)
+
+
+@pytest.fixture
+def papaya(fake_llm: FakeOpenAI) -> FakeOpenAI:
+    """The fake model answers every question with the papaya code word (``PAPAYA``)."""
+    fake_llm.responder = lambda request: PAPAYA if request.purpose == "reply" else None
+    return fake_llm
+
+
+# -- the fake platforms ---------------------------------------------------------------------
+@pytest.fixture
+async def fake(request: pytest.FixtureRequest) -> AsyncIterator[FakeDiscord | FakeSlack]:
+    """The fake platform a test talks to, started for the test and stopped after it, as the
+    nearest ``fake`` mark says (set it on the module: ``pytestmark = pytest.mark.fake(...)``):
+
+    * ``pytest.mark.fake("discord")``: a :class:`FakeDiscord` with discord.py patched to it;
+    * ``pytest.mark.fake("slack")``: a :class:`FakeSlack` as the manifest installs the app,
+      with tests/slack_harness.py's workspace (Alice, Bob, Carol, Dave, #general...).
+
+    Keyword arguments, when given, are the server's options instead of those defaults (never
+    merged with them), and ``setup=`` a function that fills the new server.
+    """
+    marker = request.node.get_closest_marker("fake")
+    if marker is None or marker.args not in (("discord",), ("slack",)):
+        pytest.fail('mark the test or module with pytest.mark.fake("discord") or ("slack")')
+    options = dict(marker.kwargs)
+    server: FakeDiscord | FakeSlack
+    if marker.args == ("discord",):
+        setup = options.pop("setup", None)
+        server = FakeDiscord(**options)
+    else:
+        if not options:
+            options = {**slack_app_options(), "setup": slack_workspace}
+        setup = options.pop("setup", None)
+        server = FakeSlack(**options)
+    async with server:
+        if setup is not None:
+            setup(server)
+        yield server
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    """The Discord world of the end-to-end and fault tests (tests/discord_world.py)."""
+    return build_world(fake)
+
+
+@pytest.fixture(autouse=True)
+def no_unknown_route(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test fails if a fake Discord or Slack received a request for a route or method the
+    fake does not implement (tests/fakes/unknown.py): the bot called something the fake cannot
+    vouch for. A test about that very answer says so with ``@pytest.mark.calls_unknown_routes``.
+    Autouse and requested first: it runs after the fakes of the test have stopped."""
+    unknown.take()
+    yield
+    failure = unknown.check(unknown.take())
+    if failure and request.node.get_closest_marker("calls_unknown_routes") is None:
+        pytest.fail(failure)

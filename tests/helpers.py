@@ -10,7 +10,7 @@ import random
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -261,3 +261,25 @@ async def until(condition: Callable[[], bool]) -> None:
     async with asyncio.timeout(30):
         while not condition():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+class CLI:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    async def __call__(self, *args: str, stdin: str = "", **env: str) -> Run:
+        proc = await spawn_memorybot(self.home, *args, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
+        assert proc.returncode is not None
+        return Run(proc.returncode, out.decode(), err.decode())
+
+
+PAPAYA = "The code word is papaya, agreed with the tangerine squad."
+"""What the ``papaya`` fixture's model answers (tests/conftest.py)."""

@@ -263,8 +263,7 @@ async def test_a_stream_without_a_usage_chunk_is_counted_with_our_tokenizer(
 async def test_captions_wait_while_the_budget_is_reached_and_are_counted_otherwise(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
-    from tests.e2e.test_captions_discord import VISION
-    from tests.integration.test_captions import Image, message
+    from tests.captions_data import VISION, Image, message
 
     core = await make_core(llm=VISION, budget={"daily_tokens": 10})
     await core.pipeline.ingest(message(Image().attachment(), pid="m1"))

@@ -11,8 +11,8 @@ from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.browser.support import TOKEN
 from tests.conftest import START, CoreFactory
+from tests.dashboard_session import client, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_dashboard_http import client, parse_prometheus
 
 HOSTILE = '<script>alert("x")</script>'
 

@@ -42,7 +42,7 @@ from .models import (
 from .validation import _InteractionState
 
 if TYPE_CHECKING:
-    from .server import FakeDiscord
+    pass
 
 
 class InteractionsMixin:
@@ -453,13 +453,13 @@ class InteractionsMixin:
                 submitted.append(
                     {
                         "type": 1,
-                        "components": FakeDiscord._modal_submit_components(
+                        "components": InteractionsMixin._modal_submit_components(
                             component.get("components", []), values
                         ),
                     }
                 )
             elif ctype == 18:  # label wrapping one component
-                inner = FakeDiscord._modal_submit_components([component["component"]], values)
+                inner = InteractionsMixin._modal_submit_components([component["component"]], values)
                 submitted.append({"type": 18, "component": inner[0]})
             elif ctype == 4:  # text input
                 custom_id = str(component["custom_id"])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yarl
 from aiohttp import web
 
+from .. import unknown
 from .gateway import GatewayMixin, _GatewaySession
 from .interactions import InteractionsMixin
 from .models import (
@@ -606,6 +607,7 @@ class FakeDiscord(
             )
         )
         self.requests.append(RequestRecord(request.method, path, "unknown", 404, None))
+        unknown.record("discord", request.method, path)
         self._notify()
         return self._json({"message": "404: Not Found", "code": 0}, status=404)
 

@@ -24,6 +24,7 @@ from typing import Any, Self
 
 from aiohttp import WSCloseCode, web
 
+from .. import unknown
 from .blocks import message_error
 from .events import EventsMixin
 from .files import FilesMixin
@@ -371,6 +372,9 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         request: web.Request,
         handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
     ) -> web.StreamResponse:
+        if getattr(request.match_info, "http_exception", None) is not None:
+            # No route of the fake matches (aiohttp answers 404 or 405): Slack has no such path.
+            unknown.record("slack", request.method, request.path)
         response = await handler(request)
         self.http_log.append(HttpLogEntry(request.method, request.path, response.status))
         return response
@@ -426,6 +430,7 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         builtin = self._builtin_handler(method)
         if builtin is None and method not in self._custom_methods:
+            unknown.record("slack", "Web API method", method)
             return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
 
         rate_limits = self._rate_limits.get(method)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,14 +51,11 @@ class World:
     admin: FakeMember
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_name="throwaway-bot") as server:
-        yield server
+pytestmark = pytest.mark.fake("discord", bot_name="throwaway-bot")
 
 
 @pytest.fixture
-def world(fake: FakeDiscord) -> World:
+def throwaway_world(fake: FakeDiscord) -> World:
     guild = fake.add_guild(name="Memory Lab")
     general = fake.add_text_channel(guild.id, "general")
     forum = fake.add_forum(guild.id, "ideas")
@@ -146,22 +142,22 @@ async def next_item(queue: asyncio.Queue[Any]) -> Any:
 # ------------------------------------------------------------------------------- login
 
 
-async def test_client_logs_in_and_becomes_ready(fake: FakeDiscord, world: World) -> None:
+async def test_client_logs_in_and_becomes_ready(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         assert bot.user is not None
         assert bot.user.id == fake.bot_user.id
         assert bot.application_id == fake.application_id
-        guild = bot.get_guild(world.guild.id)
+        guild = bot.get_guild(throwaway_world.guild.id)
         assert guild is not None
         assert guild.name == "Memory Lab"
         assert guild.me is not None
-        general = guild.get_channel(world.general.id)
+        general = guild.get_channel(throwaway_world.general.id)
         assert isinstance(general, discord.TextChannel)
         assert general.permissions_for(guild.me).send_messages
         assert not general.permissions_for(guild.me).manage_guild
-        assert isinstance(guild.get_channel(world.forum.id), discord.ForumChannel)
-        assert guild.get_thread(world.thread.id) is not None
+        assert isinstance(guild.get_channel(throwaway_world.forum.id), discord.ForumChannel)
+        assert guild.get_thread(throwaway_world.thread.id) is not None
 
     [identify] = fake.identifies
     assert identify.intents & Intent.MESSAGE_CONTENT
@@ -195,26 +191,28 @@ async def test_disallowed_privileged_intent_is_rejected() -> None:
 
 
 async def test_guild_message_reaches_on_message_and_reply_is_recorded(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         sent = await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!ping"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!ping",
         )
         message = await next_item(bot.received)
         assert message.id == int(sent["id"])
         assert message.content == "!ping"
         assert isinstance(message.author, discord.Member)
-        assert message.author.id == world.alice.user.id
+        assert message.author.id == throwaway_world.alice.user.id
         assert message.author.name == "alice"
         assert message.guild is not None
-        assert message.guild.id == world.guild.id
-        assert message.channel.id == world.general.id
+        assert message.guild.id == throwaway_world.guild.id
+        assert message.channel.id == throwaway_world.general.id
         assert isinstance(message.channel, discord.TextChannel)
         assert message.attachments == []
 
-        [reply] = await fake.wait_for_messages(world.general.id, 1)
+        [reply] = await fake.wait_for_messages(throwaway_world.general.id, 1)
         assert reply.content == "pong"
         assert reply.message_reference is not None
         assert reply.message_reference["message_id"] == sent["id"]
@@ -222,12 +220,14 @@ async def test_guild_message_reaches_on_message_and_reply_is_recorded(
         assert bot.errors.empty()
 
 
-async def test_user_attachments_can_be_downloaded(fake: FakeDiscord, world: World) -> None:
+async def test_user_attachments_can_be_downloaded(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id,
-            author_id=world.alice.user.id,
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
             content="see file",
             attachments={"diary.txt": b"dear diary"},
         )
@@ -238,7 +238,9 @@ async def test_user_attachments_can_be_downloaded(fake: FakeDiscord, world: Worl
         assert await attachment.read() == b"dear diary"
 
 
-async def test_world_changes_after_connect_are_dispatched(fake: FakeDiscord, world: World) -> None:
+async def test_world_changes_after_connect_are_dispatched(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         joined = bot.wait_for("guild_join", timeout=WAIT)
@@ -254,31 +256,37 @@ async def test_world_changes_after_connect_are_dispatched(fake: FakeDiscord, wor
         assert not [d for d in fake.dispatched if d.event == "GUILD_MEMBER_ADD"]
 
 
-async def test_members_intent_chunks_members(fake: FakeDiscord, world: World) -> None:
+async def test_members_intent_chunks_members(fake: FakeDiscord, throwaway_world: World) -> None:
     intents = bot_intents()
     intents.members = True
     bot = RecordingBot(intents=intents)
     async with fake.running(bot):
-        guild = bot.get_guild(world.guild.id)
+        guild = bot.get_guild(throwaway_world.guild.id)
         assert guild is not None
         # chunk_guilds_at_startup defaults to True with the members intent: op 8 -> chunk.
-        assert guild.get_member(world.alice.user.id) is not None
+        assert guild.get_member(throwaway_world.alice.user.id) is not None
         assert guild.chunked
         joined = bot.wait_for("member_join", timeout=WAIT)
-        newcomer = fake.add_member(world.guild.id, name="newcomer")
+        newcomer = fake.add_member(throwaway_world.guild.id, name="newcomer")
         assert (await joined).id == newcomer.user.id
     assert any(d.event == "GUILD_MEMBERS_CHUNK" for d in fake.dispatched)
 
 
-async def test_member_permissions_are_computed_from_roles(fake: FakeDiscord, world: World) -> None:
+async def test_member_permissions_are_computed_from_roles(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.admin.user.id, content="hello"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.admin.user.id,
+            content="hello",
         )
         from_admin = await next_item(bot.received)
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="hello"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="hello",
         )
         from_alice = await next_item(bot.received)
         assert isinstance(from_admin.author, discord.Member)
@@ -287,60 +295,70 @@ async def test_member_permissions_are_computed_from_roles(fake: FakeDiscord, wor
         assert not from_alice.author.guild_permissions.manage_guild
 
 
-async def test_thread_and_forum_messages_have_parent(fake: FakeDiscord, world: World) -> None:
+async def test_thread_and_forum_messages_have_parent(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.thread.id, author_id=world.alice.user.id, content="in thread"
+            channel_id=throwaway_world.thread.id,
+            author_id=throwaway_world.alice.user.id,
+            content="in thread",
         )
         in_thread = await next_item(bot.received)
         assert isinstance(in_thread.channel, discord.Thread)
         assert isinstance(in_thread.channel.parent, discord.TextChannel)
-        assert in_thread.channel.parent.id == world.general.id
+        assert in_thread.channel.parent.id == throwaway_world.general.id
 
         await fake.send_message(
-            channel_id=world.forum_post.id, author_id=world.alice.user.id, content="in forum"
+            channel_id=throwaway_world.forum_post.id,
+            author_id=throwaway_world.alice.user.id,
+            content="in forum",
         )
         in_post = await next_item(bot.received)
         assert isinstance(in_post.channel, discord.Thread)
         assert isinstance(in_post.channel.parent, discord.ForumChannel)
-        assert in_post.channel.parent.id == world.forum.id
-        assert world.forum.type is ChannelType.GUILD_FORUM
+        assert in_post.channel.parent.id == throwaway_world.forum.id
+        assert throwaway_world.forum.type is ChannelType.GUILD_FORUM
 
         # A thread created while the bot is connected arrives through THREAD_CREATE.
-        late = fake.add_thread(world.general.id, "late-thread")
-        await fake.send_message(channel_id=late.id, author_id=world.alice.user.id, content="late")
+        late = fake.add_thread(throwaway_world.general.id, "late-thread")
+        await fake.send_message(
+            channel_id=late.id, author_id=throwaway_world.alice.user.id, content="late"
+        )
         in_late = await next_item(bot.received)
         assert isinstance(in_late.channel, discord.Thread)
         assert in_late.channel.name == "late-thread"
 
 
-async def test_dm_arrives_as_dm_channel(fake: FakeDiscord, world: World) -> None:
+async def test_dm_arrives_as_dm_channel(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
-        await fake.send_dm(user_id=world.alice.user.id, content="!ping")
+        await fake.send_dm(user_id=throwaway_world.alice.user.id, content="!ping")
         message = await next_item(bot.received)
         assert isinstance(message.channel, discord.DMChannel)
         assert message.guild is None
-        assert message.author.id == world.alice.user.id
+        assert message.author.id == throwaway_world.alice.user.id
         assert message.content == "!ping"
-        [reply] = await fake.wait_for_messages(fake.dm_channel_id(world.alice.user.id), 1)
+        [reply] = await fake.wait_for_messages(fake.dm_channel_id(throwaway_world.alice.user.id), 1)
         assert reply.content == "pong"
         assert reply.guild_id is None
 
 
 async def test_message_content_is_hidden_without_the_intent(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = RecordingBot(intents=bot_intents(message_content=False))
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="secret"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="secret",
         )
         assert (await next_item(bot.received)).content == ""
         await fake.send_message(
-            channel_id=world.general.id,
-            author_id=world.alice.user.id,
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
             content="remember this",
             mentions_bot=True,
         )
@@ -350,26 +368,31 @@ async def test_message_content_is_hidden_without_the_intent(
 
 
 async def test_a_members_edit_and_a_link_preview_are_message_updates(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot, blind = RecordingBot(), RecordingBot(intents=bot_intents(message_content=False))
     async with fake.running(bot), fake.running(blind):
         sent = await fake.send_message(
-            channel_id=world.thread.id, author_id=world.alice.user.id, content="v1 secret"
+            channel_id=throwaway_world.thread.id,
+            author_id=throwaway_world.alice.user.id,
+            content="v1 secret",
         )
-        await fake.edit_user_message(sent, content=f"v2 for <@{world.admin.user.id}>")
+        await fake.edit_user_message(sent, content=f"v2 for <@{throwaway_world.admin.user.id}>")
         edit, blind_edit = await next_item(bot.edits), await next_item(blind.edits)
         await fake.unfurl_links(sent, embeds=[{"type": "link", "url": "https://example.com"}])
         unfurl = await next_item(bot.edits)
     message = edit.message
     assert (edit.message_id, edit.channel_id, edit.guild_id) == (
         int(sent["id"]),
-        world.thread.id,
-        world.guild.id,
+        throwaway_world.thread.id,
+        throwaway_world.guild.id,
     )
-    assert message.content == f"v2 for <@{world.admin.user.id}>"
-    assert [u.id for u in message.mentions] == [world.admin.user.id]
-    assert isinstance(message.author, discord.Member) and message.author.id == world.alice.user.id
+    assert message.content == f"v2 for <@{throwaway_world.admin.user.id}>"
+    assert [u.id for u in message.mentions] == [throwaway_world.admin.user.id]
+    assert (
+        isinstance(message.author, discord.Member)
+        and message.author.id == throwaway_world.alice.user.id
+    )
     assert isinstance(message.channel, discord.Thread)
     assert message.edited_at is not None and message.created_at < message.edited_at
     assert edit.cached_message is not None and edit.cached_message.content == "v1 secret"
@@ -378,15 +401,19 @@ async def test_a_members_edit_and_a_link_preview_are_message_updates(
     assert unfurl.message.embeds and unfurl.message.content == message.content
 
 
-async def test_typing_file_upload_and_edit_are_recorded(fake: FakeDiscord, world: World) -> None:
+async def test_typing_file_upload_and_edit_are_recorded(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         for command in ("!typing", "!file", "!edit"):
             await fake.send_message(
-                channel_id=world.general.id, author_id=world.alice.user.id, content=command
+                channel_id=throwaway_world.general.id,
+                author_id=throwaway_world.alice.user.id,
+                content=command,
             )
-        [typing_event] = await fake.wait_for_typing(world.general.id)
-        messages = await fake.wait_for_messages(world.general.id, 3)
+        [typing_event] = await fake.wait_for_typing(throwaway_world.general.id)
+        messages = await fake.wait_for_messages(throwaway_world.general.id, 3)
         [edit] = await fake.wait_for_edits()
 
     # The three on_message handlers run concurrently, so look the messages up by content.
@@ -405,15 +432,17 @@ async def test_typing_file_upload_and_edit_are_recorded(fake: FakeDiscord, world
 
 @pytest.mark.parametrize("is_global", [False, True])
 async def test_rate_limited_post_is_retried(
-    fake: FakeDiscord, world: World, is_global: bool
+    fake: FakeDiscord, throwaway_world: World, is_global: bool
 ) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         fake.rate_limit_next("messages", count=1, retry_after=0.2, is_global=is_global)
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!ping"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!ping",
         )
-        [reply] = await fake.wait_for_messages(world.general.id, 1)
+        [reply] = await fake.wait_for_messages(throwaway_world.general.id, 1)
         assert reply.content == "pong"
         # Wait for the echo so no late request sneaks in before the assertions.
         await fake.wait_for(lambda: len(fake.sent_messages) == 1)
@@ -423,12 +452,16 @@ async def test_rate_limited_post_is_retried(
     assert bot.errors.empty()
 
 
-async def test_forbidden_channel_raises_forbidden_in_bot(fake: FakeDiscord, world: World) -> None:
+async def test_forbidden_channel_raises_forbidden_in_bot(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
-    fake.forbid_channel(world.general.id)
+    fake.forbid_channel(throwaway_world.general.id)
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!ping"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!ping",
         )
         error = await next_item(bot.errors)
     assert isinstance(error, discord.Forbidden)
@@ -460,11 +493,13 @@ async def test_channel_overwrites_apply_to_discord_py_and_rest(fake: FakeDiscord
     assert fake.permissions_for(guild.id, fake.bot_user.id, read_only.id) & Permission.VIEW_CHANNEL
 
 
-async def test_too_long_message_is_rejected(fake: FakeDiscord, world: World) -> None:
+async def test_too_long_message_is_rejected(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!long"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!long",
         )
         error = await next_item(bot.errors)
     assert isinstance(error, discord.HTTPException)
@@ -472,17 +507,20 @@ async def test_too_long_message_is_rejected(fake: FakeDiscord, world: World) -> 
     assert fake.sent_messages == []
 
 
-async def test_unknown_routes_are_recorded(fake: FakeDiscord, world: World) -> None:
+@pytest.mark.calls_unknown_routes  # what this test checks is how the fake answers one
+async def test_unknown_routes_are_recorded(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!invite"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!invite",
         )
         error = await next_item(bot.errors)
     assert isinstance(error, discord.NotFound)
     [unknown] = fake.unknown_routes
     assert unknown.method == "POST"
-    assert unknown.path == f"/channels/{world.general.id}/invites"
+    assert unknown.path == f"/channels/{throwaway_world.general.id}/invites"
 
 
 # ------------------------------------------------------------------------------- interactions
@@ -525,14 +563,16 @@ def memory_bot(fake: FakeDiscord) -> commands.Bot:
     return bot
 
 
-async def test_slash_command_group_ephemeral_response(fake: FakeDiscord, world: World) -> None:
+async def test_slash_command_group_ephemeral_response(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory show",
             options={"limit": 3},
-            channel_id=world.general.id,
-            user_id=world.admin.user.id,
+            channel_id=throwaway_world.general.id,
+            user_id=throwaway_world.admin.user.id,
         )
         response = await fake.wait_for_response(interaction)
     assert response.type == 4
@@ -544,14 +584,16 @@ async def test_slash_command_group_ephemeral_response(fake: FakeDiscord, world: 
     ]
 
 
-async def test_subcommand_group_defer_followup_and_edit(fake: FakeDiscord, world: World) -> None:
+async def test_subcommand_group_defer_followup_and_edit(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory config set",
             options={"key": "tone", "value": "dry"},
-            channel_id=world.thread.id,
-            user_id=world.alice.user.id,
+            channel_id=throwaway_world.thread.id,
+            user_id=throwaway_world.alice.user.id,
         )
         response = await fake.wait_for_response(interaction)
         [followup] = await fake.wait_for_followups(interaction)
@@ -564,11 +606,13 @@ async def test_subcommand_group_defer_followup_and_edit(fake: FakeDiscord, world
     assert edit.content == "saved"
 
 
-async def test_modal_submit_reaches_on_submit(fake: FakeDiscord, world: World) -> None:
+async def test_modal_submit_reaches_on_submit(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = memory_bot(fake)
     async with fake.running(bot):
         opened = await fake.invoke_command(
-            name="memory note", channel_id=world.general.id, user_id=world.alice.user.id
+            name="memory note",
+            channel_id=throwaway_world.general.id,
+            user_id=throwaway_world.alice.user.id,
         )
         modal = await fake.wait_for_response(opened)
         assert modal.type == 9
@@ -579,32 +623,36 @@ async def test_modal_submit_reaches_on_submit(fake: FakeDiscord, world: World) -
     assert not response.ephemeral
 
 
-async def test_slash_command_in_dm(fake: FakeDiscord, world: World) -> None:
+async def test_slash_command_in_dm(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = memory_bot(fake)
     async with fake.running(bot):
         interaction = await fake.invoke_command(
             name="memory show",
-            channel_id=fake.dm_channel_id(world.alice.user.id),
-            user_id=world.alice.user.id,
+            channel_id=fake.dm_channel_id(throwaway_world.alice.user.id),
+            user_id=throwaway_world.alice.user.id,
         )
         response = await fake.wait_for_response(interaction)
     assert response.content == "alice: limit=5 manage=False"
 
 
-async def test_button_click_reaches_view_callback(fake: FakeDiscord, world: World) -> None:
+async def test_button_click_reaches_view_callback(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="!buttons"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="!buttons",
         )
-        [prompt] = await fake.wait_for_messages(world.general.id, 1)
+        [prompt] = await fake.wait_for_messages(throwaway_world.general.id, 1)
         assert prompt.custom_ids == ["memory:forget"]
         interaction = await fake.click_button(
-            message=prompt, custom_id="memory:forget", user_id=world.alice.user.id
+            message=prompt, custom_id="memory:forget", user_id=throwaway_world.alice.user.id
         )
         clicked_by = await next_item(bot.clicks)
         response = await fake.wait_for_response(interaction)
-    assert clicked_by == world.alice.user.id
+    assert clicked_by == throwaway_world.alice.user.id
     assert response.type == 7
     assert response.content == "forgotten"
     assert fake.messages[prompt.id]["content"] == "forgotten"
@@ -636,7 +684,7 @@ async def test_late_interaction_response_is_rejected() -> None:
 
 
 async def test_the_three_seconds_count_from_the_interactions_creation(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = memory_bot(fake)
     errors: asyncio.Queue[Exception] = asyncio.Queue()
@@ -650,8 +698,8 @@ async def test_the_three_seconds_count_from_the_interactions_creation(
     async with fake.running(bot):
         late = await fake.invoke_command(
             name="memory show",
-            channel_id=world.general.id,
-            user_id=world.alice.user.id,
+            channel_id=throwaway_world.general.id,
+            user_id=throwaway_world.alice.user.id,
             created_ago=3.5,
         )
         error = await next_item(errors)
@@ -662,11 +710,11 @@ async def test_the_three_seconds_count_from_the_interactions_creation(
     assert isinstance(error.original, discord.NotFound) and error.original.code == 10062
 
 
-async def test_tree_sync_is_recorded(fake: FakeDiscord, world: World) -> None:
+async def test_tree_sync_is_recorded(fake: FakeDiscord, throwaway_world: World) -> None:
     bot = memory_bot(fake)
     async with fake.running(bot):
         synced = await bot.tree.sync()
-        guild = discord.Object(id=world.guild.id)
+        guild = discord.Object(id=throwaway_world.guild.id)
         bot.tree.copy_global_to(guild=guild)
         await bot.tree.sync(guild=guild)
         global_sync, guild_sync = await fake.wait_for_synced_commands(2)
@@ -676,7 +724,7 @@ async def test_tree_sync_is_recorded(fake: FakeDiscord, world: World) -> None:
     assert global_sync.names == ["memory"]
     [memory] = global_sync.commands
     assert sorted(o["name"] for o in memory["options"]) == ["config", "note", "show"]
-    assert guild_sync.guild_id == world.guild.id
+    assert guild_sync.guild_id == throwaway_world.guild.id
     assert guild_sync.names == ["memory"]
 
 
@@ -769,18 +817,20 @@ class MenuBot(commands.Bot):
 
 
 async def test_a_message_command_round_trips_and_reaches_the_context_menu(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = MenuBot()
     async with fake.running(bot):
         synced = await bot.tree.sync()
         sent = await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="my cat is Tom"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="my cat is Tom",
         )
         interaction = await fake.invoke_message_command(
             name="Remember this",
-            channel_id=world.general.id,
-            user_id=world.admin.user.id,
+            channel_id=throwaway_world.general.id,
+            user_id=throwaway_world.admin.user.id,
             message_id=int(sent["id"]),
         )
         target, channel = await next_item(bot.targets)
@@ -799,9 +849,9 @@ async def test_a_message_command_round_trips_and_reaches_the_context_menu(
     assert data["resolved"]["messages"][sent["id"]]["content"] == "my cat is Tom"
     assert isinstance(target, discord.Message)
     assert (target.id, target.content) == (int(sent["id"]), "my cat is Tom")
-    assert target.author.id == world.alice.user.id
-    assert target.guild is not None and target.guild.id == world.guild.id
-    assert isinstance(channel, discord.TextChannel) and channel.id == world.general.id
+    assert target.author.id == throwaway_world.alice.user.id
+    assert target.guild is not None and target.guild.id == throwaway_world.guild.id
+    assert isinstance(channel, discord.TextChannel) and channel.id == throwaway_world.general.id
     assert response.content == f"remembered {sent['id']}" and response.ephemeral
     # The original response is a CONTEXT_MENU_COMMAND message referring to the target.
     answer = fake.messages[response.message_id or 0]
@@ -811,31 +861,34 @@ async def test_a_message_command_round_trips_and_reaches_the_context_menu(
 
 
 async def test_a_message_command_on_an_old_message_in_an_uncached_archived_thread(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
-    archived = fake.add_thread(world.general.id, "old-topic", archived=True)
+    archived = fake.add_thread(throwaway_world.general.id, "old-topic", archived=True)
     old = await fake.send_message(
-        channel_id=archived.id, author_id=world.alice.user.id, content="long ago", while_away=True
+        channel_id=archived.id,
+        author_id=throwaway_world.alice.user.id,
+        content="long ago",
+        while_away=True,
     )
     bot = MenuBot()
     fake.register_commands([c.to_dict(bot.tree) for c in bot.tree.get_commands()])
     async with fake.running(bot):
-        guild = bot.get_guild(world.guild.id)
+        guild = bot.get_guild(throwaway_world.guild.id)
         assert guild is not None and guild.get_thread(archived.id) is None  # never cached
         interaction = await fake.invoke_message_command(
             name="Remember this",
             channel_id=archived.id,
-            user_id=world.alice.user.id,
+            user_id=throwaway_world.alice.user.id,
             message_id=int(old["id"]),
         )
         target, channel = await next_item(bot.targets)
         await fake.wait_for_response(interaction)
     channel_payload = interaction.payload["channel"]
-    assert channel_payload["parent_id"] == str(world.general.id)
+    assert channel_payload["parent_id"] == str(throwaway_world.general.id)
     assert channel_payload["thread_metadata"]["archived"] is True
     assert target.content == "long ago" and target.channel.id == archived.id
     assert isinstance(channel, discord.Thread)
-    assert channel.archived and channel.parent_id == world.general.id
+    assert channel.archived and channel.parent_id == throwaway_world.general.id
 
 
 # ------------------------------------------------------------------------------- places go away
@@ -869,133 +922,143 @@ class PlaceWatcher(RecordingBot):
 
 
 async def test_deleting_a_channel_takes_its_threads_without_thread_delete(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = PlaceWatcher()
     async with fake.running(bot):
-        fake.delete_channel(world.general.id)
+        fake.delete_channel(throwaway_world.general.id)
         events = {await next_item(bot.events) for _ in range(3)}
         with pytest.raises(discord.NotFound) as gone:
-            await bot.fetch_channel(world.general.id)
-        assert bot.get_channel(world.thread.id) is None
+            await bot.fetch_channel(throwaway_world.general.id)
+        assert bot.get_channel(throwaway_world.thread.id) is None
     # discord.py drops the cached thread itself: the gateway sent only CHANNEL_DELETE
     assert events == {
-        ("channel_delete", world.general.id),
-        ("thread_delete", world.thread.id),
-        ("raw_thread_delete", world.thread.id),
+        ("channel_delete", throwaway_world.general.id),
+        ("thread_delete", throwaway_world.thread.id),
+        ("raw_thread_delete", throwaway_world.thread.id),
     }
     sent = [d.event for d in fake.dispatched if d.event.endswith("_DELETE")]
     assert sent == ["CHANNEL_DELETE"]
     assert gone.value.code == 10003
-    assert world.thread.id not in fake.channels
+    assert throwaway_world.thread.id not in fake.channels
 
 
 async def test_deleting_a_thread_and_a_forum_post_sends_thread_delete(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = PlaceWatcher()
     async with fake.running(bot):
-        for thread in (world.thread, world.forum_post):
+        for thread in (throwaway_world.thread, throwaway_world.forum_post):
             fake.delete_thread(thread.id)
             got = {await next_item(bot.events) for _ in range(2)}
             assert got == {("raw_thread_delete", thread.id), ("thread_delete", thread.id)}
         with pytest.raises(discord.NotFound):
-            await bot.fetch_channel(world.forum_post.id)
+            await bot.fetch_channel(throwaway_world.forum_post.id)
     deletes = [d.data for d in fake.dispatched if d.event == "THREAD_DELETE"]
     assert deletes == [
         {
             "id": str(thread.id),
-            "guild_id": str(world.guild.id),
+            "guild_id": str(throwaway_world.guild.id),
             "parent_id": str(thread.parent_id),
             "type": 11,
         }
-        for thread in (world.thread, world.forum_post)
+        for thread in (throwaway_world.thread, throwaway_world.forum_post)
     ]
 
 
 async def test_the_bot_removed_from_a_guild_gets_guild_delete_and_missing_access(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = PlaceWatcher()
     async with fake.running(bot):
-        fake.remove_bot_from_guild(world.guild.id)
-        assert await next_item(bot.events) == ("guild_remove", world.guild.id)
-        assert bot.get_guild(world.guild.id) is None
+        fake.remove_bot_from_guild(throwaway_world.guild.id)
+        assert await next_item(bot.events) == ("guild_remove", throwaway_world.guild.id)
+        assert bot.get_guild(throwaway_world.guild.id) is None
         with pytest.raises(discord.Forbidden) as channel_error:
-            await bot.fetch_channel(world.general.id)
+            await bot.fetch_channel(throwaway_world.general.id)
         with pytest.raises(discord.Forbidden) as history_error:
-            await bot.http.logs_from(world.general.id, 10)
+            await bot.http.logs_from(throwaway_world.general.id, 10)
         with pytest.raises(discord.Forbidden) as guild_error:
-            await bot.fetch_guild(world.guild.id)
+            await bot.fetch_guild(throwaway_world.guild.id)
         # people go on talking there; nothing of it reaches the bot any more
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="bye bot"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="bye bot",
         )
-        await fake.send_dm(user_id=world.alice.user.id, content="still here?")
+        await fake.send_dm(user_id=throwaway_world.alice.user.id, content="still here?")
         assert (await next_item(bot.received)).content == "still here?"
     [removal] = [d.data for d in fake.dispatched if d.event == "GUILD_DELETE"]
-    assert removal == {"id": str(world.guild.id)}  # no "unavailable": removed
+    assert removal == {"id": str(throwaway_world.guild.id)}  # no "unavailable": removed
     for error in (channel_error, history_error, guild_error):
         assert (error.value.status, error.value.code) == (403, 50001)
 
 
 async def test_a_guild_outage_makes_it_unavailable_until_it_ends(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = PlaceWatcher()
     async with fake.running(bot):
-        fake.guild_outage(world.guild.id)
-        assert await next_item(bot.events) == ("guild_unavailable", world.guild.id)
-        guild = bot.get_guild(world.guild.id)
+        fake.guild_outage(throwaway_world.guild.id)
+        assert await next_item(bot.events) == ("guild_unavailable", throwaway_world.guild.id)
+        guild = bot.get_guild(throwaway_world.guild.id)
         assert guild is not None and guild.unavailable  # still cached, unlike a removal
         with pytest.raises(FakeDiscordError, match="unavailable"):
             await fake.send_message(
-                channel_id=world.general.id, author_id=world.alice.user.id, content="hello?"
+                channel_id=throwaway_world.general.id,
+                author_id=throwaway_world.alice.user.id,
+                content="hello?",
             )
-        fake.end_guild_outage(world.guild.id)
-        assert await next_item(bot.events) == ("guild_available", world.guild.id)
+        fake.end_guild_outage(throwaway_world.guild.id)
+        assert await next_item(bot.events) == ("guild_available", throwaway_world.guild.id)
         assert not guild.unavailable
         await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="back"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="back",
         )
         assert (await next_item(bot.received)).content == "back"
     outage = next(d for d in fake.dispatched if d.event == "GUILD_DELETE")
-    assert outage.data == {"id": str(world.guild.id), "unavailable": True}
+    assert outage.data == {"id": str(throwaway_world.guild.id), "unavailable": True}
     back = [d.data for d in fake.dispatched if d.event == "GUILD_CREATE"][-1]
-    assert back["unavailable"] is False and back["id"] == str(world.guild.id)
+    assert back["unavailable"] is False and back["id"] == str(throwaway_world.guild.id)
 
 
 # ------------------------------------------------------------------------------- forwards
 
 
-async def test_a_forward_carries_a_snapshot_of_the_message(fake: FakeDiscord, world: World) -> None:
+async def test_a_forward_carries_a_snapshot_of_the_message(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         original = await fake.send_message(
-            channel_id=world.thread.id,
-            author_id=world.admin.user.id,
+            channel_id=throwaway_world.thread.id,
+            author_id=throwaway_world.admin.user.id,
             content="the meeting is on Friday",
             attachments={"agenda.txt": b"1. budget"},
         )
         await next_item(bot.received)
         forward = await fake.forward_message(
             message_id=int(original["id"]),
-            to_channel_id=world.general.id,
-            author_id=world.alice.user.id,
+            to_channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
             content="fyi",
         )
         in_guild, comment = await next_item(bot.received), await next_item(bot.received)
-        dm = fake.dm_channel_id(world.alice.user.id)
+        dm = fake.dm_channel_id(throwaway_world.alice.user.id)
         await fake.forward_message(
-            message_id=int(original["id"]), to_channel_id=dm, author_id=world.alice.user.id
+            message_id=int(original["id"]),
+            to_channel_id=dm,
+            author_id=throwaway_world.alice.user.id,
         )
         in_dm = await next_item(bot.received)
     assert forward["content"] == "" and forward["type"] == 0
     assert forward["message_reference"] == {
         "type": 1,
         "message_id": original["id"],
-        "channel_id": str(world.thread.id),
-        "guild_id": str(world.guild.id),
+        "channel_id": str(throwaway_world.thread.id),
+        "guild_id": str(throwaway_world.guild.id),
     }
     [snapshot] = forward["message_snapshots"]
     assert "author" not in snapshot["message"] and "id" not in snapshot["message"]
@@ -1005,7 +1068,7 @@ async def test_a_forward_carries_a_snapshot_of_the_message(fake: FakeDiscord, wo
         assert message.reference is not None
         assert message.reference.type is discord.MessageReferenceType.forward
         assert message.reference.message_id == int(original["id"])
-        assert message.reference.channel_id == world.thread.id
+        assert message.reference.channel_id == throwaway_world.thread.id
         [snap] = message.message_snapshots
         assert snap.content == "the meeting is on Friday"
         assert [a.filename for a in snap.attachments] == ["agenda.txt"]
@@ -1030,21 +1093,23 @@ class PollBot(RecordingBot):
 
 
 async def test_a_poll_its_votes_its_end_and_its_result_message(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = PollBot()
     async with fake.running(bot):
         sent = await fake.send_poll(
-            channel_id=world.general.id,
-            author_id=world.admin.user.id,
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.admin.user.id,
             question="Lunch?",
             answers=["pizza", "sushi", "salad"],
             duration_hours=4,
         )
         message = await next_item(bot.received)
-        await fake.vote_poll(int(sent["id"]), world.alice.user.id, 2)
-        await fake.vote_poll(int(sent["id"]), world.admin.user.id, 1)
-        await fake.vote_poll(int(sent["id"]), world.admin.user.id, 2)  # changes their vote
+        await fake.vote_poll(int(sent["id"]), throwaway_world.alice.user.id, 2)
+        await fake.vote_poll(int(sent["id"]), throwaway_world.admin.user.id, 1)
+        await fake.vote_poll(
+            int(sent["id"]), throwaway_world.admin.user.id, 2
+        )  # changes their vote
         votes = [await next_item(bot.votes) for _ in range(4)]
         await fake.end_poll(int(sent["id"]))
         ended = await next_item(bot.edits)
@@ -1060,18 +1125,18 @@ async def test_a_poll_its_votes_its_end_and_its_result_message(
     assert poll.expires_at is not None and not poll.is_finalised()
     assert sent["poll"]["layout_type"] == 1 and "duration" not in sent["poll"]
     assert votes == [
-        ("add", world.alice.user.id, 2),
-        ("add", world.admin.user.id, 1),
-        ("remove", world.admin.user.id, 1),
-        ("add", world.admin.user.id, 2),
+        ("add", throwaway_world.alice.user.id, 2),
+        ("add", throwaway_world.admin.user.id, 1),
+        ("remove", throwaway_world.admin.user.id, 1),
+        ("add", throwaway_world.admin.user.id, 2),
     ]
     assert ended.data["poll"]["results"] == {
         "is_finalized": True,
         "answer_counts": [{"id": 2, "count": 2, "me_voted": False}],
     }
     assert result.type is discord.MessageType.poll_result
-    assert result.author.id == world.admin.user.id
-    assert [u.id for u in result.mentions] == [world.admin.user.id]
+    assert result.author.id == throwaway_world.admin.user.id
+    assert [u.id for u in result.mentions] == [throwaway_world.admin.user.id]
     assert result.reference is not None and result.reference.message_id == int(sent["id"])
     [embed] = result.embeds
     assert embed.type == "poll_result"
@@ -1091,12 +1156,14 @@ async def test_a_poll_its_votes_its_end_and_its_result_message(
 
 
 async def test_a_voice_message_has_its_flag_duration_and_waveform(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = RecordingBot()
     async with fake.running(bot):
         sent = await fake.send_voice_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, duration_secs=3.5
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            duration_secs=3.5,
         )
         message = await next_item(bot.received)
         [attachment] = message.attachments
@@ -1176,15 +1243,19 @@ class ReconnectingBot(RecordingBot):
 
 
 async def test_a_bot_that_cannot_resume_misses_what_happened_while_it_was_away(
-    fake: FakeDiscord, world: World
+    fake: FakeDiscord, throwaway_world: World
 ) -> None:
     bot = ReconnectingBot()
     async with fake.running(bot):
         first = await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="one"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="one",
         )
         second = await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="two"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="two",
         )
         for _ in range(2):
             await next_item(bot.received)
@@ -1193,15 +1264,15 @@ async def test_a_bot_that_cannot_resume_misses_what_happened_while_it_was_away(
         fake.delete_message_quietly(int(first["id"]))
         fake.edit_message_quietly(int(second["id"]), content="two, edited")
         third = await fake.send_message(
-            channel_id=world.general.id,
-            author_id=world.alice.user.id,
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
             content="three",
             while_away=True,
         )
         await fake.wait_for_reconnect()
         await next_item(bot.readies)
         await next_item(bot.readies)  # on_ready again: a fresh session, not a resumed one
-        channel = bot.get_channel(world.general.id)
+        channel = bot.get_channel(throwaway_world.general.id)
         assert isinstance(channel, discord.TextChannel)
         history = [m async for m in channel.history(limit=100)]
         # a live delete still arrives on the new session
@@ -1219,12 +1290,16 @@ async def test_a_bot_that_cannot_resume_misses_what_happened_while_it_was_away(
     assert history[1].edited_at is not None
 
 
-async def test_a_resumed_session_gets_the_events_it_missed(fake: FakeDiscord, world: World) -> None:
+async def test_a_resumed_session_gets_the_events_it_missed(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     bot = ReconnectingBot()
     async with fake.running(bot):
         await fake.disconnect_bot(resumable=True)
         sent = await fake.send_message(
-            channel_id=world.general.id, author_id=world.alice.user.id, content="while away"
+            channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+            content="while away",
         )
         await fake.wait_for_reconnect()
         await next_item(bot.resumed)
@@ -1235,13 +1310,15 @@ async def test_a_resumed_session_gets_the_events_it_missed(fake: FakeDiscord, wo
     assert resume.accepted and resume.session_id == fake.identifies[0].session_id
 
 
-async def test_channel_history_pages_like_discord(fake: FakeDiscord, world: World) -> None:
+async def test_channel_history_pages_like_discord(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
     ids = [
         int(
             (
                 await fake.send_message(
-                    channel_id=world.thread.id,
-                    author_id=world.alice.user.id,
+                    channel_id=throwaway_world.thread.id,
+                    author_id=throwaway_world.alice.user.id,
                     content=str(n),
                     while_away=True,
                 )
@@ -1251,13 +1328,13 @@ async def test_channel_history_pages_like_discord(fake: FakeDiscord, world: Worl
     ]
     bot = RecordingBot()
     async with fake.running(bot):
-        thread = bot.get_channel(world.thread.id)
+        thread = bot.get_channel(throwaway_world.thread.id)
         assert isinstance(thread, discord.Thread)
         newest = [m.content async for m in thread.history(limit=3)]
         before = [m.content async for m in thread.history(limit=2, before=discord.Object(ids[4]))]
         after = [m.content async for m in thread.history(limit=2, after=discord.Object(ids[1]))]
         everything = [m.content async for m in thread.history(limit=None, oldest_first=True)]
-        around = await bot.http.logs_from(world.thread.id, 4, around=ids[3])
+        around = await bot.http.logs_from(throwaway_world.thread.id, 4, around=ids[3])
     assert newest == ["6", "5", "4"]
     assert before == ["3", "2"]
     assert after == ["2", "3"]  # the oldest after it (discord.py pages forward with them)
