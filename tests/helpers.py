@@ -9,6 +9,7 @@ import os
 import random
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -283,3 +284,16 @@ class CLI:
 
 PAPAYA = "The code word is papaya, agreed with the tangerine squad."
 """What the ``papaya`` fixture's model answers (tests/conftest.py)."""
+
+
+async def lock_expired(client: Any, key: str, *, within_s: float = 10.0) -> None:
+    """Wait until Redis has expired the lock ``key`` (its PX), polling its PTTL.
+
+    A lock's expiry is Redis's own (SET NX PX; memory_core/store/records.py ``real_ms``):
+    no clock of ours can move it, so a test of what happens once a dead holder's lock runs
+    out waits in real time, with a lock TTL made short for the purpose. It waits for the
+    expiry itself rather than for a guessed duration, and fails if it does not come."""
+    deadline = time.monotonic() + within_s
+    while await client.pttl(key) != -2:  # -2: no such key (-1 would be a lock with no TTL)
+        assert time.monotonic() < deadline, f"the lock {key} did not expire within {within_s} s"
+        await asyncio.sleep(0.02)

@@ -14,9 +14,7 @@ import pytest
 from memory_core.clock import ManualClock
 from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack import (
-    FakeSlack,
-)
+from tests.fakes.slack import FakeSlack
 from tests.helpers import (
     CLI,
     quoting_facts,
