@@ -69,6 +69,23 @@ discord.py details this fake depends on (checked against discord.py 2.7):
   IDENTIFY but the first: override the hook in tests that reconnect.
 * discord.py drops a deleted channel's cached threads itself (``on_thread_delete`` for each):
   Discord sends no THREAD_DELETE for them, and neither does the fake.
+
+Where things are (``FakeDiscord`` is put together from one mixin per concern):
+
+* ``server.py``: the aiohttp app, discord.py patching, ``running``, the route table, request
+  handling and unknown routes (``_build_routes`` lists every REST route the fake implements);
+* ``rest.py``: REST handlers for users, the application, channels, messages, reactions,
+  typing, threads, guilds and members; ``rest_interactions.py``: interaction callbacks,
+  follow-ups, ``@original`` and command sync;
+* ``gateway.py``: compression, sessions (identify, resume, ready, member chunks, reconnects)
+  and dispatching to the shard that owns a guild;
+* ``interactions.py``: invoking commands and components, registration and context checks;
+* ``state.py``: building the world (``add_*``, deletions, outages, failure injection);
+  ``people.py``: what users do (messages, edits, forwards, DMs, polls, voice messages);
+* ``payloads.py``: the payloads sent to discord.py and permission computation;
+  ``waits.py``: the ``wait_for_*`` helpers;
+* ``models.py``: constants and documented limits, enums, the world's objects and the records;
+  ``validation.py``: API errors, the embed limits check and the request plumbing.
 """
 
 from __future__ import annotations

@@ -17,6 +17,17 @@ Pointing Bolt at it::
 What the fake understands of each request mirrors how slack_sdk 3.x encodes it: the token in an
 ``Authorization: Bearer`` header, arguments as query string (``params=``), JSON body (``json=``,
 used for anything carrying blocks) or form body (``data=``); all three are merged.
+
+Where things are (``FakeSlack`` is put together from one mixin per concern):
+
+* ``server.py``: the aiohttp app and its routes, token and scope checks, dispatch to the Web API
+  methods (``_builtin_handler`` lists them), unknown methods and paths, waiting on records;
+* ``methods.py``: the Web API methods (auth, chat.*, users.info, conversations.*, views.*...);
+  ``files.py``: uploads, downloads and ``response_url`` posts;
+* ``events.py``: the events and payloads Slack sends an app; ``socket.py``: Socket Mode;
+  ``signing.py``: signed delivery over HTTP;
+* ``state.py``: the workspace (users, channels, history, installs, failure injection);
+* ``models.py``: scopes, limits and the records; ``blocks.py``: Block Kit and view validation.
 """
 
 from __future__ import annotations
