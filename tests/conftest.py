@@ -13,10 +13,8 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from bots.bench.cluster import LocalCluster, LocalRedis, server_binary, server_version
-from config.settings import WELL_KNOWN_ENV, Settings
+from config.settings import WELL_KNOWN_ENV
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.store import embedded
@@ -35,7 +33,7 @@ from tests.fakes import unknown
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
-from tests.helpers import PAPAYA
+from tests.helpers import PAPAYA, START, CoreFactory, make_settings, wait_until_gone
 from tests.slack_harness import slack_app_options, slack_workspace
 
 # Hypothesis, loaded before any test module builds its own settings (which inherit from it).
@@ -157,55 +155,10 @@ def no_embedded_server_left(tmp_path: Path) -> Iterator[None]:
                 wait_until_gone(pid)
 
 
-def wait_until_gone(pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (ProcessLookupError, FileNotFoundError):
-            return
-        if state == "Z":  # exited; its parent (init, for a daemon) has yet to reap it
-            return
-        time.sleep(0.02)
-    raise RuntimeError(f"process {pid} is still running after {timeout} s")
-
-
 @pytest.fixture
 async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI() as fake:
         yield fake
-
-
-def make_settings(
-    *,
-    redis_url: str | None = None,
-    cluster: bool = False,
-    llm_url: str | None = None,
-    data_dir: Path | None = None,
-    memory: dict[str, Any] | None = None,
-    llm: dict[str, Any] | None = None,
-    store: dict[str, Any] | None = None,
-    **sections: Any,
-) -> Settings:
-    store = {"cluster": cluster, **(store or {})}
-    if redis_url:
-        store["redis_url"] = redis_url
-    if data_dir:
-        store["data_dir"] = data_dir
-    llm_section: dict[str, Any] = {"max_retries": 0, "backoff_base_s": 0.0, "timeout_s": 5.0}
-    if llm_url:
-        llm_section["base_url"] = llm_url
-    llm_section.update(llm or {})
-    # Recall by words alone unless a test is about meaning (the local model costs a second
-    # to load and CPU per message: tests of other things stay fast).
-    memory = {"recall_embedder": "off", **(memory or {})}
-    return Settings(store=store, llm=llm_section, memory=memory, **sections)
-
-
-START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
-
-CoreFactory = Callable[..., Awaitable[Core]]
 
 
 @pytest.fixture

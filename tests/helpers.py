@@ -10,12 +10,13 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from config.settings import Settings
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
@@ -297,3 +298,49 @@ async def lock_expired(client: Any, key: str, *, within_s: float = 10.0) -> None
     while await client.pttl(key) != -2:  # -2: no such key (-1 would be a lock with no TTL)
         assert time.monotonic() < deadline, f"the lock {key} did not expire within {within_s} s"
         await asyncio.sleep(0.02)
+
+
+def wait_until_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        if state == "Z":  # exited; its parent (init, for a daemon) has yet to reap it
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"process {pid} is still running after {timeout} s")
+
+
+def make_settings(
+    *,
+    redis_url: str | None = None,
+    cluster: bool = False,
+    llm_url: str | None = None,
+    data_dir: Path | None = None,
+    memory: dict[str, Any] | None = None,
+    llm: dict[str, Any] | None = None,
+    store: dict[str, Any] | None = None,
+    **sections: Any,
+) -> Settings:
+    store = {"cluster": cluster, **(store or {})}
+    if redis_url:
+        store["redis_url"] = redis_url
+    if data_dir:
+        store["data_dir"] = data_dir
+    llm_section: dict[str, Any] = {"max_retries": 0, "backoff_base_s": 0.0, "timeout_s": 5.0}
+    if llm_url:
+        llm_section["base_url"] = llm_url
+    llm_section.update(llm or {})
+    # Recall by words alone unless a test is about meaning (the local model costs a second
+    # to load and CPU per message: tests of other things stay fast).
+    memory = {"recall_embedder": "off", **(memory or {})}
+    return Settings(store=store, llm=llm_section, memory=memory, **sections)
+
+
+START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
+
+
+CoreFactory = Callable[..., Awaitable[Core]]

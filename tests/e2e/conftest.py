@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from memory_core.clock import ManualClock
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
 from tests.helpers import (
     CLI,
+    CoreFactory,
     quoting_facts,
 )
 from tests.slack_harness import (

@@ -9,11 +9,10 @@ import asyncio
 
 import pytest
 
-from tests.conftest import CoreFactory
 from tests.discord_world import World, command, embed_text, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import CLI
+from tests.helpers import CLI, CoreFactory
 
 pytestmark = pytest.mark.fake("discord")
 

@@ -14,10 +14,10 @@ import pytest
 from config.prompts import load_prompts
 from memory_core.models import human_size
 from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
-from tests.conftest import CoreFactory
 from tests.discord_world import World, chatter, copies_of, last_prompt, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import CoreFactory
 
 pytestmark = pytest.mark.fake("discord")
 

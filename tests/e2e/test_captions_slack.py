@@ -15,10 +15,9 @@ import pytest
 
 from memory_core.models import human_size
 from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack import FakeSlack
-from tests.helpers import slack_bot_scopes
+from tests.helpers import CoreFactory, slack_bot_scopes
 from tests.slack_harness import (
     ALICE,
     APP_TOKEN,

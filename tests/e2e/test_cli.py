@@ -22,9 +22,8 @@ import pytest
 import redis
 
 from tests.browser.support import TOKEN
-from tests.conftest import START, wait_until_gone
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import CLI, ROOT, Run, spawn_memorybot
+from tests.helpers import CLI, ROOT, START, Run, spawn_memorybot, wait_until_gone
 
 LEGACY = ROOT / "tests" / "data" / "legacy-memorybot-store.json"
 

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from memory_core.bootstrap import Core
-from tests.conftest import CoreFactory
 from tests.discord_world import World, say, serving, texts_in
 from tests.fakes.discord import FakeDiscord, InteractionResponse
-from tests.helpers import forgotten
+from tests.helpers import CoreFactory, forgotten
 
 pytestmark = pytest.mark.fake("discord")
 

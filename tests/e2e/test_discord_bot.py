@@ -31,7 +31,6 @@ from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
 from memory_core.scopes import Scope
-from tests.conftest import START, CoreFactory, make_settings
 from tests.discord_world import (
     World,
     chatter,
@@ -52,7 +51,7 @@ from tests.fakes.discord import (
     PermissionOverwrite,
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import forgotten, quoting_facts, scope_values
+from tests.helpers import START, CoreFactory, forgotten, make_settings, quoting_facts, scope_values
 
 pytestmark = pytest.mark.fake("discord")
 

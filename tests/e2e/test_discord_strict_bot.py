@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from bots.discord import commands as discord_commands
-from tests.conftest import CoreFactory
 from tests.discord_world import World, say, serving, texts_in
 from tests.fakes.discord import (
     EPHEMERAL_FLAG,
@@ -15,6 +14,7 @@ from tests.fakes.discord import (
     Permission,
     PermissionOverwrite,
 )
+from tests.helpers import CoreFactory
 
 pytestmark = pytest.mark.fake("discord")
 

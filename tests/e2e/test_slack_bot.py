@@ -25,7 +25,6 @@ from bots.slack.send import MESSAGE_CHARS
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import (
     FakeSlack,
@@ -35,6 +34,7 @@ from tests.fakes.slack import (
     slash_command_form_body,
 )
 from tests.helpers import (
+    CoreFactory,
     all_keys,
     scope_values,
 )

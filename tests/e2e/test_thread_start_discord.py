@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import CoreFactory
 from tests.discord_world import World, last_prompt, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CoreFactory
 
 pytestmark = pytest.mark.fake("discord")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from memory_core.scopes import Scope
-from tests.conftest import CoreFactory
 from tests.discord_world import (
     World,
     command,
@@ -21,7 +20,7 @@ from tests.discord_world import (
 )
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import forgotten
+from tests.helpers import CoreFactory, forgotten
 
 pytestmark = pytest.mark.fake("discord")
 

@@ -8,11 +8,10 @@ import json
 
 import pytest
 
-from tests.conftest import CoreFactory
 from tests.discord_world import World, command, embed_text, say, serving, texts_in
 from tests.fakes.discord import FakeDiscord, Permission, PermissionOverwrite
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
+from tests.helpers import CoreFactory, all_keys, key_values, sentence_summaries, telling_facts
 
 pytestmark = pytest.mark.fake("discord")
 

@@ -8,10 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
-from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
+from tests.helpers import CoreFactory, all_keys, key_values, sentence_summaries, telling_facts
 from tests.slack_harness import (
     ALICE,
     BOB,

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from tests.conftest import CoreFactory
 from tests.discord_world import World, command, embed_text, say, serving
 from tests.fakes.discord import JSON, FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import PAPAYA as ANSWER
+from tests.helpers import CoreFactory
 from tests.observed_discord import ObservedBot
 
 pytestmark = pytest.mark.fake("discord")

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import lock_expired, scope_values
+from tests.helpers import START, CoreFactory, lock_expired, scope_values
 
 ROOT = Path(__file__).parents[2]
 SCOPE = "console:crash"

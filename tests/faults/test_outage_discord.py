@@ -11,11 +11,10 @@ from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, make_settings
 from tests.discord_world import World, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import AOF, until
+from tests.helpers import AOF, START, make_settings, until
 
 pytestmark = pytest.mark.fake("discord")
 

@@ -10,10 +10,9 @@ from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, make_settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
-from tests.helpers import AOF, until
+from tests.helpers import AOF, START, make_settings, until
 from tests.slack_harness import SCOPE, slack_settings, start_harness
 
 pytestmark = pytest.mark.fake("slack")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core.bootstrap import Core
-from tests.conftest import CoreFactory
+from tests.helpers import CoreFactory
 
 
 @pytest.fixture

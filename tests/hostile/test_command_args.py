@@ -25,8 +25,7 @@ from bots.commands import (
 from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.errors import UsageError
-from tests.conftest import CoreFactory
-from tests.helpers import all_keys
+from tests.helpers import CoreFactory, all_keys
 from tests.hostile.strategies import HUGE, NASTY, command_text
 
 SCOPES = (

@@ -24,7 +24,7 @@ from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from tests.browser.support import TOKEN, change_routes
-from tests.conftest import CoreFactory
+from tests.helpers import CoreFactory
 from tests.hostile.strategies import NASTY
 
 SCOPE = "discord:10:20"

@@ -25,7 +25,6 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.store.keys import bucket_tags
-from tests.conftest import CoreFactory
 from tests.fakes.discord import (
     JSON,
     FakeChannel,
@@ -37,7 +36,7 @@ from tests.fakes.discord import (
     SentMessage,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys
+from tests.helpers import CoreFactory, all_keys
 from tests.observed_discord import WAIT, ObservedBot
 
 

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys, key_values
+from tests.helpers import START, CoreFactory, all_keys, key_values
 from tests.hostile.strategies import MARK, profiling_model
 
 CHANNELS = ("discord:1:10", "discord:1:11", "discord:1:12")

@@ -14,9 +14,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import PermissionDenied, UsageError
 from memory_core.models import IncomingMessage, Reply
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed
+from tests.helpers import START, CoreFactory, conversation, feed
 
 SCOPE = "discord:1:2"
 ADMIN = Actor(user_id="1", name="Ada", is_admin=True)

@@ -11,8 +11,8 @@ from memory_core.models import Attachment, IncomingMessage
 from memory_core.service.captions import MAX_IMAGE_BYTES, MAX_IMAGES
 from memory_core.service.forget_request import ForgetRequest
 from tests.captions_data import CAPTION, SCOPE, VISION, Image, message
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import CoreFactory
 
 
 async def stored(core: Core, pid: str = "m1") -> list[str]:

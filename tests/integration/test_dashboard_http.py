@@ -25,10 +25,9 @@ from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
 from memory_core.models import Fact, IncomingMessage
 from tests.browser.support import TOKEN, change_routes, routes
-from tests.conftest import CoreFactory
 from tests.dashboard_session import client, log_in_any, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import spawn_memorybot
+from tests.helpers import CoreFactory, spawn_memorybot
 
 SCOPE = "discord:10:20"
 MARKER = "Quokka-5512"  # appears only in the scope's memory

@@ -14,9 +14,8 @@ import pytest
 from memory_core.clock import ManualClock
 from memory_core.errors import UnknownTimezone
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed, lock_expired, spawn_memorybot
+from tests.helpers import START, CoreFactory, conversation, feed, lock_expired, spawn_memorybot
 
 SCOPE = "console:team"
 

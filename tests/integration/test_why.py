@@ -16,11 +16,11 @@ from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from memory_core.service.conversation import Conversation
 from tests.browser.support import TOKEN
-from tests.conftest import START, CoreFactory
 from tests.dashboard_session import log_in_any
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
 from tests.helpers import PAPAYA as ANSWER
+from tests.helpers import START, CoreFactory
 
 SCOPE = "discord:1:2"
 ALICE = Actor(user_id="7", name="Alice", is_admin=True)

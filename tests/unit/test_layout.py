@@ -4,8 +4,9 @@ library and no front door; its sub-packages form layers with no import running b
 import cycle anywhere, counting imports inside functions; no module over 600 lines.
 
 The tests have a shape too: every test folder has its conftest.py; a fixture is defined once
-and taken from a conftest.py, never imported from a test module (no test module imports
-another at all); no file of the fakes (tests/fakes/) is over 1,200 lines.
+and taken from a conftest.py by pytest, never imported (no module imports a test module or a
+conftest.py: plain helpers live in tests/helpers.py and support modules); no file of the fakes
+(tests/fakes/) is over 1,200 lines.
 
 The rules are checked on the real tree, and each checker is first shown to catch a breach
 on a small tree written for the purpose (a rule that cannot fail proves nothing)."""
@@ -190,12 +191,12 @@ def foreign_imports(found: dict[str, Path]) -> list[str]:
 
 # -- the tests' own layout --------------------------------------------------------------
 def is_fixture(node: ast.AST) -> bool:
-    """A function decorated ``@pytest.fixture`` or ``@pytest.fixture(...)``."""
+    """A function decorated ``@pytest.fixture`` (or pytest_asyncio's), called or not."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
     for decorator in node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if ast.unparse(target) in ("pytest.fixture", "fixture"):
+        if ast.unparse(target) in ("pytest.fixture", "pytest_asyncio.fixture", "fixture"):
             return True
     return False
 
@@ -232,9 +233,9 @@ def is_test_module(name: str) -> bool:
 
 def imports_of_test_modules_or_fixtures(found: dict[str, Path]) -> list[str]:
     """Imports that break "fixtures come from conftest.py": of a test module (whatever the
-    name: ``from tests.e2e.test_x import fake`` or a constant), or of a fixture from any
-    module (pytest finds a conftest.py's fixtures itself; an imported one hides where it
-    lives)."""
+    name: ``from tests.e2e.test_x import fake`` or a constant), of a conftest.py (pytest loads
+    it itself; helpers belong in tests/helpers.py), or of a fixture from any other module (an
+    imported fixture hides where it lives)."""
     known = set(found)
     fixtures = fixtures_by_module(found)
     wrong = []
@@ -258,6 +259,8 @@ def imports_of_test_modules_or_fixtures(found: dict[str, Path]) -> list[str]:
                     continue
                 if is_test_module(dep):
                     wrong.append(f"{name} imports the test module {dep}")
+                elif dep.rsplit(".", 1)[-1] == "conftest":
+                    wrong.append(f"{name} imports {dep}")
                 elif imported is not None and imported in fixtures.get(dep, {}):
                     wrong.append(f"{name} imports the fixture {imported} from {dep}")
     return wrong
@@ -347,18 +350,20 @@ def test_the_fixture_rule_sees_imports_of_test_modules_and_of_fixtures(tmp_path:
             "tests/__init__.py": "",
             "tests/conftest.py": FIXTURE.format(name="shared") + "START = 1\n",
             "tests/helpers.py": "def helper():\n    return 2\n",
+            "tests/support.py": FIXTURE.format(name="stray"),
             "tests/e2e/__init__.py": "",
             "tests/e2e/test_bot.py": FIXTURE.format(name="fake") + "SCOPE = 'x'\n",
             "tests/e2e/test_uses_fixture.py": "from tests.e2e.test_bot import fake\n",
             "tests/e2e/test_uses_constant.py": "from .test_bot import SCOPE\n",
             "tests/e2e/test_uses_module.py": "from tests.e2e import test_bot\n",
-            "tests/e2e/test_imports_conftest.py": "from tests.conftest import START, shared\n",
-            "tests/e2e/test_fine.py": "from tests.conftest import START\n"
-            "from tests.helpers import helper\n",
+            "tests/e2e/test_imports_conftest.py": "from tests.conftest import START\n",
+            "tests/e2e/test_imports_a_fixture.py": "from tests.support import stray\n",
+            "tests/e2e/test_fine.py": "from tests.helpers import helper\n",
         },
     )
     assert imports_of_test_modules_or_fixtures(modules_of_tests(tmp_path)) == [
-        "tests.e2e.test_imports_conftest imports the fixture shared from tests.conftest",
+        "tests.e2e.test_imports_a_fixture imports the fixture stray from tests.support",
+        "tests.e2e.test_imports_conftest imports tests.conftest",
         "tests.e2e.test_uses_constant imports the test module tests.e2e.test_bot",
         "tests.e2e.test_uses_fixture imports the test module tests.e2e.test_bot",
         "tests.e2e.test_uses_module imports the test module tests.e2e.test_bot",
