@@ -13,10 +13,8 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +24,17 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from bots.bench.cluster import LocalCluster, LocalRedis, server_binary, server_version
-from config.settings import WELL_KNOWN_ENV, Settings
+from config.settings import WELL_KNOWN_ENV
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.store import embedded
+from tests.discord_world import World, build_world
+from tests.fakes import unknown
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack import FakeSlack
+from tests.helpers import PAPAYA, START, CoreFactory, make_settings, wait_until_gone
+from tests.slack_harness import slack_app_options, slack_workspace
 
 # Hypothesis, loaded before any test module builds its own settings (which inherit from it).
 # "ci", the default: the same examples on every run and every machine, no example database
@@ -152,55 +156,10 @@ def no_embedded_server_left(tmp_path: Path) -> Iterator[None]:
                 wait_until_gone(pid)
 
 
-def wait_until_gone(pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (ProcessLookupError, FileNotFoundError):
-            return
-        if state == "Z":  # exited; its parent (init, for a daemon) has yet to reap it
-            return
-        time.sleep(0.02)
-    raise RuntimeError(f"process {pid} is still running after {timeout} s")
-
-
 @pytest.fixture
 async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI() as fake:
         yield fake
-
-
-def make_settings(
-    *,
-    redis_url: str | None = None,
-    cluster: bool = False,
-    llm_url: str | None = None,
-    data_dir: Path | None = None,
-    memory: dict[str, Any] | None = None,
-    llm: dict[str, Any] | None = None,
-    store: dict[str, Any] | None = None,
-    **sections: Any,
-) -> Settings:
-    store = {"cluster": cluster, **(store or {})}
-    if redis_url:
-        store["redis_url"] = redis_url
-    if data_dir:
-        store["data_dir"] = data_dir
-    llm_section: dict[str, Any] = {"max_retries": 0, "backoff_base_s": 0.0, "timeout_s": 5.0}
-    if llm_url:
-        llm_section["base_url"] = llm_url
-    llm_section.update(llm or {})
-    # Recall by words alone unless a test is about meaning (the local model costs a second
-    # to load and CPU per message: tests of other things stay fast).
-    memory = {"recall_embedder": "off", **(memory or {})}
-    return Settings(store=store, llm=llm_section, memory=memory, **sections)
-
-
-START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
-
-CoreFactory = Callable[..., Awaitable[Core]]
 
 
 @pytest.fixture
@@ -231,3 +190,61 @@ async def make_core(
     for core in cores:
         await core.close()
     await asyncio.sleep(0)
+
+
+@pytest.fixture
+def papaya(fake_llm: FakeOpenAI) -> FakeOpenAI:
+    """The fake model answers every question with the papaya code word (``PAPAYA``)."""
+    fake_llm.responder = lambda request: PAPAYA if request.purpose == "reply" else None
+    return fake_llm
+
+
+# -- the fake platforms ---------------------------------------------------------------------
+@pytest.fixture
+async def fake(request: pytest.FixtureRequest) -> AsyncIterator[FakeDiscord | FakeSlack]:
+    """The fake platform a test talks to, started for the test and stopped after it, as the
+    nearest ``fake`` mark says (set it on the module: ``pytestmark = pytest.mark.fake(...)``):
+
+    * ``pytest.mark.fake("discord")``: a :class:`FakeDiscord` with discord.py patched to it;
+    * ``pytest.mark.fake("slack")``: a :class:`FakeSlack` as the manifest installs the app,
+      with tests/slack_harness.py's workspace (Alice, Bob, Carol, Dave, #general...).
+
+    Keyword arguments, when given, are the server's options instead of those defaults (never
+    merged with them), and ``setup=`` a function that fills the new server.
+    """
+    marker = request.node.get_closest_marker("fake")
+    if marker is None or marker.args not in (("discord",), ("slack",)):
+        pytest.fail('mark the test or module with pytest.mark.fake("discord") or ("slack")')
+    options = dict(marker.kwargs)
+    server: FakeDiscord | FakeSlack
+    if marker.args == ("discord",):
+        setup = options.pop("setup", None)
+        server = FakeDiscord(**options)
+    else:
+        if not options:
+            options = {**slack_app_options(), "setup": slack_workspace}
+        setup = options.pop("setup", None)
+        server = FakeSlack(**options)
+    async with server:
+        if setup is not None:
+            setup(server)
+        yield server
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    """The Discord world of the end-to-end and fault tests (tests/discord_world.py)."""
+    return build_world(fake)
+
+
+@pytest.fixture(autouse=True)
+def no_unknown_route(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test fails if a fake Discord or Slack received a request for a route or method the
+    fake does not implement (tests/fakes/unknown.py): the bot called something the fake cannot
+    vouch for. A test about that very answer says so with ``@pytest.mark.calls_unknown_routes``.
+    Autouse and requested first: it runs after the fakes of the test have stopped."""
+    unknown.take()
+    yield
+    failure = unknown.check(unknown.take())
+    if failure and request.node.get_closest_marker("calls_unknown_routes") is None:
+        pytest.fail(failure)

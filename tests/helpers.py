@@ -9,12 +9,14 @@ import os
 import random
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
-from datetime import datetime, timedelta
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from config.settings import Settings
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
@@ -261,3 +263,84 @@ async def until(condition: Callable[[], bool]) -> None:
     async with asyncio.timeout(30):
         while not condition():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+class CLI:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    async def __call__(self, *args: str, stdin: str = "", **env: str) -> Run:
+        proc = await spawn_memorybot(self.home, *args, env=env)
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
+        assert proc.returncode is not None
+        return Run(proc.returncode, out.decode(), err.decode())
+
+
+PAPAYA = "The code word is papaya, agreed with the tangerine squad."
+"""What the ``papaya`` fixture's model answers (tests/conftest.py)."""
+
+
+async def lock_expired(client: Any, key: str, *, within_s: float = 10.0) -> None:
+    """Wait until Redis has expired the lock ``key`` (its PX), polling its PTTL.
+
+    A lock's expiry is Redis's own (SET NX PX; memory_core/store/records.py ``real_ms``):
+    no clock of ours can move it, so a test of what happens once a dead holder's lock runs
+    out waits in real time, with a lock TTL made short for the purpose. It waits for the
+    expiry itself rather than for a guessed duration, and fails if it does not come."""
+    deadline = time.monotonic() + within_s
+    while await client.pttl(key) != -2:  # -2: no such key (-1 would be a lock with no TTL)
+        assert time.monotonic() < deadline, f"the lock {key} did not expire within {within_s} s"
+        await asyncio.sleep(0.02)
+
+
+def wait_until_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        if state == "Z":  # exited; its parent (init, for a daemon) has yet to reap it
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"process {pid} is still running after {timeout} s")
+
+
+def make_settings(
+    *,
+    redis_url: str | None = None,
+    cluster: bool = False,
+    llm_url: str | None = None,
+    data_dir: Path | None = None,
+    memory: dict[str, Any] | None = None,
+    llm: dict[str, Any] | None = None,
+    store: dict[str, Any] | None = None,
+    **sections: Any,
+) -> Settings:
+    store = {"cluster": cluster, **(store or {})}
+    if redis_url:
+        store["redis_url"] = redis_url
+    if data_dir:
+        store["data_dir"] = data_dir
+    llm_section: dict[str, Any] = {"max_retries": 0, "backoff_base_s": 0.0, "timeout_s": 5.0}
+    if llm_url:
+        llm_section["base_url"] = llm_url
+    llm_section.update(llm or {})
+    # Recall by words alone unless a test is about meaning (the local model costs a second
+    # to load and CPU per message: tests of other things stay fast).
+    memory = {"recall_embedder": "off", **(memory or {})}
+    return Settings(store=store, llm=llm_section, memory=memory, **sections)
+
+
+START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
+
+
+CoreFactory = Callable[..., Awaitable[Core]]

@@ -11,7 +11,7 @@ import discord
 
 from bots.discord.bot import MemoryBot
 from memory_core.bootstrap import Core
-from tests.fakes.discord_server import JSON, SentMessage
+from tests.fakes.discord import JSON, SentMessage
 
 WAIT = 5.0
 

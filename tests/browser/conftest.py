@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -20,10 +19,9 @@ import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Dialog, Page, async_playwright
 
 from bots.dashboard import running_dashboard
-from bots.dashboard.server import DashboardServer
-from memory_core.bootstrap import Core, build_core
-from tests.browser.support import TOKEN
-from tests.conftest import make_settings
+from memory_core.bootstrap import build_core
+from tests.browser.support import TOKEN, Served, Watch
+from tests.helpers import make_settings
 
 CHROMIUM = os.environ.get("MEMORYBOT_TEST_CHROMIUM", "/usr/bin/chromium")
 HAVE_CHROMIUM = Path(CHROMIUM).is_file()
@@ -54,17 +52,6 @@ async def browser() -> AsyncIterator[Browser]:
         await playwright.stop()
 
 
-@dataclass
-class Served:
-    core: Core
-    server: DashboardServer
-    redis_url: str
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-
 @pytest_asyncio.fixture(loop_scope="module")
 async def served(clean_redis: str) -> AsyncIterator[Served]:
     settings = make_settings(redis_url=clean_redis, dashboard={"token": TOKEN})
@@ -74,21 +61,6 @@ async def served(clean_redis: str) -> AsyncIterator[Served]:
             yield Served(core, server, clean_redis)
     finally:
         await core.close()
-
-
-@dataclass
-class Watch:
-    """What a page did that it must not: dialogs (alert from injected script), script
-    errors, Content-Security-Policy violations."""
-
-    dialogs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    csp: list[str] = field(default_factory=list)
-
-    def assert_clean(self) -> None:
-        assert not self.dialogs, f"a dialog fired: {self.dialogs}"
-        assert not self.errors, f"script errors: {self.errors}"
-        assert not self.csp, f"CSP violations: {self.csp}"
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -121,11 +93,3 @@ async def watched(context: BrowserContext) -> AsyncIterator[tuple[Page, Watch]]:
     yield page, watch
     await asyncio.sleep(0.05)  # let late events arrive before the last check
     watch.assert_clean()
-
-
-async def login(page: Page, url: str, token: str = TOKEN) -> None:
-    await page.goto(f"{url}/")
-    assert page.url.startswith(f"{url}/login"), page.url
-    await page.fill("#token", token)
-    await page.get_by_role("button", name="Log in").click()
-    await page.wait_for_url(f"{url}/")

@@ -5,9 +5,14 @@ without anyone remembering to list it."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from playwright.async_api import Page
+
+from bots.dashboard.server import DashboardServer
+from memory_core.bootstrap import Core
 
 TOKEN = "dashboard-test-token-4f1c9e2a7b"
 PUBLIC = {"/login"}
@@ -35,3 +40,37 @@ def change_routes(app: FastAPI, *, scope: str, fact_id: str = "f1") -> list[str]
         for method, path in routes(app, scope=scope, fact_id=fact_id)
         if method == "POST" and path not in PUBLIC
     ]
+
+
+@dataclass
+class Served:
+    core: Core
+    server: DashboardServer
+    redis_url: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+@dataclass
+class Watch:
+    """What a page did that it must not: dialogs (alert from injected script), script
+    errors, Content-Security-Policy violations."""
+
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    csp: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert not self.dialogs, f"a dialog fired: {self.dialogs}"
+        assert not self.errors, f"script errors: {self.errors}"
+        assert not self.csp, f"CSP violations: {self.csp}"
+
+
+async def login(page: Page, url: str, token: str = TOKEN) -> None:
+    await page.goto(f"{url}/")
+    assert page.url.startswith(f"{url}/login"), page.url
+    await page.fill("#token", token)
+    await page.get_by_role("button", name="Log in").click()
+    await page.wait_for_url(f"{url}/")

@@ -13,7 +13,7 @@ from playwright.async_api import Page, expect
 
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
-from tests.browser.conftest import Served, Watch, login
+from tests.browser.support import Served, Watch, login
 from tests.helpers import forgotten, scope_values
 
 ROOT = str(Path(__file__).resolve().parents[2])

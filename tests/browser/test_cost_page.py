@@ -7,7 +7,7 @@ import pytest
 from playwright.async_api import Page, expect
 
 from memory_core.llm.usage import SpendTag, charge_to
-from tests.browser.conftest import Served, Watch, login
+from tests.browser.support import Served, Watch, login
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

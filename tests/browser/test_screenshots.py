@@ -23,10 +23,9 @@ from playwright.async_api import Browser, expect
 from bots.dashboard import running_dashboard
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.browser.conftest import Served, login
 from tests.browser.demo import DEMO_MEMORY, GENERAL, JAPANESE, seed_demo
-from tests.browser.support import TOKEN
-from tests.conftest import make_settings
+from tests.browser.support import TOKEN, Served, login
+from tests.helpers import make_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"

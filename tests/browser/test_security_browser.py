@@ -7,8 +7,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from memory_core.models import IncomingMessage
-from tests.browser.conftest import Served, Watch, login
-from tests.browser.support import TOKEN, change_routes, routes
+from tests.browser.support import TOKEN, Served, Watch, change_routes, login, routes
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

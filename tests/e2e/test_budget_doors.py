@@ -6,22 +6,15 @@ notice, and the fake model's request log shows exactly one reply call."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import CoreFactory
-from tests.e2e.test_cli import CLI
-from tests.e2e.test_discord_bot import World, command, embed_text, say, serving
-from tests.e2e.test_discord_bot import fake as fake  # the fixture
-from tests.e2e.test_discord_bot import world as world  # the fixture
-from tests.fakes.discord_server import FakeDiscord
+from tests.discord_world import World, command, embed_text, say, serving
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CLI, CoreFactory
 
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CLI:
-    return CLI(tmp_path)
+pytestmark = pytest.mark.fake("discord")
 
 
 async def test_console_budget_notice_after_the_first_answer(

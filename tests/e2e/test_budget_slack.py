@@ -1,20 +1,15 @@
 """Daily token budgets through the Slack front door: the real Bolt app (signed HTTP
 requests) against the fake Slack, a real Core on the private Redis, the fake OpenAI server."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import asyncio
 
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    ALICE,
-    BOB,
-    Harness,
-    block_texts,
-    fake,
-    http,
-)
+import pytest
+
+from tests.slack_harness import ALICE, BOB, Harness, block_texts
+
+pytestmark = pytest.mark.fake("slack")
 
 
 async def test_slack_member_budget_stops_one_member_not_the_others(http: Harness) -> None:

@@ -4,55 +4,24 @@ and the fake OpenAI server (strict about the vision content shape; it "sees" the
 written in an image's bytes).
 """
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-from typing import Any
 
 import pytest
 
 from config.prompts import load_prompts
-from memory_core.bootstrap import Core
 from memory_core.models import human_size
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    chatter,
-    copies_of,
-    fake,
-    last_prompt,
-    say,
-    serving,
-    world,
-)
-from tests.fakes.discord_server import FakeDiscord
+from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
+from tests.discord_world import World, chatter, copies_of, last_prompt, say, serving
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import key_values
+from tests.helpers import CoreFactory
 
-VISION = {"vision_model": "fake-vision"}
-# A PNG as the fake model reads it: the words in it are what it "sees"; the rest is pixels.
-PIXELS = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha()) * 8
-IMAGE = b"\x89PNG\r\n\x1a\n\x00a tabby cat asleep on the red sofa\x00" + PIXELS
-CAPTION = "A picture showing a tabby cat asleep on the red sofa."
+pytestmark = pytest.mark.fake("discord")
+
 SIZE = human_size(len(IMAGE))
-
-
-async def stored_values(core: Core) -> list[str]:
-    """Every key and value under the core's prefix (not only the scope's keys)."""
-    client: Any = core.store.client
-    values: list[str] = []
-    async for key in client.scan_iter(match=f"{core.store.keys.prefix}:*", count=500):
-        values += await key_values(core, key)
-    return values
-
-
-def assert_no_file_bytes(values: list[str]) -> None:
-    encoded = base64.b64encode(IMAGE).decode()
-    assert not any(encoded[:40] in v or "PNG\r\n" in v or "\x00\x01\x02" in v for v in values)
 
 
 async def test_an_image_only_message_is_captioned_once_and_recalled_by_its_caption(

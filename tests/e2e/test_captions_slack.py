@@ -14,15 +14,11 @@ from typing import Any
 import pytest
 
 from memory_core.models import human_size
-from tests.conftest import CoreFactory
-from tests.e2e.test_captions_discord import (
-    CAPTION,
-    IMAGE,
-    VISION,
-    assert_no_file_bytes,
-    stored_values,
-)
-from tests.e2e.test_slack_bot import (
+from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.fakes.slack import FakeSlack
+from tests.helpers import CoreFactory, slack_bot_scopes
+from tests.slack_harness import (
     ALICE,
     APP_TOKEN,
     BOB,
@@ -40,9 +36,6 @@ from tests.e2e.test_slack_bot import (
     slack_settings,
     start_harness,
 )
-from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.fakes.slack_server import FakeSlack
-from tests.helpers import slack_bot_scopes
 
 SIZE = human_size(len(IMAGE))
 
@@ -57,15 +50,16 @@ def workspace(server: FakeSlack) -> None:
     server.add_channel(DM, DM, is_im=True, user_id=ALICE)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    """An install of the manifest plus files:read, as docs/slack.md says to add for vision."""
-    scopes = [*slack_bot_scopes(), "files:read"]
-    async with FakeSlack(
-        bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=T1, bot_user_id=BOT, scopes=scopes
-    ) as server:
-        workspace(server)
-        yield server
+# An install of the manifest plus files:read, as docs/slack.md says to add for vision.
+pytestmark = pytest.mark.fake(
+    "slack",
+    bot_token=BOT_TOKEN,
+    app_token=APP_TOKEN,
+    team_id=T1,
+    bot_user_id=BOT,
+    scopes=[*slack_bot_scopes(), "files:read"],
+    setup=workspace,
+)
 
 
 async def harness(

@@ -14,7 +14,6 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,34 +22,10 @@ import pytest
 import redis
 
 from tests.browser.support import TOKEN
-from tests.conftest import START, wait_until_gone
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import ROOT, spawn_memorybot
+from tests.helpers import CLI, ROOT, START, Run, spawn_memorybot, wait_until_gone
 
 LEGACY = ROOT / "tests" / "data" / "legacy-memorybot-store.json"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-class CLI:
-    def __init__(self, home: Path) -> None:
-        self.home = home
-
-    async def __call__(self, *args: str, stdin: str = "", **env: str) -> Run:
-        proc = await spawn_memorybot(self.home, *args, env=env)
-        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=90)
-        assert proc.returncode is not None
-        return Run(proc.returncode, out.decode(), err.decode())
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CLI:
-    return CLI(tmp_path)
 
 
 async def test_console_on_the_embedded_default_remembers_across_restarts(cli: CLI) -> None:

@@ -2,25 +2,19 @@
 leaving with its place: the unmodified discord.py client against the fake Discord, a real
 Core on the private Redis, the fake OpenAI server."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import pytest
+
 from memory_core.bootstrap import Core
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    fake,
-    say,
-    serving,
-    texts_in,
-    world,
-)
-from tests.fakes.discord_server import FakeDiscord, InteractionResponse
-from tests.helpers import forgotten
+from tests.discord_world import World, say, serving, texts_in
+from tests.fakes.discord import FakeDiscord, InteractionResponse
+from tests.helpers import CoreFactory, forgotten
+
+pytestmark = pytest.mark.fake("discord")
 
 
 async def menu(

@@ -3,27 +3,18 @@ lives): message shortcuts, the App Home tab, and memory leaving with its place. 
 Bolt app (signed HTTP requests) against the fake Slack, as strict as the manifest sets the
 app up (its events, its Home tab), the fake OpenAI server."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    ALICE,
-    BOB,
-    C1,
-    SCOPE,
-    SECRET,
-    T1,
-    Harness,
-    block_texts,
-    fake,
-    http,
-)
-from tests.fakes.slack_server import event_body, send_signed
+import pytest
+
+from tests.fakes.slack import event_body, send_signed
 from tests.helpers import all_keys, forgotten
+from tests.slack_harness import ALICE, BOB, C1, SCOPE, SECRET, T1, Harness, block_texts
+
+pytestmark = pytest.mark.fake("slack")
 
 EVE = "U5"
 FORGET = "memorybot_forget_message"

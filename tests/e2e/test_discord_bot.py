@@ -9,13 +9,11 @@ to finish handling a message (:class:`ObservedBot`, a subclass that only signals
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,147 +27,33 @@ from bots.discord import commands as discord_commands
 from bots.discord.bot import build_client, run_discord
 from bots.discord.commands import sync_command_tree
 from config.prompts import load_prompts
-from memory_core.bootstrap import Core, build_core
+from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
 from memory_core.scopes import Scope
-from tests.conftest import START, CoreFactory, make_settings
-from tests.fakes.discord_server import (
+from tests.discord_world import (
+    World,
+    chatter,
+    command,
+    copies_of,
+    custom_id,
+    embed_text,
+    last_prompt,
+    say,
+    serving,
+    texts_in,
+)
+from tests.fakes.discord import (
     JSON,
-    FakeChannel,
     FakeDiscord,
-    FakeGuild,
-    FakeInteraction,
     FakeMember,
-    InteractionResponse,
     Permission,
     PermissionOverwrite,
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import forgotten, quoting_facts, scope_values
-from tests.observed_discord import ObservedBot
+from tests.helpers import START, CoreFactory, forgotten, make_settings, quoting_facts, scope_values
 
-
-@dataclass
-class World:
-    guild: FakeGuild
-    general: FakeChannel
-    random: FakeChannel
-    thread: FakeChannel
-    forum: FakeChannel
-    forum_post: FakeChannel
-    alice: FakeMember
-    bob: FakeMember
-    admin: FakeMember
-    other_guild: FakeGuild
-    other_channel: FakeChannel
-    carol: FakeMember
-
-    def scope(self, channel: FakeChannel) -> str:
-        """Its scope: a thread's names its channel (discord:G:C:T)."""
-        if channel.is_thread:
-            return f"discord:{channel.guild_id}:{channel.parent_id}:{channel.id}"
-        return f"discord:{channel.guild_id}:{channel.id}"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
-
-
-@pytest.fixture
-def world(fake: FakeDiscord) -> World:
-    guild = fake.add_guild(name="Memory Lab")
-    general = fake.add_text_channel(guild.id, "general")
-    forum = fake.add_forum(guild.id, "ideas")
-    other_guild = fake.add_guild(name="Elsewhere")
-    return World(
-        guild=guild,
-        general=general,
-        random=fake.add_text_channel(guild.id, "random"),
-        thread=fake.add_thread(general.id, "side-topic"),
-        forum=forum,
-        forum_post=fake.add_thread(forum.id, "Release plan"),
-        alice=fake.add_member(guild.id, name="alice"),
-        bob=fake.add_member(guild.id, name="bob"),
-        admin=fake.add_member(guild.id, name="root", manage_guild=True),
-        other_guild=other_guild,
-        other_channel=fake.add_text_channel(other_guild.id, "general"),
-        carol=fake.add_member(other_guild.id, name="carol"),
-    )
-
-
-@contextlib.asynccontextmanager
-async def serving(fake: FakeDiscord, core: Core, **options: Any) -> AsyncIterator[ObservedBot]:
-    bot = ObservedBot(core, **options)
-    register_commands(fake, bot)
-    async with fake.running(bot):
-        yield bot
-
-
-def register_commands(fake: FakeDiscord, bot: ObservedBot) -> None:
-    """/memory as a deployment's earlier ``serve --sync`` left it registered: the fake lets
-    users invoke registered commands only."""
-    fake.register_commands([command.to_dict(bot.tree) for command in bot.tree.get_commands()])
-
-
-async def say(
-    fake: FakeDiscord,
-    bot: ObservedBot,
-    channel: FakeChannel,
-    member: FakeMember,
-    text: str,
-    **kwargs: Any,
-) -> JSON:
-    """A user posts; returns once the bot has handled the message."""
-    sent = await fake.send_message(
-        channel_id=channel.id, author_id=member.user.id, content=text, **kwargs
-    )
-    await bot.handled(sent)
-    return sent
-
-
-async def command(
-    fake: FakeDiscord,
-    name: str,
-    channel: FakeChannel | int,
-    member: FakeMember,
-    **options: str | int | bool,
-) -> tuple[FakeInteraction, InteractionResponse]:
-    channel_id = channel if isinstance(channel, int) else channel.id
-    interaction = await fake.invoke_command(
-        name=name, channel_id=channel_id, user_id=member.user.id, options=options or None
-    )
-    return interaction, await fake.wait_for_response(interaction)
-
-
-def embed_text(response: InteractionResponse) -> str:
-    parts: list[str] = []
-    for embed in response.embeds:
-        parts += [embed.get("title") or "", embed.get("description") or ""]
-        parts += [f"{f['name']}\n{f['value']}" for f in embed.get("fields", [])]
-    return "\n".join(parts)
-
-
-def custom_id(response: InteractionResponse, prefix: str) -> str:
-    ids = [
-        c["custom_id"]
-        for row in response.components
-        for c in row.get("components", [])
-        if str(c.get("custom_id", "")).startswith(prefix)
-    ]
-    assert len(ids) == 1, response.components
-    return str(ids[0])
-
-
-async def texts_in(core: Core, scope: str) -> list[str]:
-    return [e.text for e in (await core.admin.show(scope, recent=100)).recent]
-
-
-def last_prompt(fake_llm: FakeOpenAI) -> str:
-    return fake_llm.of("reply")[-1].prompt_text
-
+pytestmark = pytest.mark.fake("discord")
 
 # -------------------------------------------------------------------------- messages
 
@@ -502,21 +386,10 @@ PHONE = "555-0142"
 DOOR_CODE = "4417-B"
 # Compaction after a handful of messages, so today's short tier holds the text too.
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 4, "compact_keep_tokens": 20}
-CHATTER = "on the release plan: we keep the scope small, test early and ship on time"
 
 
 def person_scope(world: World, member: FakeMember) -> str:
     return f"discord:{world.guild.id}:user:{member.user.id}"
-
-
-async def chatter(fake: FakeDiscord, bot: ObservedBot, world: World, count: int) -> None:
-    for i in range(count):
-        await say(fake, bot, world.general, world.bob, f"bob {i} {CHATTER}")
-
-
-async def copies_of(core: Core, scope: str, message: JSON) -> list[tuple[str, str]]:
-    entries = await core.repo.all_entries(scope)
-    return [(e.text, e.author_id) for e in entries if e.platform_id == message["id"]]
 
 
 async def test_an_edit_removes_the_text_from_every_tier_day_week_and_fact(

@@ -1,30 +1,22 @@
 """memorybot through the stricter fake Discord (issue 17): what the gateway never sends the
 bot, the bot cannot remember."""
 
-# The fixtures come from the Discord suite: their names are parameters here.
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import pytest
 
 from bots.discord import commands as discord_commands
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    fake,
-    say,
-    serving,
-    texts_in,
-    world,
-)
-from tests.fakes.discord_server import (
+from tests.discord_world import World, say, serving, texts_in
+from tests.fakes.discord import (
     EPHEMERAL_FLAG,
     FakeDiscord,
     FakeDiscordError,
     Permission,
     PermissionOverwrite,
 )
+from tests.helpers import CoreFactory
+
+pytestmark = pytest.mark.fake("discord")
 
 
 async def test_messages_of_a_channel_or_private_thread_the_bot_cannot_see_are_not_remembered(

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 import json
 import stat
-from pathlib import Path
 
-import pytest
-
-from tests.e2e.test_cli import CLI
+from tests.helpers import CLI
 from tests.rdb_scan import files_holding
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CLI:
-    return CLI(tmp_path)
 
 
 async def test_console_forgets_text_spelled_with_invisible_characters(

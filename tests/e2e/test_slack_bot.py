@@ -1,5 +1,5 @@
 """The Slack front door end to end: memorybot's real Bolt app (bots/slack/bot.py) against the
-fake Slack (tests/fakes/slack_server.py), a real Core on the private Redis, and the fake
+fake Slack (tests/fakes/slack/), a real Core on the private Redis, and the fake
 OpenAI server. Main flows run twice: signed HTTP requests to the app's own aiohttp server,
 and envelopes over the fake's Socket Mode WebSocket.
 
@@ -14,270 +14,54 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
 import pytest
 
-from bots.slack.bot import SlackBot, build_app, run_slack
-from bots.slack.connect import connect_socket, serve_http
+from bots.slack.bot import run_slack
 from bots.slack.send import MESSAGE_CHARS
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
-from memory_core.models import LogEntry
-from tests.conftest import CoreFactory
-from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.fakes.slack_server import (
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack import (
     FakeSlack,
-    ResponseUrlPost,
     event_body,
-    interactive_form_body,
     send_signed,
     signed_headers,
     slash_command_form_body,
 )
 from tests.helpers import (
-    SLACK_MANIFEST,
+    CoreFactory,
     all_keys,
-    quoting_facts,
     scope_values,
-    slack_bot_scopes,
-    slack_manifest_list,
+)
+from tests.slack_harness import (
+    ALICE,
+    APP_TOKEN,
+    BOB,
+    BOT,
+    BOT_TOKEN,
+    C1,
+    CAROL,
+    DAVE,
+    DM,
+    PHONE,
+    SCOPE,
+    SECRET,
+    T1,
+    T2,
+    Harness,
+    block_texts,
+    entries,
+    slack_settings,
+    start_harness,
+    user_texts,
 )
 
-BOT_TOKEN = "xoxb-test-bot-token"
-APP_TOKEN = "xapp-1-test-app-token"
-SECRET = "test-signing-secret"
-BOT = "UBOT"
-T1, T2 = "T1", "T2"
-ALICE, BOB, CAROL, DAVE = "U1", "U2", "U3", "U4"  # workspace admin, member, configured admin, T2
-C1, SYNC, DM = "C1", "CSYNC", "D1"
-SCOPE = f"slack:{T1}:{C1}"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(
-        bot_token=BOT_TOKEN,
-        app_token=APP_TOKEN,
-        team_id=T1,
-        bot_user_id=BOT,
-        scopes=slack_bot_scopes(),
-        # As the manifest sets the app up: the events it subscribes to, its Home tab.
-        bot_events=slack_manifest_list("bot_events"),
-        home_tab_enabled="home_tab_enabled: true" in SLACK_MANIFEST.read_text(encoding="utf-8"),
-    ) as server:
-        server.add_user(ALICE, "alice", display_name="Alice", is_admin=True)
-        server.add_user(BOB, "bob", display_name="", real_name="Bob Builder")
-        server.add_user(CAROL, "carol", display_name="Carol")
-        server.add_user(DAVE, "dave", display_name="Dave", team_id=T2, is_owner=True)
-        server.add_channel(C1, "general")
-        server.add_channel(SYNC, "sync")
-        server.add_channel(DM, DM, is_im=True, user_id=ALICE)
-        yield server
-
-
-def slack_settings(fake: FakeSlack, **extra: Any) -> dict[str, Any]:
-    return {
-        "bot_token": BOT_TOKEN,
-        "app_token": APP_TOKEN,
-        "signing_secret": SECRET,
-        "api_base_url": fake.api_url,
-        "admin_user_ids": [CAROL],
-        **extra,
-    }
-
-
-@dataclass
-class Harness:
-    """The running app plus helpers that speak Slack to it, over HTTP or Socket Mode."""
-
-    mode: str
-    fake: FakeSlack
-    core: Core
-    bot: SlackBot
-    llm: FakeOpenAI
-    url: str = ""
-
-    async def deliver(
-        self, event: dict[str, Any], *, team_id: str = T1, event_id: str | None = None
-    ) -> None:
-        payload = self.fake.event_payload(event=event, team_id=team_id, event_id=event_id)
-        if self.mode == "http":
-            sent = await send_signed(self.url, signing_secret=SECRET, body=event_body(payload))
-            assert sent.status == 200
-        else:
-            await self.fake.socket_send_event(event=payload)
-
-    async def say(
-        self,
-        text: str,
-        *,
-        user: str = ALICE,
-        channel: str = C1,
-        team_id: str = T1,
-        thread_ts: str | None = None,
-        channel_type: str = "channel",
-    ) -> dict[str, Any]:
-        event = self.fake.message_event(
-            text=text,
-            user_id=user,
-            channel_id=channel,
-            thread_ts=thread_ts,
-            channel_type=channel_type,  # type: ignore[arg-type]
-            team_id=team_id,
-        )
-        await self.deliver(event, team_id=team_id)
-        return event
-
-    async def mention(
-        self,
-        text: str,
-        *,
-        user: str = ALICE,
-        channel: str = C1,
-        team_id: str = T1,
-        thread_ts: str | None = None,
-        app_mention_first: bool = True,
-    ) -> dict[str, Any]:
-        """What Slack sends for an @mention in a channel: app_mention AND message, same ts."""
-        mention = self.fake.app_mention_event(
-            text=f"<@{BOT}> {text}",
-            user_id=user,
-            channel_id=channel,
-            thread_ts=thread_ts,
-            team_id=team_id,
-        )
-        message = self.fake.message_event(
-            text=mention["text"],
-            user_id=user,
-            channel_id=channel,
-            ts=mention["ts"],
-            thread_ts=thread_ts,
-            team_id=team_id,
-        )
-        for event in (mention, message) if app_mention_first else (message, mention):
-            await self.deliver(event, team_id=team_id)
-        return message
-
-    async def command(
-        self, text: str, *, user: str = ALICE, channel: str = C1, team_id: str = T1
-    ) -> ResponseUrlPost:
-        fields = self.fake.slash_command_payload(
-            text=text, user_id=user, channel_id=channel, team_id=team_id
-        )
-        await self.send_command(fields)
-        return await self.response_to(fields["response_url"])
-
-    async def send_command(self, fields: dict[str, str]) -> None:
-        """Deliver a slash command's form fields as Slack does (acked at once)."""
-        if self.mode == "http":
-            started = time.monotonic()
-            sent = await send_signed(
-                self.url, signing_secret=SECRET, body=slash_command_form_body(fields)
-            )
-            # Acked at once (an empty 200), well within Slack's 3 seconds; work comes after.
-            assert (sent.status, sent.text) == (200, "")
-            assert time.monotonic() - started < 3.0
-        else:
-            ack = await self.fake.socket_send_slash_command(payload=fields)
-            assert ack.payload is None
-
-    async def click(
-        self, action_id: str, value: str, *, user: str = ALICE, channel: str = C1
-    ) -> ResponseUrlPost:
-        # The forget-all buttons are in an ephemeral /memory answer: Slack's ephemeral shape.
-        payload = self.fake.block_action_payload(
-            action_id=action_id, value=value, user_id=user, channel_id=channel, ephemeral=True
-        )
-        await self.send_click(payload)
-        return await self.response_to(payload["response_url"])
-
-    async def send_click(self, payload: dict[str, Any]) -> None:
-        """Deliver a ``block_actions`` payload as Slack does."""
-        if self.mode == "http":
-            body = interactive_form_body(payload)
-            sent = await send_signed(self.url, signing_secret=SECRET, body=body)
-            assert sent.status == 200
-        else:
-            await self.fake.socket_send_interactive(payload=payload)
-
-    async def response_to(self, response_url: str) -> ResponseUrlPost:
-        response_id = response_url.rsplit("/", 1)[1]
-
-        def found() -> ResponseUrlPost | None:
-            return next((r for r in self.fake.responses if r.response_id == response_id), None)
-
-        return await self.fake.wait_for(found, description=f"a response to {response_id}")
-
-    async def settle(self) -> None:
-        """Everything sent so far has been handled (see the module docstring)."""
-        await self.command("help", channel=SYNC)
-        await self.bot.drain()
-
-    async def replies(self, count: int) -> list[Any]:
-        messages = await self.fake.wait_for_messages(count=count)
-        await self.bot.drain()
-        return messages
-
-
-async def start_harness(
-    mode: str, fake: FakeSlack, core: Core, llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    bot = SlackBot(core)
-    app = build_app(core, bot=bot)
-    if mode == "http":
-        async with serve_http(app, host="127.0.0.1", port=0) as url:
-            yield Harness(mode, fake, core, bot, llm, url)
-            await bot.drain()
-    else:
-        handler = await connect_socket(app, APP_TOKEN)
-        try:
-            yield Harness(mode, fake, core, bot, llm)
-            await bot.drain()
-        finally:
-            # Before the fake stops: a socket the server closes would reconnect.
-            await handler.close_async()  # type: ignore[no-untyped-call]
-
-
-@pytest.fixture(params=["http", "socket"])
-async def slack(
-    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    core = await make_core(slack=slack_settings(fake))
-    async for harness in start_harness(request.param, fake, core, fake_llm):
-        yield harness
-
-
-@pytest.fixture
-async def http(
-    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    core = await make_core(slack=slack_settings(fake))
-    async for harness in start_harness("http", fake, core, fake_llm):
-        yield harness
-
-
-async def entries(core: Core, scope: str = SCOPE) -> list[LogEntry]:
-    return await core.repo.all_entries(scope)
-
-
-def user_texts(log: list[LogEntry]) -> list[str]:
-    return [e.text for e in log if e.role == "user"]
-
-
-def block_texts(response: ResponseUrlPost) -> str:
-    parts = []
-    for block in response.blocks or []:
-        text = block.get("text")
-        if isinstance(text, dict):
-            parts.append(str(text.get("text", "")))
-    return "\n".join(parts)
-
+pytestmark = pytest.mark.fake("slack")
 
 # ------------------------------------------------------------------------------ messages
 
@@ -437,28 +221,8 @@ async def test_deleted_message_is_forgotten(slack: Harness) -> None:
 
 # ------------------------------------------------------------------- edits and tombstones
 
-PHONE = "555-0142"
-SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 4, "compact_keep_tokens": 20}
 CHATTER = "on the release plan: we keep the scope small, test early and ship on time"
 PERSON = f"slack:{T1}:user:{ALICE}"
-
-
-def quiet_replies(answer: Callable[[RecordedRequest], str]) -> Callable[[RecordedRequest], str]:
-    """Summaries and facts that quote everything; answers that quote nothing (an answer is
-    the bot's own words: deleting the question does not delete it)."""
-    return lambda request: "Noted." if request.purpose == "reply" else answer(request)
-
-
-@pytest.fixture(params=["http", "socket"])
-async def summarising(
-    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    """The app over a core that compacts after a few messages, on a clock the test moves."""
-    fake_llm.responder = quiet_replies(quoting_facts(PHONE))
-    clock = ManualClock(datetime.now(UTC))  # the fake's ts are the real time
-    core = await make_core(slack=slack_settings(fake), clock=clock, memory=SMALL)
-    async for harness in start_harness(request.param, fake, core, fake_llm):
-        yield harness
 
 
 async def spread_everywhere(slack: Harness) -> None:
@@ -544,17 +308,6 @@ async def test_an_edit_in_a_thread_is_read_like_a_new_message(slack: Harness) ->
         ("ask @Carol about <dates>", said["ts"])
     ]
     assert user_texts(await entries(slack.core)) == ["let's plan the offsite"]
-
-
-@pytest.fixture
-async def small_window(
-    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    """A window of a few messages: what a question finds beyond them, recall found."""
-    memory = {"window_tokens": 60, "window_min_tokens": 0}
-    core = await make_core(slack=slack_settings(fake), memory=memory)
-    async for harness in start_harness("http", fake, core, fake_llm):
-        yield harness
 
 
 async def test_a_file_share_is_remembered_and_recalled_by_the_files_name(

@@ -2,21 +2,16 @@
 thread sees the message and the bot's answer to it. The unmodified discord.py client
 against the fake Discord, the fake OpenAI server."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    fake,
-    last_prompt,
-    say,
-    serving,
-    world,
-)
-from tests.fakes.discord_server import FakeDiscord
+import pytest
+
+from tests.discord_world import World, last_prompt, say, serving
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CoreFactory
+
+pytestmark = pytest.mark.fake("discord")
 
 
 async def test_a_thread_from_a_message_sees_the_message_and_the_answer_to_it(

@@ -2,19 +2,13 @@
 asked: a follow-up there must see the question and the answer that opened it. The real
 Bolt app (signed HTTP requests) against the fake Slack, the fake OpenAI server."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    ALICE,
-    BOB,
-    SCOPE,
-    Harness,
-    block_texts,
-    fake,
-    http,
-)
+import pytest
+
+from tests.slack_harness import ALICE, BOB, SCOPE, Harness, block_texts
+
+pytestmark = pytest.mark.fake("slack")
 
 
 async def test_a_follow_up_in_the_bots_thread_sees_what_opened_it(http: Harness) -> None:

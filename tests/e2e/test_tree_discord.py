@@ -3,27 +3,26 @@ the fake Discord, a real Core on the private Redis, the fake OpenAI server. A ch
 threads (public and private) are under it: a forget, a setting, a budget in the channel
 reaches them; a member forgets themselves across the whole server and their DM."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
+import pytest
+
 from memory_core.scopes import Scope
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
+from tests.discord_world import (
     World,
     command,
     custom_id,
     embed_text,
-    fake,
     last_prompt,
     say,
     serving,
     texts_in,
-    world,
 )
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import forgotten
+from tests.helpers import CoreFactory, forgotten
+
+pytestmark = pytest.mark.fake("discord")
 
 
 async def test_forget_all_in_a_channel_reaches_its_public_and_private_threads(

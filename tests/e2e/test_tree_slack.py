@@ -6,28 +6,16 @@ does with ``/memory`` in the channel must reach the channel's threads: forget me
 all, settings and budgets. A Slack Connect channel (shared with another organisation, as
 ``conversations.info`` and the events say) is its own audience."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
+import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from memory_core.scopes import Audience
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    ALICE,
-    BOB,
-    BOT_TOKEN,
-    C1,
-    DAVE,
-    SCOPE,
-    T1,
-    T2,
-    Harness,
-    block_texts,
-    fake,
-    http,
-)
 from tests.helpers import all_keys
+from tests.slack_harness import ALICE, BOB, BOT_TOKEN, C1, DAVE, SCOPE, T1, T2, Harness, block_texts
+
+pytestmark = pytest.mark.fake("slack")
 
 SHARED = "CSHARED"
 

@@ -2,27 +2,18 @@
 against the fake Discord, a real Core on the private Redis, a fake model that summarises
 like an LLM (one sentence per message, naming the speaker)."""
 
-# The fixtures come from the Discord suite: their names are parameters here.
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import json
 
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    command,
-    embed_text,
-    fake,
-    say,
-    serving,
-    texts_in,
-    world,
-)
-from tests.fakes.discord_server import FakeDiscord, Permission, PermissionOverwrite
+import pytest
+
+from tests.discord_world import World, command, embed_text, say, serving, texts_in
+from tests.fakes.discord import FakeDiscord, Permission, PermissionOverwrite
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys, key_values, sentence_summaries, telling_facts
+from tests.helpers import CoreFactory, all_keys, key_values, sentence_summaries, telling_facts
+
+pytestmark = pytest.mark.fake("discord")
 
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
 

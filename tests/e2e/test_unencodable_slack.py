@@ -4,16 +4,13 @@ HTTP requests) against the fake Slack. A JSON body may escape a lone surrogate
 into a ``str`` no UTF-8 encoder takes. The message is kept, that half character shown as
 U+FFFD, and the bot goes on answering."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    C1,
-    Harness,
-    fake,
-    http,
-)
+import pytest
+
+from tests.slack_harness import C1, Harness
+
+pytestmark = pytest.mark.fake("slack")
 
 CUT_EMOJI = "\ud83d"  # the first half of U+1F600's UTF-16 pair, alone
 

@@ -2,38 +2,24 @@
 client against the fake Discord, a real Core on the private Redis, the fake OpenAI server.
 A link proves itself by resolving, in the fake's own state, to the message it names."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from tests.conftest import CoreFactory
-from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
-    World,
-    command,
-    embed_text,
-    fake,
-    say,
-    serving,
-    world,
-)
-from tests.fakes.discord_server import JSON, FakeDiscord
+from tests.discord_world import World, command, embed_text, say, serving
+from tests.fakes.discord import JSON, FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import PAPAYA as ANSWER
+from tests.helpers import CoreFactory
 from tests.observed_discord import ObservedBot
+
+pytestmark = pytest.mark.fake("discord")
 
 SMALL_WINDOW = {"window_tokens": 60, "window_min_tokens": 0}
 OLD = "the launch code word is papaya, agreed with the tangerine squad"
-ANSWER = "The code word is papaya, agreed with the tangerine squad."
 LINK = re.compile(r"https://discord\.com/channels/(@me|\d+)/(\d+)/(\d+)")
-
-
-@pytest.fixture
-def papaya(fake_llm: FakeOpenAI) -> FakeOpenAI:
-    fake_llm.responder = lambda request: ANSWER if request.purpose == "reply" else None
-    return fake_llm
 
 
 def resolve(fake: FakeDiscord, url: str) -> JSON:

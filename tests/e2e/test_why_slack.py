@@ -3,8 +3,6 @@ HTTP requests) against the fake Slack, a real Core on the private Redis, the fak
 server. Links are ``chat.getPermalink``'s, proven by resolving them in the fake's own state;
 and the fake's chat.getPermalink refuses what Slack refuses."""
 
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import re
@@ -14,18 +12,10 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.e2e.test_slack_bot import (  # noqa: F401  (fixtures)
-    ALICE,
-    BOB,
-    BOT_TOKEN,
-    C1,
-    SCOPE,
-    Harness,
-    block_texts,
-    fake,
-    small_window,
-)
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack import FakeSlack
+from tests.slack_harness import ALICE, BOB, BOT_TOKEN, C1, SCOPE, Harness, block_texts
+
+pytestmark = pytest.mark.fake("slack")
 
 OLD = "the launch code word is papaya, agreed with the tangerine squad"
 ANSWER = "The code word is papaya, agreed with the tangerine squad."

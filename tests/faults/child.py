@@ -22,7 +22,7 @@ from typing import Any
 
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import make_settings
+from tests.helpers import make_settings
 
 ROOT = Path(__file__).parents[2]
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
+from tests.helpers import START, CoreFactory
 
 
 async def test_a_burst_wider_than_the_pool_waits_instead_of_failing(

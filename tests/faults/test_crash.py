@@ -13,9 +13,8 @@ from pathlib import Path
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import scope_values
+from tests.helpers import START, CoreFactory, lock_expired, scope_values
 
 ROOT = Path(__file__).parents[2]
 SCOPE = "console:crash"
@@ -82,7 +81,8 @@ async def test_killed_during_compaction(
     state = await core.repo.state(SCOPE)
     assert state.short == "" and state.short_upto == ""  # nothing half-written
     assert await core.repo.log_length(SCOPE) == 20
-    await asyncio.sleep(1.2)  # the dead child's lock runs out
+    # The dead child's lock runs out: Redis expires it (PX), in real time.
+    await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(START + timedelta(hours=1))
     report = await core.pipeline.maintain(SCOPE)
     assert report.compactions == 1
@@ -104,7 +104,7 @@ async def test_killed_during_rollover(
     fake_llm.slow = {}
     assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11"]
     assert (await core.repo.state(SCOPE)).refresh_pending
-    await asyncio.sleep(1.2)
+    await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(next_day)
     for _ in range(2):  # twice: the second run must change nothing
         await core.pipeline.maintain(SCOPE)
@@ -139,7 +139,7 @@ async def test_killed_during_forget(
     await _kill_when(proc, lambda: _pending(core, k.forgets))
     assert (await core.repo.state(SCOPE)).forgets_pending  # killed mid-forget
     # Restart: the next maintenance finishes the forget before anything else.
-    await asyncio.sleep(1.2)
+    await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(START + timedelta(hours=1))
     await core.pipeline.maintain(SCOPE)
     values = await scope_values(core, SCOPE)

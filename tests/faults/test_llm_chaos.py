@@ -9,9 +9,8 @@ from datetime import timedelta
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import NAMES, WORDS
+from tests.helpers import NAMES, START, WORDS, CoreFactory
 
 
 async def test_an_hour_of_llm_chaos(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:

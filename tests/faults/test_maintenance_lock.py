@@ -24,10 +24,9 @@ from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage
 from memory_core.store.repo import MemoryRepo
 from memory_core.store.scripts import SHAS
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.faults.child import spawn
-from tests.helpers import spawn_memorybot
+from tests.helpers import START, CoreFactory, spawn_memorybot
 
 SCOPE = "console:locked"
 FAST = {"compact_trigger_tokens": 200, "compact_min_messages": 5, "compact_keep_tokens": 0}

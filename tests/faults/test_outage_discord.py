@@ -5,18 +5,18 @@ instead of failing before it."""
 
 from __future__ import annotations
 
+import pytest
+
 from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, make_settings
-from tests.e2e.test_discord_bot import World, fake, say, serving, world  # noqa: F401
-from tests.fakes.discord_server import FakeDiscord
+from tests.discord_world import World, say, serving
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import AOF, until
+from tests.helpers import AOF, START, make_settings, until
 
-# The fixtures come from the Discord suite: their names are parameters here.
-# ruff: noqa: F811
+pytestmark = pytest.mark.fake("discord")
 
 
 async def test_a_redis_restart_loses_no_message_and_doubles_none(

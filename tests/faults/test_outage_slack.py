@@ -4,18 +4,18 @@ of a mention (app_mention + message) are stored and answered once."""
 
 from __future__ import annotations
 
+import pytest
+
 from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
-from tests.conftest import START, make_settings
-from tests.e2e.test_slack_bot import SCOPE, fake, slack_settings, start_harness  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
-from tests.helpers import AOF, until
+from tests.fakes.slack import FakeSlack
+from tests.helpers import AOF, START, make_settings, until
+from tests.slack_harness import SCOPE, slack_settings, start_harness
 
-# The fixtures come from the Slack suite: their names are parameters here.
-# ruff: noqa: F811
+pytestmark = pytest.mark.fake("slack")
 
 
 async def test_a_redis_restart_loses_no_message_and_doubles_none(

@@ -13,7 +13,7 @@ from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
-from tests.conftest import START, make_settings
+from tests.helpers import START, make_settings
 
 
 async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(

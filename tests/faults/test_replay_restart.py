@@ -17,9 +17,8 @@ from bots.bench.cluster import LocalRedis, free_port
 from bots.bench.fake_llm import RecordedRequest, default_answer
 from memory_core import calendar
 from memory_core.models import DaySummary, LogEntry
-from tests.conftest import START
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import spawn_memorybot
+from tests.helpers import START, spawn_memorybot
 
 AOF = ("--appendonly", "yes", "--appendfsync", "always")
 LOG = "mb:{console:r}:log"

@@ -16,9 +16,8 @@ from memory_core.clock import ManualClock
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.store import KeySchema
-from tests.conftest import START, make_settings
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import until
+from tests.helpers import START, make_settings, until
 
 PER_NODE = 3  # scopes on each node
 ROUNDS = 4  # messages per scope while the shard is away

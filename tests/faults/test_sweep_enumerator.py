@@ -14,8 +14,8 @@ import pytest
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.faults.child import read_until, spawn
+from tests.helpers import START, CoreFactory
 
 NO_COMPACTION = {"compact_trigger_tokens": 10**6}
 SCOPES = [f"console:e{i}" for i in range(6)]

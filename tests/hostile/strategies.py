@@ -3,7 +3,13 @@ or a confused model can put in front of memorybot."""
 
 from __future__ import annotations
 
+import json
+import re
+
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from tests.fakes.openai_server import RecordedRequest
 
 # Hand-picked strings that have broken bots before: control characters, markup of every
 # platform, path tricks, Redis key syntax, format strings, direction marks, lone surrogates
@@ -127,3 +133,32 @@ def injections() -> st.SearchStrategy[str]:
         st.tuples(attacks, st.text(max_size=40), attacks).map("".join),
         st.tuples(st.text(max_size=60), attacks).map(" ".join),
     )
+
+
+LINE = re.compile(r"^\S+ \S+ ([^:]+): (.*)$", re.M)
+
+
+def profiling_model(request: RecordedRequest) -> str | None:
+    """Summaries that repeat every message, naming its speaker, and a fact about each
+    speaker made of the markers they said."""
+    if request.purpose != "compact":
+        return None
+    block = request.prompt_text.split("<messages>", 1)[-1].split("</messages>", 1)[0]
+    lines = LINE.findall(block)
+    summary = " ".join(f"{name} said that {text.rstrip('.')}." for name, text in lines)
+    facts = [
+        {"kind": "preference", "subject": name, "text": f"{name} cares about " + " ".join(marks)}
+        for name, text in lines
+        if (marks := MARK.findall(text))
+    ]
+    return json.dumps({"summary": summary or "nothing", "facts": facts})
+
+
+HYPOTHESIS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+MARK = re.compile(r"mk\d+x")

@@ -25,8 +25,7 @@ from bots.commands import (
 from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.errors import UsageError
-from tests.conftest import CoreFactory
-from tests.helpers import all_keys
+from tests.helpers import CoreFactory, all_keys
 from tests.hostile.strategies import HUGE, NASTY, command_text
 
 SCOPES = (
@@ -79,11 +78,6 @@ def check_answer(result: CommandResult, text: str) -> None:
         assert USAGE_LINE in answer, answer
 
 
-@pytest.fixture
-async def core(make_core: CoreFactory) -> Core:
-    return await make_core(offline=True)
-
-
 @settings(max_examples=800, deadline=None)
 @given(text=command_text())
 def test_parse_command_gives_a_command_or_usage_help(text: str) -> None:
@@ -104,11 +98,15 @@ def test_parse_command_copes_with_huge_text(text: str) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(text=command_text(), scope=st.sampled_from(SCOPES), admin=st.booleans())
-async def test_run_command_always_answers(core: Core, text: str, scope: str, admin: bool) -> None:
+async def test_run_command_always_answers(
+    offline_core: Core, text: str, scope: str, admin: bool
+) -> None:
     """Any text, by an admin or not, in a guild, a DM, a Slack thread or the console: a
     CommandResult, never an exception (lone surrogates and timezones that are directories
     included)."""
-    result = await run_command(core, scope=scope, command=text, actor=ADMIN if admin else MEMBER)
+    result = await run_command(
+        offline_core, scope=scope, command=text, actor=ADMIN if admin else MEMBER
+    )
     check_answer(result, text)
 
 

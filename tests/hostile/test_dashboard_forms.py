@@ -24,7 +24,7 @@ from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from tests.browser.support import TOKEN, change_routes
-from tests.conftest import CoreFactory
+from tests.helpers import CoreFactory
 from tests.hostile.strategies import NASTY
 
 SCOPE = "discord:10:20"
@@ -57,7 +57,7 @@ class Site:
 
 
 @pytest.fixture
-async def site(make_core: CoreFactory) -> AsyncIterator[Site]:
+async def form_site(make_core: CoreFactory) -> AsyncIterator[Site]:
     core = await make_core(offline=True, dashboard={"token": TOKEN})
     for scope, text in ((SCOPE, "Quokka hi"), (OTHER, f"{OTHER_MARKER} is the codename")):
         await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author="Ann"))
@@ -77,13 +77,13 @@ async def site(make_core: CoreFactory) -> AsyncIterator[Site]:
         yield Site(core, server, http, found.group(1), other_before)
 
 
-def scope_changes(site: Site, *, scope: str = SCOPE, fact_id: str = "f1") -> list[str]:
+def scope_changes(form_site: Site, *, scope: str = SCOPE, fact_id: str = "f1") -> list[str]:
     """Every POST that changes a scope (logging out is tested on its own)."""
-    every = change_routes(site.server.app, scope=scope, fact_id=fact_id)
+    every = change_routes(form_site.server.app, scope=scope, fact_id=fact_id)
     return [path for path in every if path.startswith("/scopes/")]
 
 
-async def check(site: Site, response: aiohttp.ClientResponse, caplog: Any) -> None:
+async def check(form_site: Site, response: aiohttp.ClientResponse, caplog: Any) -> None:
     """An answer a person can act on, no error logged, the other scope untouched."""
     body = await response.text()
     assert response.status in ANSWERS, (response.status, body[:500])
@@ -93,7 +93,7 @@ async def check(site: Site, response: aiohttp.ClientResponse, caplog: Any) -> No
         assert "Traceback" not in body and '"detail"' not in body, body[:500]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], [r.getMessage() for r in errors]
-    assert await site.other_now() == site.other_before
+    assert await form_site.other_now() == form_site.other_before
 
 
 @settings(
@@ -107,16 +107,22 @@ async def check(site: Site, response: aiohttp.ClientResponse, caplog: Any) -> No
     fields=st.dictionaries(st.sampled_from(FIELDS), form_text, max_size=4),
 )
 async def test_any_form_on_any_change_route(
-    site: Site, caplog: pytest.LogCaptureFixture, route: int, fact_id: str, fields: dict[str, str]
+    form_site: Site,
+    caplog: pytest.LogCaptureFixture,
+    route: int,
+    fact_id: str,
+    fields: dict[str, str],
 ) -> None:
     """Every POST the dashboard has, with random fields and a random fact id in the path."""
     caplog.clear()
-    paths = scope_changes(site, fact_id=quote(fact_id, safe=""))
+    paths = scope_changes(form_site, fact_id=quote(fact_id, safe=""))
     path = paths[route % len(paths)]
-    async with site.http.post(
-        f"{site.server.url}{path}", data={**fields, "csrf": site.csrf}, allow_redirects=False
+    async with form_site.http.post(
+        f"{form_site.server.url}{path}",
+        data={**fields, "csrf": form_site.csrf},
+        allow_redirects=False,
     ) as r:
-        await check(site, r, caplog)
+        await check(form_site, r, caplog)
 
 
 @settings(
@@ -133,12 +139,12 @@ async def test_any_form_on_any_change_route(
     ),
 )
 async def test_any_query_on_any_page(
-    site: Site, caplog: pytest.LogCaptureFixture, page: str, query: dict[str, str]
+    form_site: Site, caplog: pytest.LogCaptureFixture, page: str, query: dict[str, str]
 ) -> None:
     """Filters, sort keys, page numbers and flash codes as anyone could type them in the URL."""
     caplog.clear()
-    async with site.http.get(f"{site.server.url}{page}", params=query) as r:
-        await check(site, r, caplog)
+    async with form_site.http.get(f"{form_site.server.url}{page}", params=query) as r:
+        await check(form_site, r, caplog)
 
 
 SCOPE_PATHS = [
@@ -154,22 +160,22 @@ SCOPE_PATHS = [
 
 @pytest.mark.parametrize("scope", SCOPE_PATHS)
 async def test_odd_scopes_in_the_url_are_not_found(
-    site: Site, caplog: pytest.LogCaptureFixture, scope: str
+    form_site: Site, caplog: pytest.LogCaptureFixture, scope: str
 ) -> None:
     """A scope that does not exist, or is not a scope at all: 400 or 404, for every route."""
-    for path in scope_changes(site, scope=quote(scope, safe="%")):
-        async with site.http.post(
-            URL(f"{site.server.url}{path}", encoded=True),  # as typed: no ".." resolved
-            data={"text": "x", "csrf": site.csrf},
+    for path in scope_changes(form_site, scope=quote(scope, safe="%")):
+        async with form_site.http.post(
+            URL(f"{form_site.server.url}{path}", encoded=True),  # as typed: no ".." resolved
+            data={"text": "x", "csrf": form_site.csrf},
             allow_redirects=False,
         ) as r:
             assert r.status in (400, 404), (path, r.status)
-            await check(site, r, caplog)
-    page = URL(f"{site.server.url}/scopes/{quote(scope, safe='%')}", encoded=True)
-    async with site.http.get(page, allow_redirects=False) as r:
+            await check(form_site, r, caplog)
+    page = URL(f"{form_site.server.url}/scopes/{quote(scope, safe='%')}", encoded=True)
+    async with form_site.http.get(page, allow_redirects=False) as r:
         # 307: "%2e%2e%2f" decodes to "../", and Starlette drops the trailing slash first.
         assert r.status in (307, 400, 404), r.status
-        await check(site, r, caplog)
+        await check(form_site, r, caplog)
 
 
 RAW_BODIES: dict[str, tuple[str, bytes]] = {
@@ -188,17 +194,17 @@ RAW_BODIES: dict[str, tuple[str, bytes]] = {
 
 @pytest.mark.parametrize(("content_type", "body"), RAW_BODIES.values(), ids=RAW_BODIES.keys())
 async def test_raw_bodies_a_browser_would_not_send(
-    site: Site, caplog: pytest.LogCaptureFixture, content_type: str, body: bytes
+    form_site: Site, caplog: pytest.LogCaptureFixture, content_type: str, body: bytes
 ) -> None:
     """Bodies no form makes (broken encodings, JSON, bad multipart) on every change route:
     answered, with the CSRF token where it can be read, and nothing else changes."""
     if body.endswith(b"csrf="):
-        body += site.csrf.encode()
+        body += form_site.csrf.encode()
     headers = {"Content-Type": content_type} if content_type else {}
-    for path in scope_changes(site):
-        async with site.http.post(
-            f"{site.server.url}{path}", data=body, headers=headers, allow_redirects=False
+    for path in scope_changes(form_site):
+        async with form_site.http.post(
+            f"{form_site.server.url}{path}", data=body, headers=headers, allow_redirects=False
         ) as r:
             assert r.status in ANSWERS | {403}, (path, r.status)
             if r.status != 403:  # 403: no CSRF token could be read from the body
-                await check(site, r, caplog)
+                await check(form_site, r, caplog)

@@ -25,8 +25,7 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.store.keys import bucket_tags
-from tests.conftest import CoreFactory
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     JSON,
     FakeChannel,
     FakeDiscord,
@@ -37,7 +36,7 @@ from tests.fakes.discord_server import (
     SentMessage,
 )
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys
+from tests.helpers import CoreFactory, all_keys
 from tests.observed_discord import WAIT, ObservedBot
 
 
@@ -78,7 +77,7 @@ class World:
 
 
 @pytest.fixture
-async def world(make_core: CoreFactory, fake_llm: FakeOpenAI) -> AsyncIterator[World]:
+async def hostile_world(make_core: CoreFactory, fake_llm: FakeOpenAI) -> AsyncIterator[World]:
     core = await make_core()
     async with FakeDiscord() as fake:
         guild = fake.add_guild(name="Hostile Lab")
@@ -135,40 +134,50 @@ ODD_CONTENT = {
 
 
 async def test_odd_messages_are_stored_and_answered_without_pings(
-    world: World, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+    hostile_world: World, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Each odd message mentions the bot: stored in the channel's scope with its id, and
     answered within Discord's limits with allowed_mentions that ping nobody; the bot keeps
     serving and no handler raised."""
-    scope = world.scope(world.general)
-    sent = [await world.say(world.general, text) for text in ODD_CONTENT.values()]
-    replies = await world.fake.wait_for_messages(world.general.id, len(sent), timeout=WAIT)
+    scope = hostile_world.scope(hostile_world.general)
+    sent = [await hostile_world.say(hostile_world.general, text) for text in ODD_CONTENT.values()]
+    replies = await hostile_world.fake.wait_for_messages(
+        hostile_world.general.id, len(sent), timeout=WAIT
+    )
     assert_never_pings(replies)
-    stored = {e.platform_id: e for e in await world.core.repo.all_entries(scope)}
+    stored = {e.platform_id: e for e in await hostile_world.core.repo.all_entries(scope)}
     for message in sent:
         entry = stored[str(message["id"])]
         assert entry.author == "alice" and entry.text.startswith("@memorybot")
     assert any("@everyone" in (r.content or "") for r in replies), "the echo holds @everyone"
-    last = await world.say(world.general, "still there?")
-    await world.fake.wait_for_messages(world.general.id, len(sent) + 1, timeout=WAIT)
-    assert str(last["id"]) in {e.platform_id for e in await world.core.repo.all_entries(scope)}
+    last = await hostile_world.say(hostile_world.general, "still there?")
+    await hostile_world.fake.wait_for_messages(
+        hostile_world.general.id, len(sent) + 1, timeout=WAIT
+    )
+    assert str(last["id"]) in {
+        e.platform_id for e in await hostile_world.core.repo.all_entries(scope)
+    }
     assert unhandled(caplog) == []
 
 
 async def test_messages_without_text_are_ignored_and_threads_keep_their_scope(
-    world: World, caplog: pytest.LogCaptureFixture
+    hostile_world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A message with no text at all is not remembered; odd messages in a thread land in
     the thread's scope, never the channel's, and nothing is stored under a bogus key."""
-    await world.say(world.general, "", mention=False)
-    await world.say(world.thread, "\u200b@everyone ```", mention=True)
-    await world.fake.wait_for_messages(world.thread.id, 1, timeout=WAIT)
-    assert await world.core.repo.all_entries(world.scope(world.general)) == []
-    thread_log = await world.core.repo.all_entries(world.scope(world.thread))
+    await hostile_world.say(hostile_world.general, "", mention=False)
+    await hostile_world.say(hostile_world.thread, "\u200b@everyone ```", mention=True)
+    await hostile_world.fake.wait_for_messages(hostile_world.thread.id, 1, timeout=WAIT)
+    assert (
+        await hostile_world.core.repo.all_entries(hostile_world.scope(hostile_world.general)) == []
+    )
+    thread_log = await hostile_world.core.repo.all_entries(
+        hostile_world.scope(hostile_world.thread)
+    )
     assert [e.role for e in thread_log] == ["user", "assistant"]
-    guild = world.guild.id
+    guild = hostile_world.guild.id
     buckets = set(bucket_tags())
-    for key in await all_keys(world.core):
+    for key in await all_keys(hostile_world.core):
         if key.startswith("mb:{"):
             scope = key[4 : key.index("}")]
             if scope in buckets or scope == "fleet":  # the fleet-wide keys' own tags
@@ -179,15 +188,15 @@ async def test_messages_without_text_are_ignored_and_threads_keep_their_scope(
     assert unhandled(caplog) == []
 
 
-async def test_a_dm_with_odd_content_stays_in_the_dm_scope(world: World) -> None:
+async def test_a_dm_with_odd_content_stays_in_the_dm_scope(hostile_world: World) -> None:
     """DMs are always answered; the odd text is remembered under discord:dm:<user>."""
     for text in ("@everyone", "x" * 4100, "\u202e```"):
-        sent = await world.fake.send_dm(user_id=world.alice.user.id, content=text)
-        await world.bot.handled(sent)
-    dm = world.fake.dm_channel_id(world.alice.user.id)
-    replies = await world.fake.wait_for_messages(dm, 3, timeout=WAIT)
+        sent = await hostile_world.fake.send_dm(user_id=hostile_world.alice.user.id, content=text)
+        await hostile_world.bot.handled(sent)
+    dm = hostile_world.fake.dm_channel_id(hostile_world.alice.user.id)
+    replies = await hostile_world.fake.wait_for_messages(dm, 3, timeout=WAIT)
     assert_never_pings(replies)
-    log = await world.core.repo.all_entries(f"discord:dm:{world.alice.user.id}")
+    log = await hostile_world.core.repo.all_entries(f"discord:dm:{hostile_world.alice.user.id}")
     assert [e.role for e in log] == ["user", "assistant"] * 3
 
 
@@ -209,7 +218,7 @@ NASTY_COMMANDS: dict[str, tuple[str, dict[str, str], str]] = {
     ("name", "options", "says"), NASTY_COMMANDS.values(), ids=NASTY_COMMANDS.keys()
 )
 async def test_slash_commands_with_nasty_arguments_answer_privately(
-    world: World,
+    hostile_world: World,
     caplog: pytest.LogCaptureFixture,
     name: str,
     options: dict[str, str],
@@ -217,11 +226,13 @@ async def test_slash_commands_with_nasty_arguments_answer_privately(
 ) -> None:
     """Through Discord's app-command path: an ephemeral answer saying what to fix (or
     done), the channel's settings untouched by a refused value, and the bot keeps serving."""
-    _, response = await world.command(name, options=options)
+    _, response = await hostile_world.command(name, options=options)
     assert response.ephemeral
     assert says in answer_text(response), answer_text(response)
-    assert (await world.core.repo.state(world.scope(world.general))).tz == ""
-    _, shown = await world.command("memory show", member=world.alice)
+    assert (
+        await hostile_world.core.repo.state(hostile_world.scope(hostile_world.general))
+    ).tz == ""
+    _, shown = await hostile_world.command("memory show", member=hostile_world.alice)
     assert shown.ephemeral and "Memory of" in answer_text(shown)
     assert unhandled(caplog) == []
 
@@ -243,12 +254,12 @@ MALFORMED: dict[str, tuple[str, list[JSON]]] = {
 }
 
 
-def register_stale_memory(world: World) -> None:
+def register_stale_memory(hostile_world: World) -> None:
     """Discord still has subcommands an earlier version of the bot registered (the fake lets
     users invoke registered commands only)."""
     [memory] = [
-        c.to_dict(world.bot.tree)
-        for c in world.bot.tree.get_commands(type=discord.AppCommandType.chat_input)
+        c.to_dict(hostile_world.bot.tree)
+        for c in hostile_world.bot.tree.get_commands(type=discord.AppCommandType.chat_input)
     ]
     stale: list[JSON] = [
         {"type": 1, "name": "dance", "description": "removed since"},
@@ -259,45 +270,47 @@ def register_stale_memory(world: World) -> None:
             "options": [{"type": 1, "name": "reveal", "description": "removed since"}],
         },
     ]
-    world.fake.register_commands([{**memory, "options": [*memory["options"], *stale]}])
+    hostile_world.fake.register_commands([{**memory, "options": [*memory["options"], *stale]}])
 
 
 @pytest.mark.parametrize(("name", "options"), MALFORMED.values(), ids=MALFORMED.keys())
 async def test_interactions_with_unexpected_options_are_answered(
-    world: World, caplog: pytest.LogCaptureFixture, name: str, options: list[JSON]
+    hostile_world: World, caplog: pytest.LogCaptureFixture, name: str, options: list[JSON]
 ) -> None:
     """Options of the wrong type, missing, unknown or extra, and commands the bot does not
     have (Discord and the bot disagree on the command tree): a private answer, never
     silence, and the bot keeps serving."""
-    register_stale_memory(world)
-    _, response = await world.command(name, options=options)
+    register_stale_memory(hostile_world)
+    _, response = await hostile_world.command(name, options=options)
     assert response.ephemeral, response
     assert answer_text(response).strip()
-    _, shown = await world.command("memory show")
+    _, shown = await hostile_world.command("memory show")
     assert shown.ephemeral and "Memory of" in answer_text(shown)
     assert [m for m in unhandled(caplog) if "Ignoring exception" in m] == []
 
 
 @pytest.mark.parametrize("value", ["false", "no", 0, "0", [], "yes"])
 async def test_forget_all_never_trusts_a_value_that_only_looks_true(
-    world: World, value: object
+    hostile_world: World, value: object
 ) -> None:
     """``confirm`` must be the boolean true: a string ("false", "yes"), 0 or a list
     asks for confirmation instead of deleting the channel's memory."""
-    scope = world.scope(world.general)
-    await world.say(world.general, "keep this memory", mention=False)
-    _, response = await world.command(
+    scope = hostile_world.scope(hostile_world.general)
+    await hostile_world.say(hostile_world.general, "keep this memory", mention=False)
+    _, response = await hostile_world.command(
         "memory forget all", options=[{"type": 5, "name": "confirm", "value": value}]
     )
     assert response.ephemeral
     assert "Confirm" in str(response.components) or "cannot be undone" in answer_text(response)
-    assert [e.text for e in await world.core.repo.all_entries(scope)] == ["keep this memory"]
+    assert [e.text for e in await hostile_world.core.repo.all_entries(scope)] == [
+        "keep this memory"
+    ]
 
 
-async def test_a_genuine_confirm_still_forgets(world: World) -> None:
+async def test_a_genuine_confirm_still_forgets(hostile_world: World) -> None:
     """The boolean true from Discord still skips the buttons (the fix keeps the feature)."""
-    scope = world.scope(world.general)
-    await world.say(world.general, "forget this", mention=False)
-    _, response = await world.command("memory forget all", options={"confirm": True})
+    scope = hostile_world.scope(hostile_world.general)
+    await hostile_world.say(hostile_world.general, "forget this", mention=False)
+    _, response = await hostile_world.command("memory forget all", options={"confirm": True})
     assert "Forgot everything" in answer_text(response)
-    assert await world.core.repo.all_entries(scope) == []
+    assert await hostile_world.core.repo.all_entries(scope) == []

@@ -18,8 +18,7 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import InputError
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
-from tests.helpers import conversation, feed, forgotten, scope_values
+from tests.helpers import START, CoreFactory, conversation, feed, forgotten, scope_values
 from tests.hostile.strategies import NASTY, hostile_text
 
 SOURCE = "discord:1:2"

@@ -21,8 +21,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Scope
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import START, CoreFactory
 
 SCOPES = ("discord:1:10", "discord:1:11", "discord:2:10", "discord:dm:7", "slack:T1:C1")
 PEOPLE = {"7": "Ann", "8": "Ben", "9": "Cid"}

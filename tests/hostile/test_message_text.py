@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage
 from memory_core.models import IncomingMessage
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.hostile.strategies import HUGE, NASTY, hostile_text
 
 SCOPE = "discord:1:2"
-
-
-@pytest.fixture
-async def core(make_core: CoreFactory) -> Core:
-    return await make_core()
 
 
 async def send(core: Core, text: str, author: str = "Alice") -> str | None:

@@ -24,8 +24,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.prompt.assembly import Prompt
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import START, CoreFactory
 from tests.hostile.strategies import injections
 
 FILLER = "we talked about the release plan and the budget for the autumn trip to Kyoto. " * 3

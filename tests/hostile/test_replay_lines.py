@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from memory_core.clock import ManualClock
 from memory_core.errors import ReplayLineError
 from memory_core.service.replay import ReplayLine, parse_line, read_lines, replay
-from tests.conftest import START, CoreFactory
+from tests.helpers import START, CoreFactory
 from tests.hostile.strategies import hostile_text
 
 FIELDS = ("ts", "user", "text", "role", "scope")

@@ -34,11 +34,10 @@ from memory_core.errors import LLMUnavailable, MemorybotError, StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.prompt.answers import MASK
 from memory_core.store.server import mask_url, open_store
-from tests.conftest import START
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.fakes.slack_server import serve_web_app
-from tests.helpers import scope_values, spawn_memorybot
+from tests.fakes.slack import serve_web_app
+from tests.helpers import START, scope_values, spawn_memorybot
 from tests.observed_discord import ObservedBot
 
 TAG = uuid.uuid4().hex[:10]

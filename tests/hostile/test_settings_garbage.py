@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from config.settings import WELL_KNOWN_ENV, Settings, SettingsError, env_name_for, load_settings
-from tests.hostile.strategies import NASTY, hostile_text
+from tests.hostile.strategies import HYPOTHESIS, NASTY, hostile_text
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     name: tuple(model.model_fields)
@@ -25,11 +25,6 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     )
     if isinstance(model, type)
 }
-HYPOTHESIS = settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 
 
 @pytest.fixture(scope="module")

@@ -26,16 +26,15 @@ from hypothesis import strategies as st
 from bots.slack.bot import SlackBot, build_app
 from bots.slack.connect import serve_http
 from memory_core.bootstrap import Core
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import (
+from tests.fakes.slack import (
     FakeSlack,
     ResponseUrlPost,
     SignedDelivery,
     send_signed,
     slash_command_form_body,
 )
-from tests.helpers import all_keys, slack_bot_scopes
+from tests.helpers import CoreFactory, all_keys, slack_bot_scopes
 from tests.hostile.strategies import hostile_text
 
 BOT_TOKEN = "xoxb-hostile-bot-token"

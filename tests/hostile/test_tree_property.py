@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience, Scope
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys, key_values
-from tests.hostile.test_trust_property import profiling_model
+from tests.helpers import START, CoreFactory, all_keys, key_values
+from tests.hostile.strategies import profiling_model
 
 CHANNELS = ("slack:T1:C10", "slack:T1:C11", "slack:T2:C10")
 THREADS = tuple(f"{c}:1700000000.000100" for c in CHANNELS)

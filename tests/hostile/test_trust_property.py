@@ -7,7 +7,6 @@ forgotten is in any Redis value."""
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,31 +16,13 @@ from hypothesis import strategies as st
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
-from tests.conftest import START, CoreFactory
-from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import all_keys, key_values
+from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import START, CoreFactory, all_keys, key_values
+from tests.hostile.strategies import MARK, profiling_model
 
 CHANNELS = ("discord:1:10", "discord:1:11", "discord:1:12")
 PEOPLE = {"7": "Ann", "8": "Ben", "9": "Ann"}  # two members share a display name
-MARK = re.compile(r"mk\d+x")
-LINE = re.compile(r"^\S+ \S+ ([^:]+): (.*)$", re.M)
 OPS = ("say", "say", "say", "edit", "delete", "forget_text", "forget_me", "forget_all")
-
-
-def profiling_model(request: RecordedRequest) -> str | None:
-    """Summaries that repeat every message, naming its speaker, and a fact about each
-    speaker made of the markers they said."""
-    if request.purpose != "compact":
-        return None
-    block = request.prompt_text.split("<messages>", 1)[-1].split("</messages>", 1)[0]
-    lines = LINE.findall(block)
-    summary = " ".join(f"{name} said that {text.rstrip('.')}." for name, text in lines)
-    facts = [
-        {"kind": "preference", "subject": name, "text": f"{name} cares about " + " ".join(marks)}
-        for name, text in lines
-        if (marks := MARK.findall(text))
-    ]
-    return json.dumps({"summary": summary or "nothing", "facts": facts})
 
 
 @dataclass

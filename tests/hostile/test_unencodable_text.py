@@ -13,7 +13,6 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 
 SCOPE = "discord:1:2"
@@ -26,23 +25,17 @@ UNENCODABLE = (
 )
 
 
-@pytest.fixture
-async def core(make_core: CoreFactory) -> Core:
-    # Recall by meaning, as installed: the local sentence encoder embeds each question.
-    return await make_core(memory={"recall_embedder": "local"})
-
-
 @pytest.mark.parametrize("text", UNENCODABLE)
 async def test_a_lone_surrogate_is_stored_as_u_fffd_and_answered(
-    core: Core, fake_llm: FakeOpenAI, text: str
+    meaning_core: Core, fake_llm: FakeOpenAI, text: str
 ) -> None:
-    await core.pipeline.handle(
+    await meaning_core.pipeline.handle(
         IncomingMessage(scope=SCOPE, text="we talked about café au lait", author="Bob")
     )
     msg = IncomingMessage(scope=SCOPE, text=text, author="Alice", author_id="U1", direct=True)
-    reply = await core.pipeline.handle(msg)
+    reply = await meaning_core.pipeline.handle(msg)
     assert reply is not None and reply.kind == "llm", reply
-    entries = await core.repo.all_entries(SCOPE)
+    entries = await meaning_core.repo.all_entries(SCOPE)
     stored = entries[-2].text  # then the answer
     assert stored == "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     stored.encode("utf-8")
@@ -50,10 +43,10 @@ async def test_a_lone_surrogate_is_stored_as_u_fffd_and_answered(
     assert "\ufffd" in fake_llm.of("reply")[-1].prompt_text  # what the model was asked
 
 
-async def test_an_edit_with_a_lone_surrogate_is_stored_repaired(core: Core) -> None:
+async def test_an_edit_with_a_lone_surrogate_is_stored_repaired(meaning_core: Core) -> None:
     """A message edited on its platform goes through the same text rule."""
     msg = IncomingMessage(scope=SCOPE, text="first words", author="Alice", platform_id="m1")
-    await core.pipeline.ingest(msg)
-    await core.admin.edit_message(SCOPE, "m1", "second \ud800 words")
-    [entry] = await core.repo.all_entries(SCOPE)
+    await meaning_core.pipeline.ingest(msg)
+    await meaning_core.admin.edit_message(SCOPE, "m1", "second \ud800 words")
+    [entry] = await meaning_core.repo.all_entries(SCOPE)
     assert entry.text == "second \ufffd words"

@@ -11,9 +11,8 @@ from bots.commands import Actor, execute, parse_command
 from memory_core.clock import ManualClock
 from memory_core.errors import EmptyMessage, InputError, PermissionDenied
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed
+from tests.helpers import START, CoreFactory, conversation, feed
 
 ADMIN = Actor(user_id="1", name="Ada", is_admin=True)
 MEMBER = Actor(user_id="2", name="Max", is_admin=False)

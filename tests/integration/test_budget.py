@@ -14,9 +14,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import PermissionDenied, UsageError
 from memory_core.models import IncomingMessage, Reply
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed
+from tests.helpers import START, CoreFactory, conversation, feed
 
 SCOPE = "discord:1:2"
 ADMIN = Actor(user_id="1", name="Ada", is_admin=True)
@@ -263,8 +262,7 @@ async def test_a_stream_without_a_usage_chunk_is_counted_with_our_tokenizer(
 async def test_captions_wait_while_the_budget_is_reached_and_are_counted_otherwise(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
-    from tests.e2e.test_captions_discord import VISION
-    from tests.integration.test_captions import Image, message
+    from tests.captions_data import VISION, Image, message
 
     core = await make_core(llm=VISION, budget={"daily_tokens": 10})
     await core.pipeline.ingest(message(Image().attachment(), pid="m1"))

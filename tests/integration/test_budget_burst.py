@@ -10,8 +10,8 @@ import asyncio
 from memory_core.bootstrap import Core
 from memory_core.fleet.spending import HOLD_LAPSE_MS
 from memory_core.models import IncomingMessage, Reply
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CoreFactory
 
 SCOPE = "discord:1:2"
 

@@ -7,48 +7,12 @@ from __future__ import annotations
 import asyncio
 
 from memory_core.bootstrap import Core
-from memory_core.models import Attachment, ImageSource, IncomingMessage
-from memory_core.scopes import Audience
+from memory_core.models import Attachment, IncomingMessage
 from memory_core.service.captions import MAX_IMAGE_BYTES, MAX_IMAGES
 from memory_core.service.forget_request import ForgetRequest
-from tests.conftest import CoreFactory
-from tests.e2e.test_captions_discord import CAPTION, IMAGE, VISION
+from tests.captions_data import CAPTION, SCOPE, VISION, Image, message
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-
-SCOPE = "discord:1:2"
-
-
-class Image:
-    """An image a front door can fetch, counting the fetches."""
-
-    def __init__(self, data: bytes = IMAGE) -> None:
-        self.data = data
-        self.fetches = 0
-
-    async def fetch(self, limit: int) -> bytes:
-        self.fetches += 1
-        return self.data[:limit]
-
-    def attachment(self, name: str = "p.png", *, size: int | None = None) -> Attachment:
-        return Attachment(
-            name=name,
-            kind="image/png",
-            size=len(self.data) if size is None else size,
-            url=f"https://cdn.example.com/{name}",
-            image=ImageSource(mime="image/png", fetch=self.fetch),
-        )
-
-
-def message(*attachments: Attachment, pid: str = "m1", public: bool = False) -> IncomingMessage:
-    return IncomingMessage(
-        scope=SCOPE,
-        text="",
-        author="Alice",
-        author_id="u1",
-        platform_id=pid,
-        attachments=attachments,
-        audience=Audience.SERVER if public else Audience.PRIVATE,
-    )
+from tests.helpers import CoreFactory
 
 
 async def stored(core: Core, pid: str = "m1") -> list[str]:

@@ -12,9 +12,9 @@ from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage, Reply
 from memory_core.service.conversation import STREAMING_MARK, Conversation, Turn
 from memory_core.service.pipeline import MemoryPipeline
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
+from tests.helpers import CoreFactory
 
 SCOPE = "discord:1:2"
 

@@ -13,7 +13,7 @@ from memory_core.bootstrap import Core
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.service.conversation import Conversation, Delivery
-from tests.conftest import CoreFactory
+from tests.helpers import CoreFactory
 
 SCOPE = "slack:T1:C1"
 

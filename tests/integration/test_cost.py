@@ -10,9 +10,8 @@ from pathlib import Path
 
 from memory_core.clock import ManualClock
 from memory_core.service.replay import read_lines, replay
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import NAMES, WORDS
+from tests.helpers import NAMES, START, WORDS, CoreFactory
 
 
 def write_transcript(path: Path, *, messages: int, days: int, seed: int = 3) -> None:

@@ -10,9 +10,9 @@ from bots.dashboard import running_dashboard
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.browser.support import TOKEN
-from tests.conftest import START, CoreFactory
+from tests.dashboard_session import client, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_dashboard_http import client, parse_prometheus
+from tests.helpers import START, CoreFactory
 
 HOSTILE = '<script>alert("x")</script>'
 

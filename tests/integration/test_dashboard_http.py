@@ -25,9 +25,9 @@ from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
 from memory_core.models import Fact, IncomingMessage
 from tests.browser.support import TOKEN, change_routes, routes
-from tests.conftest import CoreFactory
+from tests.dashboard_session import client, log_in_any, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import spawn_memorybot
+from tests.helpers import CoreFactory, spawn_memorybot
 
 SCOPE = "discord:10:20"
 MARKER = "Quokka-5512"  # appears only in the scope's memory
@@ -50,25 +50,6 @@ async def site(make_core: CoreFactory) -> AsyncIterator[Site]:
     await core.admin.remember(SCOPE, f"{MARKER} is the codename")
     async with running_dashboard(core) as server:
         yield Site(core, server)
-
-
-def client() -> aiohttp.ClientSession:
-    # unsafe=True: accept cookies from an IP address (127.0.0.1), as browsers do.
-    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
-
-
-async def log_in(http: aiohttp.ClientSession, url: str) -> str:
-    """Log in; returns the CSRF token of the new session, read from a page's form."""
-    async with http.post(
-        f"{url}/login", data={"token": TOKEN, "next": "/"}, allow_redirects=False
-    ) as r:
-        assert r.status == 303
-    async with http.get(f"{url}/scopes/{SCOPE}") as r:
-        assert r.status == 200
-        page = await r.text()
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found
-    return found.group(1)
 
 
 async def test_every_route_needs_a_login(site: Site) -> None:
@@ -186,23 +167,6 @@ async def test_metrics_for_scrapers_count_the_fleet(
             page = await r.text()
         assert re.search(r'data-stat="messages"><dt>Messages</dt><dd>7</dd>', page)
         assert f'<td class="num">{prompt:,.0f}</td>' in page  # reply prompt tokens
-
-
-async def log_in_any(http: aiohttp.ClientSession, url: str) -> None:
-    async with http.post(f"{url}/login", data={"token": TOKEN}, allow_redirects=False) as r:
-        assert r.status == 303
-
-
-def parse_prometheus(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = re.fullmatch(r"([a-z_]+)(?:\{(.*)\})? (\S+)", line)
-        assert match, line
-        labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', match.group(2) or "")))
-        samples[match.group(1), labels] = float(match.group(3))
-    return samples
 
 
 async def test_every_change_needs_the_csrf_token(site: Site) -> None:
@@ -500,3 +464,17 @@ async def test_metrics_and_health_show_the_embedding_workers_lag(make_core: Core
         r'data-stat="embedding"><dt>Embedding lag</dt><dd>3.5 s <small>42 waiting', page
     )
     assert await redis.hget(core.store.keys.embedders, "dead:2") is None
+
+
+async def log_in(http: aiohttp.ClientSession, url: str) -> str:
+    """Log in; returns the CSRF token of the new session, read from a page's form."""
+    async with http.post(
+        f"{url}/login", data={"token": TOKEN, "next": "/"}, allow_redirects=False
+    ) as r:
+        assert r.status == 303
+    async with http.get(f"{url}/scopes/{SCOPE}") as r:
+        assert r.status == 200
+        page = await r.text()
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found
+    return found.group(1)

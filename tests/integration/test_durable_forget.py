@@ -25,8 +25,7 @@ from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.store import embedded
 from memory_core.store.server import AOF_REWRITE, rewrite
-from tests.conftest import START, make_settings, wait_until_gone
-from tests.helpers import scope_values
+from tests.helpers import START, make_settings, scope_values, wait_until_gone
 from tests.rdb_scan import decompressed_strings, files_holding
 
 SCOPE = "console:tea"

@@ -21,7 +21,7 @@ import redis
 from memory_core.errors import StoreError
 from memory_core.store import embedded, legacy_snapshot
 from memory_core.store.server import Store, open_store
-from tests.conftest import make_settings, wait_until_gone
+from tests.helpers import make_settings, wait_until_gone
 
 LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy-memorybot-store.json"
 

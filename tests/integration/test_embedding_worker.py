@@ -30,7 +30,7 @@ from memory_core.recall import worker as worker_module
 from memory_core.recall.background import BackgroundEmbedding
 from memory_core.recall.worker import EmbeddingWorker, read_status
 from memory_core.store.keys import KeySchema
-from tests.conftest import START, CoreFactory
+from tests.helpers import START, CoreFactory
 
 LOCAL = {"recall_embedder": "local"}
 

@@ -11,9 +11,8 @@ import pytest
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import all_keys
+from tests.helpers import START, CoreFactory, all_keys
 from tests.rdb_scan import holds
 
 SCOPE = "discord:1:2"

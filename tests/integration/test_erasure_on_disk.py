@@ -19,7 +19,7 @@ import pytest
 from memory_core.errors import StoreError
 from memory_core.store import embedded
 from memory_core.store.server import AOF_REWRITE, Store, open_store, rewrite
-from tests.conftest import make_settings
+from tests.helpers import make_settings
 from tests.rdb_scan import decompressed_strings, files_holding
 
 SECRET = "078-05-1120-SECRET"

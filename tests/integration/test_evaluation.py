@@ -16,8 +16,8 @@ from bots.bench.evaluation import evaluate_locomo
 from bots.bench.locomo_data import load_locomo
 from bots.cli.eval import register
 from memory_core.errors import LLMOffline
-from tests.conftest import make_settings
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import make_settings
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "locomo_tiny.json"
 BUDGET = 500  # the smallest budget settings allow: the tiny conversations do not fit it

@@ -10,8 +10,8 @@ from bots.commands import Actor, execute, parse_command
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
+from tests.helpers import START, CoreFactory
 
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
 

@@ -14,8 +14,8 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.fleet.scheduler import SweepReport
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import START, CoreFactory
 
 NO_COMPACTION = {"compact_trigger_tokens": 10**6}
 

@@ -13,7 +13,7 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 from memory_core.fleet.ratelimit import FleetRateLimiter
 from memory_core.models import IncomingMessage
 from memory_core.store.keys import BUCKETS, KeySchema, bucket_of, bucket_tags
-from tests.conftest import CoreFactory
+from tests.helpers import CoreFactory
 
 
 def _node(slot: int, nodes: int) -> int:

@@ -11,9 +11,10 @@ from memory_core.clock import ManualClock
 from memory_core.models import Fact, IncomingMessage
 from memory_core.scopes import Audience
 from memory_core.service.forget_request import ForgetRequest
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
 from tests.helpers import (
+    START,
+    CoreFactory,
     all_keys,
     conversation,
     feed,

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from memory_core.models import IncomingMessage
-from tests.conftest import CoreFactory
-from tests.helpers import scope_values, spawn_memorybot
+from tests.helpers import CoreFactory, scope_values, spawn_memorybot
 
 OTHER_GUILD = "discord:200:1"
 OTHER_WORDS = "zanzibar quorum of the other guild"

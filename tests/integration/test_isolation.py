@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import START, CoreFactory
 
 SCOPES = [
     "discord:1:10",

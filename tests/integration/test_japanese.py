@@ -9,8 +9,8 @@ import pytest
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import START, CoreFactory
 
 LINES = [
     ("さくら", "明日の14時に渋谷でミーティングをしましょう。"),

@@ -26,7 +26,7 @@ from memory_core.bootstrap import build_core
 from memory_core.models import IncomingMessage
 from memory_core.store import lane as lane_module
 from memory_core.store.lane import FastLane
-from tests.conftest import make_settings
+from tests.helpers import make_settings
 
 
 def make_lane(url: str, *, timeout_s: float = 10.0) -> FastLane:

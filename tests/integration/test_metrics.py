@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from memory_core.fleet.metrics import read_minutes, totals
 from memory_core.models import IncomingMessage
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CoreFactory
 
 
 async def test_two_processes_add_up(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:

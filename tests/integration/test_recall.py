@@ -15,9 +15,8 @@ from memory_core.clock import ManualClock
 from memory_core.models import DaySummary, IncomingMessage
 from memory_core.recall.index import RecallIndex
 from memory_core.service.forget_request import ForgetRequest
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, embed_text
-from tests.helpers import conversation, feed
+from tests.helpers import START, CoreFactory, conversation, feed
 
 OLD = [
     (

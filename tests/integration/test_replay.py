@@ -14,8 +14,7 @@ import redis
 
 from memory_core import calendar
 from memory_core.models import DaySummary, LogEntry
-from tests.conftest import START
-from tests.helpers import spawn_memorybot
+from tests.helpers import START, spawn_memorybot
 
 LOG = "mb:{console:r}:log"
 STATE = "mb:{console:r}:state"

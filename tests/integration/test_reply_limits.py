@@ -16,8 +16,8 @@ import pytest
 from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage, Reply
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.helpers import CoreFactory
 
 DEADLINE_S = 1.0
 BOUND_S = 10.0

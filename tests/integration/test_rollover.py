@@ -14,9 +14,8 @@ import pytest
 from memory_core.clock import ManualClock
 from memory_core.errors import UnknownTimezone
 from memory_core.models import IncomingMessage
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed, spawn_memorybot
+from tests.helpers import START, CoreFactory, conversation, feed, lock_expired, spawn_memorybot
 
 SCOPE = "console:team"
 
@@ -131,7 +130,7 @@ async def test_a_dead_workers_lock_expires(make_core: CoreFactory) -> None:
     # A worker that died holding the lock: its key lives until the TTL.
     await core.store.client.set(core.store.keys.scope(SCOPE).lock, "dead", px=300)
     assert (await core.pipeline.maintain(SCOPE)).skipped
-    await asyncio.sleep(0.4)
+    await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     assert (await core.pipeline.maintain(SCOPE)).days_closed == 3
 
 

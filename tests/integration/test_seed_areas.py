@@ -13,9 +13,8 @@ from datetime import UTC, date, datetime, timedelta
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.tiers.summarize import render_entries
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import conversation, feed
+from tests.helpers import START, CoreFactory, conversation, feed
 
 SMALL = {"compact_trigger_tokens": 150, "compact_min_messages": 5, "compact_keep_tokens": 40}
 

@@ -16,8 +16,7 @@ import redis
 from bots.bench.cluster import LocalCluster, LocalRedis
 from memory_core.store import embedded
 from memory_core.store.server import compact
-from tests.conftest import make_settings
-from tests.e2e.test_cli import CLI
+from tests.helpers import CLI, make_settings
 from tests.rdb_scan import files_holding
 
 SECRET = "078-05-1120-SECRET"

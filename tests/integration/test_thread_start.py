@@ -13,9 +13,9 @@ from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Scope
 from memory_core.service.conversation import Conversation
-from tests.conftest import START, CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
+from tests.helpers import START, CoreFactory
 
 CHANNEL = "slack:T1:C1"
 TS = "1754906400.000100"  # START + 1 h, as Slack writes a ts

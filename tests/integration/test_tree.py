@@ -9,10 +9,9 @@ from bots.commands import Actor, execute, parse_command
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage, Reply
 from memory_core.scopes import Audience
-from tests.conftest import CoreFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
-from tests.helpers import all_keys, forgotten
+from tests.helpers import CoreFactory, all_keys, forgotten
 
 TEAM = "slack:T1"
 GENERAL = "slack:T1:C1"

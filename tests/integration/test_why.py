@@ -16,16 +16,16 @@ from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
 from memory_core.service.conversation import Conversation
 from tests.browser.support import TOKEN
-from tests.conftest import START, CoreFactory
+from tests.dashboard_session import log_in_any
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
-from tests.integration.test_dashboard_http import log_in_any
+from tests.helpers import PAPAYA as ANSWER
+from tests.helpers import START, CoreFactory
 
 SCOPE = "discord:1:2"
 ALICE = Actor(user_id="7", name="Alice", is_admin=True)
 BOB = Actor(user_id="8", name="Bob", is_admin=False)
 SMALL_WINDOW = {"window_tokens": 60, "window_min_tokens": 0}
-ANSWER = "The code word is papaya, agreed with the tangerine squad."
 
 
 def said(
@@ -88,12 +88,6 @@ async def answer(core: Core, sink: FakeSink | None = None) -> FakeSink:
     assert turn is not None
     assert await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
     return sink
-
-
-@pytest.fixture
-def papaya(fake_llm: FakeOpenAI) -> FakeOpenAI:
-    fake_llm.responder = lambda request: ANSWER if request.purpose == "reply" else None
-    return fake_llm
 
 
 async def why(core: Core, actor: Actor = ALICE) -> str:

@@ -13,7 +13,7 @@ from memory_core.llm.usage import SpendTag, current_tag
 from memory_core.models import IncomingMessage
 from memory_core.service.budget import Budget, parse_limit
 from memory_core.store.keys import KeySchema
-from tests.conftest import START
+from tests.helpers import START
 
 
 @pytest.mark.parametrize(

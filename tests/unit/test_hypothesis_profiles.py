@@ -8,7 +8,7 @@ import os
 
 from hypothesis import settings
 
-from tests.hostile.test_settings_garbage import HYPOTHESIS as SETTINGS_GARBAGE
+from tests.hostile.strategies import HYPOTHESIS as SETTINGS_GARBAGE
 
 
 def test_the_default_profile_is_deterministic() -> None:

@@ -4,6 +4,11 @@ library and no front door; its sub-packages form layers with no import running b
 import cycle anywhere, counting imports inside functions; no module over 600 lines; only
 ``memory_core/store`` talks to Redis (imports redis, translates its errors).
 
+The tests have a shape too: every test folder has its conftest.py; a fixture is defined once
+and taken from a conftest.py by pytest, never imported (no module imports a test module or a
+conftest.py: plain helpers live in tests/helpers.py and support modules); no file of the fakes
+(tests/fakes/) is over 1,200 lines.
+
 The rules are checked on the real tree, and each checker is first shown to catch a breach
 on a small tree written for the purpose (a rule that cannot fail proves nothing)."""
 
@@ -20,6 +25,8 @@ from tests.helpers import ROOT
 
 PACKAGES = ("bots", "memory_core", "config")
 MAX_LINES = 600
+MAX_FAKE_LINES = 1_200
+TEST_FOLDERS = ("unit", "integration", "e2e", "faults", "hostile", "browser", "fakes")
 # What the core may not import: the platforms, the web, the CLI, the benchmarks' extras.
 FOREIGN = {
     "discord",
@@ -212,6 +219,112 @@ def redis_imports(found: dict[str, Path]) -> list[str]:
     return wrong
 
 
+# -- the tests' own layout --------------------------------------------------------------
+def is_fixture(node: ast.AST) -> bool:
+    """A function decorated ``@pytest.fixture`` (or pytest_asyncio's), called or not."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if ast.unparse(target) in ("pytest.fixture", "pytest_asyncio.fixture", "fixture"):
+            return True
+    return False
+
+
+def fixture_name(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The name a fixture is requested by: ``name=`` when given, else the function's."""
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call):
+            for keyword in decorator.keywords:
+                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+    return node.name
+
+
+def modules_of_tests(root: Path) -> dict[str, Path]:
+    """Every Python module under tests/, by dotted name."""
+    return modules(root, ("tests",))
+
+
+def fixtures_by_module(found: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Module -> {function name: fixture name} of the fixtures it defines (top level)."""
+    fixtures: dict[str, dict[str, str]] = {}
+    for name, path in found.items():
+        tree_ = ast.parse(path.read_text(encoding="utf-8"))
+        defined = {n.name: fixture_name(n) for n in tree_.body if is_fixture(n)}
+        if defined:
+            fixtures[name] = defined
+    return fixtures
+
+
+def is_test_module(name: str) -> bool:
+    return name.rsplit(".", 1)[-1].startswith("test_")
+
+
+def imports_of_test_modules_or_fixtures(found: dict[str, Path]) -> list[str]:
+    """Imports that break "fixtures come from conftest.py": of a test module (whatever the
+    name: ``from tests.e2e.test_x import fake`` or a constant), of a conftest.py (pytest loads
+    it itself; helpers belong in tests/helpers.py), or of a fixture from any other module (an
+    imported fixture hides where it lives)."""
+    known = set(found)
+    fixtures = fixtures_by_module(found)
+    wrong = []
+    for name, path in sorted(found.items()):
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                targets = [(module, alias.name) for alias in node.names]
+            else:
+                continue
+            for module, imported in targets:
+                dep = owner(module, known)
+                if imported is not None and f"{module}.{imported}" in known:
+                    dep = f"{module}.{imported}"  # from package import test_module
+                    imported = None
+                if dep is None or dep == name:
+                    continue
+                if is_test_module(dep):
+                    wrong.append(f"{name} imports the test module {dep}")
+                elif dep.rsplit(".", 1)[-1] == "conftest":
+                    wrong.append(f"{name} imports {dep}")
+                elif imported is not None and imported in fixtures.get(dep, {}):
+                    wrong.append(f"{name} imports the fixture {imported} from {dep}")
+    return wrong
+
+
+def fixtures_defined_twice(found: dict[str, Path]) -> dict[str, list[str]]:
+    """Fixture names defined in more than one module (one shadowing another, or two that
+    drifted apart): each should be defined once."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for module, defined in fixtures_by_module(found).items():
+        for fixture in defined.values():
+            where[fixture].append(module)
+    return {fixture: sorted(m) for fixture, m in sorted(where.items()) if len(m) > 1}
+
+
+def folders_without_conftest(root: Path) -> list[str]:
+    """Test folders (tests/ and each folder of TEST_FOLDERS present) with no conftest.py."""
+    folders = [root / "tests", *(root / "tests" / f for f in TEST_FOLDERS)]
+    return [
+        str(folder.relative_to(root))
+        for folder in folders
+        if folder.is_dir() and not (folder / "conftest.py").is_file()
+    ]
+
+
+def long_fake_files(root: Path) -> dict[str, int]:
+    """Files of tests/fakes/ over MAX_FAKE_LINES lines."""
+    sizes = {
+        str(path.relative_to(root)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted((root / "tests" / "fakes").rglob("*.py"))
+    }
+    return {path: n for path, n in sizes.items() if n > MAX_FAKE_LINES}
+
+
 # -- the checkers catch what they are for -------------------------------------------------
 def write(root: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():
@@ -290,6 +403,81 @@ def test_the_redis_rule_sees_redis_imported_outside_the_store(tmp_path: Path) ->
     ]
 
 
+FIXTURE = "import pytest\n\n@pytest.fixture\ndef {name}():\n    return 1\n"
+
+
+def test_the_fixture_rule_sees_imports_of_test_modules_and_of_fixtures(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/conftest.py": FIXTURE.format(name="shared") + "START = 1\n",
+            "tests/helpers.py": "def helper():\n    return 2\n",
+            "tests/support.py": FIXTURE.format(name="stray"),
+            "tests/e2e/__init__.py": "",
+            "tests/e2e/test_bot.py": FIXTURE.format(name="fake") + "SCOPE = 'x'\n",
+            "tests/e2e/test_uses_fixture.py": "from tests.e2e.test_bot import fake\n",
+            "tests/e2e/test_uses_constant.py": "from .test_bot import SCOPE\n",
+            "tests/e2e/test_uses_module.py": "from tests.e2e import test_bot\n",
+            "tests/e2e/test_imports_conftest.py": "from tests.conftest import START\n",
+            "tests/e2e/test_imports_a_fixture.py": "from tests.support import stray\n",
+            "tests/e2e/test_fine.py": "from tests.helpers import helper\n",
+        },
+    )
+    assert imports_of_test_modules_or_fixtures(modules_of_tests(tmp_path)) == [
+        "tests.e2e.test_imports_a_fixture imports the fixture stray from tests.support",
+        "tests.e2e.test_imports_conftest imports tests.conftest",
+        "tests.e2e.test_uses_constant imports the test module tests.e2e.test_bot",
+        "tests.e2e.test_uses_fixture imports the test module tests.e2e.test_bot",
+        "tests.e2e.test_uses_module imports the test module tests.e2e.test_bot",
+    ]
+
+
+def test_the_fixture_rule_sees_a_fixture_defined_twice(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/conftest.py": FIXTURE.format(name="fake"),
+            "tests/e2e/__init__.py": "",
+            "tests/e2e/test_a.py": FIXTURE.format(name="fake") + FIXTURE.format(name="only_a"),
+            "tests/e2e/test_b.py": "import pytest\n\n@pytest.fixture(name='fake')\n"
+            "def other_fake():\n    return 2\n",
+            "tests/e2e/test_c.py": "from hypothesis import HealthCheck, settings\n\n"
+            "@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])\n"
+            "def test_only_a(only_a):\n    pass\n",
+        },
+    )
+    assert fixtures_defined_twice(modules_of_tests(tmp_path)) == {
+        "fake": ["tests.conftest", "tests.e2e.test_a", "tests.e2e.test_b"]
+    }
+
+
+def test_the_conftest_rule_sees_a_folder_without_one(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/conftest.py": "",
+            "tests/unit/conftest.py": "",
+            "tests/unit/test_a.py": "",
+            "tests/e2e/test_b.py": "",
+        },
+    )
+    assert folders_without_conftest(tmp_path) == ["tests/e2e"]
+
+
+def test_the_size_rule_of_the_fakes_sees_a_long_file(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/fakes/__init__.py": "",
+            "tests/fakes/small.py": "x = 1\n" * MAX_FAKE_LINES,
+            "tests/fakes/discord/server.py": "x = 1\n" * (MAX_FAKE_LINES + 1),
+        },
+    )
+    assert long_fake_files(tmp_path) == {"tests/fakes/discord/server.py": MAX_FAKE_LINES + 1}
+
+
 # -- the real tree -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tree() -> dict[str, Path]:
@@ -344,3 +532,22 @@ def test_each_core_sub_package_names_its_public_api(tree: dict[str, Path]) -> No
         if not (ast.get_docstring(tree_) and names_all):
             missing.append(name)
     assert missing == []
+
+
+def test_fixtures_come_from_conftest_and_no_test_module_imports_another() -> None:
+    assert imports_of_test_modules_or_fixtures(modules_of_tests(ROOT)) == []
+
+
+def test_each_fixture_is_defined_once() -> None:
+    assert fixtures_defined_twice(modules_of_tests(ROOT)) == {}
+
+
+def test_each_test_folder_has_its_conftest() -> None:
+    assert folders_without_conftest(ROOT) == []
+    # and every folder that holds tests is one of them (a new folder joins the rule)
+    holding_tests = {p.parent.name for p in (ROOT / "tests").glob("*/test_*.py")}
+    assert holding_tests <= set(TEST_FOLDERS)
+
+
+def test_no_file_of_the_fakes_is_over_1200_lines() -> None:
+    assert long_fake_files(ROOT) == {}

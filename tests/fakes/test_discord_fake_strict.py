@@ -5,7 +5,6 @@ the error Discord documents, so a fake that grew lenient again fails here."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -14,7 +13,7 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_server import (
+from tests.fakes.discord import (
     INTERACTION_TOKEN_LIFETIME,
     FakeDiscord,
     FakeDiscordError,
@@ -51,10 +50,7 @@ class EmbedBot(discord.Client):
             await self.results.put(None)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_name="strict-bot") as server:
-        yield server
+pytestmark = pytest.mark.fake("discord", bot_name="strict-bot")
 
 
 async def _send_embeds(fake: FakeDiscord, embeds: list[discord.Embed]) -> Exception | None:

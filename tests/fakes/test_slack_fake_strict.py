@@ -21,14 +21,13 @@ Each check is made through slack_sdk's real client, as the bot makes its calls.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tests.fakes.slack_server import EVENT_SCOPES, FakeSlack, event_subscription
+from tests.fakes.slack import EVENT_SCOPES, FakeSlack, event_subscription
 from tests.helpers import slack_bot_scopes, slack_manifest_list
 
 BOT_TOKEN = "xoxb-test-bot-token"
@@ -37,37 +36,37 @@ CHANNEL, OUTSIDE, GONE, NEVER = "C1", "COUT", "CGONE", "CNEVER"
 SECTION = {"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(bot_token=BOT_TOKEN, team_id="T1") as server:
-        server.add_user(ALICE, "alice")
-        server.add_user(BOB, "bob")
-        server.add_channel(CHANNEL, "general", members=[ALICE])
-        server.add_channel(GONE, "old", members=[ALICE]).bot_is_member = True
-        server.delete_channel(GONE)
-        server.add_channel(OUTSIDE, "elsewhere", members=[ALICE]).bot_is_member = False
-        yield server
+def workspace(server: FakeSlack) -> None:
+    server.add_user(ALICE, "alice")
+    server.add_user(BOB, "bob")
+    server.add_channel(CHANNEL, "general", members=[ALICE])
+    server.add_channel(GONE, "old", members=[ALICE]).bot_is_member = True
+    server.delete_channel(GONE)
+    server.add_channel(OUTSIDE, "elsewhere", members=[ALICE]).bot_is_member = False
+
+
+pytestmark = pytest.mark.fake("slack", bot_token=BOT_TOKEN, team_id="T1", setup=workspace)
 
 
 @pytest.fixture
-def client(fake: FakeSlack) -> AsyncWebClient:
+def web_client(fake: FakeSlack) -> AsyncWebClient:
     return AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
 
 
-async def _post(client: AsyncWebClient, method: str, **message: Any) -> None:
+async def _post(web_client: AsyncWebClient, method: str, **message: Any) -> None:
     """One chat.* call of ``method`` with the arguments each one needs."""
     if method == "chat.postMessage":
-        await client.chat_postMessage(**message)
+        await web_client.chat_postMessage(**message)
     elif method == "chat.postEphemeral":
-        await client.chat_postEphemeral(user=ALICE, **message)
+        await web_client.chat_postEphemeral(user=ALICE, **message)
     else:
-        posted = await client.chat_postMessage(channel=message["channel"], text="first")
-        await client.chat_update(ts=str(posted["ts"]), **message)
+        posted = await web_client.chat_postMessage(channel=message["channel"], text="first")
+        await web_client.chat_update(ts=str(posted["ts"]), **message)
 
 
-async def _error(client: AsyncWebClient, method: str, **message: Any) -> str:
+async def _error(web_client: AsyncWebClient, method: str, **message: Any) -> str:
     with pytest.raises(SlackApiError) as caught:
-        await _post(client, method, **message)
+        await _post(web_client, method, **message)
     return str(caught.value.response["error"])
 
 
@@ -76,79 +75,79 @@ ALL_POSTS = [*POSTS, "chat.update"]
 
 
 @pytest.mark.parametrize("method", POSTS)
-async def test_a_deleted_channel_is_not_found(client: AsyncWebClient, method: str) -> None:
-    assert await _error(client, method, channel=GONE, text="hi") == "channel_not_found"
+async def test_a_deleted_channel_is_not_found(web_client: AsyncWebClient, method: str) -> None:
+    assert await _error(web_client, method, channel=GONE, text="hi") == "channel_not_found"
 
 
 @pytest.mark.parametrize("method", POSTS)
 async def test_a_channel_nobody_told_the_fake_about_is_not_found(
-    client: AsyncWebClient, method: str
+    web_client: AsyncWebClient, method: str
 ) -> None:
-    assert await _error(client, method, channel=NEVER, text="hi") == "channel_not_found"
+    assert await _error(web_client, method, channel=NEVER, text="hi") == "channel_not_found"
 
 
 async def test_an_update_in_a_channel_that_does_not_exist_is_not_found(
-    client: AsyncWebClient,
+    web_client: AsyncWebClient,
 ) -> None:
-    posted = await client.chat_postMessage(channel=CHANNEL, text="first")
+    posted = await web_client.chat_postMessage(channel=CHANNEL, text="first")
     with pytest.raises(SlackApiError) as caught:
-        await client.chat_update(channel=NEVER, ts=str(posted["ts"]), text="moved?")
+        await web_client.chat_update(channel=NEVER, ts=str(posted["ts"]), text="moved?")
     assert caught.value.response["error"] == "channel_not_found"
 
 
 async def test_a_file_shared_to_a_channel_that_does_not_exist_is_refused(
-    client: AsyncWebClient,
+    web_client: AsyncWebClient,
 ) -> None:
     with pytest.raises(SlackApiError) as caught:
-        await client.files_upload_v2(channel=NEVER, filename="a.txt", content=b"a")
+        await web_client.files_upload_v2(channel=NEVER, filename="a.txt", content=b"a")
     assert caught.value.response["error"] == "invalid_channel"
-    await client.files_upload_v2(channel=CHANNEL, filename="a.txt", content=b"a")
+    await web_client.files_upload_v2(channel=CHANNEL, filename="a.txt", content=b"a")
 
 
 async def test_a_conversation_an_event_came_from_exists_with_its_author_in_it(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     said = fake.message_event(text="hi", user_id=BOB, channel_id="CNEW", channel_type="group")
     fake.event_payload(event=said)  # what Slack delivers: the conversation exists
-    await client.chat_postMessage(channel="CNEW", text="answer")
-    await client.chat_postEphemeral(channel="CNEW", user=BOB, text="only bob")
-    assert await _error(client, "chat.postEphemeral", channel="CNEW", text="x") == (
+    await web_client.chat_postMessage(channel="CNEW", text="answer")
+    await web_client.chat_postEphemeral(channel="CNEW", user=BOB, text="only bob")
+    assert await _error(web_client, "chat.postEphemeral", channel="CNEW", text="x") == (
         "user_not_in_channel"  # Alice said nothing there
     )
-    info = (await client.conversations_info(channel="CNEW"))["channel"]
+    info = (await web_client.conversations_info(channel="CNEW"))["channel"]
     assert (info["is_private"], info["is_group"]) == (True, True)  # channel_type "group"
     mention = fake.app_mention_event(text="hi", user_id=BOB, channel_id="DNEW")
     fake.event_payload(event=mention)  # no channel_type: a D id is a DM
-    dm = (await client.conversations_info(channel="DNEW"))["channel"]
+    dm = (await web_client.conversations_info(channel="DNEW"))["channel"]
     assert (dm["is_im"], dm["user"]) == (True, BOB)
 
 
 async def test_an_event_from_a_deleted_channel_does_not_bring_it_back(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     fake.event_payload(event=fake.message_event(text="hi", user_id=ALICE, channel_id=GONE))
-    assert await _error(client, "chat.postMessage", channel=GONE, text="hi") == (
+    assert await _error(web_client, "chat.postMessage", channel=GONE, text="hi") == (
         "channel_not_found"
     )
 
 
 async def test_an_ephemeral_to_someone_not_in_the_channel_is_refused(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     with pytest.raises(SlackApiError) as caught:
-        await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+        await web_client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
     assert caught.value.response["error"] == "user_not_in_channel"
     fake.add_member(CHANNEL, BOB)
-    await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+    await web_client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
     fake.remove_member(CHANNEL, BOB)  # Bob leaves
     with pytest.raises(SlackApiError) as caught:
-        await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
+        await web_client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="psst")
     assert caught.value.response["error"] == "user_not_in_channel"
 
 
 @pytest.mark.parametrize("how", ["message", "command", "click"])
 async def test_who_speaks_runs_a_command_or_clicks_in_a_channel_is_in_it(
-    fake: FakeSlack, client: AsyncWebClient, how: str
+    fake: FakeSlack, web_client: AsyncWebClient, how: str
 ) -> None:
     if how == "message":
         fake.event_payload(event=fake.message_event(text="hi", user_id=BOB, channel_id=CHANNEL))
@@ -156,47 +155,51 @@ async def test_who_speaks_runs_a_command_or_clicks_in_a_channel_is_in_it(
         fake.slash_command_payload(text="show", user_id=BOB, channel_id=CHANNEL)
     else:
         fake.block_action_payload(action_id="go", user_id=BOB, channel_id=CHANNEL)
-    await client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="only bob")
+    await web_client.chat_postEphemeral(channel=CHANNEL, user=BOB, text="only bob")
     assert [m.user for m in fake.ephemerals] == [BOB]
 
 
 async def test_a_command_in_a_conversation_the_bot_is_not_in_makes_no_channel(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     # Slash commands work anywhere, also where the bot is not; only events prove it is there.
     fake.slash_command_payload(text="show", user_id=BOB, channel_id=NEVER)
-    assert await _error(client, "chat.postMessage", channel=NEVER, text="hi") == (
+    assert await _error(web_client, "chat.postMessage", channel=NEVER, text="hi") == (
         "channel_not_found"
     )
 
 
 @pytest.mark.parametrize("method", POSTS)
-async def test_a_channel_the_bot_is_not_in_is_refused(client: AsyncWebClient, method: str) -> None:
-    assert await _error(client, method, channel=OUTSIDE, text="hi") == "not_in_channel"
-    await _post(client, method, channel=CHANNEL, text="hi")  # a member: accepted
+async def test_a_channel_the_bot_is_not_in_is_refused(
+    web_client: AsyncWebClient, method: str
+) -> None:
+    assert await _error(web_client, method, channel=OUTSIDE, text="hi") == "not_in_channel"
+    await _post(web_client, method, channel=CHANNEL, text="hi")  # a member: accepted
 
 
 @pytest.mark.parametrize("method", ALL_POSTS)
-async def test_text_over_40000_characters_is_too_long(client: AsyncWebClient, method: str) -> None:
-    assert await _error(client, method, channel=CHANNEL, text="x" * 40_001) == "msg_too_long"
-    await _post(client, method, channel=CHANNEL, text="x" * 40_000)
+async def test_text_over_40000_characters_is_too_long(
+    web_client: AsyncWebClient, method: str
+) -> None:
+    assert await _error(web_client, method, channel=CHANNEL, text="x" * 40_001) == "msg_too_long"
+    await _post(web_client, method, channel=CHANNEL, text="x" * 40_000)
 
 
 @pytest.mark.parametrize("method", ALL_POSTS)
-async def test_more_than_50_blocks_are_invalid(client: AsyncWebClient, method: str) -> None:
-    error = await _error(client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 51)
+async def test_more_than_50_blocks_are_invalid(web_client: AsyncWebClient, method: str) -> None:
+    error = await _error(web_client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 51)
     assert error == "invalid_blocks"
-    await _post(client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 50)
+    await _post(web_client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 50)
 
 
 @pytest.mark.parametrize("method", ALL_POSTS)
-async def test_a_section_text_over_3000_is_invalid(client: AsyncWebClient, method: str) -> None:
+async def test_a_section_text_over_3000_is_invalid(web_client: AsyncWebClient, method: str) -> None:
     def section(chars: int) -> dict[str, Any]:
         return {"type": "section", "text": {"type": "mrkdwn", "text": "x" * chars}}
 
-    error = await _error(client, method, channel=CHANNEL, text="t", blocks=[section(3001)])
+    error = await _error(web_client, method, channel=CHANNEL, text="t", blocks=[section(3001)])
     assert error == "invalid_blocks"
-    await _post(client, method, channel=CHANNEL, text="t", blocks=[section(3000)])
+    await _post(web_client, method, channel=CHANNEL, text="t", blocks=[section(3000)])
 
 
 async def test_a_method_outside_the_installed_scopes_is_missing_scope() -> None:
@@ -265,14 +268,14 @@ def _seed(fake: FakeSlack, channel: str, count: int, *, start: int = 1) -> list[
     return said
 
 
-async def _texts(client: AsyncWebClient, method: str, **args: Any) -> list[str]:
-    answer = await client.api_call(method, http_verb="GET", params=args)
+async def _texts(web_client: AsyncWebClient, method: str, **args: Any) -> list[str]:
+    answer = await web_client.api_call(method, http_verb="GET", params=args)
     return [m["text"] for m in answer["messages"]]
 
 
-async def _api_error(client: AsyncWebClient, method: str, **args: Any) -> str:
+async def _api_error(web_client: AsyncWebClient, method: str, **args: Any) -> str:
     with pytest.raises(SlackApiError) as caught:
-        await client.api_call(method, http_verb="GET", params=args)
+        await web_client.api_call(method, http_verb="GET", params=args)
     return str(caught.value.response["error"])
 
 
@@ -280,58 +283,60 @@ async def _api_error(client: AsyncWebClient, method: str, **args: Any) -> str:
 
 
 async def test_history_is_newest_first_in_pages_of_limit(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     _seed(fake, CHANNEL, 5)
-    first = await client.conversations_history(channel=CHANNEL, limit=2)
+    first = await web_client.conversations_history(channel=CHANNEL, limit=2)
     assert [m["text"] for m in first["messages"]] == ["m5", "m4"]
     assert first["has_more"] is True
-    second = await client.conversations_history(
+    second = await web_client.conversations_history(
         channel=CHANNEL, limit=2, cursor=first["response_metadata"]["next_cursor"]
     )
     assert [m["text"] for m in second["messages"]] == ["m3", "m2"]
     message = first["messages"][0]
     assert set(message) >= {"type", "user", "text", "ts"}
     assert not {"channel", "event_ts", "channel_type"} & set(message)  # no event fields
-    assert await _api_error(client, "conversations.history", channel=CHANNEL, cursor="nope") == (
-        "invalid_cursor"
-    )
+    assert await _api_error(
+        web_client, "conversations.history", channel=CHANNEL, cursor="nope"
+    ) == ("invalid_cursor")
 
 
 async def test_history_limit_defaults_to_100_and_stops_at_999(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     _seed(fake, CHANNEL, 1001)
-    assert len(await _texts(client, "conversations.history", channel=CHANNEL)) == 100
-    assert len(await _texts(client, "conversations.history", channel=CHANNEL, limit=5000)) == 999
+    assert len(await _texts(web_client, "conversations.history", channel=CHANNEL)) == 100
+    assert (
+        len(await _texts(web_client, "conversations.history", channel=CHANNEL, limit=5000)) == 999
+    )
     for bad in ("0", "many"):
-        error = await _api_error(client, "conversations.history", channel=CHANNEL, limit=bad)
+        error = await _api_error(web_client, "conversations.history", channel=CHANNEL, limit=bad)
         assert error == "invalid_arguments"
 
 
 async def test_history_bounds_are_exclusive_unless_inclusive(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     said = _seed(fake, CHANNEL, 5)
     bounds = {"oldest": said[1]["ts"], "latest": said[3]["ts"]}
-    assert await _texts(client, "conversations.history", channel=CHANNEL, **bounds) == ["m3"]
+    assert await _texts(web_client, "conversations.history", channel=CHANNEL, **bounds) == ["m3"]
     inclusive = await _texts(
-        client, "conversations.history", channel=CHANNEL, inclusive="true", **bounds
+        web_client, "conversations.history", channel=CHANNEL, inclusive="true", **bounds
     )
     assert inclusive == ["m4", "m3", "m2"]
     # Plucking one message, as the method's reference shows.
-    one = await client.conversations_history(
+    one = await web_client.conversations_history(
         channel=CHANNEL, latest=said[2]["ts"], inclusive=True, limit=1
     )
     assert [m["text"] for m in one["messages"]] == ["m3"] and one["latest"] == said[2]["ts"]
     for arg, error in (("oldest", "invalid_ts_oldest"), ("latest", "invalid_ts_latest")):
-        assert await _api_error(client, "conversations.history", channel=CHANNEL, **{arg: "x"}) == (
-            error
-        )
+        assert await _api_error(
+            web_client, "conversations.history", channel=CHANNEL, **{arg: "x"}
+        ) == (error)
 
 
 async def test_history_shows_threads_edits_and_deletions_as_slack_does(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     parent = fake.message_event(text="plan?", user_id=ALICE, channel_id=CHANNEL)
     fake.event_payload(event=parent)
@@ -351,10 +356,12 @@ async def test_history_shows_threads_edits_and_deletions_as_slack_does(
         fake.event_payload(event=event)
     fake.event_payload(event=fake.message_changed_event(original=edited, text="fixed"))
     fake.event_payload(event=fake.message_deleted_event(original=gone))
-    posted = await client.chat_postMessage(channel=CHANNEL, text="noted", thread_ts=parent["ts"])
-    await client.chat_update(channel=CHANNEL, ts=str(posted["ts"]), text="noted!")
+    posted = await web_client.chat_postMessage(
+        channel=CHANNEL, text="noted", thread_ts=parent["ts"]
+    )
+    await web_client.chat_update(channel=CHANNEL, ts=str(posted["ts"]), text="noted!")
 
-    history = (await client.conversations_history(channel=CHANNEL))["messages"]
+    history = (await web_client.conversations_history(channel=CHANNEL))["messages"]
     # Replies stay in their thread, unless also sent to the channel; "oops" is gone.
     assert [m["text"] for m in history] == ["fixed", "also here", "plan?"]
     assert history[0]["edited"]["user"] == ALICE
@@ -366,31 +373,31 @@ async def test_history_shows_threads_edits_and_deletions_as_slack_does(
     )
     assert top["reply_users"] == [BOB, BOT] and top["reply_users_count"] == 2
 
-    thread = (await client.conversations_replies(channel=CHANNEL, ts=parent["ts"]))["messages"]
+    thread = (await web_client.conversations_replies(channel=CHANNEL, ts=parent["ts"]))["messages"]
     assert [m["text"] for m in thread] == ["plan?", "friday", "also here", "noted!"]
     assert [m.get("parent_user_id") for m in thread[1:]] == [ALICE] * 3
     assert thread[3]["edited"]["user"] == BOT and thread[3]["bot_id"] == "BBOT"
     # Any message of the thread leads to the whole thread.
-    by_reply = await _texts(client, "conversations.replies", channel=CHANNEL, ts=reply["ts"])
+    by_reply = await _texts(web_client, "conversations.replies", channel=CHANNEL, ts=reply["ts"])
     assert by_reply == [m["text"] for m in thread]
     # A message without replies is its own thread; a ts that is no message is not found.
-    assert await _texts(client, "conversations.replies", channel=CHANNEL, ts=edited["ts"]) == [
+    assert await _texts(web_client, "conversations.replies", channel=CHANNEL, ts=edited["ts"]) == [
         "fixed"
     ]
-    assert await _api_error(client, "conversations.replies", channel=CHANNEL, ts="1.000001") == (
-        "thread_not_found"
-    )
+    assert await _api_error(
+        web_client, "conversations.replies", channel=CHANNEL, ts="1.000001"
+    ) == ("thread_not_found")
     with pytest.raises(ValueError, match="tombstone"):
         fake.message_deleted_event(original=parent)
 
     # The parent deleted: a tombstone, as long as its thread has replies.
     fake.event_payload(event=fake.tombstone_event(parent=parent))
-    history = (await client.conversations_history(channel=CHANNEL))["messages"]
+    history = (await web_client.conversations_history(channel=CHANNEL))["messages"]
     assert (history[-1]["subtype"], history[-1]["reply_count"]) == ("tombstone", 3)
 
 
 async def test_replies_come_oldest_first_parent_first_in_pages(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     [parent] = _seed(fake, CHANNEL, 1)
     fake.add_history(
@@ -406,14 +413,14 @@ async def test_replies_come_oldest_first_parent_first_in_pages(
             for n in range(1, 6)
         ],
     )
-    first = await client.conversations_replies(channel=CHANNEL, ts=parent["ts"], limit=3)
+    first = await web_client.conversations_replies(channel=CHANNEL, ts=parent["ts"], limit=3)
     assert [m["text"] for m in first["messages"]] == ["m1", "r1", "r2"]
-    rest = await client.conversations_replies(
+    rest = await web_client.conversations_replies(
         channel=CHANNEL, ts=parent["ts"], limit=3, cursor=first["response_metadata"]["next_cursor"]
     )
     assert [m["text"] for m in rest["messages"]] == ["r3", "r4", "r5"]
     assert (first["has_more"], rest["has_more"]) == (True, False)
-    assert await _texts(client, "conversations.history", channel=CHANNEL) == ["m1"]
+    assert await _texts(web_client, "conversations.history", channel=CHANNEL) == ["m1"]
 
 
 async def test_history_needs_the_history_scope_of_the_conversations_type() -> None:
@@ -436,15 +443,15 @@ async def test_history_needs_the_history_scope_of_the_conversations_type() -> No
 
 
 async def test_history_of_a_conversation_the_bot_is_not_in_is_refused(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     # A public channel the bot has not joined: not_in_channel. A private one it is not in
     # does not exist as far as the bot can see.
     fake.add_channel(PRIVATE, "secret", is_private=True).bot_is_member = False
     for channel, error in ((OUTSIDE, "not_in_channel"), (PRIVATE, "channel_not_found")):
-        assert await _api_error(client, "conversations.history", channel=channel) == error
+        assert await _api_error(web_client, "conversations.history", channel=channel) == error
     for channel in (GONE, NEVER):
-        assert await _api_error(client, "conversations.history", channel=channel) == (
+        assert await _api_error(web_client, "conversations.history", channel=channel) == (
             "channel_not_found"
         )
 
@@ -495,32 +502,32 @@ async def test_restricted_apps_read_15_messages_a_page_once_a_minute() -> None:
     [("CPUB", False, "channel_deleted"), (PRIVATE, True, "group_deleted")],
 )
 async def test_a_deleted_channel_is_gone_with_its_history(
-    fake: FakeSlack, client: AsyncWebClient, channel: str, private: bool, kind: str
+    fake: FakeSlack, web_client: AsyncWebClient, channel: str, private: bool, kind: str
 ) -> None:
     fake.add_channel(channel, "doomed", is_private=private, members=[ALICE])
     _seed(fake, channel, 2)
     event = fake.channel_deleted_event(channel_id=channel, user_id=ALICE)
     assert event["type"] == kind and event["channel"] == channel
     fake.event_payload(event=event)
-    assert await _error(client, "chat.postMessage", channel=channel, text="hi") == (
+    assert await _error(web_client, "chat.postMessage", channel=channel, text="hi") == (
         "channel_not_found"
     )
-    assert await _api_error(client, "conversations.history", channel=channel) == (
+    assert await _api_error(web_client, "conversations.history", channel=channel) == (
         "channel_not_found"
     )
 
 
 async def test_an_archived_channel_keeps_its_history_but_takes_no_posts(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     _seed(fake, CHANNEL, 2)
     event = fake.channel_archive_event(channel_id=CHANNEL, user_id=ALICE)
     assert (event["type"], event["user"]) == ("channel_archive", ALICE)
     fake.event_payload(event=event)
     for method in POSTS:
-        assert await _error(client, method, channel=CHANNEL, text="hi") == "is_archived"
-    assert await _texts(client, "conversations.history", channel=CHANNEL) == ["m2", "m1"]
-    assert (await client.conversations_info(channel=CHANNEL))["channel"]["is_archived"] is True
+        assert await _error(web_client, method, channel=CHANNEL, text="hi") == "is_archived"
+    assert await _texts(web_client, "conversations.history", channel=CHANNEL) == ["m2", "m1"]
+    assert (await web_client.conversations_info(channel=CHANNEL))["channel"]["is_archived"] is True
     fake.add_channel(PRIVATE, "secret", is_private=True)
     assert fake.channel_archive_event(channel_id=PRIVATE, user_id=ALICE)["type"] == (
         "group_archive"
@@ -531,14 +538,14 @@ async def test_an_archived_channel_keeps_its_history_but_takes_no_posts(
 
 
 async def test_after_uninstall_the_bot_token_fails_and_slack_sends_nothing_more(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     revoked, uninstalled = fake.uninstall()
     assert revoked["event"]["tokens"] == {"bot": [BOT]}
     assert uninstalled["event"] == {"type": "app_uninstalled"}
     assert uninstalled["team_id"] == "T1" and not fake.installed
     with pytest.raises(SlackApiError) as caught:
-        await client.auth_test()
+        await web_client.auth_test()
     assert caught.value.response["error"] == "account_inactive"
     # The app-level token belongs to the app, not to the installation.
     opened = await AsyncWebClient(base_url=fake.api_url).apps_connections_open(
@@ -589,11 +596,11 @@ def _home(*blocks: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_views_publish_refuses_what_slack_refuses(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     async def refused(**args: Any) -> dict[str, Any]:
         with pytest.raises(SlackApiError) as caught:
-            await client.views_publish(**args)
+            await web_client.views_publish(**args)
         return dict(caught.value.response.data)
 
     unknown = await refused(user_id="UNOBODY", view=_home())
@@ -611,16 +618,16 @@ async def test_views_publish_refuses_what_slack_refuses(
     assert (await refused(user_id=ALICE, view={**_home(), "callback_id": "x" * 300_000}))[
         "error"
     ] == "view_too_large"
-    await client.views_publish(user_id=ALICE, view=_home(*[SECTION] * 100))
+    await web_client.views_publish(user_id=ALICE, view=_home(*[SECTION] * 100))
     assert (await refused(user_id=ALICE, view=_home(), hash="1.2"))["error"] == "hash_conflict"
     assert fake.home_view(BOB) is None
 
 
 async def test_a_published_home_view_is_stored_as_slack_returns_it(
-    fake: FakeSlack, client: AsyncWebClient
+    fake: FakeSlack, web_client: AsyncWebClient
 ) -> None:
     # A JSON string, as the method's reference describes the argument.
-    answer = await client.api_call(
+    answer = await web_client.api_call(
         "views.publish", json={"user_id": ALICE, "view": json.dumps(_home())}
     )
     view = answer["view"]
@@ -628,7 +635,7 @@ async def test_a_published_home_view_is_stored_as_slack_returns_it(
     assert (view["team_id"], view["app_id"], view["bot_id"]) == ("T1", fake.api_app_id, "BBOT")
     assert view["blocks"][0]["block_id"]  # Slack names blocks that came without an id
     assert fake.home_view(ALICE) == view
-    again = await client.views_publish(user_id=ALICE, view=_home(), hash=view["hash"])
+    again = await web_client.views_publish(user_id=ALICE, view=_home(), hash=view["hash"])
     assert again["view"]["id"] == view["id"] and again["view"]["hash"] != view["hash"]
     messages_tab = fake.app_home_opened_event(user_id=ALICE, tab="messages")
     assert "view" not in messages_tab and messages_tab["channel"].startswith("D")
@@ -653,7 +660,9 @@ async def test_views_publish_needs_no_scope_but_an_enabled_home_tab() -> None:
         fake.app_home_opened_event(user_id=ALICE, tab="messages")
 
 
-async def test_a_home_tab_click_has_the_view_shape(fake: FakeSlack, client: AsyncWebClient) -> None:
+async def test_a_home_tab_click_has_the_view_shape(
+    fake: FakeSlack, web_client: AsyncWebClient
+) -> None:
     with pytest.raises(ValueError, match="no Home tab"):
         fake.home_block_action_payload(user_id=ALICE, action_id="go")
     button = {
@@ -663,7 +672,7 @@ async def test_a_home_tab_click_has_the_view_shape(fake: FakeSlack, client: Asyn
         "value": "v1",
     }
     accessory = {**SECTION, "block_id": "s1", "accessory": button}
-    view = (await client.views_publish(user_id=ALICE, view=_home(accessory)))["view"]
+    view = (await web_client.views_publish(user_id=ALICE, view=_home(accessory)))["view"]
     payload = fake.home_block_action_payload(user_id=ALICE, action_id="go")
     assert payload["container"] == {"type": "view", "view_id": view["id"]}
     assert payload["view"] == view

@@ -1,4 +1,4 @@
-"""Proves that tests/fakes/slack_server.py is a Slack the real Bolt ``AsyncApp`` can talk to.
+"""Proves that tests/fakes/slack/ is a Slack the real Bolt ``AsyncApp`` can talk to.
 
 The app here is a throwaway: an ``app_mention`` echo in thread, a ``/memory`` command that
 answers ephemerally through response_url (or exports a JSON file), a button handler, a
@@ -31,7 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from tests.fakes.slack_server import (
+from tests.fakes.slack import (
     FakeSlack,
     RecordedMessage,
     event_body,
@@ -52,14 +52,19 @@ CHANNEL = "C1"
 LISTENER_TIMEOUT = 10.0
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(
-        bot_token=BOT_TOKEN, app_token=APP_TOKEN, team_id=TEAM_ID, bot_user_id=BOT_USER_ID
-    ) as server:
-        server.add_user(ALICE, "alice", real_name="Alice Liddell", is_admin=True)
-        server.add_channel(CHANNEL, "general", members=[ALICE])
-        yield server
+def workspace(server: FakeSlack) -> None:
+    server.add_user(ALICE, "alice", real_name="Alice Liddell", is_admin=True)
+    server.add_channel(CHANNEL, "general", members=[ALICE])
+
+
+pytestmark = pytest.mark.fake(
+    "slack",
+    bot_token=BOT_TOKEN,
+    app_token=APP_TOKEN,
+    team_id=TEAM_ID,
+    bot_user_id=BOT_USER_ID,
+    setup=workspace,
+)
 
 
 @dataclass
@@ -600,6 +605,7 @@ async def test_button_click_over_http_reaches_the_action_handler(
 # ------------------------------------------------------------------- the rest of the Web API
 
 
+@pytest.mark.calls_unknown_routes  # it checks how the fake answers an unknown method
 async def test_web_api_methods_behave_like_slack(fake: FakeSlack) -> None:
     client = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
 

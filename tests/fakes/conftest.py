@@ -1,0 +1,40 @@
+"""Fixtures of the fakes' own tests (tests/fakes/test_*.py).
+
+The fakes themselves start through the shared ``fake`` fixture of tests/conftest.py, set by
+each module's ``pytestmark = pytest.mark.fake(...)``; what one module alone needs (a Bolt app,
+a client with a token) stays in that module; what the Discord ones share is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord_clients import World
+
+
+@pytest.fixture
+async def raw_http() -> AsyncIterator[aiohttp.ClientSession]:
+    """A plain HTTP client, for requests no platform client would make."""
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture
+def throwaway_world(fake: FakeDiscord) -> World:
+    """A guild with a channel, a thread, a forum post, a member and an admin."""
+    guild = fake.add_guild(name="Memory Lab")
+    general = fake.add_text_channel(guild.id, "general")
+    forum = fake.add_forum(guild.id, "ideas")
+    return World(
+        guild=guild,
+        general=general,
+        thread=fake.add_thread(general.id, "side-topic"),
+        forum=forum,
+        forum_post=fake.add_thread(forum.id, "Remember my birthday"),
+        alice=fake.add_member(guild.id, name="alice"),
+        admin=fake.add_member(guild.id, name="root", manage_guild=True),
+    )
