@@ -206,33 +206,6 @@ class FleetQueue:
         except StoreUnavailable as exc:
             log.warning("could not release the lease of %s (it runs out): %s", scope, exc)
 
-    async def migrate_legacy(self, *, batch: int = 1000) -> int:
-        """Move what a release before the buckets left in the single fleet-wide keys (the
-        activity index, the queue, the in-flight leases) into the buckets. Run at start-up;
-        nothing to do costs one EXISTS. Returns how many entries moved."""
-        keys = self.keys
-        legacy = [keys.legacy_scopes_index, keys.legacy_fleet_queue, keys.legacy_fleet_inflight]
-        if not await self.client.exists(*legacy):
-            return 0
-        moved = 0
-        for old, new in (
-            (keys.legacy_scopes_index, keys.scopes_index),
-            (keys.legacy_fleet_queue, keys.fleet_queue),
-            (keys.legacy_fleet_inflight, keys.fleet_queue),  # a lease lapses into the queue
-        ):
-            while True:
-                items = await self.client.zrange(old, 0, batch - 1, withscores=True)
-                if not items:
-                    break
-                pipe = self.client.pipeline(transaction=False)
-                for scope, score in items:
-                    # GT: an entry a newer process already wrote is not moved back in time.
-                    pipe.zadd(new(keys.bucket(str(scope))), {scope: score}, gt=True)
-                await pipe.execute()
-                await self.client.zrem(old, *(scope for scope, _ in items))
-                moved += len(items)
-        return moved
-
     async def record_sweep(self, job: str, entry: str) -> None:
         """The last sweep of ``job`` (a JSON object), for the dashboard."""
         await self.client.hset(self.keys.sweeps, job, entry)
