@@ -359,17 +359,18 @@ def write_from_json(source: Path, out: Path) -> None:
 
 
 def _recall_table(rows: list[dict[str, Any]]) -> str:
-    """Recall latency; runs since the loop-stall measure also give the rebuild after a forget
-    elsewhere and the longest the event loop could not run while indexes were built."""
-    headings = ["messages in the scope", "first query ms (builds the index)", "p50 ms", "p99 ms"]
-    stalls = bool(rows) and all("loop_stall_max_ms" in r for r in rows)
-    if stalls:
-        headings += ["rebuild ms (after a forget)", "event loop stall max ms"]
-    body = []
-    for r in rows:
-        row = [r["messages"], r["first_query_ms"], r["p50_ms"], r["p99_ms"]]
-        body.append(row + ([r["rebuild_ms"], r["loop_stall_max_ms"]] if stalls else []))
-    return _table(headings, body)
+    """Recall latency, the rebuild after a forget elsewhere, and the longest the event loop
+    could not run while indexes were built."""
+    headings = [
+        "messages in the scope",
+        "first query ms (builds the index)",
+        "p50 ms",
+        "p99 ms",
+        "rebuild ms (after a forget)",
+        "event loop stall max ms",
+    ]
+    fields = ("messages", "first_query_ms", "p50_ms", "p99_ms", "rebuild_ms", "loop_stall_max_ms")
+    return _table(headings, [[r[f] for f in fields] for r in rows])
 
 
 def _pct(value: float | None) -> str:
