@@ -217,7 +217,7 @@ async def test_files_a_server_left_behind_open_are_made_private_at_the_next_star
     await store.close()
     aof = tmp_path / "data" / embedded.AOF_DIRNAME
     for path in [tmp_path / "data" / embedded.LOG_FILENAME, *aof.iterdir()]:
-        path.chmod(0o644)  # what an earlier version, with the default umask, left
+        path.chmod(0o644)  # as a copy, a restore or a server run with the default umask leaves them
     aof.chmod(0o755)
     again = await _open(tmp_path / "data")
     await again.close()
