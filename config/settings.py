@@ -74,12 +74,6 @@ class StoreSettings(_Section):
     data_dir: Path = Field(default_factory=_default_data_dir)
     key_prefix: str = Field(default="mb", pattern=r"^[A-Za-z0-9_-]{1,32}$")
     cluster: bool = False
-    snapshot_interval_s: float = Field(
-        default=30.0,
-        gt=0,
-        description="Unused: the embedded store is now a Valkey server whose append-only file "
-        "is fsync'ed every second. Accepted so that older settings files still load.",
-    )
     connect_timeout_s: float = Field(default=5.0, gt=0)
     max_connections: int = Field(
         default=128,

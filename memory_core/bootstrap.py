@@ -194,7 +194,6 @@ async def build_core(
         budget=budget,
     )
     fleet = FleetQueue(store.client, store.keys)
-    await fleet.migrate_legacy()
     scheduler = RolloverScheduler(
         repo=repo,
         maintainer=maintainer,

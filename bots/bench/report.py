@@ -151,7 +151,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             ],
         ),
         "",
-        *_embedded_pipeline(results.get("embedded_pipeline")),
+        *_embedded_pipeline(results["embedded_pipeline"]),
         *_side_by_side(results.get("embedding_worker"), "Recall by meaning off the message path"),
         *_side_by_side(results.get("ingest_lane"), "Storing a message by its own connection"),
         "## 2. LLM calls and tokens per 100 channel messages",
@@ -254,17 +254,15 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         *_load_shortfall(results["load"]),
         *([f"{results['load']['run']}", ""] if results["load"].get("run") else []),
         *_locomo_section(results.get("locomo")),
-        *_cluster_section(results.get("cluster")),
+        *_cluster_section(results["cluster"]),
     ]
     out.write_text("\n".join(parts), encoding="utf-8")
     # The raw figures, so the report can be written again without measuring again.
     out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
-def _embedded_pipeline(side: dict[str, Any] | None) -> list[str]:
-    """Section 1 on the embedded store beside the external Redis (absent from older runs)."""
-    if not side:
-        return []
+def _embedded_pipeline(side: dict[str, Any]) -> list[str]:
+    """Section 1 on the embedded store beside the external Redis."""
     by_scopes = {r["scopes"]: r for r in side["redis"]}
     rows = []
     for e in side["embedded"]:
@@ -361,17 +359,18 @@ def write_from_json(source: Path, out: Path) -> None:
 
 
 def _recall_table(rows: list[dict[str, Any]]) -> str:
-    """Recall latency; runs since the loop-stall measure also give the rebuild after a forget
-    elsewhere and the longest the event loop could not run while indexes were built."""
-    headings = ["messages in the scope", "first query ms (builds the index)", "p50 ms", "p99 ms"]
-    stalls = bool(rows) and all("loop_stall_max_ms" in r for r in rows)
-    if stalls:
-        headings += ["rebuild ms (after a forget)", "event loop stall max ms"]
-    body = []
-    for r in rows:
-        row = [r["messages"], r["first_query_ms"], r["p50_ms"], r["p99_ms"]]
-        body.append(row + ([r["rebuild_ms"], r["loop_stall_max_ms"]] if stalls else []))
-    return _table(headings, body)
+    """Recall latency, the rebuild after a forget elsewhere, and the longest the event loop
+    could not run while indexes were built."""
+    headings = [
+        "messages in the scope",
+        "first query ms (builds the index)",
+        "p50 ms",
+        "p99 ms",
+        "rebuild ms (after a forget)",
+        "event loop stall max ms",
+    ]
+    fields = ("messages", "first_query_ms", "p50_ms", "p99_ms", "rebuild_ms", "loop_stall_max_ms")
+    return _table(headings, [[r[f] for f in fields] for r in rows])
 
 
 def _pct(value: float | None) -> str:
@@ -444,11 +443,9 @@ def _locomo_section(locomo: dict[str, Any] | None) -> list[str]:
 PHASE_UNITS = {"ingest": "msgs/s", "sweep": "scopes/s", "replies": "replies/s"}
 
 
-def _cluster_section(cluster: dict[str, Any] | None) -> list[str]:
-    """How evenly a Redis Cluster's nodes share the work (saved from `memorybot bench
-    cluster --json`; absent from older runs)."""
-    if not cluster:
-        return []
+def _cluster_section(cluster: dict[str, Any]) -> list[str]:
+    """How evenly a Redis Cluster's nodes share the work (as `memorybot bench cluster
+    --json` saves it)."""
     rows = []
     for c in cluster["clusters"]:
         for name, phase in [*c["phases"].items(), ("all phases", c["overall"])]:

@@ -234,7 +234,9 @@ class SlackBot:
             incoming = await self._incoming(msg, bot_user_id=bot_user_id, client=client)
             return await self.conversation.receive(incoming)
         except EmptyMessage:
-            return None  # no text and no file (a legacy attachment only): nothing to remember
+            # No text and no file, only what Slack itself calls legacy secondary
+            # attachments (the message's ``attachments`` field): nothing to remember.
+            return None
         except STORE_ERRORS as exc:
             log.error("Slack: could not store a message in %s: %s", msg.scope, exc)
             return None

@@ -27,7 +27,6 @@ from memory_core.errors import StoreUnavailable
 from memory_core.models import ScopeState
 from memory_core.store.keys import KeySchema
 from memory_core.store.queue import QueueStore
-from memory_core.store.redis_errors import translates_redis_errors
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +50,11 @@ def _enumerating(worker: str) -> str:
     return f"enumerating:{worker}"
 
 
-@translates_redis_errors  # for migrate_legacy's own reads; the rest goes through QueueStore
 class FleetQueue:
+    """Which scopes need maintenance and who does it (the decisions); their Redis side is
+    :class:`memory_core.store.queue.QueueStore`'s."""
+
     def __init__(self, client: Any, keys: KeySchema) -> None:
-        self.client = client
         self.keys = keys
         self.store = QueueStore(client, keys)
         # Where this process's claims start: a random bucket, so processes do not all
@@ -159,33 +159,6 @@ class FleetQueue:
             await self.store.finish(scope)
         except StoreUnavailable as exc:
             log.warning("could not release the lease of %s (it runs out): %s", scope, exc)
-
-    async def migrate_legacy(self, *, batch: int = 1000) -> int:
-        """Move what a release before the buckets left in the single fleet-wide keys (the
-        activity index, the queue, the in-flight leases) into the buckets. Run at start-up;
-        nothing to do costs one EXISTS. Returns how many entries moved."""
-        keys = self.keys
-        legacy = [keys.legacy_scopes_index, keys.legacy_fleet_queue, keys.legacy_fleet_inflight]
-        if not await self.client.exists(*legacy):
-            return 0
-        moved = 0
-        for old, new in (
-            (keys.legacy_scopes_index, keys.scopes_index),
-            (keys.legacy_fleet_queue, keys.fleet_queue),
-            (keys.legacy_fleet_inflight, keys.fleet_queue),  # a lease lapses into the queue
-        ):
-            while True:
-                items = await self.client.zrange(old, 0, batch - 1, withscores=True)
-                if not items:
-                    break
-                pipe = self.client.pipeline(transaction=False)
-                for scope, score in items:
-                    # GT: an entry a newer process already wrote is not moved back in time.
-                    pipe.zadd(new(keys.bucket(str(scope))), {scope: score}, gt=True)
-                await pipe.execute()
-                await self.client.zrem(old, *(scope for scope, _ in items))
-                moved += len(items)
-        return moved
 
     async def record_sweep(self, job: str, entry: str) -> None:
         """The last sweep of ``job`` (a JSON object), for the dashboard."""

@@ -8,7 +8,7 @@
 * the **query embedder** embeds a reply's question at normal priority, never behind
   background work, while the bot reads memory for the same reply: the two overlap on two
   cores instead of taking turns for one interpreter. While it is not there (starting,
-  restarting), a question is embedded in the bot's process as before.
+  restarting), a question is embedded in the bot's own process.
 
 A helper that dies is started again (at most once every ``restart_after_s`` seconds); what
 the worker had not embedded is found again by the next search that meets it.

@@ -87,9 +87,9 @@ def _collector_paused() -> Iterator[None]:
     the bot was doing. So the build collects its young objects slice by slice (see
     ``_append_in_slices``), and after the last concurrent build everything tracked is
     frozen (``gc.freeze()``): full passes skip it from then on. Frozen objects are still
-    freed by reference counting (a dropped index goes as before); what the freeze keeps for
-    good is cyclic garbage made since the last young collection, a small price paid once
-    per big build."""
+    freed by reference counting (a dropped index goes with its last reference); what the
+    freeze keeps for good is cyclic garbage made since the last young collection, a small
+    price paid once per big build."""
     global _paused_builds
     with _paused_lock:
         ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)

@@ -23,10 +23,10 @@ embedder's: {"q": number, "t": text} in, {"q": number, "v": base64 float32} out.
 
 One command at a time: the worker never has more than one command in flight to Redis.
 Redis serves its clients' commands in turn; a round that read or stored a hundred scopes
-at once (gathered) put a hundred commands ahead of the bot's next read, and the reads of
-a prompt's assembly took 1.6 ms instead of 0.3 (`bench ingest`). In turn, the bot's
-command waits behind one of the worker's at most, and the worker loses little: its time
-goes to the model, not to round trips.
+at once (gathered) would put a hundred commands ahead of the bot's next read, and the
+reads of a prompt's assembly take 1.6 ms that way against 0.3 (`bench ingest`). One at a
+time, the bot's command waits behind one of the worker's at most, and the worker loses
+little: its time goes to the model, not to round trips.
 
 The worker leaves when its stdin closes (the bot stopped, or died). What it has not
 embedded yet is found again later: a search that meets a message with no vector asks for

@@ -120,21 +120,22 @@ class ForgetRequest:
 
     @classmethod
     def from_json(cls, raw: str) -> ForgetRequest:
+        """The request as :meth:`to_json` wrote it, with every field."""
         data = json.loads(raw)
         return cls(
-            kind=str(data.get("kind", "text")),
-            text=str(data.get("text", "")),
-            user_id=str(data.get("user_id", "")),
-            name=str(data.get("name", "")),
-            platform_id=str(data.get("platform_id", "")),
-            entry_ids=tuple(str(x) for x in data.get("entry_ids", [])),
-            quotes=tuple(str(x) for x in data.get("quotes", [])),
-            needles=tuple(str(x) for x in data.get("needles", [])),
-            ts_ms=int(data.get("ts_ms", 0)),
-            author=str(data.get("author", "")),
-            author_id=str(data.get("author_id", "")),
-            role="assistant" if data.get("role") == "assistant" else "user",
-            public=bool(data.get("public", False)),
+            kind=str(data["kind"]),
+            text=str(data["text"]),
+            user_id=str(data["user_id"]),
+            name=str(data["name"]),
+            platform_id=str(data["platform_id"]),
+            entry_ids=tuple(str(x) for x in data["entry_ids"]),
+            quotes=tuple(str(x) for x in data["quotes"]),
+            needles=tuple(str(x) for x in data["needles"]),
+            ts_ms=int(data["ts_ms"]),
+            author=str(data["author"]),
+            author_id=str(data["author_id"]),
+            role=str(data["role"]),
+            public=bool(data["public"]),
         )
 
 

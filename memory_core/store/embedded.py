@@ -25,8 +25,6 @@ Design notes, each one answering "why":
   ``0700`` and its files owner-only at each start, however they were made, and the server runs
   with umask ``077`` (see :func:`_make_private`).
 * **Visible.** ``describe()``: the server, its pid, socket and files (start-up line, doctor).
-* **Nothing lost from the old default.** A former ``memorybot-store.json`` is imported once
-  into an empty server (:mod:`~memory_core.store.legacy_snapshot`), then renamed ``.imported``.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ from redis.exceptions import BusyLoadingError, RedisError
 from redis.retry import Retry
 
 from memory_core.errors import StoreError
-from memory_core.store.legacy_snapshot import import_snapshot
 from memory_core.store.redis_errors import redis_errors_translated
 
 CONFIG_FILENAME: Final = "valkey.conf"
@@ -484,17 +481,6 @@ def _shutdown(files: ServerFiles) -> int | None:
     return pid
 
 
-def _import_old_snapshot(files: ServerFiles, users_fd: int) -> int | None:
-    """Import the former store's JSON snapshot, if any (under the start lock: once). A failed
-    import stops start-up; a server that this process alone uses is stopped again."""
-    try:
-        return import_snapshot(files.data_dir, files.socket)
-    except BaseException:
-        if _flock(users_fd, "try-exclusive"):
-            _shutdown(files)
-        raise
-
-
 # -- the public face ------------------------------------------------------------------------
 
 
@@ -507,7 +493,6 @@ class EmbeddedServer:
     def __init__(self, files: ServerFiles, version: str, users_fd: int) -> None:
         self.files = files
         self.version = version
-        self.imported: int | None = None  # keys imported from an old snapshot at this start
         self.started = False  # by this process (else it was running for another one)
         self._users_fd: int | None = users_fd
 
@@ -547,12 +532,11 @@ class EmbeddedServer:
                     version = _wait_ready(files)
                 elif version is None:
                     version = _start(files)
-                imported = _import_old_snapshot(files, users_fd)
         except BaseException:
             os.close(users_fd)
             raise
         server = cls(files, version, users_fd)
-        server.imported, server.started = imported, started
+        server.started = started
         return server
 
     async def close(self) -> None:

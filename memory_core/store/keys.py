@@ -120,12 +120,6 @@ class KeySchema:
         self.buckets = BUCKETS
         self.metric_buckets = METRIC_BUCKETS
         self._tags = bucket_tags(BUCKETS)
-        # Before buckets (0.x): one sorted set and one queue for the fleet; read once at
-        # start-up and moved into the buckets (see ScopeWrites.migrate_fleet_keys).
-        self.legacy_scopes_index = f"{prefix}:scopes"
-        self.legacy_fleet_queue = f"{prefix}:{{fleet}}:queue"
-        self.legacy_fleet_inflight = f"{prefix}:{{fleet}}:inflight"
-        self.legacy_llm_rate = f"{prefix}:{{fleet}}:llm-rate"
 
     def bucket(self, scope: str) -> int:
         return bucket_of(scope, self.buckets)

@@ -2,10 +2,10 @@
 
 A worker that finds a scope locked can then say who has it (host, pid, since when), and
 take the lock over at once when that holder is provably gone: a process on this same host,
-in this same pid namespace, that no longer runs. Anything less certain (another host, an
-unreadable value from an older version) waits for the lock's TTL, as before: taking over a
-live holder's lock would only cost duplicate LLM calls (every write is a compare-and-set),
-but waiting on a dead one silently skips maintenance.
+in this same pid namespace, that no longer runs. Anything less certain (another host, a
+value it cannot read) waits for the lock's TTL: taking over a live holder's lock would only
+cost duplicate LLM calls (every write is a compare-and-set), but waiting on a dead one
+silently skips maintenance.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class LockHolder:
                 host=str(raw["host"]),
                 pid=int(raw["pid"]),
                 since_ms=int(raw["since_ms"]),
-                pidns=str(raw.get("pidns", "")),
-                token=str(raw.get("token", "")),
+                pidns=str(raw["pidns"]),
+                token=str(raw["token"]),
             )
         except (ValueError, TypeError, KeyError):
             return None

@@ -33,7 +33,6 @@ from memory_core.store.embedded import (
 )
 from memory_core.store.keys import KeySchema
 from memory_core.store.lane import FastLane
-from memory_core.store.legacy_snapshot import IMPORTED_SUFFIX, SNAPSHOT_FILENAME
 from memory_core.store.packing import packed_connection_class
 from memory_core.store.redis_errors import redis_errors_translated
 from memory_core.store.scripts import load_scripts
@@ -195,7 +194,6 @@ class Store:
     _next_erase: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     _erasing: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
-    _warned_imported: bool = field(default=False, init=False, repr=False)
 
     @property
     def info(self) -> ServerInfo:
@@ -223,8 +221,7 @@ class Store:
         file system shows them. Not covered, out of reach of a process: the operating
         system's page cache, the file system's journal and free blocks (a deleted file's
         bytes stay on the disk until they are overwritten; an SSD remaps them), snapshots of
-        the file system and backups (``docs/erasure.md``), and ``memorybot-store.json.imported``,
-        the old store's copy kept by its import (a warning names it).
+        the file system and backups (``docs/erasure.md``).
         """
         if self.embedded is None:
             return
@@ -276,15 +273,6 @@ class Store:
         if dump.exists():  # never read (the append-only file is the persistence)
             dump.unlink(missing_ok=True)
             log.warning("deleted %s, a snapshot made by hand that held forgotten text", dump)
-        imported = files.data_dir / f"{SNAPSHOT_FILENAME}{IMPORTED_SUFFIX}"
-        if imported.exists() and not self._warned_imported:
-            self._warned_imported = True
-            log.warning(
-                "%s, the old store kept when it was imported, still holds what was forgotten "
-                "since: delete it once you no longer need it (%s)",
-                imported,
-                ERASURE_DOC,
-            )
 
     async def _rewrite_files(self, files: ServerFiles) -> None:
         """A rewrite that started after the forget's writes, done, and the files it replaced
@@ -354,22 +342,13 @@ async def connect_client(settings: StoreSettings) -> Any:
 
 async def _open_embedded(settings: StoreSettings) -> Store:
     """The embedded Valkey server of the data directory (started, or joined when another
-    memorybot process runs it), with the old JSON snapshot imported on the first start."""
+    memorybot process runs it)."""
     embedded = await EmbeddedServer.open(settings.data_dir)
     try:
         client = await _connect(settings, embedded.files.url, cluster=False, embedded=True)
     except BaseException:
         await embedded.close()
         raise
-    if embedded.imported is not None:  # once, and worth saying wherever it happens
-        log.warning(
-            "imported %d key(s) of the old embedded store from %s into the embedded Valkey "
-            "server; the file is kept as %s%s",
-            embedded.imported,
-            embedded.files.data_dir / SNAPSHOT_FILENAME,
-            SNAPSHOT_FILENAME,
-            IMPORTED_SUFFIX,
-        )
     return Store(
         client=client,
         keys=KeySchema(settings.key_prefix),

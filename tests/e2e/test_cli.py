@@ -25,8 +25,6 @@ from tests.browser.support import TOKEN
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import CLI, ROOT, START, Run, spawn_memorybot, wait_until_gone
 
-LEGACY = ROOT / "tests" / "data" / "legacy-memorybot-store.json"
-
 
 async def test_console_on_the_embedded_default_remembers_across_restarts(cli: CLI) -> None:
     first = await cli(
@@ -418,21 +416,6 @@ async def _get_metrics(port: int) -> str:
                 if asyncio.get_running_loop().time() > deadline:
                     raise
                 await asyncio.sleep(0.1)
-
-
-async def test_an_old_json_snapshot_is_migrated_on_first_start(cli: CLI) -> None:
-    data_dir = cli.home / "data" / "memorybot"
-    data_dir.mkdir(parents=True)
-    shutil.copy(LEGACY, data_dir / "memorybot-store.json")
-    shown = await cli("memory", "show", "--scope", "default")
-    assert shown.code == 0, shown.err
-    assert "imported" in shown.err and "memorybot-store.json" in shown.err
-    assert "2 messages stored" in shown.out
-    team = await cli("console", "--scope", "team", stdin="/memory show\n")
-    assert "The release train leaves at noon" in team.out
-    assert not (data_dir / "memorybot-store.json").exists()
-    assert (data_dir / "memorybot-store.json.imported").is_file()
-    assert "imported" not in team.err  # once
 
 
 MARKUP_TEXT = "ok :thumbsup: [bold]x[/bold] :100: [red]"

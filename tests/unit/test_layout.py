@@ -2,7 +2,9 @@
 ``memory_core`` and ``config`` are importable; ``memory_core`` imports no platform, web or CLI
 library and no front door; its sub-packages form layers with no import running back up; no
 import cycle anywhere, counting imports inside functions; no module over 600 lines; only
-``memory_core/store`` talks to Redis (imports redis, translates its errors).
+``memory_core/store`` talks to Redis (imports redis, translates its errors); no code or name
+for a format that never shipped (0.1.0 is the first release: there is no older store, key
+layout, file or install line to read or to keep working).
 
 The tests have a shape too: every test folder has its conftest.py; a fixture is defined once
 and taken from a conftest.py by pytest, never imported (no module imports a test module or a
@@ -15,6 +17,9 @@ on a small tree written for the purpose (a rule that cannot fail proves nothing)
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -69,11 +74,20 @@ LAYERS = (
 REDIS_CLIENTS = {"redis", "hiredis"}
 REDIS_ALLOWED = ("memory_core.store", "bots.bench.cluster")
 # Redis errors are translated inside memory_core/store only (memory_core/store/redis_errors.py).
-# The fleet queue's migrate_legacy still reads the pre-bucket keys with the raw client, under
-# the class's translation, until it is deleted.
-TRANSLATION_ALLOWED = ("memory_core.store", "memory_core.fleet.queue")
+TRANSLATION_ALLOWED = ("memory_core.store",)
 
 Graph = dict[str, set[str]]
+
+# A format that never shipped: its names (legacy_*, migrate_*, import_snapshot), the files of
+# the pre-release JSON store (memorybot-store.json, .lock, the ".imported" copy), and the
+# comments that point at what an older version wrote.
+_SNAPSHOT_MIGRATION = {"import", "imported", "old", "former", "upgrade"}
+_OLD_STORE_FILES = re.compile(r"memorybot-store[\w.-]*|\.imported\b")
+_OLDER_VERSION = re.compile(
+    r"\b(?:older|earlier|previous|former) (?:version|release|build)s?\b"
+    r"|\bbefore (?:the )?buckets\b",
+    re.IGNORECASE,
+)
 
 
 def modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
@@ -325,6 +339,84 @@ def long_fake_files(root: Path) -> dict[str, int]:
     return {path: n for path, n in sizes.items() if n > MAX_FAKE_LINES}
 
 
+def words(identifier: str) -> list[str]:
+    """``migrate_legacy`` -> migrate, legacy; ``SnapshotImport`` -> snapshot, import."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", identifier)]
+
+
+def names_a_format_that_never_shipped(identifier: str) -> bool:
+    found = set(words(identifier))
+    return (
+        "legacy" in found
+        or any(w.startswith("migrat") for w in found)
+        or ("snapshot" in found and bool(found & _SNAPSHOT_MIGRATION))
+    )
+
+
+def identifiers(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every name a module defines or uses: functions, classes, arguments, variables,
+    attributes (``self.legacy_x = ...`` and ``fleet.migrate_legacy()`` alike), imports."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.append((node.lineno, node.name))
+        elif isinstance(node, ast.arg):
+            found.append((node.lineno, node.arg))
+        elif isinstance(node, ast.Name):
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.alias):
+            found += [(node.lineno, part) for part in (node.asname or node.name).split(".")]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, part) for part in node.module.split(".")]
+    return found
+
+
+def comments_and_docstrings(text: str, tree: ast.AST) -> list[tuple[int, str]]:
+    found = [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                found.append((node.body[0].lineno, doc))
+    return found
+
+
+def unshipped_formats(root: Path, found: dict[str, Path]) -> list[str]:
+    """Where the packages name, read or describe a format no release wrote: a module or an
+    identifier named for a legacy format or its migration, a string naming the
+    pre-release store's files, a comment about what an older version left."""
+    wrong: list[tuple[str, int, str]] = []
+    for name, path in found.items():
+        where = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        if any(names_a_format_that_never_shipped(part) for part in name.split(".")):
+            wrong.append((where, 0, f"module {name}"))
+        for line, identifier in set(identifiers(tree)):
+            if names_a_format_that_never_shipped(identifier):
+                wrong.append((where, line, identifier))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                files = _OLD_STORE_FILES.finditer(node.value)
+                wrong += [(where, node.lineno, repr(m.group(0))) for m in files]
+        for line, comment in comments_and_docstrings(text, tree):
+            wrong += [(where, line, repr(m.group(0))) for m in _OLDER_VERSION.finditer(comment)]
+    return [f"{where}:{line}: {what}" for where, line, what in sorted(wrong)]
+
+
+def empty_extras(project: dict[str, object]) -> list[str]:
+    """Extras that install nothing: kept only for install lines no release printed."""
+    extras = project.get("optional-dependencies") or {}
+    assert isinstance(extras, dict)
+    return sorted(name for name, needs in extras.items() if not needs)
+
+
 # -- the checkers catch what they are for -------------------------------------------------
 def write(root: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():
@@ -478,6 +570,57 @@ def test_the_size_rule_of_the_fakes_sees_a_long_file(tmp_path: Path) -> None:
     assert long_fake_files(tmp_path) == {"tests/fakes/discord/server.py": MAX_FAKE_LINES + 1}
 
 
+def test_the_unshipped_format_check_sees_its_names_files_and_comments(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "memory_core/__init__.py": "",
+            "memory_core/store/__init__.py": "",
+            "memory_core/store/legacy_snapshot.py": (
+                'SNAPSHOT_FILENAME = "memorybot-store.json"\n'
+                "def import_snapshot(data_dir):\n"
+                '    return data_dir / (SNAPSHOT_FILENAME + ".imported")\n'
+            ),
+            "memory_core/store/keys.py": (
+                "class KeySchema:\n"
+                "    def __init__(self, prefix):\n"
+                "        # Keys an older release left outside the buckets.\n"
+                '        self.legacy_scopes_index = f"{prefix}:scopes"\n'
+            ),
+            "memory_core/bootstrap.py": (
+                "async def build(fleet):\n    await fleet.migrate_legacy()\n"
+            ),
+            "memory_core/store/server.py": (
+                "from memory_core.store.legacy_snapshot import SNAPSHOT_FILENAME\n"
+                "def erase(files):\n"
+                '    """Not covered: memorybot-store.json.imported, the old store\'s copy."""\n'
+            ),
+            # What stays: snapshots that are not an old format, and "was" in a present reason.
+            "memory_core/store/records.py": (
+                "class PromptSnapshot:\n"
+                '    """What a prompt reads in one step (the message that was stored)."""\n'
+                "RDB_SNAPSHOT = 'RDB snapshot'\n"
+                "def forwarded(message):\n"
+                "    return [snapshot.content for snapshot in message.message_snapshots]\n"
+            ),
+        },
+    )
+    assert unshipped_formats(tmp_path, modules(tmp_path, ("memory_core",))) == [
+        "memory_core/bootstrap.py:2: migrate_legacy",
+        "memory_core/store/keys.py:3: 'older release'",
+        "memory_core/store/keys.py:4: legacy_scopes_index",
+        "memory_core/store/legacy_snapshot.py:0: module memory_core.store.legacy_snapshot",
+        "memory_core/store/legacy_snapshot.py:1: 'memorybot-store.json'",
+        "memory_core/store/legacy_snapshot.py:2: import_snapshot",
+        "memory_core/store/legacy_snapshot.py:3: '.imported'",
+        "memory_core/store/server.py:1: legacy_snapshot",
+        "memory_core/store/server.py:3: 'memorybot-store.json.imported'",
+    ]
+    assert empty_extras({"optional-dependencies": {"discord": [], "bench": ["matplotlib"]}}) == [
+        "discord"
+    ]
+
+
 # -- the real tree -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tree() -> dict[str, Path]:
@@ -551,3 +694,9 @@ def test_each_test_folder_has_its_conftest() -> None:
 
 def test_no_file_of_the_fakes_is_over_1200_lines() -> None:
     assert long_fake_files(ROOT) == {}
+
+
+def test_nothing_names_or_reads_a_format_that_never_shipped(tree: dict[str, Path]) -> None:
+    assert unshipped_formats(ROOT, tree) == []
+    with (ROOT / "pyproject.toml").open("rb") as fh:
+        assert empty_extras(tomllib.load(fh)["project"]) == []

@@ -382,8 +382,9 @@ class InteractionsMixin:
         command = self._commands.get(scope, {})[(command_type, path[0])]
         contexts = command.get("contexts")
         if contexts is None:
-            legacy_no_dm = command.get("dm_permission") is False
-            contexts = [c for c in _CONTEXT_NAMES if not (legacy_no_dm and c == CONTEXT_BOT_DM)]
+            # Discord's deprecated dm_permission, read when a command sets no contexts.
+            no_dm = command.get("dm_permission") is False
+            contexts = [c for c in _CONTEXT_NAMES if not (no_dm and c == CONTEXT_BOT_DM)]
         installs = command.get("integration_types")
         installs = [GUILD_INSTALL] if installs is None else [int(i) for i in installs]
         owners: JSON = {}

@@ -122,7 +122,8 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         self.history_tier: HistoryTier = history_tier
         #: False once the app was uninstalled (:meth:`uninstall`, or an app_uninstalled event).
         self.installed = True
-        #: A legacy verification token; Bolt ignores it when a signing secret is set.
+        #: The verification token (Slack calls it legacy: signing secrets replace it); Bolt
+        #: ignores it when a signing secret is set.
         self.verification_token = "fake-verification-token"
 
         self.calls: list[ApiCall] = []
@@ -408,7 +409,8 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         if authorization.startswith("Bearer "):
             token = authorization.removeprefix("Bearer ").strip()
         elif "token" in params:
-            # Legacy clients send the token as an argument.
+            # Slack also takes the token as a form argument (clients that do not send the
+            # Authorization header).
             token = str(params.pop("token"))
 
         status, body, headers = self._dispatch(method, params, token)
