@@ -306,7 +306,7 @@ class BackgroundEmbedding:
 
     def _schedule_flush(self) -> None:
         """Tell the worker within FLUSH_AFTER_S: the messages stored meanwhile go in one
-        write (a write per message, with its JSON, was a quarter of what storing one costs
+        write (a write per message, with its JSON, would be a quarter of what storing one costs
         the bot at a few thousand a second; the worker's lag is seconds anyway)."""
         if not self._flush_soon:
             self._flush_soon = True

@@ -332,7 +332,7 @@ class RecallIndex:
         self._indexes[scope] = index
         self._indexes.move_to_end(scope)
         # The cached documents, counted as each scope is remembered (a sum over every cached
-        # scope on each search cost a reply 0.1-0.2 ms at a thousand scopes).
+        # scope on each search would cost a reply 0.1-0.2 ms at a thousand scopes).
         self._cached_docs += len(index.docs) - self._counted.get(scope, 0)
         self._counted[scope] = len(index.docs)
         while self._cached_docs > self.max_cached_docs and len(self._indexes) > 1:
