@@ -35,7 +35,7 @@ from config.prompts import load_prompts
 from memory_core.errors import InputError, StoreError
 from memory_core.models import Attachment, IncomingMessage, IngestResult, Reply
 from memory_core.service.answer_record import remember_basis
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.pipeline import MemoryPipeline, Prepared
 from memory_core.service.sources import SourceLinks, source_text
 from memory_core.text.chunks import split_message
 from memory_core.text.language import reply_language
@@ -174,10 +174,12 @@ class StreamedReply(Generic[HandleT]):
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """A stored message the bot is to answer."""
+    """A stored message the bot is to answer, as it was stored (``prepared``: its text
+    validated, capped and counted once, for the store and for the prompt alike)."""
 
     message: IncomingMessage
     stored: IngestResult
+    prepared: Prepared | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,12 +251,13 @@ class Conversation:
         repeat delivery comes back as a duplicate and is not answered. While Redis is away
         the message waits in memory and is stored when it is back. Raises what ``ingest``
         raises (StoreError, InputError): each door says where it happened."""
-        stored = await self.pipeline.ingest(message)
+        prepared = self.pipeline.prepare(message)
+        stored = await self.pipeline.ingest(message, prepared=prepared)
         if stored.outcome == "duplicate":
             log.debug("%s in %s already handled", message.platform_id, message.scope)
         if not self.pipeline.should_reply(message, stored):
             return None
-        return Turn(message=message, stored=stored)
+        return Turn(message=message, stored=stored, prepared=prepared)
 
     async def answer(
         self,
@@ -282,6 +285,7 @@ class Conversation:
                     exclude_id=turn.stored.id,
                     on_progress=writer.progress if writer.streams else None,
                     store=False,
+                    prepared=turn.prepared,
                 )
         except StoreError as exc:
             # The message itself is stored; say so rather than stay silent.

@@ -133,7 +133,12 @@ class MemoryPipeline:
         )
 
     async def ingest(
-        self, msg: IncomingMessage, *, hold: bool = True, own_day: bool = False
+        self,
+        msg: IncomingMessage,
+        *,
+        hold: bool = True,
+        own_day: bool = False,
+        prepared: Prepared | None = None,
     ) -> IngestResult:
         """Store one message (one round trip) and hand the scope to maintenance if due.
 
@@ -144,8 +149,10 @@ class MemoryPipeline:
         bound, StoreUnavailable says the message was not kept, so the front door does not
         acknowledge it as stored. ``hold=False``: StoreUnavailable at once instead (replay
         waits for Redis itself, its clock held at the message). ``own_day``: refuse the
-        message (``outcome`` "day_closed") rather than count it in a later day than its own."""
-        p = self.prepare(msg)
+        message (``outcome`` "day_closed") rather than count it in a later day than its own.
+        ``prepared``: the message as :meth:`prepare` made it, when the caller has it already
+        (a conversation's turn)."""
+        p = prepared or self.prepare(msg)
         if own_day:
             p = replace(p, own_day=True)
         if self._waits_behind(p.scope):  # an outage is being caught up: stay in order
@@ -422,10 +429,16 @@ class MemoryPipeline:
         return reply
 
     async def build_prompt(
-        self, msg: IncomingMessage, *, exclude_id: str = "", text: str | None = None
+        self,
+        msg: IncomingMessage,
+        *,
+        exclude_id: str = "",
+        text: str | None = None,
+        prepared: Prepared | None = None,
     ) -> Prompt:
-        """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored)."""
-        p = self.prepare(msg) if text is None else None
+        """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored).
+        ``prepared``: the message as stored (a turn's), not prepared a second time."""
+        p = (prepared or self.prepare(msg)) if text is None else None
         scope = p.scope if p else parse_scope(msg.scope)
         # What is known about the asker across the server, where it may be used: not in a
         # DM, nor where another organisation reads (Audience.lets_facts_in).
@@ -480,6 +493,7 @@ class MemoryPipeline:
         exclude_id: str = "",
         on_progress: Callable[[str], Awaitable[None]] | None = None,
         store: bool = True,
+        prepared: Prepared | None = None,
     ) -> Reply:
         """Answer ``msg``; the answer is stored (``store=False``: the caller stores it with
         :meth:`remember_answer` once it is delivered, so an answer nobody saw is not in
@@ -490,7 +504,7 @@ class MemoryPipeline:
         ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
         ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
         try:
-            prompt = await self.build_prompt(msg, exclude_id=exclude_id)
+            prompt = await self.build_prompt(msg, exclude_id=exclude_id, prepared=prepared)
         except StoreError as exc:
             # Memory is out of reach (the message itself is held until Redis is back).
             log.warning("reply in %s without memory: %s", msg.scope, exc)

@@ -123,3 +123,25 @@ async def test_an_answer_that_was_not_delivered_is_not_remembered(
     assert len(fake_llm.of("reply")) == 1  # nowhere to post: no model call
     assert closed.calls == [] and closed.typed == 0
     assert await roles_and_texts(core) == [("user", "are you there?"), ("user", "and here?")]
+
+
+async def test_a_message_is_prepared_once_for_the_store_and_the_prompt(
+    make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> None:
+    """The turn carries the message as it was stored (validated, capped, counted): the
+    prompt is built from the same, not from a second preparation."""
+    core = await make_core()
+    conversation = Conversation(core.pipeline)
+    prepared: list[str] = []
+    prepare = core.pipeline.prepare
+
+    def counted(msg: IncomingMessage) -> Any:
+        prepared.append(msg.text)
+        return prepare(msg)
+
+    core.pipeline.prepare = counted  # type: ignore[method-assign]
+    turn = await turn_for(conversation, "what is for lunch?")
+    assert await conversation.answer(turn, FakeSink(message_chars=2000), stream_interval_s=None)
+    # Once for the question (the answer, stored after it, is prepared for itself).
+    assert prepared.count("what is for lunch?") == 1 and len(prepared) == 2
+    assert fake_llm.of("reply")[-1].messages[-1]["content"].endswith("what is for lunch?")
