@@ -189,7 +189,7 @@ class MemoryAdmin:
         state = await self.repo.state(scope)
         person = self._person_here(scope, state, user_id)
         entries = await self.repo.recent(scope, recent) if recent else []
-        m = self.settings.memory
+        memory = self.settings.memory
         return ScopeView(
             scope=scope,
             state=state,
@@ -198,9 +198,9 @@ class MemoryAdmin:
             facts=await self.repo.facts(scope),
             recent=list(reversed(entries)),
             messages=await self.repo.log_length(scope),
-            mode=state.mode or m.default_mode,
-            timezone=state.tz or m.timezone,
-            language=state.lang or m.language,
+            mode=state.mode or memory.default_mode,
+            timezone=state.tz or memory.timezone,
+            language=state.lang or memory.language,
             about_you=await self.repo.facts(person) if person else [],
             thread_facts=await self._thread_facts(scope),
             spend=await self.budget.report(scope, member_id=user_id)

@@ -37,18 +37,18 @@ class Compactor:
     ) -> Known | None:
         if self.policy.waiting(state, report):
             return None
-        s = self.settings
+        settings = self.settings
         tz = self.policy.tz(state)
         if entries is None:
             end_ms = calendar.day_end_ms(state.day, tz)
             entries = await self.repo.entries_after(
                 scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
             )
-        candidates = entries if final else _drop_newest(entries, s.compact_keep_tokens)
-        chunk = _take_oldest(candidates, s.compact_max_input_tokens)
+        candidates = entries if final else _drop_newest(entries, settings.compact_keep_tokens)
+        chunk = _take_oldest(candidates, settings.compact_max_input_tokens)
         if not chunk:
             return None
-        lang = resolve(state.lang or s.language, (e.text for e in chunk[-50:]))
+        lang = resolve(state.lang or settings.language, (e.text for e in chunk[-50:]))
         force = self.policy.force_extractive(scope, state)
         known = await self._known_facts(scope, state, chunk, force)
         try:
@@ -58,7 +58,7 @@ class Compactor:
                 entries=chunk,
                 tz=tz,
                 lang=lang,
-                max_tokens=s.short_tokens,
+                max_tokens=settings.short_tokens,
                 force_extractive=force,
                 known_facts=known.for_prompt(),
             )
@@ -72,7 +72,7 @@ class Compactor:
                 known.channel,
                 channel_drafts,
                 now_iso=now_iso,
-                facts_max=s.facts_max,
+                facts_max=settings.facts_max,
                 origin=scope,
             )
         after = await self.repo.advance_short(
@@ -121,16 +121,18 @@ class Compactor:
     ) -> KnownFacts:
         """The facts a summary call may update: the channel's, and those about the people
         speaking in ``chunk`` who may carry facts across the guild or workspace."""
-        speakers, travellers = speakers_of(scope, chunk)
+        speakers, public_speakers = speakers_of(scope, chunk)
         if extractive or self.summarizer.llm.offline:
-            return KnownFacts(channel=[], people={}, speakers=speakers, travellers=travellers)
+            return KnownFacts(
+                channel=[], people={}, speakers=speakers, public_speakers=public_speakers
+            )
         channel = await self.repo.facts(scope) if state.fact_seq else []
-        people = await self.repo.facts_of(sorted(set(travellers.values())))
+        people = await self.repo.facts_of(sorted(set(public_speakers.values())))
         return KnownFacts(
             channel=channel,
             people={p: [f for f in facts if f.shared] for p, facts in people.items()},
             speakers=speakers,
-            travellers=travellers,
+            public_speakers=public_speakers,
         )
 
 

@@ -33,7 +33,7 @@ class DayCloser:
     ) -> Known | None:
         tz = self.policy.tz(state)
         end_ms = calendar.day_end_ms(state.day, tz)
-        leftover, nxt = await self.repo.day_view(
+        leftover, next_message = await self.repo.day_view(
             scope, after_id=state.short_upto, end_ms=end_ms, limit=READ_LIMIT
         )
         if leftover:
@@ -49,7 +49,7 @@ class DayCloser:
             state = step.state
         today = calendar.local_day(self.clock.now(), tz)
         # The next day with messages (days in between were idle: nothing to summarise).
-        next_day = calendar.local_day_ms(nxt.ms, tz) if nxt else today
+        next_day = calendar.local_day_ms(next_message.ms, tz) if next_message else today
         week = ""
         week_start = self.settings.week_start
         if calendar.week_of(state.day, week_start) != calendar.week_of(next_day, week_start):

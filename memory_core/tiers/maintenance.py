@@ -101,8 +101,11 @@ class Maintainer:
         return self.policy.tz(state)
 
     def compaction_due(self, unsum_tokens: int, unsum_count: int) -> bool:
-        s = self.settings
-        return unsum_tokens >= s.compact_trigger_tokens and unsum_count >= s.compact_min_messages
+        settings = self.settings
+        return (
+            unsum_tokens >= settings.compact_trigger_tokens
+            and unsum_count >= settings.compact_min_messages
+        )
 
     def due(self, state: ScopeState, now: datetime) -> bool:
         """Whether ``state`` has work now. Idle scopes are not due: a day with no messages

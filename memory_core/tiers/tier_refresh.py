@@ -28,12 +28,12 @@ class TierRefresher:
     ) -> Known | None:
         if self.policy.waiting(state, report):
             return None
-        s = self.settings
+        settings = self.settings
         if days is None:
             days = await self.repo.days(scope)
         week = state.week_pending
         week_days = [d for d in days if calendar.in_week(d.day, week)] if week else []
-        lang = resolve(state.lang or s.language, (d.summary for d in days))
+        lang = resolve(state.lang or settings.language, (d.summary for d in days))
         try:
             outcome = await self.summarizer.refresh(
                 days=days,
@@ -41,10 +41,10 @@ class TierRefresher:
                 week=week,
                 week_days=week_days,
                 lang=lang,
-                mid_tokens=s.mid_tokens,
-                overview_tokens=s.overview_tokens,
-                week_tokens=s.week_tokens,
-                long_tokens=s.long_tokens,
+                mid_tokens=settings.mid_tokens,
+                overview_tokens=settings.overview_tokens,
+                week_tokens=settings.week_tokens,
+                long_tokens=settings.long_tokens,
                 force_extractive=self.policy.force_extractive(scope, state),
             )
         except LLMUnavailable as exc:
@@ -62,7 +62,7 @@ class TierRefresher:
             week=week,
             week_summary=week_summary,
             long=outcome.long if week_summary else "",
-            weeks_max=s.weeks_max,
+            weeks_max=settings.weeks_max,
             now_iso=iso(self.clock.now()),
             epoch=state.epoch,
         )
