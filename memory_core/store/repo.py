@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core.models import IngestResult
-from memory_core.store.ingest import PLATFORM_IDS_MAX, MessageIngest
+from memory_core.store.ingest import MessageIngest
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.lane import FastLane
 from memory_core.store.repo_reads import ScopeReads
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.tier_steps import TierSteps
 
-__all__ = ["PLATFORM_IDS_MAX", "MemoryRepo"]
+__all__ = ["MemoryRepo"]
 
 
 class MemoryRepo:
