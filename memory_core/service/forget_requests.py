@@ -50,6 +50,8 @@ class ForgetRequests:
         return [*await self.repo.threads_of(scope), scope]
 
     async def forget_everything(self, scope: str) -> int:
+        """Every key of one place's memory, and the facts about people learned there (a
+        forget of everything, or one a crash interrupted). Returns how many keys went."""
         authors = {e.author_id for e in await self.repo.all_entries(scope)}
         await self.forget_person_facts(
             scope, request=ForgetRequest(kind="all"), removed=set(), authors=authors
