@@ -2,24 +2,32 @@
 config. The /memory commands of every platform, the CLI and the dashboard all call these;
 permission checks happen before, in the front doors, which know who is asking.
 
-The operations that forget are :class:`~memory_core.service.forgetting.MemoryForgetting`,
-the admin's base class; what a forget removes is
+The operations that forget are small classes of their own, one per job, which the admin
+composes and delegates to: :mod:`memory_core.service.forgetting` (a text, a fact, a person, a
+place), :mod:`memory_core.service.message_changes` (a platform's deletes and edits, captions)
+and :mod:`memory_core.service.forget_requests` (carrying out the requests, finishing those a
+crash interrupted); what a forget removes is
 :class:`~memory_core.service.forget_request.ForgetRequest`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from config.settings import Settings
 from memory_core import calendar
+from memory_core.clock import Clock
 from memory_core.errors import InputError
 from memory_core.models import (
     LANGUAGE_SETTINGS,
     MAX_FACT_CHARS,
     MODES,
     TIER_FIELDS,
+    Attachment,
     DaySummary,
     Fact,
     LogEntry,
@@ -28,9 +36,13 @@ from memory_core.models import (
 )
 from memory_core.scopes import Audience, Scope, parse_scope
 from memory_core.service.answer_record import AnswerRecord, read_record
-from memory_core.service.budget import SpendReport, parse_limit
+from memory_core.service.budget import Budget, SpendReport, parse_limit
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
-from memory_core.service.forgetting import MemoryForgetting
+from memory_core.service.forget_request import ForgetReport
+from memory_core.service.forget_requests import ForgetRequests
+from memory_core.service.forgetting import PersonForgetting, PlaceForgetting, TextForgetting
+from memory_core.service.message_changes import MessageChanges
+from memory_core.store.repo import MemoryRepo
 
 
 @dataclass
@@ -69,9 +81,99 @@ class MemberView:
     facts: list[Fact]  # about them across the server (their person scope)
 
 
-class MemoryAdmin(MemoryForgetting):
-    """Every admin operation on a scope: those that forget come from the base class, those
-    that show, pin, edit, configure, export and import are here."""
+class MemoryAdmin:
+    """Every admin operation on a scope: those that show, pin, edit, configure, export and
+    import are here; those that forget are its parts' (one per job), which it delegates to."""
+
+    def __init__(
+        self,
+        *,
+        repo: MemoryRepo,
+        settings: Settings,
+        clock: Clock,
+        persist: Callable[..., Awaitable[None]],
+        budget: Budget | None = None,
+    ) -> None:
+        self.repo = repo
+        self.budget = budget  # daily token limits: /memory config, show stats, forget me
+        self.settings = settings
+        self.clock = clock  # notes and exports are dated
+        self.requests = ForgetRequests(repo=repo, settings=settings, persist=persist)
+        self.text = TextForgetting(self.requests)
+        self.person = PersonForgetting(self.requests, budget)
+        self.place = PlaceForgetting(self.requests, clock=clock, budget=budget)
+        self.messages = MessageChanges(self.requests)
+
+    # -- forget (the parts' jobs, documented there) ------------------------------------
+    async def forget_text(self, scope: str, text: str) -> ForgetReport:
+        return await self.text.forget_text(scope, text)
+
+    async def forget_fact(self, scope: str, fact_id: str) -> bool:
+        return await self.text.forget_fact(scope, fact_id)
+
+    async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
+        return await self.person.forget_user(scope, user_id=user_id, name=name)
+
+    async def forget_user_everywhere(
+        self, scope: str, *, user_id: str, name: str = ""
+    ) -> ForgetReport:
+        return await self.person.forget_user_everywhere(scope, user_id=user_id, name=name)
+
+    async def places_of_member(self, scope: str, user_id: str) -> list[str]:
+        return await self.person.places_of_member(scope, user_id)
+
+    async def forget_all(self, scope: str, *, keep_settings: bool = True) -> int:
+        return await self.place.forget_all(scope, keep_settings=keep_settings)
+
+    async def forget_server(self, server_key: str) -> int:
+        return await self.place.forget_server(server_key)
+
+    async def subtree(self, scope: str) -> list[str]:
+        return await self.requests.subtree(scope)
+
+    async def resume_forgets(self, scope: str) -> int:
+        return await self.requests.resume(scope)
+
+    async def forget_message(
+        self, scope: str, platform_id: str, *, when: datetime | None = None
+    ) -> int:
+        return await self.messages.forget_message(scope, platform_id, when=when)
+
+    async def edit_message(
+        self,
+        scope: str,
+        platform_id: str,
+        text: str,
+        *,
+        when: datetime | None = None,
+        attachments: Sequence[Attachment] = (),
+    ) -> bool:
+        return await self.messages.edit_message(
+            scope, platform_id, text, when=when, attachments=attachments
+        )
+
+    async def uncaptioned(
+        self,
+        scope: str,
+        platform_id: str,
+        attachments: Sequence[Attachment],
+        *,
+        when: datetime | None = None,
+    ) -> tuple[list[Attachment], int]:
+        return await self.messages.uncaptioned(scope, platform_id, attachments, when=when)
+
+    async def add_captions(
+        self,
+        scope: str,
+        platform_id: str,
+        captioned: Sequence[Attachment],
+        *,
+        epoch: int,
+        when: datetime | None = None,
+    ) -> bool:
+        return await self.messages.add_captions(
+            scope, platform_id, captioned, epoch=epoch, when=when
+        )
 
     def _now_iso(self) -> str:
         return self.clock.now().isoformat(timespec="seconds")
@@ -87,7 +189,7 @@ class MemoryAdmin(MemoryForgetting):
         state = await self.repo.state(scope)
         person = self._person_here(scope, state, user_id)
         entries = await self.repo.recent(scope, recent) if recent else []
-        m = self.settings.memory
+        memory = self.settings.memory
         return ScopeView(
             scope=scope,
             state=state,
@@ -96,9 +198,9 @@ class MemoryAdmin(MemoryForgetting):
             facts=await self.repo.facts(scope),
             recent=list(reversed(entries)),
             messages=await self.repo.log_length(scope),
-            mode=state.mode or m.default_mode,
-            timezone=state.tz or m.timezone,
-            language=state.lang or m.language,
+            mode=state.mode or memory.default_mode,
+            timezone=state.tz or memory.timezone,
+            language=state.lang or memory.language,
             about_you=await self.repo.facts(person) if person else [],
             thread_facts=await self._thread_facts(scope),
             spend=await self.budget.report(scope, member_id=user_id)
@@ -247,40 +349,14 @@ class MemoryAdmin(MemoryForgetting):
         """Change the scope's settings. The budgets take a number of tokens, "off" (no
         limit here, whatever the settings say) or "default" (the settings' limit)."""
         scope = parse_scope(scope)
-        changes: dict[str, str | int] = {}
-        for name, value in (
-            ("daily_tokens", daily_tokens),
-            ("user_daily_tokens", user_daily_tokens),
-        ):
-            if value is not None:
-                changes[name] = parse_limit(value, setting=name)
-        if mode is not None:
-            if mode not in MODES:
-                raise InputError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
-            changes["mode"] = mode
-        if timezone is not None:
-            try:
-                ZoneInfo(timezone)
-            except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: "Asia"
-                raise InputError(
-                    f"unknown timezone {timezone[:80]!r}: use an IANA name such as Asia/Tokyo"
-                ) from exc
-            changes["tz"] = timezone
-        if language is not None:
-            if language not in LANGUAGE_SETTINGS:
-                raise InputError(
-                    f"language must be one of {', '.join(LANGUAGE_SETTINGS)} (got {language!r})"
-                )
-            changes["lang"] = "" if language == "auto" else language
-        if sources is not None:  # the "from <date>" line under answers that used recall
-            if sources not in ("on", "off"):
-                raise InputError(f"sources must be on or off (got {sources[:20]!r})")
-            changes["sources"] = 1 if sources == "on" else 0
-        if not changes:
-            raise InputError(
-                "nothing to change: give mode, timezone, language, daily_tokens, "
-                "user_daily_tokens or sources"
-            )
+        changes = _config_changes(
+            mode=mode,
+            timezone=timezone,
+            language=language,
+            daily_tokens=daily_tokens,
+            user_daily_tokens=user_daily_tokens,
+            sources=sources,
+        )
         await self.repo.set_fields(scope, changes)
         shown = {k: str(v) for k, v in changes.items()}
         if sources is not None:
@@ -345,3 +421,50 @@ def _fact_text(text: str, if_empty: str) -> str:
             f"a note holds at most {MAX_FACT_CHARS} characters (this one has {len(text)})"
         )
     return text
+
+
+def _config_changes(
+    *,
+    mode: str | None,
+    timezone: str | None,
+    language: str | None,
+    daily_tokens: str | None,
+    user_daily_tokens: str | None,
+    sources: str | None,
+) -> dict[str, str | int]:
+    """The state fields a /memory config sets, each value checked (InputError if bad)."""
+    changes: dict[str, str | int] = {}
+    for name, value in (
+        ("daily_tokens", daily_tokens),
+        ("user_daily_tokens", user_daily_tokens),
+    ):
+        if value is not None:
+            changes[name] = parse_limit(value, setting=name)
+    if mode is not None:
+        if mode not in MODES:
+            raise InputError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
+        changes["mode"] = mode
+    if timezone is not None:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: "Asia"
+            raise InputError(
+                f"unknown timezone {timezone[:80]!r}: use an IANA name such as Asia/Tokyo"
+            ) from exc
+        changes["tz"] = timezone
+    if language is not None:
+        if language not in LANGUAGE_SETTINGS:
+            raise InputError(
+                f"language must be one of {', '.join(LANGUAGE_SETTINGS)} (got {language!r})"
+            )
+        changes["lang"] = "" if language == "auto" else language
+    if sources is not None:  # the "from <date>" line under answers that used recall
+        if sources not in ("on", "off"):
+            raise InputError(f"sources must be on or off (got {sources[:20]!r})")
+        changes["sources"] = 1 if sources == "on" else 0
+    if not changes:
+        raise InputError(
+            "nothing to change: give mode, timezone, language, daily_tokens, "
+            "user_daily_tokens or sources"
+        )
+    return changes

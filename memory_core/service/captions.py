@@ -5,7 +5,7 @@ caption call, in the background, and the caption is stored in the message's text
 Never on the reply path, never holding up ingest. The bytes come from the front door
 (:class:`~memory_core.models.ImageSource`: the core knows no platform), live only for the
 call and are never stored. A failure loses nothing: the message stays as it was stored, with
-a log line. The write goes through the caption store (the admin's forgetting half), which
+a log line. The write goes through the caption store (the admin's message changes), which
 refuses it when the message is gone or anything was forgotten meanwhile.
 """
 

@@ -1,5 +1,5 @@
-"""Reading one scope's memory from Redis, and the list of scopes: the base of
-:class:`~memory_core.store.repo.MemoryRepo`, which adds the writes. Key names come from
+"""Reading one scope's memory from Redis, and the list of scopes: a part of
+:class:`~memory_core.store.repo.MemoryRepo`. Key names come from
 :mod:`memory_core.store.keys`; replies are decoded into models here.
 """
 

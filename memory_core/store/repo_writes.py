@@ -1,6 +1,6 @@
 """The writes to one scope's memory that admin operations make (forget, facts, edits,
-retention, import), and facts about a person written to their own scope: the middle layer
-of :class:`~memory_core.store.repo.MemoryRepo`, on top of the reads."""
+retention, import), and facts about a person written to their own scope: a part of
+:class:`~memory_core.store.repo.MemoryRepo`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from memory_core.errors import StoreError
 from memory_core.models import DaySummary, Fact, WeekSummary
 from memory_core.scopes import Scope
+from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import ScopeDump
 from memory_core.store.redis_errors import translates_redis_errors
@@ -19,7 +20,15 @@ from memory_core.store.scripts import run_script
 
 
 @translates_redis_errors
-class ScopeWrites(ScopeReads):
+class ScopeWrites:
+    def __init__(self, client: Any, keys: KeySchema, *, reads: ScopeReads) -> None:
+        self.client = client  # untyped, as the reads' (see ScopeReads)
+        self.keys = keys
+        self.reads = reads  # whether a scope holds anything before an import writes it
+
+    def k(self, scope: str) -> ScopeKeys:
+        return self.keys.scope(scope)
+
     async def apply_person_facts(
         self,
         person: str,
@@ -285,7 +294,7 @@ class ScopeWrites(ScopeReads):
     async def restore(self, scope: str, dump: ScopeDump, *, last_activity_ms: int) -> None:
         """Write a dump into an empty scope (import)."""
         k = self.k(scope)
-        if await self.scope_exists(scope):
+        if await self.reads.scope_exists(scope):
             raise StoreError(
                 f"scope {scope} already has memory; forget it first or import elsewhere"
             )

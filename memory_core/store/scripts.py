@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 # KEYS: log, state, ids, root state, threads, speakers (the last three are the subtree's:
 # a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
 # platform_id, tokens, day, thread ('' for a channel; else the thread's scope, recorded in
-# the channel's threads), place name, replay ("1": a message buffered while Redis was away;
-# if it did get stored before the connection broke, return that entry instead of storing it
-# twice), own-day end (ms; '' = off; see below), ids max, public ("1": the place is visible
-# to the whole guild or workspace), speaker ("<user id>|<thread>" recorded in the subtree's
-# speakers; '' = none), reply-to (the user id the bot's answer answers; '' = none), audience
-# (the place's, kept in its state; '' = unknown), answers (the platform id of the message
-# the bot's answer answers; '' = none).
+# the channel's threads), place name, held ("1": a message held while Redis was away and
+# stored late; if it did get stored before the connection broke, return that entry instead
+# of storing it twice), own-day end (ms; '' = off; see below), ids max, public ("1": the
+# place is visible to the whole guild or workspace), speaker ("<user id>|<thread>" recorded
+# in the subtree's speakers; '' = none), reply-to (the user id the bot's answer answers;
+# '' = none), audience (the place's, kept in its state; '' = unknown), answers (the platform
+# id of the message the bot's answer answers; '' = none).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip. A thread's settings it has not set
@@ -79,7 +79,8 @@ if ARGV[12] ~= '' then
     return unchanged('day_closed')
   end
 end
-if ARGV[11] == '1' then
+local held = ARGV[11] == '1'
+if held then
   for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
@@ -111,17 +112,18 @@ end
 if ARGV[9] ~= '' then redis.call('ZADD', KEYS[5], ms, ARGV[9]) end
 if ARGV[15] ~= '' then redis.call('ZADD', KEYS[6], 0, ARGV[15]) end
 -- One write of the state: the counters from what was read above (this script is atomic).
-local ut = tonumber(s[4] or '0') + tonumber(ARGV[7])
-local un = tonumber(s[5] or '0') + 1
+local unsum_tokens = tonumber(s[4] or '0') + tonumber(ARGV[7])
+local unsum_count = tonumber(s[5] or '0') + 1
 local day = s[2] or ARGV[8]
-local set = {'last_ms', string.format('%d', ms), 'unsum_tokens', string.format('%d', ut),
-  'unsum_count', string.format('%d', un), 'day', day}
+local set = {'last_ms', string.format('%d', ms), 'unsum_tokens',
+  string.format('%d', unsum_tokens), 'unsum_count', string.format('%d', unsum_count), 'day', day}
 if not s[10] then set[#set + 1] = 'created_ms'; set[#set + 1] = ARGV[1] end
 if ARGV[10] ~= '' then set[#set + 1] = 'name'; set[#set + 1] = ARGV[10] end
 if ARGV[17] ~= '' then set[#set + 1] = 'aud'; set[#set + 1] = ARGV[17] end
 redis.call('HSET', st, unpack(set))
 redis.call('HINCRBY', st, 'msg_count', 1)
-return {id, ut, un, day, tz, mode, lang, retry_at, 0, tonumber(ARGV[1]) < last and 'older' or ''}
+return {id, unsum_tokens, unsum_count, day, tz, mode, lang, retry_at, 0,
+  tonumber(ARGV[1]) < last and 'older' or ''}
 """
 
 # Shared by the scripts below: subtract summarised work from the counters, never below zero.

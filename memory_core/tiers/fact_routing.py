@@ -23,9 +23,9 @@ class KnownFacts:
     where the whole guild could see it; otherwise it stays in the place it was learned."""
 
     channel: list[Fact]
-    people: dict[str, list[Fact]]  # person scope -> their facts, for travellers only
+    people: dict[str, list[Fact]]  # person scope -> their facts, for public speakers only
     speakers: dict[str, str]  # casefolded name -> user id, names one speaker alone uses
-    travellers: dict[str, str]  # user id -> person scope, for speakers heard only in public
+    public_speakers: dict[str, str]  # user id -> person scope, for speakers heard only in public
 
     def for_prompt(self, limit: int = 40) -> list[Fact]:
         """Newest first, the channel's ids as they are, people's as p<n> aliases."""
@@ -39,7 +39,7 @@ class KnownFacts:
     def route(
         self, drafts: Sequence[FactDraft], chunk: Sequence[LogEntry]
     ) -> tuple[list[FactDraft], dict[str, list[FactDraft]]]:
-        """Facts about a travelling speaker (preferences, profile) go to that person; the rest
+        """Facts about a public speaker (preferences, profile) go to that person; the rest
         (decisions, open questions, notes, and anything said in a private place) stay with
         the channel. Each gets its subject's user id and its provenance. p<n> aliases map
         back to their fact."""
@@ -58,7 +58,7 @@ class KnownFacts:
             if draft.id.startswith("p"):
                 draft = replace(draft, id="")  # an alias we did not offer
             sourced = self._sourced(draft, user_id, chunk)
-            person = self.travellers.get(user_id) if user_id else None
+            person = self.public_speakers.get(user_id) if user_id else None
             if person and draft.kind in ("preference", "profile") and not draft.id:
                 personal.setdefault(person, []).append(sourced)
             else:
@@ -85,13 +85,13 @@ def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], 
             private.add(entry.author_id)
     speakers = {name: next(iter(ids)) for name, ids in ids_by_name.items() if len(ids) == 1}
     place = Scope.of(scope)
-    travellers = {
+    public_speakers = {
         user_id: person.key
         for ids in ids_by_name.values()
         for user_id in ids
         if user_id not in private and (person := place.person_scope(user_id))
     }
-    return speakers, travellers
+    return speakers, public_speakers
 
 
 def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:

@@ -99,28 +99,7 @@ def merge_ops(
         if rival is None:
             rival = _closest(list(live.values()), draft)
         if rival is not None and not rival.pinned and rival.id in live:
-            # Learned again elsewhere (a person's fact, in another channel): it now belongs
-            # to that place alone, with only what was said there; the old text is not kept,
-            # so forgetting either place leaves nothing of it behind.
-            moved = _moves(rival, origin)
-            updated = Fact(
-                id=rival.id,
-                kind=draft.kind if rival.kind == "question" else rival.kind,
-                text=draft.text,
-                subject=rival.subject,
-                source="summary",
-                by=draft.subject or rival.by,
-                ts=now_iso,
-                message_ids=[*([] if moved else rival.message_ids), *draft.message_ids][
-                    -PROVENANCE_MAX:
-                ],
-                pinned=False,
-                history=[] if moved else [*rival.history, rival.text][-HISTORY_MAX:],
-                origin=origin or rival.origin,
-                subject_id=rival.subject_id or draft.subject_id,
-                shared=rival.shared and shared,
-                seen=now_iso,
-            )
+            updated = _rewritten(rival, draft, now_iso, origin=origin, shared=shared)
             ops.append(["upd", rival.id, updated.to_json()])
             known[norm] = live[rival.id] = updated
             continue
@@ -130,23 +109,51 @@ def merge_ops(
                 continue  # everything is pinned: a pinned note is never pushed out
             ops.append(["del", victim.id, ""])
             del live[victim.id]
-        fact = Fact(
-            id="",
-            kind=draft.kind,
-            text=draft.text,
-            subject=draft.subject,
-            source="summary",
-            by=draft.subject,
-            ts=now_iso,
-            message_ids=list(draft.message_ids),
-            origin=origin,
-            subject_id=draft.subject_id,
-            shared=shared,
-            seen=now_iso,
-        )
+        fact = _learned(draft, now_iso, origin=origin, shared=shared)
         ops.append(["new", "", fact.to_json()])
         known[norm] = fact
     return ops
+
+
+def _rewritten(rival: Fact, draft: FactDraft, now_iso: str, *, origin: str, shared: bool) -> Fact:
+    """``rival`` with the draft's new text. Learned again elsewhere (a person's fact, in
+    another channel): it now belongs to that place alone, with only what was said there; the
+    old text is not kept, so forgetting either place leaves nothing of it behind."""
+    moved = _moves(rival, origin)
+    return Fact(
+        id=rival.id,
+        kind=draft.kind if rival.kind == "question" else rival.kind,
+        text=draft.text,
+        subject=rival.subject,
+        source="summary",
+        by=draft.subject or rival.by,
+        ts=now_iso,
+        message_ids=[*([] if moved else rival.message_ids), *draft.message_ids][-PROVENANCE_MAX:],
+        pinned=False,
+        history=[] if moved else [*rival.history, rival.text][-HISTORY_MAX:],
+        origin=origin or rival.origin,
+        subject_id=rival.subject_id or draft.subject_id,
+        shared=rival.shared and shared,
+        seen=now_iso,
+    )
+
+
+def _learned(draft: FactDraft, now_iso: str, *, origin: str, shared: bool) -> Fact:
+    """A new fact from the draft (its id is given when it is written)."""
+    return Fact(
+        id="",
+        kind=draft.kind,
+        text=draft.text,
+        subject=draft.subject,
+        source="summary",
+        by=draft.subject,
+        ts=now_iso,
+        message_ids=list(draft.message_ids),
+        origin=origin,
+        subject_id=draft.subject_id,
+        shared=shared,
+        seen=now_iso,
+    )
 
 
 def _moves(fact: Fact, origin: str) -> bool:

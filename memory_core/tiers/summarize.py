@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -219,40 +219,6 @@ class Summarizer:
     ) -> RefreshOutcome:
         prompts = load_prompts(lang)
         weekly = bool(week and week_days)
-        if force_extractive or self.llm.offline:
-            if force_extractive:
-                self.stats.forced += 1
-            else:
-                self.stats.offline += 1
-            return self._refresh_extractive(
-                days,
-                long,
-                week_days if weekly else (),
-                lang,
-                mid_tokens,
-                overview_tokens,
-                week_tokens,
-                long_tokens,
-            )
-        week_block = week_fields = ""
-        if weekly:
-            week_block = prompts.render(
-                prompts.week_block, week=week, week_days=fence(_render_days(week_days))
-            )
-            week_fields = prompts.render(
-                prompts.week_fields,
-                week_size=prompts.size(week_tokens),
-                long_size=prompts.size(long_tokens),
-            )
-        user_prompt = prompts.render(
-            prompts.refresh,
-            days=fence(_render_days(days)),
-            long=fence(long),
-            week_block=week_block,
-            week_fields=week_fields,
-            mid_size=prompts.size(mid_tokens),
-            overview_size=prompts.size(overview_tokens),
-        )
 
         def fallback() -> RefreshOutcome:
             # Only computed when needed: it costs several extractive passes.
@@ -267,6 +233,26 @@ class Summarizer:
                 long_tokens,
             )
 
+        if force_extractive or self.llm.offline:
+            if force_extractive:
+                self.stats.forced += 1
+            else:
+                self.stats.offline += 1
+            return fallback()
+        sizes = {
+            "mid": mid_tokens,
+            "overview": overview_tokens,
+            "week": week_tokens,
+            "long": long_tokens,
+        }
+        user_prompt = _refresh_prompt(
+            prompts,
+            days=days,
+            long=long,
+            week=week if weekly else "",
+            week_days=week_days,
+            sizes=sizes,
+        )
         budget = (mid_tokens + overview_tokens + (week_tokens + long_tokens if weekly else 0)) * 2
         try:
             data = await self._ask_json(prompts, user_prompt, "refresh", budget + 400)
@@ -277,12 +263,17 @@ class Summarizer:
             self._note_fallback(str(exc))
             return fallback()
         wanted = ("mid", "overview", *(("week", "long") if weekly else ()))
-        sizes = {
-            "mid": mid_tokens,
-            "overview": overview_tokens,
-            "week": week_tokens,
-            "long": long_tokens,
-        }
+        return self._refresh_outcome(data, wanted, sizes, fallback)
+
+    def _refresh_outcome(
+        self,
+        data: Mapping[str, object],
+        wanted: Sequence[str],
+        sizes: Mapping[str, int],
+        fallback: Callable[[], RefreshOutcome],
+    ) -> RefreshOutcome:
+        """The tiers the model wrote, each fitted to its size; a field it left out or empty
+        comes from the extractive ``fallback`` (and the outcome is degraded)."""
         values: dict[str, str] = {}
         missing = False
         for name in wanted:
@@ -295,15 +286,16 @@ class Summarizer:
             standin = fallback()
             for name in wanted:
                 values.setdefault(name, getattr(standin, name))
-        mid, overview = values["mid"], values["overview"]
-        week_text, long_text = values.get("week", ""), values.get("long", "")
-        degraded = missing
-        if degraded:
+        if missing:
             self._note_fallback("missing refresh fields")
         else:
             self.stats.llm += 1
         return RefreshOutcome(
-            mid=mid, overview=overview, week=week_text, long=long_text, degraded=degraded
+            mid=values["mid"],
+            overview=values["overview"],
+            week=values.get("week", ""),
+            long=values.get("long", ""),
+            degraded=missing,
         )
 
     def _refresh_extractive(
@@ -366,3 +358,35 @@ def _fact_drafts(raw: object) -> list[FactDraft]:
         fact_id = fact_id if isinstance(fact_id, str) and _FACT_ID.match(fact_id) else ""
         drafts.append(FactDraft(kind=kind, text=text.strip()[:300], subject=subject, id=fact_id))
     return drafts
+
+
+def _refresh_prompt(
+    prompts: PromptSet,
+    *,
+    days: Sequence[DaySummary],
+    long: str,
+    week: str,
+    week_days: Sequence[DaySummary],
+    sizes: Mapping[str, int],
+) -> str:
+    """The refresh call's user prompt; with ``week`` (a week boundary, "" otherwise) it also
+    asks for the week's summary and the long-term tier."""
+    week_block = week_fields = ""
+    if week:
+        week_block = prompts.render(
+            prompts.week_block, week=week, week_days=fence(_render_days(week_days))
+        )
+        week_fields = prompts.render(
+            prompts.week_fields,
+            week_size=prompts.size(sizes["week"]),
+            long_size=prompts.size(sizes["long"]),
+        )
+    return prompts.render(
+        prompts.refresh,
+        days=fence(_render_days(days)),
+        long=fence(long),
+        week_block=week_block,
+        week_fields=week_fields,
+        mid_size=prompts.size(sizes["mid"]),
+        overview_size=prompts.size(sizes["overview"]),
+    )

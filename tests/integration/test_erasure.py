@@ -56,13 +56,13 @@ async def test_a_forget_racing_new_messages_keeps_them(make_core: CoreFactory) -
     for n in range(30):
         await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"line {n}", author="A"))
     await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"x {SECRET}", author="A"))
-    rewrite = core.repo.rewrite_log
+    rewrite = core.repo.writes.rewrite_log
 
     async def with_a_message_between_slices(scope: str, *, slice_size: int = 1000) -> bool:
         await core.pipeline.ingest(IncomingMessage(scope=scope, text="new", author="B"))
         return await rewrite(scope, slice_size=7)
 
-    core.repo.rewrite_log = with_a_message_between_slices  # type: ignore[method-assign]
+    core.repo.writes.rewrite_log = with_a_message_between_slices  # type: ignore[method-assign]
     await core.admin.forget_text(SCOPE, SECRET)
     texts = [e.text for e in await core.repo.all_entries(SCOPE)]
     assert texts == [f"line {n}" for n in range(30)] + ["new"]
