@@ -152,49 +152,49 @@ class MemoryPipeline:
         message (``outcome`` "day_closed") rather than count it in a later day than its own.
         ``prepared``: the message as :meth:`prepare` made it, when the caller has it already
         (a conversation's turn)."""
-        p = prepared or self.prepare(msg)
+        prepared = prepared or self.prepare(msg)
         if own_day:
-            p = replace(p, own_day=True)
-        if self._waits_behind(p.scope):  # an outage is being caught up: stay in order
+            prepared = replace(prepared, own_day=True)
+        if self._waits_behind(prepared.scope):  # an outage is being caught up: stay in order
             if not hold:
                 raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
-            return self._hold(p, msg)
+            return self._hold(prepared, msg)
         try:
-            result = await self._store(p, msg, replay=False)
+            result = await self._store(prepared, msg, held=False)
         except StoreUnavailable:
             if not hold:
                 raise
-            return self._hold(p, msg)
-        if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
-            await self.schedule(p.scope)
+            return self._hold(prepared, msg)
+        if result.stored and self._due_after_ingest(prepared.scope, result, prepared.ts_ms):
+            await self.schedule(prepared.scope)
         if result.stored and self.background and self.recall is not None:
-            self.recall.embed_soon(p.scope)  # its vector, once, off the reply path
+            self.recall.embed_soon(prepared.scope)  # its vector, once, off the reply path
         if result.stored and result.outcome != "duplicate" and self.captioner is not None:
             await self.captioner.soon(msg)  # its images' captions, once, in the background
         return result
 
-    async def _store(self, p: Prepared, msg: IncomingMessage, *, replay: bool) -> IngestResult:
+    async def _store(self, prepared: Prepared, msg: IncomingMessage, *, held: bool) -> IngestResult:
         tz = self.settings.memory.timezone
-        day = calendar.local_day_ms(p.ts_ms, tz)
+        day = calendar.local_day_ms(prepared.ts_ms, tz)
         result = await self.repo.ingest(
-            p.scope,
-            ts_ms=p.ts_ms,
+            prepared.scope,
+            ts_ms=prepared.ts_ms,
             role=msg.role,
             author=msg.author,
             author_id=msg.author_id,
-            text=p.text,
+            text=prepared.text,
             platform_id=msg.platform_id,
-            tokens=p.tokens,
+            tokens=prepared.tokens,
             day=day,
             place_name=msg.place_name[:120],
-            replay=replay,
-            own_day_end_ms=calendar.day_end_ms(day, tz) if p.own_day else 0,
+            held=held,
+            own_day_end_ms=calendar.day_end_ms(day, tz) if prepared.own_day else 0,
             public=msg.public,
             reply_to=msg.reply_to,
             audience=msg.audience.value,
             answers=msg.answers,
         )
-        if p.truncated:
+        if prepared.truncated:
             result = replace(result, truncated=True)
         if self.metrics is not None and result.stored and result.outcome != "duplicate":
             self.metrics.incr("messages")
@@ -209,14 +209,14 @@ class MemoryPipeline:
             return self._held_scopes[scope] > 0
         return bool(self._buffer)
 
-    def _hold(self, p: Prepared, msg: IncomingMessage) -> IngestResult:
+    def _hold(self, prepared: Prepared, msg: IncomingMessage) -> IngestResult:
         limit = self.settings.store.outage_buffer
         if len(self._buffer) >= limit:
             if self.metrics is not None:
                 self.metrics.incr("messages_refused")
             raise StoreUnavailable(
                 f"Redis is unreachable and {limit} messages already wait in memory "
-                f"(store.outage_buffer): this message in {p.scope} was NOT stored"
+                f"(store.outage_buffer): this message in {prepared.scope} was NOT stored"
             )
         if not self._buffer:
             log.error(
@@ -224,11 +224,11 @@ class MemoryPipeline:
                 "store.outage_buffer) and storing them when it is back",
                 limit,
             )
-        key = (p.scope, msg.platform_id)
+        key = (prepared.scope, msg.platform_id)
         repeat = bool(msg.platform_id) and key in self._held_ids
         if not repeat:  # the same delivery twice (a mention's two events): held once
-            self._buffer.append((p, msg))
-            self._held_scopes[p.scope] += 1
+            self._buffer.append((prepared, msg))
+            self._held_scopes[prepared.scope] += 1
             if msg.platform_id:
                 self._held_ids.add(key)
         if self._drainer is None or self._drainer.done():
@@ -251,11 +251,11 @@ class MemoryPipeline:
         """A held message is stored (or given up): out of the buffer. It is the oldest of
         its scope, so near the front (the buffer's head when Redis is one server)."""
         self._buffer.remove(held)
-        p, msg = held
-        self._held_ids.discard((p.scope, msg.platform_id))
-        self._held_scopes[p.scope] -= 1
-        if not self._held_scopes[p.scope]:
-            del self._held_scopes[p.scope]
+        prepared, msg = held
+        self._held_ids.discard((prepared.scope, msg.platform_id))
+        self._held_scopes[prepared.scope] -= 1
+        if not self._held_scopes[prepared.scope]:
+            del self._held_scopes[prepared.scope]
 
     async def _drain(self) -> None:
         """Store the held messages once Redis answers again, each scope's in order.
@@ -270,13 +270,13 @@ class MemoryPipeline:
         while self._buffer:
             blocked: set[str] = set()
             for held in list(self._buffer):  # messages held meanwhile: the next pass
-                p, msg = held
-                if p.scope in blocked:
+                prepared, msg = held
+                if prepared.scope in blocked:
                     continue
                 try:
-                    result = await self._store(p, msg, replay=True)
+                    result = await self._store(prepared, msg, held=True)
                 except StoreUnavailable:
-                    blocked.add(p.scope)
+                    blocked.add(prepared.scope)
                     if not self.settings.store.cluster:
                         break
                     continue
@@ -287,16 +287,18 @@ class MemoryPipeline:
                     # keeps failing is given up, so that it cannot hold up the rest.
                     failures[id(held)] = failures.get(id(held), 0) + 1
                     if failures[id(held)] < HELD_ATTEMPTS:
-                        log.warning("a held message in %s failed; trying again", p.scope)
-                        blocked.add(p.scope)
+                        log.warning("a held message in %s failed; trying again", prepared.scope)
+                        blocked.add(prepared.scope)
                         continue
-                    log.exception("a held message in %s could not be stored; dropped", p.scope)
+                    log.exception(
+                        "a held message in %s could not be stored; dropped", prepared.scope
+                    )
                     self._release(held)
                     continue
                 self._release(held)
                 stored += 1
-                if result.stored and self._due_after_ingest(p.scope, result, p.ts_ms):
-                    await self.schedule(p.scope)
+                if result.stored and self._due_after_ingest(prepared.scope, result, prepared.ts_ms):
+                    await self.schedule(prepared.scope)
             if blocked:
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
@@ -438,23 +440,23 @@ class MemoryPipeline:
     ) -> Prompt:
         """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored).
         ``prepared``: the message as stored (a turn's), not prepared a second time."""
-        p = (prepared or self.prepare(msg)) if text is None else None
-        scope = p.scope if p else parse_scope(msg.scope)
+        prepared = (prepared or self.prepare(msg)) if text is None else None
+        scope = prepared.scope if prepared else parse_scope(msg.scope)
         # What is known about the asker across the server, where it may be used: not in a
         # DM, nor where another organisation reads (Audience.lets_facts_in).
         person = Scope.of(scope).person_scope(msg.author_id)
         if not msg.audience.lets_facts_in:
             person = None
-        new_text = p.text if p else (text or "")
+        new_text = prepared.text if prepared else (text or "")
         recall = self.recall if self.settings.memory.recall_tokens else None
         # The question's meaning is embedded (a few ms of CPU) while memory is read.
         meaning = recall.embed_query(scope, new_text) if recall else None
         try:
-            snap = await self.repo.prompt_snapshot(
+            snapshot = await self.repo.prompt_snapshot(
                 scope, recent=RECENT_FETCH, user=person.key if person else None
             )
-            tz = self._scope_tz(scope, snap.state.tz)
-            started = thread_start(scope, snap.before_thread, snap.from_thread)
+            tz = self._scope_tz(scope, snapshot.state.tz)
+            started = thread_start(scope, snapshot.before_thread, snapshot.from_thread)
             recalled = (
                 await recall.for_reply(
                     scope, new_text, exclude_id=exclude_id, tz=tz, meaning=meaning
@@ -465,21 +467,21 @@ class MemoryPipeline:
         finally:
             if meaning is not None and not meaning.done():
                 meaning.cancel()
-        lang = reply_language(snap.state.lang, self.settings.memory.language, [new_text])
+        lang = reply_language(snapshot.state.lang, self.settings.memory.language, [new_text])
         return self.assembler.assemble(
             AssemblyInput(
                 scope=scope,
-                state=snap.state,
-                facts=snap.facts,
-                personal=travelling(snap.user_facts, scope),
-                recent=snap.recent,
+                state=snapshot.state,
+                facts=snapshot.facts,
+                personal=travelling(snapshot.user_facts, scope),
+                recent=snapshot.recent,
                 new_author=msg.author,
                 new_text=new_text,
                 now=msg.ts or self.clock.now(),
                 tz=tz,
                 language=lang,
                 bot_name=self.settings.bot.name,
-                parent_state=snap.parent_state,
+                parent_state=snapshot.parent_state,
                 exclude_id=exclude_id,
                 recalled=recalled,
                 thread_start=started,

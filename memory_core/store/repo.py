@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.models import IngestResult
 from memory_core.store.ingest import MessageIngest
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.lane import FastLane
@@ -39,6 +38,7 @@ class MemoryRepo:
         self._offer_reads(self.reads)
         self._offer_writes(self.writes)
         self._offer_steps(self.steps)
+        self.ingest = self.messages.ingest
 
     @property
     def lane(self) -> FastLane | None:
@@ -52,51 +52,6 @@ class MemoryRepo:
 
     def k(self, scope: str) -> ScopeKeys:
         return self.keys.scope(scope)
-
-    async def ingest(
-        self,
-        scope: str,
-        *,
-        ts_ms: int,
-        role: str,
-        author: str,
-        author_id: str,
-        text: str,
-        platform_id: str,
-        tokens: int,
-        day: str,
-        place_name: str = "",
-        held: bool = False,
-        replay: bool = False,
-        own_day_end_ms: int = 0,
-        public: bool = False,
-        touch_index: bool = True,
-        reply_to: str = "",
-        audience: str = "",
-        answers: str = "",
-    ) -> IngestResult:
-        """Store one message: :meth:`~memory_core.store.ingest.MessageIngest.ingest`.
-        ``replay`` is ``held`` by the name service/pipeline.py still passes; it goes once
-        the pipeline passes ``held``."""
-        return await self.messages.ingest(
-            scope,
-            ts_ms=ts_ms,
-            role=role,
-            author=author,
-            author_id=author_id,
-            text=text,
-            platform_id=platform_id,
-            tokens=tokens,
-            day=day,
-            place_name=place_name,
-            held=held or replay,
-            own_day_end_ms=own_day_end_ms,
-            public=public,
-            touch_index=touch_index,
-            reply_to=reply_to,
-            audience=audience,
-            answers=answers,
-        )
 
     def _offer_reads(self, reads: ScopeReads) -> None:
         self.prompt_snapshot = reads.prompt_snapshot
