@@ -10,9 +10,7 @@ the fleet (a Redis lock inside the maintainer).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -43,6 +41,7 @@ from memory_core.recall.index import RecallIndex
 from memory_core.scopes import Scope, parse_scope
 from memory_core.service.captions import Captioner
 from memory_core.service.offline import offline_reply
+from memory_core.service.outage import OutageBuffer
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import reply_language
 from memory_core.text.tokens import TokenCounter
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENT_FETCH = 100  # raw messages read for the working window
-HELD_ATTEMPTS = 3  # a held message that fails this many times (not an outage) is given up
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +104,13 @@ class MemoryPipeline:
         self.reports: list[MaintenanceReport] = []
         self.on_report: Callable[[MaintenanceReport], None] | None = None
         self.metrics = metrics
-        self._buffer: deque[tuple[Prepared, IncomingMessage]] = deque()
-        self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
-        self._held_scopes: Counter[str] = Counter()  # held messages per scope
-        self._drainer: asyncio.Task[None] | None = None
+        self.outage = OutageBuffer(
+            limit=settings.store.outage_buffer,
+            cluster=settings.store.cluster,
+            store=lambda prepared, msg: self._store(prepared, msg, held=True),
+            after=self._stored_late,
+            metrics=metrics,
+        )
         self._unknown_zones: set[str] = set()  # stored timezones already warned about
         # False: maintenance runs without the fleet lock (replay; correctness never depends
         # on the lock, it only saves duplicate LLM calls).
@@ -155,16 +156,16 @@ class MemoryPipeline:
         prepared = prepared or self.prepare(msg)
         if own_day:
             prepared = replace(prepared, own_day=True)
-        if self._waits_behind(prepared.scope):  # an outage is being caught up: stay in order
+        if self.outage.waits_behind(prepared.scope):  # an outage is being caught up: stay in order
             if not hold:
                 raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
-            return self._hold(prepared, msg)
+            return self.outage.hold(prepared, msg)
         try:
             result = await self._store(prepared, msg, held=False)
         except StoreUnavailable:
             if not hold:
                 raise
-            return self._hold(prepared, msg)
+            return self.outage.hold(prepared, msg)
         if result.stored and self._due_after_ingest(prepared.scope, result, prepared.ts_ms):
             await self.schedule(prepared.scope)
         if result.stored and self.background and self.recall is not None:
@@ -200,129 +201,21 @@ class MemoryPipeline:
             self.metrics.incr("messages")
         return result
 
-    def _waits_behind(self, scope: str) -> bool:
-        """Whether a message for ``scope`` must wait behind held ones. One server is one
-        failure: while anything is held, everything waits (no round trip to a Redis that is
-        away). A cluster's shards fail one by one: only the scope's own held messages count,
-        so a lost shard does not stop the scopes of the others."""
-        if self.settings.store.cluster:
-            return self._held_scopes[scope] > 0
-        return bool(self._buffer)
-
-    def _hold(self, prepared: Prepared, msg: IncomingMessage) -> IngestResult:
-        limit = self.settings.store.outage_buffer
-        if len(self._buffer) >= limit:
-            if self.metrics is not None:
-                self.metrics.incr("messages_refused")
-            raise StoreUnavailable(
-                f"Redis is unreachable and {limit} messages already wait in memory "
-                f"(store.outage_buffer): this message in {prepared.scope} was NOT stored"
-            )
-        if not self._buffer:
-            log.error(
-                "Redis is unreachable: holding messages in memory (up to %d, "
-                "store.outage_buffer) and storing them when it is back",
-                limit,
-            )
-        key = (prepared.scope, msg.platform_id)
-        repeat = bool(msg.platform_id) and key in self._held_ids
-        if not repeat:  # the same delivery twice (a mention's two events): held once
-            self._buffer.append((prepared, msg))
-            self._held_scopes[prepared.scope] += 1
-            if msg.platform_id:
-                self._held_ids.add(key)
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain())
-        return IngestResult(
-            stored=False,
-            id="",
-            state_day="",
-            tz="",
-            mode="",
-            lang="",
-            unsum_tokens=0,
-            unsum_count=0,
-            retry_at=0,
-            buffered=True,
-            outcome="duplicate" if repeat else "",
-        )
-
-    def _release(self, held: tuple[Prepared, IncomingMessage]) -> None:
-        """A held message is stored (or given up): out of the buffer. It is the oldest of
-        its scope, so near the front (the buffer's head when Redis is one server)."""
-        self._buffer.remove(held)
-        prepared, msg = held
-        self._held_ids.discard((prepared.scope, msg.platform_id))
-        self._held_scopes[prepared.scope] -= 1
-        if not self._held_scopes[prepared.scope]:
-            del self._held_scopes[prepared.scope]
-
-    async def _drain(self) -> None:
-        """Store the held messages once Redis answers again, each scope's in order.
-
-        Each pass goes through the buffer oldest first; a scope that cannot be stored keeps
-        its later messages back until the next pass. On one server the first failure ends
-        the pass (the server is away for every scope); on a cluster the other scopes are
-        tried, so a shard that is still away does not hold up the ones that are back."""
-        delay = 0.1
-        stored = 0
-        failures: dict[int, int] = {}  # held message -> unexpected failures in a row
-        while self._buffer:
-            blocked: set[str] = set()
-            for held in list(self._buffer):  # messages held meanwhile: the next pass
-                prepared, msg = held
-                if prepared.scope in blocked:
-                    continue
-                try:
-                    result = await self._store(prepared, msg, held=True)
-                except StoreUnavailable:
-                    blocked.add(prepared.scope)
-                    if not self.settings.store.cluster:
-                        break
-                    continue
-                except Exception:
-                    # Redis refusing the message, or the client failing in an unexpected
-                    # way while a connection comes back (redis-py can raise AttributeError
-                    # mid-reconnect): tried again in the next passes; only a message that
-                    # keeps failing is given up, so that it cannot hold up the rest.
-                    failures[id(held)] = failures.get(id(held), 0) + 1
-                    if failures[id(held)] < HELD_ATTEMPTS:
-                        log.warning("a held message in %s failed; trying again", prepared.scope)
-                        blocked.add(prepared.scope)
-                        continue
-                    log.exception(
-                        "a held message in %s could not be stored; dropped", prepared.scope
-                    )
-                    self._release(held)
-                    continue
-                self._release(held)
-                stored += 1
-                if result.stored and self._due_after_ingest(prepared.scope, result, prepared.ts_ms):
-                    await self.schedule(prepared.scope)
-            if blocked:
-                await asyncio.sleep(delay)
-                delay = min(2.0, delay * 2)
-            else:
-                delay = 0.1
-        log.warning("Redis is back: %d held messages stored", stored)
-
     @property
     def held(self) -> int:
         """Messages waiting in memory for Redis to come back."""
-        return len(self._buffer)
+        return self.outage.held
 
     async def wait_held(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for the held messages to be stored; True when none
         is left. (Replay: its clock must not run past messages that are not stored yet, or
         the days in between would be closed without them.) Re-raises what stopped the
         catching up, e.g. an outage during the maintenance it ran."""
-        if not self._buffer:
-            return True
-        if self._drainer is None or self._drainer.done():  # stopped by an error: go on
-            self._drainer = asyncio.create_task(self._drain())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._drainer), seconds)
-        return not self._buffer
+        return await self.outage.wait(seconds)
+
+    async def _stored_late(self, prepared: Prepared, result: IngestResult) -> None:
+        if result.stored and self._due_after_ingest(prepared.scope, result, prepared.ts_ms):
+            await self.schedule(prepared.scope)
 
     def _scope_tz(self, scope: str, stored: str) -> str:
         """The timezone a reply shows the scope's times in. A stored one that does not exist
@@ -390,11 +283,7 @@ class MemoryPipeline:
     async def drain(self) -> None:
         """Wait for background maintenance to finish (shutdown, end of a replay), and for
         messages held during an outage to be stored, if Redis is there to take them."""
-        if self._drainer is not None and not self._drainer.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._drainer), timeout=10)
-            except TimeoutError:
-                log.error("%d held messages could not be stored before shutdown", self.held)
+        await self.outage.settle(10.0)
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
         if self.captioner is not None:

@@ -87,7 +87,7 @@ async def test_during_an_outage_replies_apologise_and_past_the_bound_messages_ar
         with pytest.raises(StoreUnavailable, match="NOT stored"):
             await core.pipeline.ingest(IncomingMessage(scope="b", text="m3", author="a"))
     finally:
-        core.pipeline._buffer.clear()  # Redis will not come back in this test
+        core.pipeline.outage._buffer.clear()  # Redis will not come back in this test
         await core.close()
         server.stop()
 
