@@ -1,13 +1,14 @@
 """Recall by meaning, in memory: unit vectors and their stored form, the rows of a scope's
 vector matrix (with a small sketch of each, so ranking 100k messages stays fast), the text
-a message is embedded from, and the query's cosine to every document. Redis reads and
-writes of the vectors stay in :mod:`memory_core.recall.index`.
+a message is embedded from, and the query's cosine to every document. When the vectors are
+read from Redis and written there is :mod:`memory_core.recall.message_vectors`'s (and a
+search's sync brings some, :mod:`memory_core.recall.sync`).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,18 @@ def reserve_rows(index: ScopeIndex, rows: int, dims: int, *, keep: bool) -> None
         vectors[: index.vectors.shape[0]] = index.vectors
         sketch[: index.sketch.shape[0]] = index.sketch
     index.vectors, index.sketch = vectors, sketch
+
+
+def put_stored(index: ScopeIndex, rows: list[int], stored: Sequence[str | None]) -> None:
+    """The stored vectors (as Redis holds them) of the message ``rows``; the rows with none
+    are noted as waiting for one."""
+    missing: list[int] = []
+    for row, blob in zip(rows, stored, strict=True):
+        if blob:
+            put_row(index, row, decode_vector(blob))
+        else:
+            missing.append(row)
+    index.unembedded.extend(missing)
 
 
 def put_decoded(
