@@ -17,7 +17,7 @@ import pytest
 
 from config.prompts import load_prompts
 from memory_core.bootstrap import Core
-from memory_core.models import human_size
+from memory_core.text.attachments import human_size
 from tests.conftest import CoreFactory
 from tests.e2e.test_discord_bot import (  # noqa: F401  (fixtures)
     World,

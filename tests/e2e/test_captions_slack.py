@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.models import human_size
+from memory_core.text.attachments import human_size
 from tests.conftest import CoreFactory
 from tests.e2e.test_captions_discord import (
     CAPTION,
