@@ -4,9 +4,10 @@ Order: persona -> how to use memory -> memory (today, overview or long/mid, the 
 channel's, facts) -> the working window (newest verbatim messages, with speakers) -> the new
 message. Space is handed out by priority: the persona and the new message (cut to a cap),
 then memory (at most half of what is left, a third when recall found something), then the
-window and recalled messages. The total is measured with the
-same counter the budget is stated in, and trimmed until it fits: the prompt never exceeds the
-budget, whatever the history.
+window and recalled messages (the recall section is packed by
+:mod:`memory_core.prompt.recalled`). The total is measured with the same counter the budget
+is stated in, and trimmed until it fits: the prompt never exceeds the budget, whatever the
+history.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from config.settings import MemorySettings
 from memory_core.calendar import zone
 from memory_core.models import Fact, LogEntry, ScopeState
 from memory_core.prompt.fence import fence
+from memory_core.prompt.recalled import RecallSection, render_recalled
 from memory_core.recall.index import Doc, Hit
 from memory_core.scopes import Scope
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
@@ -99,7 +101,6 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
     }
 
 
-DATE_LINE = 8  # tokens of a "[2025-08-13]" line (and its newline) in the recall section
 # The summaries' share of what is left after the header and the new message: half when
 # nothing was recalled; a third when something was, so that at small budgets the messages
 # that match the new message are not crowded out by a summary written for no question in
@@ -107,17 +108,6 @@ DATE_LINE = 8  # tokens of a "[2025-08-13]" line (and its newline) in the recall
 # 330 to 490 tokens, evidence recall from 66% to 74%; at 3,000 the summaries fit either way).
 MEMORY_SHARE = 2
 MEMORY_SHARE_WITH_RECALL = 3
-
-
-def _day(doc: Doc, tz: str) -> str:
-    return datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz)).date().isoformat()
-
-
-def render_recalled(doc: Doc) -> str:
-    """A recalled message (its date is on the line above it) or a day record."""
-    if doc.kind == "day":
-        return f"(summary of the day) {doc.text}"
-    return f"{doc.author or 'someone'}: {doc.text}"
 
 
 def render_fact(fact: Fact) -> str:
@@ -149,7 +139,7 @@ class PromptAssembler:
     def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
         self.counter = counter.remembering()
         self.settings = settings
-        self._author_tokens: dict[str, int] = {}
+        self.recall = RecallSection(self.counter)
 
     def _section(self, heading: str, body: str, limit: int) -> str:
         if not body.strip() or limit <= 0:
@@ -245,7 +235,7 @@ class PromptAssembler:
         share only when something matched the new message, and never squeezes the window
         below its floor; what it reserved and did not use goes back to the window."""
         settings = self.settings
-        recall_need = sum(self._hit_cost(hit) for hit in data.recalled)
+        recall_need = sum(self.recall.hit_cost(hit) for hit in data.recalled)
         recall_cap = min(
             settings.recall_tokens, recall_need, max(0, remaining - settings.window_min_tokens)
         )
@@ -367,24 +357,6 @@ class PromptAssembler:
         window.reverse()
         return window, ids, used
 
-    def _doc_cost(self, doc: Doc) -> int:
-        """A recalled line's tokens, from the count stored with the message (tokenising
-        hundreds of candidate lines per reply would cost more than the rest of assembly).
-        Exact within a token: an over-estimate of two tokens a line left a tenth of the
-        recall budget unused (about 150 of 1,800 tokens, some five messages)."""
-        if doc.kind != "message" or not doc.tokens:
-            return self.counter.count(render_recalled(doc)) + 1
-        author = self._author_tokens.get(doc.author)
-        if author is None:
-            # "Name:" without the space: the space joins the text's first word ("Name:", " So").
-            author = self.counter.count(f"{doc.author or 'someone'}:")
-            if len(self._author_tokens) < 10_000:
-                self._author_tokens[doc.author] = author
-        return doc.tokens + author + 1  # +1 for the newline
-
-    def _hit_cost(self, hit: Hit) -> int:
-        return sum(self._doc_cost(doc) for doc in hit.docs) + DATE_LINE
-
     def _recall(
         self,
         prompts: PromptSet,
@@ -393,54 +365,9 @@ class PromptAssembler:
         *,
         exclude: set[tuple[str, str]],
     ) -> tuple[str, int, list[tuple[str, Doc]]]:
-        """Recalled messages by score within ``budget``, shown in time order under the date
-        they were said (one date line per day, not per message: more memory per token).
-        Each with where it was said (``Hit.scope``: "" the scope itself, or a thread's
-        channel); ``exclude``: (scope, id) already shown."""
+        """The recall section within ``budget`` (see :meth:`RecallSection.pack`)."""
         heading = f"## {prompts.headings['recall']}"
-        used = self.counter.count(heading) + 2
-        picked: list[list[tuple[str, Doc]]] = []  # per hit taken, best first
-        seen: set[tuple[str, str, int]] = set()
-        days: set[str] = set()
-        for hit in data.recalled:
-            docs = [
-                (hit.scope, doc)
-                for doc in hit.docs
-                if (hit.scope, doc.id) not in exclude and (hit.scope, doc.id, doc.ms) not in seen
-            ]
-            if not docs:
-                continue
-            new_days = {_day(doc, data.tz) for _, doc in docs} - days
-            cost = sum(self._doc_cost(doc) for _, doc in docs)
-            cost += DATE_LINE * len(new_days)
-            if used + cost > budget:
-                continue  # a smaller hit further down may still fit
-            seen.update((where, doc.id, doc.ms) for where, doc in docs)
-            days |= new_days
-            used += cost
-            picked.append(docs)
-        # The estimates are exact within a token a line: measure what was packed, and drop
-        # the last hits taken (the lowest scored) in the rare case it came out over.
-        while picked:
-            chosen = [pair for docs in picked for pair in docs]
-            text = self._render_recall(heading, [doc for _, doc in chosen], data.tz)
-            cost = self.counter.count(text) + 2
-            if cost <= budget:
-                return text, cost, chosen
-            picked.pop()
-        return "", 0, []
-
-    @staticmethod
-    def _render_recall(heading: str, chosen: list[Doc], tz: str) -> str:
-        lines: list[str] = [heading]
-        current = ""
-        for doc in sorted(chosen, key=lambda doc: (doc.ms, doc.id)):
-            day = _day(doc, tz)
-            if day != current:
-                lines.append(f"[{day}]")
-                current = day
-            lines.append(fence(render_recalled(doc)))
-        return "\n".join(lines)
+        return self.recall.pack(heading, data.recalled, data.tz, budget, exclude=exclude)
 
     def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
         platform = Scope.of(data.scope).platform

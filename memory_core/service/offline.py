@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from config.prompts import load_prompts
 from memory_core import calendar
-from memory_core.prompt.assembly import Prompt, PromptUse, render_fact, render_recalled
+from memory_core.prompt.assembly import Prompt, PromptUse, render_fact
+from memory_core.prompt.recalled import render_recalled
 from memory_core.scopes import parse_scope
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.tokens import TokenCounter
