@@ -236,8 +236,8 @@ class DaySummary:
             messages=int(data.get("messages", 0)),
             degraded=bool(data.get("degraded", False)),
             topic=str(data.get("topic", "")),
-            decisions=tuple(str(x) for x in data.get("decisions", [])),
-            follow_ups=tuple(str(x) for x in data.get("follow_ups", [])),
+            decisions=tuple(str(line) for line in data.get("decisions", [])),
+            follow_ups=tuple(str(line) for line in data.get("follow_ups", [])),
         )
 
 
@@ -297,9 +297,9 @@ class Fact:
             source=str(data.get("source", "")),
             by=str(data.get("by", "")),
             ts=str(data.get("ts", "")),
-            message_ids=[str(x) for x in data.get("message_ids", [])],
+            message_ids=[str(entry_id) for entry_id in data.get("message_ids", [])],
             pinned=bool(data.get("pinned", False)),
-            history=[str(x) for x in data.get("history", [])],
+            history=[str(text) for text in data.get("history", [])],
             origin=str(data.get("origin", "")),
             subject_id=str(data.get("subject_id", "") or ""),
             shared=bool(data.get("shared", False)),

@@ -47,7 +47,7 @@ class Hit:
 
     @property
     def ids(self) -> tuple[str, ...]:
-        return tuple(d.id for d in self.docs if d.id)
+        return tuple(doc.id for doc in self.docs if doc.id)
 
 
 @dataclass
@@ -143,8 +143,11 @@ def retire_day_record(index: ScopeIndex, row: int) -> None:
 
 
 def day_text(day: DaySummary) -> str:
-    return " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+    parts = (day.topic, *day.decisions, *day.follow_ups, day.summary)
+    return " ".join(part for part in parts if part)
 
 
-def same_exchange(a: Doc, b: Doc) -> bool:
-    return a.kind == b.kind == "message" and 0 <= b.ms - a.ms <= NEIGHBOUR_GAP_MS
+def same_exchange(earlier: Doc, later: Doc) -> bool:
+    return (
+        earlier.kind == later.kind == "message" and 0 <= later.ms - earlier.ms <= NEIGHBOUR_GAP_MS
+    )
