@@ -27,7 +27,8 @@ from bots.frontdoor import run_command
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
-from memory_core.models import MAX_FACT_CHARS, render_attachments
+from memory_core.models import MAX_FACT_CHARS
+from memory_core.text.attachments import render_attachments
 
 log = logging.getLogger(__name__)
 

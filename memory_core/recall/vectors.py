@@ -1,13 +1,14 @@
 """Recall by meaning, in memory: unit vectors and their stored form, the rows of a scope's
 vector matrix (with a small sketch of each, so ranking 100k messages stays fast), the text
-a message is embedded from, and the query's cosine to every document. Redis reads and
-writes of the vectors stay in :mod:`memory_core.recall.index`.
+a message is embedded from, and the query's cosine to every document. When the vectors are
+read from Redis and written there is :mod:`memory_core.recall.message_vectors`'s (and a
+search's sync brings some, :mod:`memory_core.recall.sync`).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,13 @@ Embedder = Callable[[list[str]], Awaitable[Any]]
 EMBED_BATCH = 64  # texts per embeddings request (and per background step)
 
 
-def unit_vector(vec: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vec))
-    return vec / norm if norm else vec
+def unit_vector(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
 
 
-def encode_vector(vec: np.ndarray) -> str:
-    return base64.b64encode(vec.astype(np.float16).tobytes()).decode("ascii")
+def encode_vector(vector: np.ndarray) -> str:
+    return base64.b64encode(vector.astype(np.float16).tobytes()).decode("ascii")
 
 
 def decode_vector(blob: str) -> np.ndarray:
@@ -43,31 +44,32 @@ _PROJECTIONS: dict[int, np.ndarray] = {}
 
 
 def _projection(dims: int) -> np.ndarray:
-    proj = _PROJECTIONS.get(dims)
-    if proj is None:
-        rng = np.random.default_rng(20_26)  # fixed: every process sketches alike
-        proj = (rng.standard_normal((dims, SKETCH_DIMS)) / np.sqrt(SKETCH_DIMS)).astype(np.float32)
-        _PROJECTIONS[dims] = proj
-    return proj
+    projection = _PROJECTIONS.get(dims)
+    if projection is None:
+        generator = np.random.default_rng(20_26)  # fixed: every process sketches alike
+        normal = generator.standard_normal((dims, SKETCH_DIMS))
+        projection = (normal / np.sqrt(SKETCH_DIMS)).astype(np.float32)
+        _PROJECTIONS[dims] = projection
+    return projection
 
 
-def put_row(index: ScopeIndex, row: int, vec: np.ndarray) -> None:
-    put_rows(index, [row], vec[None, :])
+def put_row(index: ScopeIndex, row: int, vector: np.ndarray) -> None:
+    put_rows(index, [row], vector[None, :])
 
 
-def put_rows(index: ScopeIndex, rows: list[int], vecs: np.ndarray) -> None:
+def put_rows(index: ScopeIndex, rows: list[int], new_vectors: np.ndarray) -> None:
     """Store documents' vectors (and their sketches), growing the matrices by doubling."""
     if not rows:
         return
-    dims = vecs.shape[1]
+    dims = new_vectors.shape[1]
     if index.vectors is None or index.vectors.shape[1] != dims:
         reserve_rows(index, max(1024, len(index.docs)), dims, keep=False)
     assert index.vectors is not None and index.sketch is not None
     if max(rows) >= index.vectors.shape[0]:
         reserve_rows(index, max(max(rows) + 1, index.vectors.shape[0] * 2), dims, keep=True)
-    index.vectors[rows] = vecs
+    index.vectors[rows] = new_vectors
     with one_blas_thread():
-        index.sketch[rows] = vecs.astype(np.float32) @ _projection(dims)
+        index.sketch[rows] = new_vectors.astype(np.float32) @ _projection(dims)
 
 
 def reserve_rows(index: ScopeIndex, rows: int, dims: int, *, keep: bool) -> None:
@@ -82,6 +84,18 @@ def reserve_rows(index: ScopeIndex, rows: int, dims: int, *, keep: bool) -> None
         vectors[: index.vectors.shape[0]] = index.vectors
         sketch[: index.sketch.shape[0]] = index.sketch
     index.vectors, index.sketch = vectors, sketch
+
+
+def put_stored(index: ScopeIndex, rows: list[int], stored: Sequence[str | None]) -> None:
+    """The stored vectors (as Redis holds them) of the message ``rows``; the rows with none
+    are noted as waiting for one."""
+    missing: list[int] = []
+    for row, blob in zip(rows, stored, strict=True):
+        if blob:
+            put_row(index, row, decode_vector(blob))
+        else:
+            missing.append(row)
+    index.unembedded.extend(missing)
 
 
 def put_decoded(
@@ -102,22 +116,22 @@ def put_decoded(
     assert index.vectors is not None
     dims = index.vectors.shape[1]
     picked: list[int] = []
-    vecs: list[np.ndarray] = []
+    new_vectors: list[np.ndarray] = []
     for entry_id, blob in batch.items():
         row = rows.get(entry_id)
-        vec = decode_vector(blob)
-        if row is not None and vec.shape[0] == dims:
+        vector = decode_vector(blob)
+        if row is not None and vector.shape[0] == dims:
             picked.append(row)
-            vecs.append(vec)
+            new_vectors.append(vector)
     if picked:
-        put_rows(index, picked, np.stack(vecs))
+        put_rows(index, picked, np.stack(new_vectors))
         found.update(picked)
 
 
-def embedding_context(docs: list[Doc], i: int) -> Doc | None:
+def embedding_context(docs: list[Doc], row: int) -> Doc | None:
     """The message a message is embedded with: the one before it in the same exchange."""
-    if i > 0 and same_exchange(docs[i - 1], docs[i]):
-        return docs[i - 1]
+    if row > 0 and same_exchange(docs[row - 1], docs[row]):
+        return docs[row - 1]
     return None
 
 
@@ -131,26 +145,26 @@ def embedding_text(doc: Doc, context: Doc | None) -> str:
     return f"{context.author or 'someone'}: {context.text}\n{line}"
 
 
-def query_similarity(index: ScopeIndex, q_vec: np.ndarray) -> np.ndarray | None:
+def query_similarity(index: ScopeIndex, query_vector: np.ndarray) -> np.ndarray | None:
     """Cosine similarity of the query to every document (zero where no vector is known):
     estimated from the sketches, exact for the SKETCH_TOP best."""
     if index.vectors is None or index.sketch is None or not index.docs:
         return None
-    if q_vec.shape[0] != index.vectors.shape[1]:
+    if query_vector.shape[0] != index.vectors.shape[1]:
         return None
     with one_blas_thread():
-        return _cosines(index, index.vectors, index.sketch, q_vec)
+        return _cosines(index, index.vectors, index.sketch, query_vector)
 
 
 def _cosines(
-    index: ScopeIndex, vectors: np.ndarray, sketch: np.ndarray, q_vec: np.ndarray
+    index: ScopeIndex, vectors: np.ndarray, sketch: np.ndarray, query_vector: np.ndarray
 ) -> np.ndarray:
-    sims = np.zeros(len(index.docs), dtype=np.float32)
+    similarities = np.zeros(len(index.docs), dtype=np.float32)
     known = min(len(index.docs), vectors.shape[0])
     if known <= SKETCH_TOP:
-        sims[:known] = vectors[:known].astype(np.float32) @ q_vec
-        return sims
-    estimate = sketch[:known] @ (q_vec @ _projection(q_vec.shape[0]))
+        similarities[:known] = vectors[:known].astype(np.float32) @ query_vector
+        return similarities
+    estimate = sketch[:known] @ (query_vector @ _projection(query_vector.shape[0]))
     top = np.argpartition(-estimate, SKETCH_TOP)[:SKETCH_TOP]
-    sims[top] = vectors[top].astype(np.float32) @ q_vec
-    return sims
+    similarities[top] = vectors[top].astype(np.float32) @ query_vector
+    return similarities

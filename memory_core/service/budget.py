@@ -193,10 +193,10 @@ class Budget:
         reached = self._reached(which, limits)
         if self.metrics is not None:
             self.metrics.incr(f"budget_refusals:{reached.which}")
-        p = load_prompts(language)
-        text = p.say(
+        prompts = load_prompts(language)
+        text = prompts.say(
             "budget_reached",
-            which=p.say(f"budget_{reached.which}"),
+            which=prompts.say(f"budget_{reached.which}"),
             limit=f"{reached.limit:,}",
             resets=reached.resets,
         )

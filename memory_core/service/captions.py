@@ -23,7 +23,8 @@ from config.settings import Settings
 from memory_core.errors import AttachmentUnavailable, LLMError, StoreError
 from memory_core.llm.client import LLM
 from memory_core.llm.usage import SpendTag, charge_to
-from memory_core.models import MAX_ATTACHMENTS, Attachment, IncomingMessage
+from memory_core.models import Attachment, IncomingMessage
+from memory_core.text.attachments import MAX_ATTACHMENTS
 from memory_core.text.language import resolve
 
 if TYPE_CHECKING:

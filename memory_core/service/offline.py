@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from config.prompts import load_prompts
 from memory_core import calendar
-from memory_core.prompt.assembly import Prompt, PromptUse, render_fact, render_recalled
+from memory_core.prompt.assembly import Prompt, PromptUse, render_fact
+from memory_core.prompt.recalled import render_recalled
 from memory_core.scopes import parse_scope
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.tokens import TokenCounter
@@ -37,42 +38,42 @@ async def offline_reply(
     scope's state says now (paused here or in its channel: not remembered)."""
     prompts = load_prompts(prompt.language)
     scope = parse_scope(scope)
-    snap = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN)
-    state = snap.state
+    snapshot = await repo.prompt_snapshot(scope, recent=RECENT_SHOWN)
+    state = snapshot.state
     if remembered is None:
         remembered = not state.paused  # a thread's state carries its channel's pause
     tz = zone_of(scope, state.tz)
-    h = prompts.headings
+    headings = prompts.headings
     parts = [prompts.offline_reply if remembered else prompts.say("offline_paused")]
     sections: dict[str, int] = {}
     for name, heading, body in (
-        ("overview", h["overview"], state.overview),
-        ("short", prompts.render(h["day"], date=state.day), state.short),
+        ("overview", headings["overview"], state.overview),
+        ("short", prompts.render(headings["day"], date=state.day), state.short),
     ):
         if body:
             parts.append(f"{heading}:\n{counter.truncate(body, 200)}")
             sections[name] = counter.count(parts[-1])
-    facts = snap.facts[-FACTS_SHOWN:]
+    facts = snapshot.facts[-FACTS_SHOWN:]
     if facts:
-        parts.append(f"{h['facts']}:\n" + "\n".join(render_fact(f) for f in facts))
+        parts.append(f"{headings['facts']}:\n" + "\n".join(render_fact(fact) for fact in facts))
         sections["facts"] = counter.count(parts[-1])
-    recent = {e.id for e in snap.recent}
+    recent = {entry.id for entry in snapshot.recent}
     pairs = [
-        (where, d)
-        for where, d in prompt.used.recalled_pairs()
-        if d.kind == "message" and (where or d.id not in recent)
+        (where, doc)
+        for where, doc in prompt.used.recalled_pairs()
+        if doc.kind == "message" and (where or doc.id not in recent)
     ][:RECALLED_SHOWN]
-    recalled = [d for _, d in pairs]
+    recalled = [doc for _, doc in pairs]
     if recalled:
         lines = []
-        for doc in sorted(recalled, key=lambda d: (d.ms, d.id)):
+        for doc in sorted(recalled, key=lambda doc: (doc.ms, doc.id)):
             when = calendar.from_ms(doc.ms).astimezone(calendar.zone(tz)).strftime("%Y-%m-%d")
             lines.append(f"[{when}] {counter.truncate(render_recalled(doc), 60)}")
-        parts.append(f"{h['recall']}:\n" + "\n".join(lines))
+        parts.append(f"{headings['recall']}:\n" + "\n".join(lines))
         sections["recall"] = counter.count(parts[-1])
-    if snap.recent:
+    if snapshot.recent:
         lines = []
-        for entry in reversed(snap.recent):
+        for entry in reversed(snapshot.recent):
             when = entry.ts.astimezone(calendar.zone(tz)).strftime("%m-%d %H:%M")
             lines.append(f"[{when}] {entry.author}: {counter.truncate(entry.text, 40)}")
         heading = prompts.render(prompts.offline_recent, count=state.msg_count)

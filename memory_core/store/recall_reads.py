@@ -1,7 +1,8 @@
 """Recall's Redis side: what an in-memory search index is built and kept in step from (a
 scope's log, its epoch, its day records) and the message vectors stored beside them. How the
-index uses them is :mod:`memory_core.recall.index`'s. A scope's keys share a hash tag, so
-the snapshot's transaction runs on one shard of a cluster too."""
+index uses them is :mod:`memory_core.recall.sync`'s and
+:mod:`memory_core.recall.message_vectors`'s. A scope's keys share a hash tag, so the
+snapshot's transaction runs on one shard of a cluster too."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Text rules the whole core shares: token counts, language, CJK characters, sentences, and
-cutting a long text under a platform's limit."""
+"""Text rules the whole core shares: token counts, language, CJK characters, sentences,
+cutting a long text under a platform's limit, and a message's files as lines of its text."""
 
 from __future__ import annotations
 
+from memory_core.text.attachments import render_attachments, stored_text
 from memory_core.text.chunks import split_message
 from memory_core.text.cjk import CJK_CHARACTER, CJK_RUN
 from memory_core.text.language import detect, resolve
@@ -16,7 +17,9 @@ __all__ = [
     "TokenCounter",
     "detect",
     "normalise",
+    "render_attachments",
     "resolve",
     "split_message",
     "split_sentences",
+    "stored_text",
 ]

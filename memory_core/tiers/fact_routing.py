@@ -29,8 +29,11 @@ class KnownFacts:
 
     def for_prompt(self, limit: int = 40) -> list[Fact]:
         """Newest first, the channel's ids as they are, people's as p<n> aliases."""
-        aliased = [replace(fact, id=f"p{n}") for n, (_, fact) in enumerate(self._people_facts(), 1)]
-        channel = sorted(self.channel, key=lambda f: f.ts, reverse=True)
+        aliased = [
+            replace(fact, id=f"p{number}")
+            for number, (_, fact) in enumerate(self._people_facts(), 1)
+        ]
+        channel = sorted(self.channel, key=lambda fact: fact.ts, reverse=True)
         return (channel[: limit // 2] + aliased)[:limit]
 
     def _people_facts(self) -> list[tuple[str, Fact]]:
@@ -44,7 +47,8 @@ class KnownFacts:
         the channel. Each gets its subject's user id and its provenance. p<n> aliases map
         back to their fact."""
         aliases = {
-            f"p{n}": (scope, fact) for n, (scope, fact) in enumerate(self._people_facts(), 1)
+            f"p{number}": (scope, fact)
+            for number, (scope, fact) in enumerate(self._people_facts(), 1)
         }
         channel: list[FactDraft] = []
         personal: dict[str, list[FactDraft]] = {}
@@ -94,7 +98,12 @@ def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], 
     return speakers, public_speakers
 
 
-def travelling(facts: Sequence[Fact], scope: str) -> list[Fact]:
-    """Of the facts about the person asking, those that may be used here: learned where the
-    whole guild or workspace could see (or pinned by them), or learned in this very place."""
-    return [f for f in facts if f.shared or f.origin == scope]
+def usable_here(facts: Sequence[Fact], scope: str) -> list[Fact]:
+    """Of the facts about the person asking, those that may be used in ``scope``: learned
+    where the whole guild or workspace could see (or pinned by them), or learned in this
+    very place."""
+    return [fact for fact in facts if fact.shared or fact.origin == scope]
+
+
+# The name service/pipeline.py imports until it says usable_here.
+travelling = usable_here

@@ -12,7 +12,7 @@ import logging
 import pytest
 
 from config.prompts import load_prompts
-from memory_core.models import human_size
+from memory_core.text.attachments import human_size
 from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
 from tests.discord_world import World, chatter, copies_of, last_prompt, say, serving
 from tests.fakes.discord import FakeDiscord

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.models import human_size
+from memory_core.text.attachments import human_size
 from tests.captions_data import CAPTION, IMAGE, VISION, assert_no_file_bytes, stored_values
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack import FakeSlack

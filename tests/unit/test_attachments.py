@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from bots.slack.text import Edit, parse_change, parse_message
-from memory_core.models import (
+from memory_core.models import Attachment
+from memory_core.prompt.fence import fence
+from memory_core.text.attachments import (
     MAX_ATTACHMENTS,
-    Attachment,
     caption_in,
     human_size,
     render_attachments,
     stored_text,
     with_captions,
 )
-from memory_core.prompt.fence import fence
 
 PDF = Attachment(
     name="report.pdf",

@@ -1,7 +1,8 @@
 """The shape of the house (docs/architecture.md), read from the source: only ``bots``,
 ``memory_core`` and ``config`` are importable; ``memory_core`` imports no platform, web or CLI
 library and no front door; its sub-packages form layers with no import running back up; no
-import cycle anywhere, counting imports inside functions; no module over 600 lines; only
+import cycle anywhere, counting imports inside functions; no module over 600 lines, and in
+``memory_core`` no class over 350 and no function over 80 (save a short allow-list); only
 ``memory_core/store`` talks to Redis (imports redis, translates its errors); no code or name
 for a format that never shipped (0.1.0 is the first release: there is no older store, key
 layout, file or install line to read or to keep working).
@@ -32,6 +33,12 @@ PACKAGES = ("bots", "memory_core", "config")
 MAX_LINES = 600
 MAX_FAKE_LINES = 1_200
 TEST_FOLDERS = ("unit", "integration", "e2e", "faults", "hostile", "browser", "fakes")
+# In memory_core: one owner per job, each readable whole.
+MAX_CLASS_LINES = 350
+MAX_FUNCTION_LINES = 80
+# Long by nature: wiring that names every part of the core once, and declarative tables
+# (a class or function that is only a list of entries).
+LONG_ALLOWED = frozenset({"memory_core.bootstrap.build_core"})
 # What the core may not import: the platforms, the web, the CLI, the benchmarks' extras.
 FOREIGN = {
     "discord",
@@ -417,6 +424,29 @@ def empty_extras(project: dict[str, object]) -> list[str]:
     return sorted(name for name, needs in extras.items() if not needs)
 
 
+def oversized(found: dict[str, Path], allowed: frozenset[str] = LONG_ALLOWED) -> list[str]:
+    """memory_core's classes over MAX_CLASS_LINES and functions (methods and nested ones
+    too) over MAX_FUNCTION_LINES, as "dotted.name: N lines", save those ``allowed``."""
+    wrong: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, prefix)
+                continue
+            name = f"{prefix}.{child.name}"
+            lines = (child.end_lineno or child.lineno) - child.lineno + 1
+            limit = MAX_CLASS_LINES if isinstance(child, ast.ClassDef) else MAX_FUNCTION_LINES
+            if lines > limit and name not in allowed:
+                wrong.append(f"{name}: {lines} lines")
+            visit(child, name)
+
+    for module, path in sorted(found.items()):
+        if module == "memory_core" or module.startswith("memory_core."):
+            visit(ast.parse(path.read_text(encoding="utf-8")), module)
+    return wrong
+
+
 # -- the checkers catch what they are for -------------------------------------------------
 def write(root: Path, files: dict[str, str]) -> None:
     for relative, text in files.items():
@@ -621,6 +651,38 @@ def test_the_unshipped_format_check_sees_its_names_files_and_comments(tmp_path: 
     ]
 
 
+def test_the_size_rule_sees_a_long_class_and_long_functions(tmp_path: Path) -> None:
+    body, nested = "    x = 1\n", "        x = 1\n"
+    write(
+        tmp_path,
+        {
+            "memory_core/__init__.py": "",
+            # 1 + 349 lines: at the bound; 1 + 350: over it.
+            "memory_core/fits.py": "class Fits:\n" + body * 349,
+            "memory_core/big.py": "class Big:\n" + body * 350,
+            "memory_core/service/__init__.py": "",
+            "memory_core/service/steps.py": "".join(
+                [
+                    "async def short():\n" + body * 79,  # 80 lines: at the bound
+                    "def long():\n" + body * 80,
+                    "class Small:\n    def method(self):\n" + nested * 80,
+                    "def outer():\n    def inner():\n" + nested * 80,
+                ]
+            ),
+            "memory_core/bootstrap.py": "def build_core():\n" + body * 200,  # allowed
+            "bots/__init__.py": "",
+            "bots/door.py": "def handler():\n" + body * 200,  # not the core
+        },
+    )
+    assert oversized(modules(tmp_path, ("memory_core", "bots"))) == [
+        "memory_core.big.Big: 351 lines",
+        "memory_core.service.steps.long: 81 lines",
+        "memory_core.service.steps.Small.method: 81 lines",
+        "memory_core.service.steps.outer: 82 lines",
+        "memory_core.service.steps.outer.inner: 81 lines",
+    ]
+
+
 # -- the real tree -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tree() -> dict[str, Path]:
@@ -660,6 +722,10 @@ def test_only_the_store_talks_to_redis(tree: dict[str, Path]) -> None:
 def test_no_module_is_over_600_lines(tree: dict[str, Path]) -> None:
     sizes = {name: len(p.read_text(encoding="utf-8").splitlines()) for name, p in tree.items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_no_core_class_is_over_350_lines_nor_function_over_80(tree: dict[str, Path]) -> None:
+    assert oversized(tree) == []
 
 
 def test_each_core_sub_package_names_its_public_api(tree: dict[str, Path]) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.models import stored_text
+from memory_core.text.attachments import stored_text
 from memory_core.text.repair import REPLACEMENT, repair
 
 # Every code point, and surrogates often (Hypothesis' text() leaves them out by default),

@@ -1,0 +1,271 @@
+"""Keeping each scope's recall index in step with Redis, and the cache of those indexes.
+
+Redis holds the truth (the scope's raw log and its day records); each process keeps a
+search index per scope in memory, built from the log on first use and then synced
+incrementally in one round trip per search (new entries since the last one, the scope's
+epoch and first entry id, and the newest day record). A forget moves the epoch (and an index
+built while a forget was still being carried out is built again once it is done); retention
+trimming moves the first id: either rebuilds the index, so nothing forgotten or expired is
+ever recalled. Day records are known by their day: a new one is noticed however full the
+list is, and one trimmed off the list is retired from the index too. One scope syncs one
+search at a time (a lock per scope), so concurrent replies never add an entry twice. The
+least recently used scopes are dropped when the cached documents pass a limit.
+
+A search's sync also brings vectors when the index's are in step: those of the new entries
+and of the newest messages that had none at the last look, in the same round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+
+from memory_core.models import DaySummary
+from memory_core.recall.documents import (
+    ScopeIndex,
+    add_day_record,
+    add_entries,
+    day_text,
+    retire_day_record,
+)
+from memory_core.recall.vectors import put_stored
+from memory_core.store.recall_reads import Entries, LogSnapshot, RecallStore
+
+SYNC_BATCH = 2000  # entries per XRANGE: parsing a reply holds the loop, so keep them short
+VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading them
+# Entries parsed and indexed on the event loop at most; a longer batch (a first build, a
+# rebuild) is indexed in a worker thread, so other scopes' replies go on meanwhile.
+INLINE_ENTRIES = 256
+
+
+_paused_builds = 0
+_paused_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection while a big index is built, and what the
+    build made out of the collector's way after it. A document is a NamedTuple, which the
+    collector never stops tracking (it untracks exact tuples only), so every full pass
+    walked every document of every index: 70-100 ms at 100k, in the middle of whatever
+    the bot was doing. So the build collects its young objects slice by slice (see
+    ``_append_in_slices``), and after the last concurrent build everything tracked is
+    frozen (``gc.freeze()``): full passes skip it from then on. Frozen objects are still
+    freed by reference counting (a dropped index is freed whole); what the freeze keeps for
+    good is cyclic garbage made since the last young collection, a small price paid once
+    per big build."""
+    global _paused_builds
+    with _paused_lock:
+        ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
+        if ours:
+            _paused_builds += 1
+            gc.disable()
+    if not ours:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused_builds -= 1
+            if _paused_builds == 0:
+                gc.freeze()
+                gc.enable()
+
+
+def _release_in_slices(index: ScopeIndex) -> None:
+    """In a worker thread: an old index's documents freed a slice at a time (100k freed in
+    one go held the interpreter, and so the event loop, for tens of ms)."""
+    docs = index.docs
+    while docs:
+        del docs[-8 * INLINE_ENTRIES :]
+        time.sleep(0)
+
+
+def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
+    """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
+    GIL, so the event loop gets it back within a slice, not after a switch interval
+    lost to a busy machine's scheduler. While the collector is paused for the build,
+    each slice's young objects are collected here, a few hundred at a time: the
+    documents stop being tracked as they are met, instead of all 100k at the first
+    collection after the build (one pass that held the loop 80-140 ms)."""
+    for start in range(0, len(raw), INLINE_ENTRIES):
+        add_entries(index, raw[start : start + INLINE_ENTRIES])
+        if not gc.isenabled():
+            gc.collect(0)
+        time.sleep(0)
+
+
+def _stream_id_key(entry_id: str) -> tuple[int, int]:
+    milliseconds, _, sequence = entry_id.partition("-")
+    return int(milliseconds), int(sequence or 0)
+
+
+class IndexCache:
+    """The scopes' indexes in this process, least recently used first, and their bound: the
+    least recently used go when the cached documents pass ``max_cached_docs`` (the newest
+    always stays)."""
+
+    def __init__(self, max_cached_docs: int) -> None:
+        self.max_cached_docs = max_cached_docs
+        self.indexes: OrderedDict[str, ScopeIndex] = OrderedDict()
+        self._counted: dict[str, int] = {}  # each cached index's documents when last counted
+        self._cached_docs = 0
+
+    def get(self, scope: str) -> ScopeIndex | None:
+        return self.indexes.get(scope)
+
+    def remember(self, scope: str, index: ScopeIndex) -> None:
+        self.indexes[scope] = index
+        self.indexes.move_to_end(scope)
+        # The cached documents, counted as each scope is remembered (a sum over every cached
+        # scope on each search cost a reply 0.1-0.2 ms at a thousand scopes).
+        self._cached_docs += len(index.docs) - self._counted.get(scope, 0)
+        self._counted[scope] = len(index.docs)
+        while self._cached_docs > self.max_cached_docs and len(self.indexes) > 1:
+            dropped, _ = self.indexes.popitem(last=False)
+            self._cached_docs -= self._counted.pop(dropped, 0)
+
+    def drop(self, scope: str) -> ScopeIndex | None:
+        self._cached_docs -= self._counted.pop(scope, 0)
+        return self.indexes.pop(scope, None)
+
+
+class IndexSync:
+    """Each scope's index in step with its log and day records, one sync at a time per
+    scope (callers hold :meth:`lock`). ``worker_embeds``: an embedding worker stores the
+    vectors of new messages, so a search's sync also looks again for those that had none."""
+
+    def __init__(self, store: RecallStore, *, max_cached_docs: int, worker_embeds: bool) -> None:
+        self.store = store
+        self.cache = IndexCache(max_cached_docs)
+        self.worker_embeds = worker_embeds
+        # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
+        # then appends; two at once would append the same entries twice. A lock lives while
+        # someone holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, scope: str) -> asyncio.Lock:
+        lock = self._locks.get(scope)
+        if lock is None:
+            lock = self._locks[scope] = asyncio.Lock()
+        return lock
+
+    def forget(self, scope: str) -> None:
+        self.cache.drop(scope)
+
+    async def sync(self, scope: str, *, vectors: bool = False) -> ScopeIndex:
+        """The scope's index in step with its log (the caller holds the scope's lock).
+        ``vectors`` (a search): when the index's vectors are in step, the new entries'
+        vectors and those of the newest messages that had none at the last look come in the
+        same round trip (``index.synced_vectors``)."""
+        return await self._sync(scope, self.cache.get(scope) or ScopeIndex(), vectors=vectors)
+
+    async def _sync(self, scope: str, index: ScopeIndex, *, vectors: bool) -> ScopeIndex:
+        index.synced_vectors = False
+        in_step = vectors and bool(index.docs) and index.vectors_done == len(index.docs)
+        again = index.unembedded[-VECTOR_SCAN_BATCH:] if in_step and self.worker_embeds else []
+        # One atomic snapshot (the scope's keys share a slot): the log's length must be read
+        # at the same instant as its new entries to tell whether anything left it.
+        snapshot = await self.store.snapshot(
+            scope,
+            after=index.last_id,
+            count=SYNC_BATCH,
+            vectors_of=[index.docs[row].id for row in again],
+            fresh_vectors_upto=INLINE_ENTRIES if in_step else 0,
+        )
+        stale, kept_all = self._staleness(index, snapshot)
+        if stale and index.docs:
+            if not kept_all:
+                return await self._rebuild(scope, snapshot.epoch, snapshot.first_id)
+            # The epoch moved but no message left the log (a tier or fact edit, a forget of
+            # a fact): the index stands; only day records may have been rewritten.
+            await self._sync_days(scope, index, compare_text=True)
+        index.epoch, index.first_id = snapshot.epoch, index.first_id or snapshot.first_id
+        index.provisional = snapshot.forget_pending or (index.provisional and not stale)
+        first_new = len(index.docs)
+        await self._index_all_after(scope, index, snapshot.fresh)
+        if snapshot.newest_record != index.newest_record:
+            await self._sync_days(scope, index)
+            index.newest_record = snapshot.newest_record
+        if in_step and (not snapshot.fresh or snapshot.fresh_vectors is not None):
+            # (Read with the entries: they were few, all in the snapshot's one batch.)
+            new_rows = list(range(first_new, first_new + len(snapshot.fresh)))
+            if again:
+                del index.unembedded[-len(again) :]
+            put_stored(index, again + new_rows, snapshot.again + (snapshot.fresh_vectors or []))
+            index.vectors_done = len(index.docs)
+            index.synced_vectors = True
+        self.cache.remember(scope, index)
+        return index
+
+    @staticmethod
+    def _staleness(index: ScopeIndex, snapshot: LogSnapshot) -> tuple[bool, bool]:
+        """Whether the index may hold what left the log (the epoch moved: a forget, an edit;
+        the log was trimmed at its start; a forget it was built during is done), and whether
+        every message it holds is still there all the same (only the epoch moved, and the
+        log is as long as what is indexed and what is new)."""
+        moved = index.epoch != snapshot.epoch
+        trimmed = bool(index.first_id) and (
+            not snapshot.first_id
+            or _stream_id_key(snapshot.first_id) > _stream_id_key(index.first_id)
+        )
+        settled = index.provisional and not snapshot.forget_pending
+        kept_all = (
+            not (trimmed or settled or snapshot.forget_pending)
+            and len(snapshot.fresh) < SYNC_BATCH
+            and snapshot.log_length == index.messages + len(snapshot.fresh)
+        )
+        return moved or trimmed or settled, kept_all
+
+    async def _index_all_after(self, scope: str, index: ScopeIndex, fresh: Entries) -> None:
+        """The snapshot's new entries, and when they filled a batch (a build, a long
+        absence) every one after them, read a batch at a time."""
+        await self._index_entries(index, fresh)
+        if len(fresh) < SYNC_BATCH:
+            return
+        with collector_paused():
+            while len(fresh) == SYNC_BATCH:
+                fresh = await self.store.entries_after(scope, index.last_id, count=SYNC_BATCH)
+                await self._index_entries(index, fresh)
+
+    async def _sync_days(
+        self, scope: str, index: ScopeIndex, *, compare_text: bool = False
+    ) -> None:
+        """Index the day records not indexed yet, and retire those no longer listed. The list
+        is trimmed from its oldest end, so records are known by their day (one record per
+        day), never by their place in it. ``compare_text``: also replace a record whose text
+        changed (a forget may rewrite any of them)."""
+        raw = await self.store.day_records(scope)
+        listed = [DaySummary.from_json(blob) for blob in raw]
+        for gone in index.day_rows.keys() - {day.day for day in listed}:
+            retire_day_record(index, index.day_rows.pop(gone))
+        for day in listed:
+            row = index.day_rows.get(day.day)
+            if row is not None and compare_text and index.docs[row].text != day_text(day):
+                retire_day_record(index, index.day_rows.pop(day.day))
+                row = None
+            if row is None:
+                add_day_record(index, day)
+
+    async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
+        old = self.cache.drop(scope)
+        if old is not None and len(old.docs) > INLINE_ENTRIES:
+            await asyncio.to_thread(_release_in_slices, old)
+        return await self._sync(scope, ScopeIndex(epoch=epoch, first_id=first_id), vectors=False)
+
+    @staticmethod
+    async def _index_entries(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
+        """Index new log entries: a few on the loop (the usual sync before a reply), many in
+        a worker thread (a build or rebuild: seconds of CPU at 100k messages). The scope's
+        lock is held meanwhile, so nothing else reads or grows this index."""
+        if len(raw) <= INLINE_ENTRIES:
+            add_entries(index, raw)
+        else:
+            await asyncio.to_thread(_append_in_slices, index, raw)
