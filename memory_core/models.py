@@ -12,11 +12,7 @@ from typing import Any, Literal
 from memory_core.calendar import from_ms
 from memory_core.scopes import Audience
 
-# How files become lines of a message's stored text is memory_core.text.attachments';
-# service/pipeline.py and service/forgetting.py still import these three from here.
-from memory_core.text.attachments import caption_in as caption_in
-from memory_core.text.attachments import stored_text as stored_text
-from memory_core.text.attachments import with_captions as with_captions
+# How files become lines of a message's stored text is memory_core.text.attachments'.
 
 Role = Literal["user", "assistant"]
 FactKind = Literal["preference", "decision", "profile", "question", "note"]

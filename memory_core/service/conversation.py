@@ -35,7 +35,8 @@ from config.prompts import load_prompts
 from memory_core.errors import InputError, StoreError
 from memory_core.models import Attachment, IncomingMessage, IngestResult, Reply
 from memory_core.service.answer_record import remember_basis
-from memory_core.service.pipeline import MemoryPipeline, Prepared
+from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.prepared import Prepared
 from memory_core.service.sources import SourceLinks, source_text
 from memory_core.text.chunks import split_message
 from memory_core.text.language import reply_language

@@ -11,10 +11,11 @@ from dataclasses import replace
 from datetime import datetime
 
 from memory_core import calendar
-from memory_core.models import Attachment, caption_in, stored_text, with_captions
+from memory_core.models import Attachment
 from memory_core.scopes import Scope, parse_scope
 from memory_core.service.forget_request import ForgetRequest
 from memory_core.service.forget_requests import ForgetRequests, stored_ms
+from memory_core.text.attachments import caption_in, stored_text, with_captions
 from memory_core.tiers.redact import removed_spans
 
 

@@ -21,7 +21,7 @@ from memory_core.models import IncomingMessage, IngestResult
 
 if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
-    from memory_core.service.pipeline import Prepared
+    from memory_core.service.prepared import Prepared
 
 log = logging.getLogger("memory_core.service.pipeline")  # (where operators look for it)
 

@@ -103,7 +103,3 @@ def usable_here(facts: Sequence[Fact], scope: str) -> list[Fact]:
     where the whole guild or workspace could see (or pinned by them), or learned in this
     very place."""
     return [fact for fact in facts if fact.shared or fact.origin == scope]
-
-
-# The name service/pipeline.py imports until it says usable_here.
-travelling = usable_here

@@ -1,0 +1,17 @@
+"""A message validated and measured once, ready to store and to answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated message, ready to store."""
+
+    scope: str
+    text: str
+    truncated: bool
+    ts_ms: int
+    tokens: int
+    own_day: bool = False  # refused rather than counted in a later day (replay)
