@@ -21,6 +21,7 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
+from memory_core.service.scheduling import ManualMaintenance
 from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -344,3 +345,12 @@ START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
 
 
 CoreFactory = Callable[..., Awaitable[Core]]
+
+
+def manual_maintenance(core: Core) -> None:
+    """Maintenance only when the test calls ``core.pipeline.maintain``: a message that
+    makes it due runs nothing, so a test drives each step itself."""
+    pipeline = core.pipeline
+    pipeline.maintenance = ManualMaintenance(
+        core.maintainer, concurrency=1, metrics=pipeline.metrics
+    )

@@ -9,7 +9,6 @@ the fleet (a Redis lock inside the maintainer).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -24,9 +23,6 @@ from memory_core.errors import (
 )
 from memory_core.llm.client import LLM
 from memory_core.models import IncomingMessage, IngestResult, Reply
-from memory_core.prompt.answers import (
-    SecretMask,
-)
 from memory_core.prompt.assembly import Prompt, PromptAssembler
 from memory_core.recall.index import RecallIndex
 from memory_core.scopes import parse_scope
@@ -34,6 +30,7 @@ from memory_core.service.captions import Captioner
 from memory_core.service.outage import OutageBuffer
 from memory_core.service.prepared import Prepared
 from memory_core.service.replies import Replier
+from memory_core.service.scheduling import MaintenanceScheduler
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.attachments import stored_text
 from memory_core.text.tokens import TokenCounter
@@ -64,6 +61,7 @@ class MemoryPipeline:
         background: bool = True,
         captioner: Captioner | None = None,
         budget: Budget | None = None,  # daily token limits; None: none
+        maintenance: MaintenanceScheduler | None = None,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -76,13 +74,15 @@ class MemoryPipeline:
         self.background = background
         self.captioner = captioner
         self.budget = budget
-        self.secrets = SecretMask(settings.secret_values())
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._again: set[str] = set()
-        self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))
-        self.reports: list[MaintenanceReport] = []
-        self.on_report: Callable[[MaintenanceReport], None] | None = None
         self.metrics = metrics
+        # When a scope's maintenance runs: given (a test's ManualMaintenance), or in the
+        # background as ``background`` says.
+        self.maintenance = maintenance or MaintenanceScheduler(
+            maintainer,
+            concurrency=settings.llm.concurrency,
+            background=background,
+            metrics=metrics,
+        )
         self.outage = OutageBuffer(
             limit=settings.store.outage_buffer,
             cluster=settings.store.cluster,
@@ -105,9 +105,6 @@ class MemoryPipeline:
             ingest=self.ingest,
             scope_tz=self._scope_tz,
         )
-        # False: maintenance runs without the fleet lock (replay; correctness never depends
-        # on the lock, it only saves duplicate LLM calls).
-        self.maintenance_lock = True
 
     # -- ingest ------------------------------------------------------------------------
     def prepare(self, msg: IncomingMessage) -> Prepared:
@@ -240,45 +237,22 @@ class MemoryPipeline:
 
     # -- maintenance -------------------------------------------------------------------
     async def schedule(self, scope: str) -> None:
-        """Run maintenance for ``scope``: in the background, or now (replay, tests)."""
-        if not self.background:
-            await self.maintain(scope)
-            return
-        if scope in self._running:
-            self._again.add(scope)
-            return
-        self._running[scope] = asyncio.create_task(self._background(scope))
-
-    async def _background(self, scope: str) -> None:
-        try:
-            while True:
-                self._again.discard(scope)
-                async with self._gate:
-                    await self.maintain(scope)
-                if scope not in self._again:
-                    break
-        except Exception:
-            log.exception("maintenance of %s failed", scope)
-        finally:
-            self._running.pop(scope, None)
+        """Hand ``scope`` to maintenance (:class:`MaintenanceScheduler`)."""
+        await self.maintenance.schedule(scope)
 
     async def maintain(self, scope: str) -> MaintenanceReport:
-        report = await self.maintainer.run(scope, lock=self.maintenance_lock)
-        self.reports.append(report)
-        if self.metrics is not None:
-            self.metrics.maintenance(report)
-        if len(self.reports) > 1000:
-            del self.reports[:500]
-        if self.on_report is not None:
-            self.on_report(report)
-        return report
+        """Maintain ``scope`` now, awaited (replay, benchmarks, tests)."""
+        return await self.maintenance.maintain(scope)
+
+    @property
+    def reports(self) -> list[MaintenanceReport]:
+        return self.maintenance.reports
 
     async def drain(self) -> None:
         """Wait for background maintenance to finish (shutdown, end of a replay), and for
         messages held during an outage to be stored, if Redis is there to take them."""
         await self.outage.settle(10.0)
-        while self._running:
-            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+        await self.maintenance.drain()
         if self.captioner is not None:
             await self.captioner.drain()
         if self.recall is not None:

@@ -294,7 +294,7 @@ async def replay(
     # A replay imports history in one process: its maintenance needs no fleet lock (every
     # write is a compare-and-set), and a lock left behind by a replay that died during a
     # summary must not keep the replay run again from closing days.
-    locked, pipeline.maintenance_lock = pipeline.maintenance_lock, False
+    locked, pipeline.maintenance.lock = pipeline.maintenance.lock, False
     try:
         for item in lines:
             report.lines += 1
@@ -308,7 +308,7 @@ async def replay(
                 on_line(report)
         await pipeline.drain()
     finally:
-        pipeline.maintenance_lock = locked
+        pipeline.maintenance.lock = locked
     return report
 
 

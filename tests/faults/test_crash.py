@@ -14,7 +14,7 @@ from pathlib import Path
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import START, CoreFactory, lock_expired, scope_values
+from tests.helpers import START, CoreFactory, lock_expired, manual_maintenance, scope_values
 
 ROOT = Path(__file__).parents[2]
 SCOPE = "console:crash"
@@ -72,7 +72,7 @@ async def test_killed_during_compaction(
 ) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory=FAST, scheduler={"lock_ttl_s": 1.0})
-    core.pipeline.schedule = _nothing  # type: ignore[method-assign]
+    manual_maintenance(core)
     await _messages(core, clock, 20, START)
     fake_llm.slow = {"compact": 60.0}
     proc = await _spawn("maintain", _env(clean_redis, fake_llm, START + timedelta(hours=1)))
@@ -95,7 +95,7 @@ async def test_killed_during_rollover(
 ) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory=FAST, scheduler={"lock_ttl_s": 1.0})
-    core.pipeline.schedule = _nothing  # type: ignore[method-assign]
+    manual_maintenance(core)
     await _messages(core, clock, 12, START)
     fake_llm.slow = {"refresh": 60.0}  # the day is closed, then the tier refresh hangs
     next_day = START + timedelta(days=1, hours=1)
@@ -146,10 +146,6 @@ async def test_killed_during_forget(
     assert not [v for v in values if secret.lower() in v.lower()]
     assert await core.repo.log_length(SCOPE) == 60_000 - 61
     assert not (await core.repo.state(SCOPE)).forgets_pending
-
-
-async def _nothing(scope: str) -> None:
-    return None
 
 
 async def _true(value: bool) -> bool:

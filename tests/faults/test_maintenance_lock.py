@@ -26,19 +26,15 @@ from memory_core.store.repo import MemoryRepo
 from memory_core.store.scripts import SHAS
 from tests.fakes.openai_server import FakeOpenAI
 from tests.faults.child import spawn
-from tests.helpers import START, CoreFactory, spawn_memorybot
+from tests.helpers import START, CoreFactory, manual_maintenance, spawn_memorybot
 
 SCOPE = "console:locked"
 FAST = {"compact_trigger_tokens": 200, "compact_min_messages": 5, "compact_keep_tokens": 0}
 NEXT_DAY = START + timedelta(days=1, hours=1)
 
 
-async def _nothing(scope: str) -> None:
-    return None
-
-
 async def _messages(core: Core, clock: ManualClock, n: int) -> None:
-    core.pipeline.schedule = _nothing  # type: ignore[method-assign]
+    manual_maintenance(core)
     for i in range(n):
         clock.set(START + timedelta(minutes=i))
         await core.pipeline.ingest(

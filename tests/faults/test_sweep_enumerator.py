@@ -15,21 +15,17 @@ import pytest
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from tests.faults.child import read_until, spawn
-from tests.helpers import START, CoreFactory
+from tests.helpers import START, CoreFactory, manual_maintenance
 
 NO_COMPACTION = {"compact_trigger_tokens": 10**6}
 SCOPES = [f"console:e{i}" for i in range(6)]
 NEXT_DAY = START + timedelta(days=1, minutes=1)
 
 
-async def _nothing(scope: str) -> None:
-    return None
-
-
 async def _a_day_of_messages(make_core: CoreFactory) -> ManualClock:
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, memory=NO_COMPACTION)
-    core.pipeline.schedule = _nothing  # type: ignore[method-assign]
+    manual_maintenance(core)
     for i, scope in enumerate(SCOPES):
         clock.set(START + timedelta(seconds=i))
         await core.pipeline.ingest(IncomingMessage(scope=scope, text=f"note {i}", author="A"))

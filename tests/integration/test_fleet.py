@@ -15,7 +15,7 @@ from memory_core.clock import ManualClock
 from memory_core.fleet.scheduler import SweepReport
 from memory_core.models import IncomingMessage
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import START, CoreFactory
+from tests.helpers import START, CoreFactory, manual_maintenance
 
 NO_COMPACTION = {"compact_trigger_tokens": 10**6}
 
@@ -112,10 +112,6 @@ async def test_a_dead_workers_scopes_are_finished_by_the_others(make_core: CoreF
         assert [d.day for d in await fleet[0].repo.days(scope)] == ["2025-08-11"]
 
 
-async def _no_maintenance(scope: str) -> None:
-    return None
-
-
 async def test_fleet_down_three_days_catches_up_in_order(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
@@ -124,7 +120,7 @@ async def test_fleet_down_three_days_catches_up_in_order(
     scopes = ["console:a", "console:b"]
     # Messages were stored, but no maintenance ran for three days (every worker was down
     # right after storing them, so even the lazy rollover on the next message never ran).
-    core.pipeline.schedule = _no_maintenance  # type: ignore[method-assign]
+    manual_maintenance(core)
     for day in range(3):
         await _day_of_messages(core, clock, scopes, day)
     clock.set(START + timedelta(days=3, hours=2))

@@ -15,7 +15,15 @@ from memory_core.clock import ManualClock
 from memory_core.errors import UnknownTimezone
 from memory_core.models import IncomingMessage
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import START, CoreFactory, conversation, feed, lock_expired, spawn_memorybot
+from tests.helpers import (
+    START,
+    CoreFactory,
+    conversation,
+    feed,
+    lock_expired,
+    manual_maintenance,
+    spawn_memorybot,
+)
 
 SCOPE = "console:team"
 
@@ -23,13 +31,9 @@ SCOPE = "console:team"
 async def _setup_three_days(make_core: CoreFactory, clock: ManualClock, **kw: object):  # type: ignore[no-untyped-def]
     """Three days of messages stored without maintenance (as if every worker was down)."""
     core = await make_core(clock=clock, background=True, **kw)
-    core.pipeline.schedule = _no_schedule  # type: ignore[method-assign]
+    manual_maintenance(core)
     await feed(core, clock, SCOPE, conversation(START, days=3, per_day=30))
     return core
-
-
-async def _no_schedule(scope: str) -> None:
-    return None
 
 
 def _assert_each_once(days: list[str]) -> None:
@@ -188,7 +192,7 @@ async def _scopes_with_one_on_mars(make_core: CoreFactory, **kw: object):  # typ
     (an imported or hand-edited state)."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, **kw)
-    core.pipeline.schedule = _no_schedule  # type: ignore[method-assign]
+    manual_maintenance(core)
     for scope in ("console:earth", "console:moon", "console:mars"):
         await core.pipeline.ingest(IncomingMessage(scope=scope, text="hello there", author="A"))
     await core.store.client.hset(core.store.keys.scope("console:mars").state, "tz", MARS)
