@@ -197,7 +197,7 @@ class OpenAICompatLLM:
             timeout=settings.timeout_s,
             max_retries=0,  # retries are ours: counted, and Retry-After honoured
         )
-        self._gate = asyncio.Semaphore(settings.concurrency)
+        self._calls_at_once = asyncio.Semaphore(settings.concurrency)
         self.stats = LLMStats()
 
     def _model(self, purpose: Purpose) -> str:
@@ -241,7 +241,7 @@ class OpenAICompatLLM:
         async def once() -> list[list[float]]:
             import openai
 
-            async with self._gate:
+            async with self._calls_at_once:
                 if self._limiter is not None:
                     await self._limiter.acquire()
                 try:
@@ -372,7 +372,7 @@ class OpenAICompatLLM:
 
         kwargs = self._kwargs(purpose, json_output, max_tokens)
         model = kwargs["model"]
-        async with self._gate:
+        async with self._calls_at_once:
             if self._limiter is not None:
                 await self._limiter.acquire()
             try:
@@ -416,7 +416,7 @@ class OpenAICompatLLM:
         started = time.perf_counter()
         pieces: list[str] = []
         usage: Any = None
-        async with self._gate:
+        async with self._calls_at_once:
             try:
                 # A streamed request is a request like any other for the fleet's rpm limit.
                 if self._limiter is not None:

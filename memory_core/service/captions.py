@@ -83,7 +83,8 @@ class Captioner:
         self.store = store
         self.background = background
         self._tasks: set[asyncio.Task[bool]] = set()
-        self._gate = asyncio.Semaphore(max(1, settings.llm.concurrency))  # bytes in memory
+        # Images described at once (their bytes are in memory meanwhile).
+        self._fetches_at_once = asyncio.Semaphore(max(1, settings.llm.concurrency))
 
     def images(self, msg: IncomingMessage) -> list[Attachment]:
         """The images of ``msg`` to caption (none when vision is off)."""
@@ -153,7 +154,7 @@ class Captioner:
         image = attachment.image
         assert image is not None
         try:
-            async with self._gate:
+            async with self._fetches_at_once:
                 data = await image.fetch(MAX_IMAGE_BYTES)
                 if not data or len(data) > MAX_IMAGE_BYTES:
                     raise AttachmentUnavailable(f"{len(data)} bytes: not captioned")
