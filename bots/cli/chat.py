@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +16,7 @@ from bots.cli.common import (
     scope_arg,
     settings,
 )
+from bots.console import ConsoleReply
 from memory_core.models import IncomingMessage
 
 
@@ -45,30 +44,16 @@ def console(
     raise typer.Exit(run(go()))
 
 
-class CapturedReply:
-    """``memorybot ask``'s reply sink: the answer is kept, to be printed (or given as JSON)
-    once the command's core is closed."""
+class CapturedReply(ConsoleReply):
+    """``memorybot ask``'s reply sink: the terminal's, except that the answer is kept, to be
+    printed (or given as JSON) once the command's core is closed."""
 
-    message_chars = sys.maxsize  # one piece, as a terminal shows it
-
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # (no console: nothing is printed meanwhile)
         self.posted: list[str] = []
-
-    def can_send(self) -> bool:
-        return True
-
-    def typing(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext()
-
-    def markup(self, text: str) -> str:
-        return text
 
     async def post(self, *, text: str) -> int:
         self.posted.append(text)
         return len(self.posted) - 1
-
-    def message_id(self, handle: int) -> str:
-        return ""  # printed, not posted: nothing anyone can delete
 
     async def edit(self, *, handle: int, text: str) -> bool:
         self.posted[handle] = text
