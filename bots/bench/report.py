@@ -155,6 +155,9 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         *_side_by_side(results.get("embedding_worker"), "Recall by meaning off the message path"),
         *_side_by_side(results.get("ingest_lane"), "Storing a message by its own connection"),
         *_side_by_side(results.get("reply_reads"), "A reply's own work beside its question"),
+        *_side_by_side(
+            results.get("question_tokens"), "A question's tokens kept by the query embedder"
+        ),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
