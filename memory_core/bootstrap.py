@@ -27,6 +27,7 @@ from memory_core.service.admin import MemoryAdmin
 from memory_core.service.budget import Budget
 from memory_core.service.captions import Captioner
 from memory_core.service.conversation import Conversation
+from memory_core.service.learning import Learner
 from memory_core.service.pipeline import MemoryPipeline
 from memory_core.store.platform_state import PlatformState
 from memory_core.store.repo import MemoryRepo
@@ -55,6 +56,7 @@ class Core:
     scheduler: RolloverScheduler
     metrics: Metrics
     budget: Budget
+    learner: Learner  # a channel's past, learned
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -221,4 +223,5 @@ async def build_core(
         scheduler=scheduler,
         metrics=metrics,
         budget=budget,
+        learner=Learner(pipeline, repo.learning, clock),
     )

@@ -103,6 +103,7 @@ CLUSTER_MODULES = {
     "tests.integration.test_tree",  # a channel and its threads in one slot, servers' own keys
     "tests.integration.test_budget_burst",  # holds on the channel's and the server's tags
     "tests.integration.test_recall",  # the index's one-call sync, on the scope's own slot
+    "tests.integration.test_learning",  # the past put before a log, records among the lists
 }
 
 

@@ -10,7 +10,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +21,7 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
+from memory_core.service.past import PastMessage, PastPage
 from memory_core.service.scheduling import ManualMaintenance
 from tests.fakes.openai_server import RecordedRequest, default_answer
 
@@ -52,11 +53,18 @@ def slack_bot_scopes() -> list[str]:
 async def scope_values(core: Core, scope: str, *, memory_only: bool = False) -> list[str]:
     """Every key name and value stored for ``scope``, found by SCAN (not by our key list).
     ``memory_only``: without the token spend counters, which a forget keeps on purpose
-    (the budget; they hold counts and member ids, no text)."""
+    (the budget; they hold counts and member ids, no text), and without the record of what
+    was forgotten, kept on purpose too (so learning the past never brings it back) once it
+    is checked to hold digests and times only."""
     client: Any = core.store.client
     values: list[str] = []
     async for key in client.scan_iter(match=core.store.keys.scope_pattern(scope), count=500):
         if memory_only and key.startswith(core.store.keys.spend_scope(scope, "")):
+            continue
+        if memory_only and key == core.store.keys.scope(scope).gone:
+            gone = (await key_values(core, key))[1:]
+            marks = all(f == "all" or f.startswith(("all:", "m:", "u:")) for f in gone[0::2])
+            assert marks and all(v.isdigit() for v in gone[1::2]), f"text in {key}: {gone}"
             continue
         values += await key_values(core, key)
     return values
@@ -354,3 +362,52 @@ def manual_maintenance(core: Core) -> None:
     pipeline.maintenance = ManualMaintenance(
         core.maintainer, concurrency=1, metrics=pipeline.metrics
     )
+
+
+class ListSource:
+    """A :class:`~memory_core.service.past.PastSource` over a list (learning's core tests;
+    the platforms' sources are tested against the fake Discord and Slack): pages of
+    ``page`` messages, newest first as the platforms give them, the cursor the number of
+    messages handed over. ``stop_after``: raise after that many pages (a learn cut short)."""
+
+    name = "list"
+
+    def __init__(
+        self, place: str, messages: list[PastMessage], *, page: int = 50, stop_after: int = 0
+    ) -> None:
+        self.place = place
+        self.messages = sorted(messages, key=lambda m: m.ts, reverse=True)
+        self.page = page
+        self.stop_after = stop_after
+        self.pages_given = 0
+
+    async def pages(self, since: datetime, cursor: str = "") -> AsyncIterator[PastPage]:
+        at = int(cursor or 0)
+        wanted = [m for m in self.messages if m.ts >= since]
+        while at < len(wanted):
+            if self.stop_after and self.pages_given >= self.stop_after:
+                raise ConnectionError("the source went away")
+            batch = wanted[at : at + self.page]
+            at += len(batch)
+            self.pages_given += 1
+            yield PastPage(messages=batch, cursor=str(at) if at < len(wanted) else "")
+
+
+def past_chat(
+    scope: str, start: datetime, *, days: int, per_day: int, prefix: str = "m"
+) -> list[PastMessage]:
+    """A past multi-party chat, as a source hands it over (public, ids ``<prefix><n>``)."""
+    return [
+        PastMessage(
+            scope=scope,
+            platform_id=f"{prefix}{n}",
+            ts=when,
+            text=text,
+            author=author,
+            author_id=f"U{author}",
+            audience=Audience.SERVER,
+        )
+        for n, (when, author, text) in enumerate(
+            conversation(start, days=days, per_day=per_day, seed=7)
+        )
+    ]

@@ -100,7 +100,7 @@ class MemoryAdmin:
         self.clock = clock  # notes and exports are dated
         self.requests = ForgetRequests(repo=repo, settings=settings, persist=persist)
         self.text = TextForgetting(self.requests)
-        self.person = PersonForgetting(self.requests, budget)
+        self.person = PersonForgetting(self.requests, clock=clock, budget=budget)
         self.place = PlaceForgetting(self.requests, clock=clock, budget=budget)
         self.messages = MessageChanges(self.requests)
 

@@ -52,6 +52,7 @@ class ForgetRequests:
     async def forget_everything(self, scope: str) -> int:
         """Every key of one place's memory, and the facts about people learned there (a
         forget of everything, or one a crash interrupted). Returns how many keys went."""
+        await self.repo.learning.drop(scope)  # what a learn read here, not stored yet
         authors = {e.author_id for e in await self.repo.all_entries(scope)}
         await self.forget_person_facts(
             scope, request=ForgetRequest(kind="all"), removed=set(), authors=authors
@@ -79,6 +80,9 @@ class ForgetRequests:
         messages are gone. Reported done only once durable."""
         planned: list[tuple[str, ForgetRequest]] = []
         for place in places:
+            # What a learn of the place read and did not store yet goes: its next learn
+            # reads the past again, without what is forgotten now.
+            await self.repo.learning.drop(place)
             doomed = (found or {}).get(place)
             if doomed is None:
                 doomed = [e for e in await self.repo.all_entries(place) if request.drop_entry(e)]

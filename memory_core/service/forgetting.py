@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import InputError
 from memory_core.fleet.spending import SPEND_TTL_S
@@ -66,9 +67,12 @@ class TextForgetting:
 class PersonForgetting:
     """Forgetting a person: here, or everywhere in a server where they spoke."""
 
-    def __init__(self, requests: ForgetRequests, budget: Budget | None = None) -> None:
+    def __init__(
+        self, requests: ForgetRequests, *, clock: Clock, budget: Budget | None = None
+    ) -> None:
         self.requests = requests
         self.repo = requests.repo
+        self.clock = clock  # when they were forgotten (learning leaves out what came before)
         self.budget = budget  # their share of the spend is about them too
 
     async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
@@ -99,6 +103,11 @@ class PersonForgetting:
         if not user_id:
             return await self.forget_user(scope, user_id=user_id, name=name)
         places = await self.places_of_member(scope, user_id)
+        server = Scope.of(scope).server_key
+        if server is not None:  # (and in the server's places they never spoke in yet)
+            await self.repo.note_person_gone_everywhere(
+                server, user_id, calendar.to_ms(self.clock.now())
+            )
         return await self._forget_person(
             sorted({scope, *places}, key=threads_first), user_id=user_id, name=name
         )
@@ -127,9 +136,12 @@ class PersonForgetting:
         named = not user_id or all(Scope.of(p).server_key is None for p in places)
         request = ForgetRequest(kind="user", user_id=user_id, name=name.strip() if named else "")
         report = await self.requests.forget_in(places, request)
+        now_ms = calendar.to_ms(self.clock.now())
         for place in places:
             if user_id:
                 await self.repo.forget_speaker(place, user_id)
+                # Learning the place's past leaves out what they said before now.
+                await self.repo.note_person_gone(place, user_id, now_ms)
             if self.budget is not None:  # their share of the spend is about them too
                 await self.budget.ledger.forget_member(place, user_id)
         return report
@@ -156,6 +168,8 @@ class PlaceForgetting:
         unless ``keep_settings`` is False (the place itself is gone). Returns how many keys
         went."""
         deleted = await self._forget_all(scope, keep_settings=keep_settings)
+        # Learning the place's past never brings back what was said before now.
+        await self.repo.note_all_gone(parse_scope(scope), calendar.to_ms(self.clock.now()))
         await self.requests.persist(erase=True)
         return deleted
 

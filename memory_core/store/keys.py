@@ -81,6 +81,11 @@ class ScopeKeys:
     # Sorted set, all scores 0: "<user id>|<thread id or ''>" for every place of the subtree
     # where a person spoke (forget me reaches those); read by prefix (ZRANGEBYLEX)
     speakers: str
+    # Hash: what was forgotten in the subtree, so learning its past never brings it back:
+    # "m:<digest of a platform message id>" -> 1, "u:<digest of a user id>" -> when that
+    # person was forgotten (ms), "all" -> when everything was. Digests, never text. Not in
+    # all(): a forget of everything keeps it (that is when it matters most).
+    gone: str
 
     def all(self) -> tuple[str, ...]:
         """The scope's own keys (a channel's include its record of its threads and speakers;
@@ -107,11 +112,24 @@ class ScopeKeys:
 
 
 @dataclass(frozen=True, slots=True)
+class LearningKeys:
+    """Learning a channel's past (:mod:`memory_core.store.learning`)."""
+
+    job: str  # Hash: the learn's state (source, since, cursor, status, counts)
+    # Sorted set: "<scope> <platform id>" -> its time (ms), the messages read and not stored yet
+    staged: str
+    texts: str  # Hash: the same member -> the message as JSON (deleted by any forget here)
+
+
+@dataclass(frozen=True, slots=True)
 class ServerKeys:
     """A guild's or workspace's own keys, under its hash tag (``mb:{server:discord:1}:...``)."""
 
     places: str  # Sorted set: root scope (channel, Slack DM) -> last activity (ms)
     parents: str  # Hash: thread id -> its channel's scope (a Discord thread not in cache)
+    # Hash: "u:<digest of a user id>" -> when they asked to be forgotten everywhere (ms):
+    # learning never brings back what they said before it
+    gone: str
 
 
 class KeySchema:
@@ -162,12 +180,20 @@ class KeySchema:
             root_state=f"{root}:state",
             threads=f"{root}:threads",
             speakers=f"{root}:speakers",
+            gone=f"{root}:gone",
+        )
+
+    def learning(self, scope: str | Scope) -> LearningKeys:
+        """The keys of learning a channel's past (its threads' too), under its hash tag."""
+        root = self._base(Scope.of(scope).root)
+        return LearningKeys(
+            job=f"{root}:learn", staged=f"{root}:learn-staged", texts=f"{root}:learn-texts"
         )
 
     def server(self, server_key: str) -> ServerKeys:
         """The keys of a server (``discord:1``, ``slack:T1``: :attr:`Scope.server_key`)."""
         base = f"{self.prefix}:{{server:{server_key}}}"
-        return ServerKeys(places=f"{base}:places", parents=f"{base}:parents")
+        return ServerKeys(places=f"{base}:places", parents=f"{base}:parents", gone=f"{base}:gone")
 
     # Fleet-wide work sharing, per bucket: a bucket's queue and in-flight set share its hash
     # tag, so a claim moves a scope between them atomically, on Redis Cluster too.

@@ -18,6 +18,7 @@ from typing import Any
 from memory_core.store.ingest import MessageIngest
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.lane import FastLane
+from memory_core.store.learning import LearningStore
 from memory_core.store.repo_reads import ScopeReads
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.tier_steps import TierSteps
@@ -33,6 +34,7 @@ class MemoryRepo:
         self.writes = ScopeWrites(client, keys, reads=self.reads)
         self.steps = TierSteps(client, keys, reads=self.reads, writes=self.writes)
         self.messages = MessageIngest(client, keys, lane=lane)
+        self.learning = LearningStore(client, keys)  # a channel's past being learned
         # The parts' methods as the repository's own: bound once, so a call costs nothing
         # more than the part's.
         self._offer_reads(self.reads)
@@ -101,6 +103,9 @@ class MemoryRepo:
         self.replace_fact = writes.replace_fact
         self.delete_facts = writes.delete_facts
         self.delete_entries = writes.delete_entries
+        self.note_person_gone = writes.note_person_gone
+        self.note_person_gone_everywhere = writes.note_person_gone_everywhere
+        self.note_all_gone = writes.note_all_gone
         self.rewrite_log = writes.rewrite_log
         self.release_platform_id = writes.release_platform_id
         self.trim_log_before = writes.trim_log_before

@@ -11,6 +11,7 @@ from typing import Any
 from memory_core.errors import StoreError
 from memory_core.models import DaySummary, Fact, WeekSummary
 from memory_core.scopes import Scope
+from memory_core.store.gone import gone_message, gone_person
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import ScopeDump
@@ -163,21 +164,43 @@ class ScopeWrites:
 
     async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
         """Delete raw messages, and their embeddings with them, and those of the messages
-        right after them (embedded with a deleted one as context: made again without it)."""
+        right after them (embedded with a deleted one as context: made again without it).
+        Each deleted message's platform id is noted as gone (a digest), so learning the
+        place's past never brings it back."""
         if not ids:
             return 0
         k = self.k(scope)
         look = self.client.pipeline(transaction=False)
         for entry_id in ids:
             look.xrange(k.log, min=f"({entry_id}", max="+", count=1)
-        following = [found[0][0] for found in await look.execute() if found]
+            look.xrange(k.log, min=entry_id, max=entry_id)
+        found = await look.execute()
+        following = [after[0][0] for after in found[0::2] if after]
+        platform_ids = [fields.get("p", "") for itself in found[1::2] for _, fields in itself[:1]]
         pipe = await atomic_pipeline(self.client)
         pipe.xdel(k.log, *ids)
         pipe.hdel(k.vectors, *ids, *following)
-        deleted, _ = await pipe.execute()
+        if gone := {gone_message(p): 1 for p in platform_ids if p}:
+            pipe.hset(k.gone, mapping=gone)
+        deleted, *_ = await pipe.execute()
         if deleted:
             await self.rewrite_log(scope)
         return int(deleted)
+
+    async def note_person_gone(self, scope: str, user_id: str, at_ms: int) -> None:
+        """``user_id`` was forgotten in ``scope``'s channel (and its threads) at ``at_ms``:
+        learning its past leaves out what they said before."""
+        await self.client.hset(self.k(scope).gone, gone_person(user_id), at_ms)
+
+    async def note_person_gone_everywhere(self, server_key: str, user_id: str, at_ms: int) -> None:
+        """The same for every place of a server (``forget me everywhere``)."""
+        await self.client.hset(self.keys.server(server_key).gone, gone_person(user_id), at_ms)
+
+    async def note_all_gone(self, scope: str, at_ms: int) -> None:
+        """Everything said in ``scope`` (a channel: and its threads) before ``at_ms`` was
+        forgotten."""
+        field = f"all:{scope}" if Scope.of(scope).is_thread else "all"
+        await self.client.hset(self.k(scope).gone, field, at_ms)
 
     async def rewrite_log(self, scope: str, *, slice_size: int = 1000) -> bool:
         """Rewrite the scope's log without the entries deleted from it: XDEL only flags an

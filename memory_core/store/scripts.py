@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import NoScriptError
 
 from memory_core.store.fleet_scripts import FLEET_SCRIPTS
+from memory_core.store.learning_scripts import LEARNING_SCRIPTS
 
 if TYPE_CHECKING:
     from memory_core.store.lane import FastLane
@@ -519,6 +520,7 @@ SCRIPTS: dict[str, str] = {
     "rewrite_log_slice": REWRITE_LOG_SLICE,
     "rewrite_log_finish": REWRITE_LOG_FINISH,
     **FLEET_SCRIPTS,
+    **LEARNING_SCRIPTS,
 }
 SHAS: dict[str, str] = {
     name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()

@@ -45,12 +45,12 @@ class Compactor:
                 scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
             )
         candidates = entries if final else _drop_newest(entries, settings.compact_keep_tokens)
-        chunk = _take_oldest(candidates, settings.compact_max_input_tokens)
+        chunk = take_oldest(candidates, settings.compact_max_input_tokens)
         if not chunk:
             return None
         lang = resolve(state.lang or settings.language, (e.text for e in chunk[-50:]))
         force = self.policy.force_extractive(scope, state)
-        known = await self._known_facts(scope, state, chunk, force)
+        known = await self.known_facts(scope, state, chunk, force)
         try:
             outcome = await self.summarizer.compact(
                 day=state.day,
@@ -90,10 +90,10 @@ class Compactor:
         if after is None:
             return Known()  # someone else moved the scope on: read it again
         report.compactions += 1
-        await self._learn_about_people(scope, state, known, personal, now_iso)
+        await self.learn_about_people(scope, state, known, personal, now_iso)
         return Known(state=after)
 
-    async def _learn_about_people(
+    async def learn_about_people(
         self,
         scope: str,
         state: ScopeState,
@@ -116,7 +116,7 @@ class Compactor:
                 person_scope, ops, before=before, origin=scope, epoch=state.epoch
             )
 
-    async def _known_facts(
+    async def known_facts(
         self, scope: str, state: ScopeState, chunk: Sequence[LogEntry], extractive: bool
     ) -> KnownFacts:
         """The facts a summary call may update: the channel's, and those about the people
@@ -148,7 +148,7 @@ def _drop_newest(entries: Sequence[LogEntry], keep_tokens: int) -> list[LogEntry
     return list(entries[:cut])
 
 
-def _take_oldest(entries: Sequence[LogEntry], max_tokens: int) -> list[LogEntry]:
+def take_oldest(entries: Sequence[LogEntry], max_tokens: int) -> list[LogEntry]:
     """The oldest entries within ``max_tokens`` (always at least one, however long)."""
     chunk: list[LogEntry] = []
     total = 0
