@@ -39,13 +39,24 @@ Action = Literal[
     "config",
     "help",
     "why",
+    "learn",
 ]
 SHOW_SECTIONS = ("overview", "tiers", "facts", "stats")
 CONFIG_KEYS = ("mode", "timezone", "language", "daily_tokens", "user_daily_tokens", "sources")
 BUDGET_KEYS = ("daily_tokens", "user_daily_tokens")
 # Admin-only where the command changes a memory the whole channel shares.
 ADMIN_ACTIONS = frozenset(
-    {"forget_all", "forget_text", "forget_fact", "remember", "export", "pause", "resume", "config"}
+    {
+        "forget_all",
+        "forget_text",
+        "forget_fact",
+        "remember",
+        "export",
+        "pause",
+        "resume",
+        "config",
+        "learn",
+    }
 )
 CONFIRM_WORDS = ("confirm", "yes", "はい")
 
@@ -57,7 +68,9 @@ USAGE = """/memory show [overview|tiers|facts|stats]
 /memory config mode <mention|all|off> | timezone <Area/City> | language <auto|en|ja>
 /memory config daily_tokens <N|off|default> | user_daily_tokens <N|off|default>
 /memory config sources <on|off>
-/memory why   (what the last answer here was based on)"""
+/memory why   (what the last answer here was based on)
+/memory learn [days] | learn confirm | learn cancel | learn status   (the channel's past)"""
+LEARN_STEPS = ("confirm", "cancel", "status")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +154,8 @@ def parse_command(text: str) -> Command:
                 raise _usage("remember what about you? e.g. /memory remember me I am vegetarian")
             return Command("remember_me", arg=" ".join(rest[1:]))
         return Command("remember", arg=rest_text)
+    if verb == "learn":
+        return _learn_command(rest)
     if verb == "why":
         if rest:
             raise _usage("/memory why takes no arguments")
@@ -168,6 +183,18 @@ def parse_command(text: str) -> Command:
     raise _usage(f"unknown /memory command {_quote(verb)}")
 
 
+def _learn_command(rest: list[str]) -> Command:
+    """``learn [days]``: read the past (arg: the days, "" for the default); ``learn confirm |
+    cancel | status`` (key)."""
+    if not rest:
+        return Command("learn")
+    if len(rest) == 1 and rest[0].lower() in LEARN_STEPS:
+        return Command("learn", key=rest[0].lower())
+    if len(rest) == 1 and rest[0].isdigit() and int(rest[0]) >= 1:
+        return Command("learn", arg=str(int(rest[0])))
+    raise _usage("learn takes a number of days (e.g. /memory learn 30), confirm, cancel or status")
+
+
 def _action_name(command: Command) -> str:
     return command.action.replace("_", " ")
 
@@ -191,6 +218,8 @@ async def execute(
     if command.action == "forget_message" and not actor.is_admin and not author:
         raise PermissionDenied(p.say("not_author"))  # its author, or an admin
     match command.action:
+        case "learn":  # (a door with a platform history takes it before it comes here)
+            return CommandResult(title=p.say("learn_not_here"))
         case "help":
             return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
         case "why":

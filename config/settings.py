@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -281,6 +289,45 @@ class DashboardSettings(_Section):
     port: int = Field(default=8765, ge=0, le=65535)
 
 
+class LearnSettings(_Section):
+    """Learning a channel's past (``/memory learn``, ``memorybot learn``)."""
+
+    default_days: int = Field(
+        default=90, ge=1, le=3650, description="How far back /memory learn reads when not told."
+    )
+    max_days: int = Field(
+        default=365, ge=1, le=3650, description="The furthest back a learn may be asked to read."
+    )
+    slack_requests_per_minute: float = Field(
+        default=50.0,
+        gt=0,
+        le=1000,
+        description=(
+            "conversations.history/replies calls a minute: 50 (Tier 3) for internal and "
+            "customer-built apps; 1 for a commercially distributed app outside the Marketplace "
+            "(Slack's 2025 limits, 15 messages a page)."
+        ),
+    )
+    max_wait_s: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description=(
+            "The longest a learn waits out one rate limit; past it, it stops (run it "
+            "again to go on)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> LearnSettings:
+        if self.default_days > self.max_days:
+            raise ValueError(
+                f"learn.default_days ({self.default_days}) is more than learn.max_days "
+                f"({self.max_days}): lower it or raise max_days"
+            )
+        return self
+
+
 _SERVER_KEY = re.compile(r"^(discord|slack):[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -337,6 +384,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    learn: LearnSettings = Field(default_factory=LearnSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from bots.cli import bench, chat, dashboard, doctor, memory, replay, rollover, serve, store
+from bots.cli import bench, chat, dashboard, doctor, learn, memory, replay, rollover, serve, store
 from bots.cli import eval as locomo_eval
 from bots.cli.common import CliOptions
 
@@ -55,6 +55,7 @@ dashboard.register(app)
 serve.register(app)
 chat.register(app)
 replay.register(app)
+learn.register(app)
 memory.register(app)
 rollover.register(app)
 doctor.register(app)

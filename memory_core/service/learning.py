@@ -121,11 +121,12 @@ class Learner:
 
     # -- 1. reading ----------------------------------------------------------------------
     async def read(
-        self, source: PastSource, *, days: int, progress: Progress | None = None
+        self, source: PastSource, *, days: int | None, progress: Progress | None = None
     ) -> LearnProgress:
-        """Read ``days`` of the place's past (resuming a learn of the same source and days
-        that stopped), keep what is new; nothing is learned yet."""
-        if days < 1:
+        """Read ``days`` of the place's past (None: all of it, as an export holds it),
+        resuming a learn of the same source and days that stopped; keep what is new.
+        Nothing is learned yet."""
+        if days is not None and days < 1:
             raise InputError("learn how many days? give 1 or more")
         root = _root(source.place)
         job = await self.store.job(root)
@@ -133,7 +134,7 @@ class Learner:
         resuming = (
             job.get("status") in ("reading", "read")
             and job.get("source") == source.name
-            and int(job.get("days", 0)) == days
+            and int(job.get("days", 0)) == (days or 0)
         )
         if resuming:
             cursor = job.get("cursor", "")
@@ -141,10 +142,15 @@ class Learner:
             if job["status"] == "read":
                 return await self._estimated(root)
         else:
-            since_ms = calendar.to_ms(self.clock.now() - timedelta(days=days))
+            since_ms = calendar.to_ms(self.clock.now() - timedelta(days=days)) if days else 0
             await self.store.begin(
                 root,
-                {"source": source.name, "status": "reading", "days": days, "since_ms": since_ms},
+                {
+                    "source": source.name,
+                    "status": "reading",
+                    "days": days or 0,
+                    "since_ms": since_ms,
+                },
             )
         gone = await self.store.gone(root)
         notes: list[str] = json.loads(job.get("notes") or "[]") if resuming else []

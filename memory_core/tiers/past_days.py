@@ -58,14 +58,15 @@ class PastDays:
         parent = Scope.of(scope).parent
         state = state.inherit(await m.repo.state(parent.key) if parent else None)
         tz = m.policy.tz(state)
-        if m.over_budget is not None and await m.over_budget(scope):
-            m.policy.budget_reached.add(scope)
         try:
             with charge_to(SpendTag(scope)):
-                days = [
-                    await self._day(scope, state, day, group, tz, report)
-                    for day, group in _by_day(entries, tz)
-                ]
+                days = []
+                for day, group in _by_day(entries, tz):
+                    # The budgets, looked at before each day: past one, the rest of the
+                    # past is summarised extractively (as maintenance does past it).
+                    if m.over_budget is not None and await m.over_budget(scope):
+                        m.policy.budget_reached.add(scope)
+                    days.append(await self._day(scope, state, day, group, tz, report))
                 report.days = await self.learning.insert_days(
                     scope,
                     days,

@@ -8,6 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from bots.commands import parse_command
+from bots.learn_command import ChannelLearns
+from config.prompts import load_prompts
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.service.past import LearnRefused
@@ -147,3 +150,43 @@ async def test_a_forget_drops_what_was_read_and_a_learn_can_be_cancelled(
     assert (await core.learner.status(CHANNEL)).status == "cancelled"
     assert await core.repo.learning.staged_count(CHANNEL) == 0
     assert not await core.learner.cancel(CHANNEL)
+
+
+async def test_the_learn_command_reads_says_what_it_found_and_learns_on_confirm(
+    make_core: CoreFactory,
+) -> None:
+    """/memory learn as every door runs it (bots.learn_command), told in English."""
+    core = await make_core(clock=ManualClock(NOW), offline=True)
+    learns = ChannelLearns(core.learner, core.settings.learn)
+    said: list[str] = []
+
+    async def tell(text: str) -> None:
+        said.append(text)
+
+    past = past_chat(CHANNEL, START, days=4, per_day=5)
+    p = load_prompts("en")
+
+    async def run(words: str) -> str:
+        answer = await learns.handle(
+            parse_command(words),
+            place=CHANNEL,
+            source=lambda: ListSource(CHANNEL, past),
+            tell=tell,
+            p=p,
+        )
+        if job := learns.running.get(CHANNEL):
+            await job
+        return answer
+
+    assert "at most 365 days" in await run("learn 400")
+    assert (await run("learn 30")).startswith("Reading the last 30 days of discord:1:2")
+    assert said[-1].startswith("Found 20 new messages in discord:1:2 over 4 days")
+    assert "/memory learn confirm" in said[-1]
+    assert await core.repo.all_entries(CHANNEL) == []
+    assert (await run("learn confirm")).startswith("Learning 20 messages")
+    assert said[-1].startswith("Learned 20 messages of discord:1:2: 4 day records")
+    assert len(await core.repo.all_entries(CHANNEL)) == 20
+    assert "done" in await run("learn status")
+    await run("learn 30")
+    assert said[-1].startswith("Nothing new to learn in discord:1:2: 20 messages already")
+    assert "No learn here yet" not in await run("learn cancel")

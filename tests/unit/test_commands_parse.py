@@ -42,6 +42,9 @@ def test_parse(text: str, command: Command) -> None:
         "/memory config mode loud",
         "/memory config colour blue",
         "/memory config language fr",
+        "/memory learn 0",
+        "/memory learn lots",
+        "/memory learn 30 confirm",
     ],
 )
 def test_bad_commands_get_usage_help(text: str) -> None:
@@ -49,3 +52,18 @@ def test_bad_commands_get_usage_help(text: str) -> None:
         parse_command(text)
     assert "Usage:" in str(info.value)
     assert "/memory show" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("/memory learn", Command("learn")),
+        ("/memory learn 30", Command("learn", arg="30")),
+        ("/memory learn 007", Command("learn", arg="7")),
+        ("/memory learn CONFIRM", Command("learn", key="confirm")),
+        ("/memory learn cancel", Command("learn", key="cancel")),
+        ("/memory learn status", Command("learn", key="status")),
+    ],
+)
+def test_learn_commands(text: str, command: Command) -> None:
+    assert parse_command(text) == command
