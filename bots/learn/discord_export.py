@@ -100,20 +100,21 @@ class DiscordExportSource:
             export = await asyncio.to_thread(read_file, by_key[key])
             if _place(export, self.reading) != self.place:
                 raise LearnRefused(f"{export.path}: no longer a file of {self.place}")
-            return [self._entry(raw) for raw in export.messages]
+            people = {m["author"]["id"]: _author_name(m["author"]) for m in export.messages}
+            return [self._entry(raw, people) for raw in export.messages]
 
         async for page in paged(
             list(by_key), read, since=since, cursor=cursor, place=self.place, notes=self.notes
         ):
             yield page
 
-    def _entry(self, raw: Mapping[str, Any]) -> PastMessage | None:
+    def _entry(self, raw: Mapping[str, Any], people: Mapping[str, str]) -> PastMessage | None:
         """A checked message: kept, or None (left out)."""
         author = raw["author"]
         own = bool(self.reading.bot_user_id) and author["id"] == self.reading.bot_user_id
         if raw["type"] not in KEPT_TYPES or (author["isBot"] and not own):
             return None
-        text, attachments = _text(raw, self.reading), _attachments(raw)
+        text, attachments = _text(raw, self.reading, people), _attachments(raw)
         if not text and not attachments:
             return None  # stickers only: the live door keeps nothing either
         return PastMessage(
@@ -344,15 +345,15 @@ def _author_name(author: Mapping[str, Any]) -> str:
     return nickname if isinstance(nickname, str) and nickname.strip() else str(author["name"])
 
 
-def _text(raw: Mapping[str, Any], reading: Reading) -> str:
+def _text(raw: Mapping[str, Any], reading: Reading, people: Mapping[str, str]) -> str:
     """The message's words as memory keeps them: DCE writes mentions as names already
-    (unless exported with ``--markdown false``: then ``<@id>`` become names here); a
-    forwarded message reads as the live door writes one."""
-    mentions = {
-        int(m["id"]): _author_name({"nickname": m.get("nickname"), "name": m.get("name") or ""})
-        or m["id"]
-        for m in raw.get("mentions") or ()
-    }
+    (unless exported with ``--markdown false``: then ``<@id>`` become names here, from the
+    message's ``mentions`` or the file's authors); a forwarded message reads as the live
+    door writes one."""
+    mentions = {int(ident): name for ident, name in people.items()}
+    for m in raw.get("mentions") or ():
+        named = {"nickname": m.get("nickname"), "name": m.get("name") or m["id"]}
+        mentions[int(m["id"])] = _author_name(named)
     bot_id = int(reading.bot_user_id) if reading.bot_user_id.isdigit() else 0
     bot_name = reading.bot_name or mentions.get(bot_id, "")
 
