@@ -36,7 +36,7 @@ from bots.slack.text import (
     plain_text,
 )
 from bots.slack.users import display_name
-from memory_core.models import Role
+from memory_core.models import Attachment, Role
 from memory_core.scopes import Audience
 from memory_core.service.past import LearnRefused, PastMessage, PastPage, PastSource
 
@@ -75,6 +75,11 @@ class Workspace:
     names: Mapping[str, str]  # user id -> the name people see
     bot_user_id: str = ""
     bot_name: str = ""
+
+    @property
+    def bot_label(self) -> str:
+        """The bot's name: as the caller says, else as users.json has it."""
+        return self.bot_name or self.names.get(self.bot_user_id, "")
 
 
 @dataclass(slots=True)
@@ -156,33 +161,44 @@ class SlackExportSource:
             scope=message_scope(workspace.team, self.conversation.id, ts, thread_ts),
             ts=ts,
             text=str(raw.get("text") or ""),
-            author=workspace.bot_name or workspace.names.get(workspace.bot_user_id, ""),
+            author=workspace.bot_label,
             author_id=workspace.bot_user_id,
             attachments=message_files(raw),
             role="assistant",
         )
 
     def _past(
-        self, *, text: str, ts: str, role: Role = "user", **fields: Any
+        self,
+        *,
+        scope: str,
+        ts: str,
+        text: str,
+        author: str,
+        author_id: str,
+        attachments: tuple[Attachment, ...],
+        role: Role = "user",
     ) -> PastMessage | None:
         """None for a message of neither words nor files (only legacy attachments): the
         live door does not keep one either."""
         workspace = self.workspace
-        if not text.strip() and not fields.get("attachments"):
+        if not text.strip() and not attachments:
             return None
         return PastMessage(
+            scope=scope,
             platform_id=ts,
             ts=slack_time(ts),
             text=plain_text(
                 text,
                 bot_user_id=workspace.bot_user_id,
-                bot_name=workspace.bot_name or workspace.names.get(workspace.bot_user_id, ""),
+                bot_name=workspace.bot_label,
                 names=workspace.names,
             ),
+            author=author,
+            author_id=author_id,
             role=role,
             audience=self.conversation.audience,
             place_name=place_name(self.conversation, workspace.names),
-            **fields,
+            attachments=attachments,
         )
 
     def _author(self, user_id: str, raw: Mapping[str, Any]) -> str:
