@@ -17,6 +17,7 @@ channel, a DM or a group DM is then learned into its own scope, never into a cha
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import zipfile
 from collections import defaultdict
@@ -89,6 +90,7 @@ class SlackExportSource:
     workspace: Workspace
     conversation: Conversation
     day_files: list[str]  # the zip's members, "general/2024-01-31.json"
+    notes: tuple[str, ...] = ()  # with the first page
     name: str = NAME
     place: str = field(init=False)
 
@@ -103,7 +105,9 @@ class SlackExportSource:
         async def read(member: str) -> Entries:
             return entries[member]
 
-        async for page in paged(self.day_files, read, since=since, cursor=cursor, place=self.place):
+        async for page in paged(
+            self.day_files, read, since=since, cursor=cursor, place=self.place, notes=self.notes
+        ):
             yield page
 
     def _read_all(self) -> dict[str, Entries]:
@@ -235,13 +239,17 @@ def slack_export_sources(
     with _open_zip(archive) as zipped:
         members = set(zipped.namelist())
         names = _user_names(zipped, archive, members)
-        conversations = list(_listed(zipped, archive, members, include_private))
+        conversations = _listed(zipped, archive, members, include_private)
+        left_out = () if include_private else _private_left_out(zipped, members)
     workspace = Workspace(archive, team, names, bot_user_id=bot_user_id, bot_name=bot_name)
     days = _day_files(members)
     sources: list[PastSource] = []
     for conversation in conversations:
         folder = next((n for n in conversation.folder_names if n in days), "")
-        sources.append(SlackExportSource(workspace, conversation, sorted(days.get(folder, ()))))
+        notes = left_out if not sources else ()  # said once, with the first source
+        sources.append(
+            SlackExportSource(workspace, conversation, sorted(days.get(folder, ())), notes)
+        )
     return sources
 
 
@@ -265,6 +273,27 @@ def _listed(
         for i, raw in enumerate(_read_list(zipped, archive, member)):
             found.append(_conversation(raw, f"[{i}]", where, kind=kind, audience=audience))
     return found
+
+
+def _private_left_out(zipped: zipfile.ZipFile, members: set[str]) -> tuple[str, ...]:
+    """What the admin should know was not read: "2 private channels, 5 DMs in the export
+    were not read (include_private)". Only counted: a list not read is not checked."""
+    counts = []
+    for member, kind, _, private in _LISTS:
+        if not private or member not in members:
+            continue
+        try:
+            listed = json.loads(zipped.read(member))
+        except (ValueError, zipfile.BadZipFile, OSError):
+            continue
+        if isinstance(listed, list) and listed:
+            counts.append(f"{len(listed)} {kind}{'s' if len(listed) != 1 else ''}")
+    if not counts:
+        return ()
+    return (
+        f"{', '.join(counts)} in the export were not read: only public channels are "
+        "learned unless private ones are asked for (include_private)",
+    )
 
 
 def _conversation(

@@ -113,12 +113,22 @@ def by_place(sources: list[PastSource]) -> dict[str, PastSource]:
 
 
 # -- which conversations ------------------------------------------------------------------
-def test_public_channels_only_unless_private_ones_are_asked_for(tmp_path: Path) -> None:
+async def test_public_channels_only_unless_private_ones_are_asked_for(tmp_path: Path) -> None:
     path = export(tmp_path)
     public = slack_export_sources(path, TEAM)
     assert [s.place for s in public] == ["slack:T1:C1", "slack:T1:C2", "slack:T1:C3"]
     assert {s.name for s in public} == {"slack-export"}
+    # The admin is told, once, what was not read.
+    assert [(await read(s))[0].notes for s in public] == [
+        (
+            "1 private channel, 1 group DM, 1 DM in the export were not read: only public "
+            "channels are learned unless private ones are asked for (include_private)",
+        ),
+        (),
+        (),
+    ]
     everything = slack_export_sources(path, TEAM, include_private=True)
+    assert [(await read(s))[0].notes for s in everything] == [()] * 6
     assert [s.place for s in everything] == [
         "slack:T1:C1",
         "slack:T1:C2",
