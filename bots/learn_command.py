@@ -101,7 +101,7 @@ class ChannelLearns:
             log.exception("learning %s stopped", place)
             await _quietly(tell, p.say("learn_failed", place=place, why=type(exc).__name__))
             return
-        if found.status != "read":
+        if found.status not in ("read", "done"):
             return  # cancelled meanwhile
         if not found.new:
             text = p.say("learn_nothing", place=place, known=found.known, forgotten=found.forgotten)

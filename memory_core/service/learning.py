@@ -194,7 +194,8 @@ class Learner:
                 await self.store.set_job(root, {"notes": json.dumps(notes)})
             if progress is not None:
                 await _tell(progress, await self.status(root))
-        await self.store.set_job(root, {"status": "read", "cursor": ""})
+        nothing_new = not await self.store.staged_count(root)
+        await self.store.set_job(root, {"status": "done" if nothing_new else "read", "cursor": ""})
         return await self._estimated(root)
 
     async def _estimated(self, root: str) -> LearnProgress:
@@ -222,6 +223,8 @@ class Learner:
         """Store what a finished read kept (see the module's text)."""
         root = _root(place)
         job = await self.store.job(root)
+        if job.get("status") == "done":
+            return await self.status(root)  # (stored already, or nothing was new)
         if job.get("status") not in ("read", "storing"):
             raise LearnRefused(
                 f"nothing read to learn in {root}: learn reads the past first"
