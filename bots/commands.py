@@ -419,6 +419,18 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
         ]
         if state.failures:
             stats.append(f"summary failures in a row: {state.failures}")
+        if view.learn is not None and view.learn.status:
+            stats.append(
+                p.say(
+                    "learn_status",
+                    place=view.learn.place,
+                    source=view.learn.source,
+                    status=view.learn.status,
+                    read=view.learn.read,
+                    new=view.learn.new,
+                    stored=view.learn.stored,
+                )
+            )
         result.sections.append((p.say("heading_stats"), "\n".join(stats)))
         if view.spend is not None:
             result.sections.append((p.say("heading_spend"), render_spend(view.spend, p)))

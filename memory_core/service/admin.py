@@ -41,6 +41,7 @@ from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_
 from memory_core.service.forget_request import ForgetReport
 from memory_core.service.forget_requests import ForgetRequests
 from memory_core.service.forgetting import PersonForgetting, PlaceForgetting, TextForgetting
+from memory_core.service.learning import LearnProgress
 from memory_core.service.message_changes import MessageChanges
 from memory_core.store.repo import MemoryRepo
 
@@ -60,6 +61,7 @@ class ScopeView:
     about_you: list[Fact] = field(default_factory=list)
     thread_facts: list[tuple[str, Fact]] = field(default_factory=list)  # (thread, fact)
     spend: SpendReport | None = None  # today's tokens against the limits (show stats)
+    learn: LearnProgress | None = None  # where a learn of its channel is (show stats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +207,12 @@ class MemoryAdmin:
             thread_facts=await self._thread_facts(scope),
             spend=await self.budget.report(scope, member_id=user_id)
             if spend and self.budget is not None
+            else None,
+            learn=LearnProgress.from_job(
+                Scope.of(scope).root.key,
+                await self.repo.learning.job(Scope.of(scope).root.key),
+            )
+            if spend
             else None,
         )
 
