@@ -342,9 +342,15 @@ def _first_id_at(since: datetime) -> int:
 
 
 async def discord_past(
-    client: discord.Client, channel_id: int, *, bot_name: str, max_wait: float = MAX_WAIT
+    client: discord.Client,
+    channel_id: int,
+    *,
+    bot_name: str,
+    max_wait: float = MAX_WAIT,
+    page_size: int = PAGE_SIZE,
 ) -> DiscordPast:
-    """The source the door hands the learner for ``/memory learn`` in a channel or forum."""
+    """The source the door hands the learner for ``/memory learn`` in a channel or forum
+    (the arguments: :class:`DiscordPast`'s)."""
     channel = client.get_channel(channel_id)
     if channel is None:
         try:
@@ -359,4 +365,4 @@ async def discord_past(
         )
     if not isinstance(channel, discord.TextChannel | discord.ForumChannel):
         raise LearnRefused("memorybot learns the past of a text channel or a forum")
-    return DiscordPast(client, channel, bot_name=bot_name, max_wait=max_wait)
+    return DiscordPast(client, channel, bot_name=bot_name, max_wait=max_wait, page_size=page_size)
