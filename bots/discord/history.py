@@ -192,23 +192,26 @@ class DiscordPast:
         async with self._capped():
             active = await channel.guild.active_threads()
         found.update((t.id, t) for t in active if t.parent_id == channel.id)
-        archived = [channel.archived_threads(limit=None)]
+        # newest archive first: a thread archived before ``since`` says nothing after it
+        listings = [(channel.archived_threads(limit=None), True)]
         notes: list[str] = []
         if isinstance(channel, discord.TextChannel):
             if channel.permissions_for(me).manage_threads:
-                archived.append(channel.archived_threads(private=True, limit=None))
+                listings.append((channel.archived_threads(private=True, limit=None), True))
             else:
+                # newest id first: no order of archive times to stop at
+                joined = channel.archived_threads(private=True, joined=True, limit=None)
+                listings.append((joined, False))
                 notes.append(
-                    f"private threads of #{channel.name} not read (but those memorybot was "
-                    "added to while they were active): give it Manage Threads there to learn "
-                    "them too"
+                    f"private threads of #{channel.name} that memorybot was not added to are "
+                    "not read: give it Manage Threads there to learn them too"
                 )
-        for listing in archived:
-            # newest archive first: a thread archived before ``since`` says nothing after it
+        for listing, by_archive_time in listings:
             async for thread in self._each(listing):
-                if thread.archive_timestamp < since:
+                if thread.archive_timestamp >= since:
+                    found[thread.id] = thread
+                elif by_archive_time:
                     break
-                found[thread.id] = thread
         self._threads.update(found)
         return sorted(found), notes
 

@@ -44,8 +44,12 @@ def manage_threads(guild: FakeGuild) -> None:
     guild.roles[guild.bot_role_id].permissions |= int(Permission.MANAGE_THREADS)
 
 
-async def source_for(client: discord.Client, channel: FakeChannel, **options: float) -> DiscordPast:
-    source = await discord_past(client, channel.id, bot_name="memorybot", **options)
+async def source_for(
+    client: discord.Client, channel: FakeChannel, *, max_wait: float = 60.0, page_size: int = 100
+) -> DiscordPast:
+    source = await discord_past(
+        client, channel.id, bot_name="memorybot", max_wait=max_wait, page_size=page_size
+    )
     assert source.place == scope(channel)
     return source
 
@@ -240,9 +244,13 @@ async def test_private_threads_it_may_not_list_are_noted(fake: FakeDiscord) -> N
     fake.past_message(secret.id, author_id=alice.user.id, content="between us")
     joined = fake.add_thread(general.id, "mine", private=True, members=[fake.bot_user.id])
     fake.past_message(joined.id, author_id=alice.user.id, content="with the bot")
+    was_in = fake.add_thread(
+        general.id, "was in", private=True, archived=True, members=[fake.bot_user.id]
+    )
+    fake.past_message(was_in.id, author_id=alice.user.id, content="with the bot, archived")
     async with learning_client(fake) as client:
         [page] = await learn(await source_for(client, general))
-    assert [m.text for m in page.messages] == ["with the bot"]
+    assert [m.text for m in page.messages] == ["with the bot", "with the bot, archived"]
     [note] = page.notes
     assert "Manage Threads" in note
 

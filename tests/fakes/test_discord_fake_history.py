@@ -200,6 +200,27 @@ async def test_archived_threads_need_their_permissions(
     assert status == 200 and [t["id"] for t in body["threads"]] == [str(secret.id)]
 
 
+async def test_joined_private_archived_threads_page_by_id(
+    fake: FakeDiscord, raw_http: aiohttp.ClientSession
+) -> None:
+    guild = fake.add_guild()
+    general = fake.add_text_channel(guild.id, "general")
+    me = [fake.bot_user.id]
+    joined = [
+        fake.add_thread(general.id, f"j{i}", private=True, archived=True, members=me)
+        for i in range(3)
+    ]
+    fake.add_thread(general.id, "not joined", private=True, archived=True)
+    fake.add_thread(general.id, "joined, active", private=True, members=me)
+    path = f"/channels/{general.id}/users/@me/threads/archived/private"
+    status, first, _ = await get(raw_http, fake, path, limit=2)
+    assert status == 200 and first["has_more"] is True
+    assert [t["name"] for t in first["threads"]] == ["j2", "j1"]  # newest id first
+    assert [m["id"] for m in first["members"]] == [str(joined[2].id), str(joined[1].id)]
+    _, rest, _ = await get(raw_http, fake, path, before=first["threads"][-1]["id"])
+    assert [t["name"] for t in rest["threads"]] == ["j0"] and rest["has_more"] is False
+
+
 async def test_discord_py_lists_every_thread_of_a_channel(fake: FakeDiscord) -> None:
     guild = fake.add_guild()
     manage_threads(fake, guild)

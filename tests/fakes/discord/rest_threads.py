@@ -1,6 +1,6 @@
 """REST handlers of the fake Discord that list threads: a guild's active threads and a channel's
-archived public and private ones (a forum's posts are its threads), as Discord's API documents
-them.
+archived public and private ones, all or those the bot joined (a forum's posts are its
+threads), as Discord's API documents them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ ARCHIVED_LIMIT_MIN, ARCHIVED_LIMIT_MAX, ARCHIVED_LIMIT_DEFAULT = 2, 100, 50
 
 
 class ThreadListingMixin:
-    """GET /guilds/{id}/threads/active, /channels/{id}/threads/archived/public and /private."""
+    """GET /guilds/{id}/threads/active, /channels/{id}/threads/archived/public and /private,
+    /channels/{id}/users/@me/threads/archived/private."""
 
     def _thread_member_payload(self, thread: FakeChannel) -> JSON:
         """The bot's thread member object in a thread it joined."""
@@ -80,6 +81,30 @@ class ThreadListingMixin:
             channel, int(Permission.READ_MESSAGE_HISTORY | Permission.MANAGE_THREADS)
         )
         return self._archived(call, channel, ChannelType.PRIVATE_THREAD)
+
+    async def _joined_private_archived_threads(self, call: _Call) -> web.Response:
+        """List Joined Private Archived Threads: the channel's archived private threads the
+        bot is a member of, newest id first, those before ``before`` (a thread id) only;
+        Read Message History needed (403 50013)."""
+        channel = self._thread_parent(call)
+        self._check_forbidden(channel, int(Permission.READ_MESSAGE_HISTORY))
+        query = call.request.query
+        limit = self._archived_limit(query)
+        before = self._query_int(query, "before", 0) if "before" in query else None
+        joined = sorted(
+            (
+                c
+                for c in self.channels.values()
+                if c.parent_id == channel.id
+                and c.type is ChannelType.PRIVATE_THREAD
+                and c.archived
+                and self.bot_user.id in c.member_ids
+                and (before is None or c.id < before)
+            ),
+            key=lambda c: c.id,
+            reverse=True,
+        )
+        return self._json(self._listing(joined[:limit], has_more=len(joined) > limit))
 
     def _thread_parent(self, call: _Call) -> FakeChannel:
         channel = self._known_channel(call)

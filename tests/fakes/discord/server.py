@@ -452,6 +452,13 @@ class FakeDiscord(
             ),
             (
                 "GET",
+                r"/channels/(?P<channel_id>\d+)/users/@me/threads/archived/private",
+                "other",
+                self._joined_private_archived_threads,
+                True,
+            ),
+            (
+                "GET",
                 r"/guilds/(?P<guild_id>\d+)/members/(?P<user_id>\d+)",
                 "other",
                 self._get_member,
