@@ -1,14 +1,14 @@
 """A Discord channel's past, for learning (:mod:`memory_core.service.past`): a text channel's
-messages and its threads' (active, archived public, archived private where the bot may manage
-threads), or a forum's posts, read with the bot's own discord.py client and handed over as
-pages of what the live door would have stored.
+messages and its threads' (active, archived public, archived private: all where the bot may
+manage threads, else those it was a member of), or a forum's posts, read with the bot's own
+discord.py client and handed over as pages of what the live door would have stored.
 
 The place's threads are listed once, at the start: the cursor carries them (which place is
 being read, the last message id read there, the threads still to read), so a learn resumed
 from any page's cursor reads the rest exactly once. Messages are mapped as
 :mod:`bots.discord.events` maps a live one (scopes, ids, text as it is now, files, audience);
-other bots and system messages are skipped and counted; the bot's own are kept as the
-assistant's.
+other bots, system messages and the bot's command output are skipped and counted; the bot's
+own answers are kept as the assistant's.
 
 Rate limits are discord.py's to wait out. Each request (with its waits) is capped at
 ``max_wait`` seconds, and a client built with ``max_ratelimit_timeout`` refuses longer waits
@@ -273,7 +273,10 @@ class DiscordPast:
     async def _keep(self, message: discord.Message, batch: _Batch) -> None:
         me = self.client.user
         own = me is not None and message.author.id == me.id
-        if message.type not in CONVERSATION_TYPES or (message.author.bot and not own):
+        # Its own answers are conversation; what it posted through an interaction's webhook
+        # (/memory's follow-ups, command output) is not, and is not stored live either.
+        answer = own and message.webhook_id is None and message.interaction_metadata is None
+        if message.type not in CONVERSATION_TYPES or (message.author.bot and not answer):
             batch.skipped += 1
             return
         place = _place_of(message, self.channel.guild.id)

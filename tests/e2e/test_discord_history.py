@@ -158,13 +158,16 @@ async def test_what_memory_would_not_keep_live_is_skipped_and_counted(
     fake.past_message(general.id, author_id=alice.user.id, message_type=PIN)
     fake.past_message(general.id, author_id=alice.user.id, content="t", message_type=THREAD_CREATED)
     answer = fake.past_message(general.id, author_id=fake.bot_user.id, content="Noted: plan A")
+    fake.past_message(  # a /memory follow-up: command output, not conversation
+        general.id, author_id=fake.bot_user.id, content="Memory of #general: ...", webhook=True
+    )
     files = fake.past_message(
         general.id, author_id=alice.user.id, content="", attachments={"plan.txt": b"A then B"}
     )
     fake.edit_message_quietly(first, content="the plan is B")
     async with learning_client(fake) as client:
         [page] = await learn(await source_for(client, general))
-    assert page.skipped == 4
+    assert page.skipped == 5
     kept = {m.platform_id: m for m in page.messages}
     assert list(kept) == [first["id"], answer["id"], files["id"]]
     assert kept[first["id"]].text == "the plan is B"  # as it is now
