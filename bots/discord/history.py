@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+import aiohttp
 import discord
 
 from bots.discord.events import CONVERSATION_TYPES, Place, incoming_message, place_for
@@ -206,12 +207,19 @@ class DiscordPast:
                     f"private threads of #{channel.name} that memorybot was not added to are "
                     "not read: give it Manage Threads there to learn them too"
                 )
-        for listing, by_archive_time in listings:
-            async for thread in self._each(listing):
-                if thread.archive_timestamp >= since:
-                    found[thread.id] = thread
-                elif by_archive_time:
-                    break
+        try:
+            for listing, by_archive_time in listings:
+                async for thread in self._each(listing):
+                    if thread.archive_timestamp >= since:
+                        found[thread.id] = thread
+                    elif by_archive_time:
+                        break
+        except discord.Forbidden as exc:  # permissions changed since the check
+            raise LearnRefused(
+                f"Discord refused memorybot the threads of #{channel.name}: give it Read "
+                "Message History there (and Manage Threads for private threads), then learn "
+                "again"
+            ) from exc
         self._threads.update(found)
         return sorted(found), notes
 
@@ -328,6 +336,11 @@ class DiscordPast:
             raise LearnRefused(
                 f"Discord kept memorybot waiting over {self.max_wait:g} s (a rate limit, or "
                 "Discord is slow): run learn again later to go on from where it stopped"
+            ) from exc
+        except (discord.DiscordServerError, aiohttp.ClientError) as exc:
+            raise LearnRefused(
+                f"Discord could not be read ({exc}): run learn again later to go on from "
+                "where it stopped"
             ) from exc
 
 

@@ -309,6 +309,19 @@ async def test_the_source_caps_each_wait_itself(fake: FakeDiscord) -> None:
     assert texts == [str(i) for i in range(150)]
 
 
+async def test_discord_failing_stops_learning_until_it_is_run_again(fake: FakeDiscord) -> None:
+    guild = fake.add_guild()
+    general = fake.add_text_channel(guild.id, "general")
+    alice = fake.add_member(guild.id, name="alice")
+    fake.past_message(general.id, author_id=alice.user.id, content="hello")
+    async with learning_client(fake) as client:
+        source = await source_for(client, general)
+        fake.fail_next("other", status=503, message="503: Service Unavailable")
+        handed, refused = await pages_until_refused(source)
+        assert handed == [] and "run learn again later" in str(refused)
+        assert [m.text for m in messages(await learn(source))] == ["hello"]
+
+
 def test_a_cursor_that_is_not_ours_is_refused() -> None:
     with pytest.raises(LearnRefused, match="start the learn again"):
         Cursor.load('{"channel": 1}')
