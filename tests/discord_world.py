@@ -8,9 +8,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
+import discord
+
+from bots.discord.bot import bot_intents
 from memory_core.bootstrap import Core
+from memory_core.service.past import PastPage, PastSource
 from tests.fakes.discord import (
     JSON,
     FakeChannel,
@@ -151,3 +157,32 @@ async def chatter(fake: FakeDiscord, bot: ObservedBot, world: World, count: int)
 async def copies_of(core: Core, scope: str, message: JSON) -> list[tuple[str, str]]:
     entries = await core.repo.all_entries(scope)
     return [(e.text, e.author_id) for e in entries if e.platform_id == message["id"]]
+
+
+# -------------------------------------------------------------------------- the past
+
+LONG_AGO = datetime(2015, 1, 1, tzinfo=UTC)  # before any Discord message
+
+
+@contextlib.asynccontextmanager
+async def learning_client(fake: FakeDiscord, **options: Any) -> AsyncIterator[discord.Client]:
+    """A discord.py client with the bot's intents, ready: what a source of the past reads
+    with (``options``: e.g. ``max_ratelimit_timeout``)."""
+    client = discord.Client(intents=bot_intents(), guild_ready_timeout=0.05, **options)
+    async with fake.running(client):
+        yield client
+
+
+async def learn(source: PastSource, since: datetime = LONG_AGO, cursor: str = "") -> list[PastPage]:
+    return [page async for page in source.pages(since, cursor)]
+
+
+async def spend_budget(fake: FakeDiscord, path: str) -> None:
+    """Another process of the bot (same token) uses a route's budget: one GET of ``path``."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"{fake.api_base}{path}", headers={"Authorization": f"Bot {fake.valid_token}"}
+        ) as response,
+    ):
+        assert response.status == 200, await response.text()

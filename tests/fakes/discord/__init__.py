@@ -40,7 +40,9 @@ member of (or may manage).
 Beyond messages and slash commands the fake plays what people and Discord do to a bot: message
 context-menu commands (``invoke_message_command``), forwards (``message_snapshots``), polls and
 their POLL_RESULT message, voice messages, forum tags, deleted channels and threads, the bot
-being removed from a guild or a guild going through an outage, and the bot losing its gateway
+being removed from a guild or a guild going through an outage, the past a bot can only
+read in history (``past_message``: members, other bots, the bot itself, system messages) and
+the threads it lists, and the bot losing its gateway
 connection (``disconnect_bot`` / ``wait_for_reconnect``) while things happen that it is never
 told about (``while_away=True``, ``delete_message_quietly``, ``edit_message_quietly``), which
 it can only find again in channel history.
@@ -82,6 +84,10 @@ Where things are (``FakeDiscord`` is put together from one mixin per concern):
 * ``interactions.py``: invoking commands and components, registration and context checks;
 * ``state.py``: building the world (``add_*``, deletions, outages, failure injection);
   ``people.py``: what users do (messages, edits, forwards, DMs, polls, voice messages);
+* ``rest_threads.py``: listing threads (a guild's active ones, a channel's or forum's archived
+  public and private ones, with Discord's permission rules and paging);
+* ``ratelimits.py``: per-route rate-limit budgets (``set_route_budget``): real
+  ``X-RateLimit-*`` headers and 429s past the budget, per channel, guild or webhook;
 * ``payloads.py``: the payloads sent to discord.py and permission computation;
   ``waits.py``: the ``wait_for_*`` helpers;
 * ``models.py``: constants and documented limits, enums, the world's objects and the records;

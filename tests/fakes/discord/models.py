@@ -436,6 +436,8 @@ class FakeChannel:
     total_message_sent: int = 0
     last_message_id: int | None = None
     created_at: str = field(default_factory=_now_iso)
+    # when a thread was last archived (its archive_timestamp; until then, its creation)
+    archived_at: str | None = None
     # thread members: what decides who receives a private thread's messages
     member_ids: set[int] = field(default_factory=set)
     # a forum's tags, and the IDs of those applied to one of its posts

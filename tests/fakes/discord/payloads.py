@@ -135,7 +135,7 @@ class PayloadsMixin:
                 thread_metadata={
                     "archived": channel.archived,
                     "auto_archive_duration": 1440,
-                    "archive_timestamp": channel.created_at,
+                    "archive_timestamp": channel.archived_at or channel.created_at,
                     "locked": channel.locked,
                     "invitable": True,
                     "create_timestamp": channel.created_at,

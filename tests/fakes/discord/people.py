@@ -103,6 +103,37 @@ class PeopleMixin:
         await self._deliver_user_event("MESSAGE_CREATE", message, while_away=while_away)
         return message
 
+    def past_message(
+        self,
+        channel_id: int,
+        *,
+        author_id: int,
+        content: str = "",
+        message_type: int = 0,
+        attachments: Mapping[str, bytes] | None = None,
+        webhook: bool = False,
+    ) -> JSON:
+        """Something said in a guild channel or thread before the bot looked (the past it can
+        only read in history): stored, never dispatched, whether a session is connected or
+        not. The author may be a member, another bot (``add_member(bot=True)``) or the bot
+        itself; ``message_type`` a system message's (7 a join, 6 a pin, 18 a thread created);
+        ``webhook``: posted through the application's webhook (an interaction's follow-up)."""
+        channel = self._channel(channel_id)
+        if channel.guild_id is None or channel.type is ChannelType.GUILD_FORUM:
+            raise FakeDiscordError("past messages are said in a guild channel or a thread")
+        if author_id == self.bot_user.id:
+            author = self.bot_user
+        else:
+            author = self._author_in(channel, author_id)
+        return self._new_message(
+            channel=channel,
+            author=author,
+            content=content,
+            attachments=self._user_attachments(channel.id, attachments),
+            message_type=message_type,
+            webhook=webhook,
+        )
+
     def _author_in(self, channel: FakeChannel, author_id: int) -> FakeUser:
         """The author of a user message in ``channel``: a member of its guild (posting in a
         text channel or thread, never in a forum itself), or the person of a DM with the bot."""

@@ -125,12 +125,20 @@ class RestMixin:
         return channel
 
     def _require_view(self, channel: FakeChannel) -> int:
-        """A guild channel's REST reads need View Channel (403 Missing Access without);
+        """A guild channel's REST reads need View Channel (403 Missing Access without; a
+        private thread's also membership or Manage Threads);
         returns the bot's permissions there (all of them in a DM)."""
         if channel.guild_id is None:
             return ALL_PERMISSIONS
         perms = self.permissions_for(channel.guild_id, self.bot_user.id, channel.id)
         if not perms & Permission.VIEW_CHANNEL:
+            raise _ApiError(403, 50001, "Missing Access")
+        if (
+            channel.type is ChannelType.PRIVATE_THREAD
+            and self.bot_user.id not in channel.member_ids
+            and not perms & Permission.MANAGE_THREADS
+        ):
+            # a private thread is seen by its members and by who may manage threads
             raise _ApiError(403, 50001, "Missing Access")
         return perms
 

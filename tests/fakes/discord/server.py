@@ -54,8 +54,10 @@ from .models import (
 )
 from .payloads import PayloadsMixin
 from .people import PeopleMixin
+from .ratelimits import RouteBudgetsMixin
 from .rest import RestMixin
 from .rest_interactions import InteractionRoutesMixin
+from .rest_threads import ThreadListingMixin
 from .state import WorldMixin
 from .validation import (
     _ApiError,
@@ -84,7 +86,9 @@ class FakeDiscord(
     PayloadsMixin,
     GatewayMixin,
     RestMixin,
+    ThreadListingMixin,
     InteractionRoutesMixin,
+    RouteBudgetsMixin,
 ):
     """A local Discord: REST API under ``/api/v10``, gateway at ``/gateway``.
 
@@ -177,6 +181,11 @@ class FakeDiscord(
         # Failure injection ----------------------------------------------------------------
         self._failures: list[_FailureRule] = []
         self._forbidden_channels: set[int] = set()
+        # route template -> (requests allowed, window in seconds): see set_route_budget
+        self._route_budgets: dict[str, tuple[int, float]] = {}
+        # (route template, major parameter) -> (window end, requests used in it)
+        self._route_windows: dict[tuple[str, str], tuple[float, int]] = {}
+        self._last_archived_at = 0.0
 
         # Server ------------------------------------------------------------------------------
         self._sessions: list[_GatewaySession] = []
@@ -422,6 +431,34 @@ class FakeDiscord(
             ("GET", r"/guilds/(?P<guild_id>\d+)/roles", "other", self._get_guild_roles, True),
             (
                 "GET",
+                r"/guilds/(?P<guild_id>\d+)/threads/active",
+                "other",
+                self._active_threads,
+                True,
+            ),
+            (
+                "GET",
+                r"/channels/(?P<channel_id>\d+)/threads/archived/public",
+                "other",
+                self._public_archived_threads,
+                True,
+            ),
+            (
+                "GET",
+                r"/channels/(?P<channel_id>\d+)/threads/archived/private",
+                "other",
+                self._private_archived_threads,
+                True,
+            ),
+            (
+                "GET",
+                r"/channels/(?P<channel_id>\d+)/users/@me/threads/archived/private",
+                "other",
+                self._joined_private_archived_threads,
+                True,
+            ),
+            (
+                "GET",
                 r"/guilds/(?P<guild_id>\d+)/members/(?P<user_id>\d+)",
                 "other",
                 self._get_member,
@@ -565,10 +602,16 @@ class FakeDiscord(
     ) -> web.StreamResponse:
         response: web.StreamResponse
         body_for_record: Any = None
+        budget: tuple[str, str] | None = None
         if route.auth and request.headers.get("Authorization") != f"Bot {self.valid_token}":
             error: JSON = {"message": "401: Unauthorized", "code": 0}
             response = self._json(error, status=401, kind=route.kind)
             body_for_record = error
+        elif (budget := self._budget_key(route, params)) is not None and (
+            limited := self._over_budget(budget)
+        ) is not None:
+            response = limited
+            body_for_record = json.loads(limited.text or "{}")
         elif (rule := self._take_failure(route.kind)) is not None:
             headers = {"Content-Type": "application/json", "Via": "1.1 google", **rule.headers()}
             response = web.Response(
@@ -582,6 +625,8 @@ class FakeDiscord(
             except _ApiError as exc:
                 response = self._json(exc.body, status=exc.status, kind=route.kind)
                 body_for_record = exc.body
+        if budget is not None and response.status != 429:
+            self._answer_budget(budget, response)
         self.requests.append(
             RequestRecord(request.method, sub_path, route.kind, response.status, body_for_record)
         )

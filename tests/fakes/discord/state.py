@@ -13,6 +13,7 @@ import copy
 import math
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .models import (
@@ -346,6 +347,7 @@ class WorldMixin:
             parent_id=parent.id,
             owner_id=owner,
             archived=archived,
+            archived_at=self._archive_time() if archived else None,
             applied_tags=self._resolve_applied_tags(parent, applied_tags, owner),
         )
         thread.member_ids = {*members} if thread.owner_id is None else {thread.owner_id, *members}
@@ -462,6 +464,7 @@ class WorldMixin:
         if not thread.is_thread:
             raise FakeDiscordError(f"channel {thread_id} is not a thread")
         thread.archived = True
+        thread.archived_at = self._archive_time()
         if self._bot_receives_messages_of(thread):
             payload = self._channel_payload(thread)
             self._dispatch("THREAD_UPDATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
@@ -585,6 +588,13 @@ class WorldMixin:
         for session in self._live_sessions(guild.id):
             if session.intents & Intent.GUILDS:
                 self._send_dispatch(session, event, copy.deepcopy(payload))
+
+    def _archive_time(self) -> str:
+        """Now, as an archive timestamp: strictly later than the one before, so that the
+        archived-thread listings (ordered and paged by it) have one order."""
+        now = max(time.time(), self._last_archived_at + 1e-6)
+        self._last_archived_at = now
+        return datetime.fromtimestamp(now, tz=UTC).isoformat()
 
     def _bot_in(self, guild: FakeGuild) -> bool:
         return self.bot_user.id in guild.members
