@@ -43,7 +43,7 @@ class ChannelLearns:
         command: Command,
         *,
         place: str,
-        source: Callable[[], PastSource],
+        source: Callable[[], Awaitable[PastSource]],
         tell: Tell,
         p: PromptSet,
     ) -> str:
@@ -72,7 +72,11 @@ class ChannelLearns:
         days = int(command.arg) if command.arg else self.settings.default_days
         if days > self.settings.max_days:
             return p.say("learn_too_far", max=self.settings.max_days)
-        self._start(place, self._read(source(), days, tell, p))
+        try:
+            reader = await source()
+        except MemorybotError as exc:  # (a place the platform cannot read the past of)
+            return p.say("learn_failed", place=place, why=str(exc))
+        self._start(place, self._read(reader, days, tell, p))
         return p.say("learn_reading", place=place, days=days)
 
     def _start(self, place: str, work: Awaitable[None]) -> None:

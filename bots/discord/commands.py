@@ -20,14 +20,19 @@ from discord import app_commands
 
 from bots.commands import Actor, Command, CommandResult
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_of
+from bots.discord.history import discord_past
 from bots.discord.links import message_url
 from bots.discord.places import resolved
 from bots.discord.ui import ConfirmView, send_ephemeral, send_result, texts_for
 from bots.frontdoor import run_command
+from bots.learn_command import ChannelLearns
+from config.prompts import load_prompts
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
 from memory_core.models import MAX_FACT_CHARS
+from memory_core.scopes import Scope
+from memory_core.service.past import PastSource
 from memory_core.text.attachments import render_attachments
 
 log = logging.getLogger(__name__)
@@ -36,6 +41,8 @@ ShowSection = Literal["overview", "tiers", "facts", "stats"]
 ReplyMode = Literal["mention", "all", "off"]
 LanguageChoice = Literal["auto", "en", "ja"]
 OnOff = Literal["on", "off"]
+LearnStep = Literal["confirm", "cancel", "status"]
+MAX_CONTENT = 2000  # a message's content, at most (Discord)
 
 # Discord drops an interaction that is not acknowledged within 3 s of its creation: a command
 # still running this long after the interaction was created is deferred ("thinking...") and
@@ -78,6 +85,7 @@ class MemoryCommands:
         self.core = core
         self.settings = core.settings.discord
         self.confirm_timeout_s = confirm_timeout_s
+        self.learns = ChannelLearns(core.learner, core.settings.learn)  # /memory learn
 
     def place(self, interaction: discord.Interaction) -> Place:
         return place_of(
@@ -104,6 +112,9 @@ class MemoryCommands:
             await send_ephemeral(interaction, content=texts["not_here"])
             return
         actor = self.actor(interaction, place)
+        if command.action == "learn" and actor.is_admin and place.guild_id:
+            await self._learn(interaction, place, command, language)
+            return
         result = await self._in_time(interaction, self._execute(place, command, actor, language))
         log.info(
             "/memory %s in %s by %s: ok=%s",
@@ -125,6 +136,34 @@ class MemoryCommands:
         )
         await send_result(interaction, result, view=view)
         view.origin = interaction
+
+    async def _learn(
+        self, interaction: discord.Interaction, place: Place, command: Command, language: str | None
+    ) -> None:
+        """/memory learn: the channel's past (a thread's: its channel's, threads included),
+        told in the command's private answer, which is edited as the learn goes (Discord
+        lets it be edited for 15 minutes; /memory learn status says where it is after)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        channel_id = place.parent_id or place.channel_id
+        root = Scope.of(place.scope).root.key
+        bot_name = self.core.settings.bot.name
+
+        async def source() -> PastSource:
+            return await discord_past(
+                interaction.client,
+                channel_id,
+                bot_name=bot_name,
+                max_wait=self.core.settings.learn.max_wait_s,
+            )
+
+        async def tell(text: str) -> None:
+            await interaction.edit_original_response(content=text[:MAX_CONTENT])
+
+        p = load_prompts(language or "en")
+        answer = await self.learns.handle(command, place=root, source=source, tell=tell, p=p)
+        step = command.key or command.arg or "-"
+        log.info("/memory learn %s in %s by %s", step, root, interaction.user.id)
+        await tell(answer)
 
     def _confirmed(
         self, place: Place, command: Command, language: str | None
@@ -271,6 +310,21 @@ def memory_group(runner: MemoryCommands) -> app_commands.Group:
             await runner.run(interaction, Command("remember_me", arg=text))
         else:
             await runner.run(interaction, Command("remember", arg=text))
+
+    @memory.command(name="learn", description="Learn this channel's past, threads too (admins)")
+    @app_commands.describe(
+        days="How many days back to read (default: learn.default_days)",
+        step="confirm: learn what was read; cancel: stop and drop it; status: where it is",
+    )
+    async def learn(
+        interaction: discord.Interaction,
+        days: app_commands.Range[int, 1, 3650] | None = None,
+        step: LearnStep | None = None,
+    ) -> None:
+        if step is not None:
+            await runner.run(interaction, Command("learn", key=step))
+        else:
+            await runner.run(interaction, Command("learn", arg=str(days) if days else ""))
 
     @memory.command(name="why", description="What the last answer here was based on")
     async def why(interaction: discord.Interaction) -> None:

@@ -166,11 +166,14 @@ async def test_the_learn_command_reads_says_what_it_found_and_learns_on_confirm(
     past = past_chat(CHANNEL, START, days=4, per_day=5)
     p = load_prompts("en")
 
+    async def source() -> ListSource:
+        return ListSource(CHANNEL, past)
+
     async def run(words: str) -> str:
         answer = await learns.handle(
             parse_command(words),
             place=CHANNEL,
-            source=lambda: ListSource(CHANNEL, past),
+            source=source,
             tell=tell,
             p=p,
         )

@@ -1,0 +1,82 @@
+"""/memory learn on Discord as an admin uses it: the unmodified discord.py bot against the
+fake Discord, a real Redis: the channel's past (its threads too) read, what was found and
+what it costs said in the command's private answer, learned on confirm, once."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory_core.clock import ManualClock
+from tests.discord_world import World, command, serving
+from tests.fakes.discord import FakeDiscord, FakeInteraction
+from tests.helpers import CoreFactory
+
+pytestmark = pytest.mark.fake("discord")
+
+JOIN = 7
+
+
+def answers(fake: FakeDiscord, interaction: FakeInteraction) -> list[str]:
+    """What the bot said in the command's private answer, edit after edit."""
+    return [
+        edit.content
+        for edit in fake.edits
+        if edit.interaction_id == interaction.id and edit.content is not None
+    ]
+
+
+async def said(fake: FakeDiscord, interaction: FakeInteraction, start: str) -> str:
+    await fake.wait_for(
+        lambda: any(text.startswith(start) for text in answers(fake, interaction)),
+        timeout=20,
+        what=f"an answer starting {start!r}",
+    )
+    return next(text for text in answers(fake, interaction) if text.startswith(start))
+
+
+async def test_an_admin_learns_a_channel_s_past_with_its_thread_once(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    other_bot = fake.add_member(world.guild.id, name="otherbot", bot=True)
+    for n in range(120):
+        member = (world.alice, world.bob)[n % 2]
+        fake.past_message(world.general.id, author_id=member.user.id, content=f"past {n}")
+    fake.past_message(world.general.id, author_id=other_bot.user.id, content="beep")
+    fake.past_message(world.general.id, author_id=world.bob.user.id, message_type=JOIN)
+    for n in range(3):
+        fake.past_message(world.thread.id, author_id=world.alice.user.id, content=f"aside {n}")
+    # Two days on: what was said is the channel's past, before its memory began.
+    core = await make_core(clock=ManualClock(datetime.now(UTC) + timedelta(days=2)), offline=True)
+    general, thread = world.scope(world.general), world.scope(world.thread)
+
+    async with serving(fake, core):
+        refused, _ = await command(fake, "memory learn", world.general, world.bob, days=30)
+        assert "Only admins" in (await fake.wait_for_response(refused)).content
+
+        reading, deferred = await command(fake, "memory learn", world.general, world.admin, days=30)
+        assert deferred.type == 5 and deferred.ephemeral
+        found = await said(fake, reading, "Found 123 new messages in " + general)
+        # The other bot, the join; and the world's own system messages (its thread began).
+        skipped = re.search(r"(\d+) from bots or the system", found)
+        assert skipped and int(skipped[1]) >= 2 and "/memory learn confirm" in found
+        assert await core.repo.all_entries(general) == []  # nothing learned before confirm
+
+        storing, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
+        done = await said(fake, storing, f"Learned 123 messages of {general}")
+        assert "2 day records" in done  # a day of the channel, a day of its thread
+
+        texts = [e.text for e in await core.repo.all_entries(general)]
+        assert texts == [f"past {n}" for n in range(120)]
+        assert [e.text for e in await core.repo.all_entries(thread)] == [
+            f"aside {n}" for n in range(3)
+        ]
+        assert {e.author for e in await core.repo.all_entries(general)} == {"alice", "bob"}
+
+        again, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
+        await said(fake, again, f"Nothing new to learn in {general}: 123 messages already")
+        status, _ = await command(fake, "memory learn", world.general, world.admin, step="status")
+        assert "done" in await said(fake, status, f"Learn of {general}")
+    assert len(await core.repo.all_entries(general)) == 120
