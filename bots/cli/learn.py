@@ -29,7 +29,7 @@ from bots.cli.common import (
 )
 from memory_core.bootstrap import Core
 from memory_core.service.learning import LearnProgress
-from memory_core.service.past import PastSource
+from memory_core.service.past import PastSource, by_place
 
 learn_app = typer.Typer(
     help="Learn a channel's past: from Slack or Discord, or from an export file.",
@@ -149,7 +149,7 @@ def _sources(make: Callable[[], Sequence[PastSource]]) -> list[PastSource]:
     from memory_core.service.past import LearnRefused
 
     try:
-        found = list(make())
+        found = by_place(make())  # (an export's thread is its own file: one learn a channel)
     except LearnRefused as exc:
         raise fail(str(exc), 1) from exc
     if not found:

@@ -28,14 +28,15 @@ What a source must do:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from memory_core.errors import MemorybotError
 from memory_core.models import Attachment, Role
-from memory_core.scopes import Audience
+from memory_core.scopes import Audience, Scope
 
 
 class LearnRefused(MemorybotError):
@@ -76,3 +77,55 @@ class PastSource(Protocol):
         """The pages from ``cursor`` ("" = the beginning) on, messages at or after
         ``since``."""
         ...
+
+
+class CombinedSource:
+    """Several sources of one channel read as one (an export's channel and its threads,
+    each a file): each in turn, the cursor saying which one and where in it."""
+
+    def __init__(self, sources: Sequence[PastSource]) -> None:
+        roots = {_root(source.place) for source in sources}
+        if len(roots) != 1:
+            raise ValueError(f"sources of one channel are combined, not of {sorted(roots)}")
+        self.sources = list(sources)
+        self.place = roots.pop()
+        self.name = self.sources[0].name
+
+    async def pages(self, since: datetime, cursor: str = "") -> AsyncIterator[PastPage]:
+        at, inner = 0, ""
+        if cursor:
+            try:
+                saved = json.loads(cursor)
+                at, inner = int(saved["source"]), str(saved["cursor"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LearnRefused(
+                    "the learn's saved place is damaged: cancel it and start again"
+                ) from exc
+        for index in range(at, len(self.sources)):
+            async for page in self.sources[index].pages(since, inner if index == at else ""):
+                last = index == len(self.sources) - 1 and not page.cursor
+                after = (
+                    ""
+                    if last
+                    else json.dumps(
+                        {"source": index + 1, "cursor": ""}
+                        if not page.cursor
+                        else {"source": index, "cursor": page.cursor}
+                    )
+                )
+                yield PastPage(
+                    messages=page.messages, cursor=after, skipped=page.skipped, notes=page.notes
+                )
+
+
+def _root(place: str) -> str:
+    return Scope.of(place).root.key
+
+
+def by_place(sources: Sequence[PastSource]) -> list[PastSource]:
+    """One source per channel (a learn is a channel's, its threads' too): those of the same
+    channel combined, in their order."""
+    places: dict[str, list[PastSource]] = {}
+    for source in sources:
+        places.setdefault(_root(source.place), []).append(source)
+    return [group[0] if len(group) == 1 else CombinedSource(group) for group in places.values()]

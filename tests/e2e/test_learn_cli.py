@@ -133,6 +133,96 @@ async def test_a_slack_export_is_learned_into_its_places_once(
     status = await cli("learn", "status", "--scope", "slack:T1:C1", **env)
     assert status.code == 0 and "done" in status.out, status.err
 
+    # Forgotten, then the export learned again: it stays forgotten.
+    forget = await cli("memory", "forget", "Carol", "--scope", "slack:T1:C1", **env)
+    assert forget.code == 0, forget.err
+    third = await cli("learn", "slack-export", str(export), "--team", TEAM, "--yes", **env)
+    assert third.code == 0, third.err
+    assert _log_texts(clean_redis, "mb:{slack:T1:C1}:log") == [
+        "where do we meet her?",
+        "we ship on Friday",
+    ]
+
+
+async def test_a_discord_export_is_learned_with_its_thread_names_and_times(
+    cli: CLI, clean_redis: str, tmp_path: Path
+) -> None:
+    def dce(channel: dict[str, str], messages: list[tuple[str, str, str, int]]) -> dict:
+        return {
+            "guild": {"id": "1", "name": "Memory Lab"},
+            "channel": channel,
+            "messages": [
+                {
+                    "id": mid,
+                    "type": "Default",
+                    "timestamp": (DAY + timedelta(hours=hours)).astimezone().isoformat(),
+                    "timestampEdited": None,
+                    "content": text,
+                    "author": {
+                        "id": str(len(author)),  # (a Discord id: digits)
+                        "name": author.lower(),
+                        "nickname": author,
+                        "isBot": False,
+                    },
+                    "attachments": [],
+                }
+                for mid, author, text, hours in messages
+            ],
+        }
+
+    general = tmp_path / "general.json"
+    general.write_text(
+        json.dumps(
+            dce(
+                {
+                    "id": "2",
+                    "type": "GuildTextChat",
+                    "name": "general",
+                    "categoryId": "9",
+                    "category": "Text",
+                },
+                [("10", "Alice", "we picked Postgres", 0), ("11", "Bob", "for billing", 1)],
+            )
+        )
+    )
+    thread = tmp_path / "thread.json"
+    thread.write_text(
+        json.dumps(
+            dce(
+                {
+                    "id": "3",
+                    "type": "GuildPublicThread",
+                    "name": "side",
+                    "categoryId": "2",
+                    "category": "general",
+                },
+                [("20", "Alice", "a side topic", 2)],
+            )
+        )
+    )
+    run = await cli(
+        "learn",
+        "discord-export",
+        str(general),
+        str(thread),
+        "--public",
+        "--yes",
+        REDIS_URL=clean_redis,
+    )
+    assert run.code == 0, run.err
+    client = redis.Redis.from_url(clean_redis, decode_responses=True)
+    try:
+        entries = client.xrange("mb:{discord:1:2}:log")
+        assert [(f["a"], f["t"], f["v"]) for _, f in entries] == [
+            ("Alice", "we picked Postgres", "1"),
+            ("Bob", "for billing", "1"),
+        ]
+        assert int(entries[0][1]["ts"]) == int(DAY.timestamp() * 1000)
+        [(_, side)] = client.xrange("mb:{discord:1:2}/3:log")
+        assert side["t"] == "a side topic"
+    finally:
+        client.close()
+
 
 async def test_a_bad_export_is_refused_naming_the_file_and_field(
     cli: CLI, clean_redis: str, tmp_path: Path
