@@ -35,6 +35,7 @@ from .models import (
     _HISTORY_LIMITS,
     _JSON_ARGUMENTS,
     _METHOD_SCOPES,
+    _RATE_WINDOW_S,
     _RESTRICTED_HISTORY_INTERVAL_S,
     ApiCall,
     FakeChannel,
@@ -157,6 +158,10 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         #: Restricted history tier: when each history method last answered (monotonic).
         self._history_calls: dict[str, float] = {}
         self._rate_limits: dict[str, deque[int]] = {}
+        #: Requests a minute each method answers (limit_rate), and when it answered the
+        #: ones of the last minute (monotonic).
+        self._rates: dict[str, int] = {}
+        self._rate_windows: dict[str, deque[float]] = {}
         self._failures: dict[str, deque[str]] = {}
         self._custom_methods: dict[str, MethodHandler] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
@@ -447,6 +452,8 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         if scope_error is not None:
             return 200, scope_error, {}
         retry_after = self._restricted_history_wait(method)
+        if retry_after is None:
+            retry_after = self._rate_wait(method)
         if retry_after is not None:
             return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
 
@@ -471,6 +478,22 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         if last is not None and now - last < _RESTRICTED_HISTORY_INTERVAL_S:
             return max(1, math.ceil(_RESTRICTED_HISTORY_INTERVAL_S - (now - last)))
         self._history_calls[method] = now
+        return None
+
+    def _rate_wait(self, method: str) -> int | None:
+        """The seconds until ``method`` may be called again under the rate set with
+        :meth:`limit_rate` (its calls of the last minute), or None when this call may go
+        through (it then counts)."""
+        per_minute = self._rates.get(method)
+        if per_minute is None:
+            return None
+        now = time.monotonic()
+        answered = self._rate_windows.setdefault(method, deque())
+        while answered and now - answered[0] >= _RATE_WINDOW_S:
+            answered.popleft()
+        if len(answered) >= per_minute:
+            return max(1, math.ceil(_RATE_WINDOW_S - (now - answered[0])))
+        answered.append(now)
         return None
 
     def _check_token(self, method: str, token: str | None) -> str | None:
