@@ -530,11 +530,13 @@ def slack_past(
     restricted: bool = False,
     requests_per_minute: float | None = None,
     max_wait_s: float = MAX_WAIT_S,
+    sleep: Sleep = asyncio.sleep,
+    clock: Clock = time.monotonic,
 ) -> SlackHistory:
     """The past of ``channel_id`` as the running door reads it (its client, names, files and
     bot name). ``restricted``: the app is commercially distributed outside the Marketplace
     (one history request a minute, 15 messages a page); ``requests_per_minute`` overrides
-    the pace that follows from it."""
+    the pace that follows from it. ``sleep``/``clock``: how waits are made and timed."""
     per_minute = requests_per_minute or (RESTRICTED_PER_MINUTE if restricted else TIER3_PER_MINUTE)
     return SlackHistory(
         client,
@@ -548,4 +550,6 @@ def slack_past(
         requests_per_minute=per_minute,
         max_wait_s=max_wait_s,
         page_size=RESTRICTED_PAGE_SIZE if restricted else PAGE_SIZE,
+        sleep=sleep,
+        clock=clock,
     )
