@@ -24,6 +24,7 @@ from tests.slack_harness import (
     PHONE,
     SMALL,
     Harness,
+    VirtualTime,
     quiet_replies,
     slack_settings,
     start_harness,
@@ -80,3 +81,9 @@ def cli(tmp_path: Path) -> CLI:
 async def slack_door(fake: FakeSlack, make_core: CoreFactory) -> SlackBot:
     """The Slack door's listeners over a core, not served: what reads a channel's past."""
     return SlackBot(await make_core(slack=slack_settings(fake)))
+
+
+@pytest.fixture
+def virtual_time(fake: FakeSlack) -> VirtualTime:
+    """Waits that move a clock and the fake Slack's rate windows instead of sleeping."""
+    return VirtualTime(fake)

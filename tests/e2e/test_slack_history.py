@@ -38,16 +38,11 @@ pytestmark = pytest.mark.fake("slack")
 THREADS = {5 + 60 * k: 1 + k % 6 for k in range(30)} | {1805: 450}
 
 
-@pytest.fixture
-def virtual(fake: FakeSlack) -> VirtualTime:
-    return VirtualTime(fake)
-
-
 async def test_a_channel_with_2000_messages_and_30_threads_is_read_whole(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     expected = seed_past(fake, threads=THREADS)
-    pages = await read_past(past_source(slack_door, virtual))
+    pages = await read_past(past_source(slack_door, virtual_time))
 
     got = learned(pages)
     assert len(got) == len(set(got)) == len(expected)  # nothing twice
@@ -67,15 +62,15 @@ async def test_a_channel_with_2000_messages_and_30_threads_is_read_whole(
     assert len(replies) == 31 + 2
     # Paced at 50 requests a minute per method, without a single 429.
     assert [c for c in fake.calls if c.status == 429] == []
-    assert virtual.waits and max(virtual.waits) == pytest.approx(60 / 50)
+    assert virtual_time.waits and max(virtual_time.waits) == pytest.approx(60 / 50)
 
 
 @pytest.mark.parametrize("where", ["history", "first thread", "inside a thread", "last"])
 async def test_reading_on_from_a_page_cursor_yields_the_rest_once(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime, where: str
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime, where: str
 ) -> None:
     seed_past(fake, threads=THREADS)
-    pages = await read_past(past_source(slack_door, virtual))
+    pages = await read_past(past_source(slack_door, virtual_time))
     places = [json.loads(page.cursor) for page in pages[:-1]]
     stop = {
         "history": next(i for i, p in enumerate(places) if i > 3 and not p["threads"]),
@@ -84,7 +79,7 @@ async def test_reading_on_from_a_page_cursor_yields_the_rest_once(
         "last": len(pages) - 2,
     }[where]
 
-    resumed = await read_past(past_source(slack_door, virtual), cursor=pages[stop].cursor)
+    resumed = await read_past(past_source(slack_door, virtual_time), cursor=pages[stop].cursor)
     before, after = learned(pages[: stop + 1]), learned(resumed)
     assert after  # there was something left
     assert sorted(before + after) == sorted(learned(pages))
@@ -92,26 +87,26 @@ async def test_reading_on_from_a_page_cursor_yields_the_rest_once(
 
 
 async def test_a_429_is_waited_out_and_the_reading_goes_on(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     expected = seed_past(fake, messages=600, threads={10: 3, 20: 1, 300: 2})
     fake.rate_limit_next(method="conversations.history", retry_after=7)
     # Replies answered at 2 a minute: the source, pacing for 50, is told to wait.
     fake.limit_rate("conversations.replies", per_minute=2)
 
-    pages = await read_past(past_source(slack_door, virtual))
+    pages = await read_past(past_source(slack_door, virtual_time))
     assert sorted(learned(pages)) == sorted(expected)
-    assert 7 in virtual.waits
+    assert 7 in virtual_time.waits
     limited = [c for c in fake.calls if c.status == 429]
     assert [c.method for c in limited] == ["conversations.history", "conversations.replies"]
-    assert max(virtual.waits) > 1.2  # the replies' minute was waited out, virtually
+    assert max(virtual_time.waits) > 1.2  # the replies' minute was waited out, virtually
 
 
 async def test_a_wait_over_the_cap_refuses_and_learning_again_goes_on(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     expected = seed_past(fake, messages=600)
-    source = past_source(slack_door, virtual, max_wait_s=120)
+    source = past_source(slack_door, virtual_time, max_wait_s=120)
     pages: list[PastPage] = []
 
     async def read_until_refused() -> None:
@@ -121,18 +116,20 @@ async def test_a_wait_over_the_cap_refuses_and_learning_again_goes_on(
 
     with pytest.raises(LearnRefused, match=r"wait 300 s .*120 s.*run learn again"):
         await read_until_refused()
-    assert len(pages) == 1 and 300 not in virtual.waits  # refused, not waited (nor by slack_sdk)
+    assert (
+        len(pages) == 1 and 300 not in virtual_time.waits
+    )  # refused, not waited (nor by slack_sdk)
 
-    rest = await read_past(past_source(slack_door, virtual), cursor=pages[-1].cursor)
+    rest = await read_past(past_source(slack_door, virtual_time), cursor=pages[-1].cursor)
     assert sorted(learned(pages) + learned(rest)) == sorted(expected)
 
 
 async def test_the_restricted_tier_reads_15_a_page_one_request_a_minute(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     fake.history_tier = "restricted"
     expected = seed_past(fake, messages=100, threads={3: 20, 50: 1})
-    pages = await read_past(past_source(slack_door, virtual, restricted=True))
+    pages = await read_past(past_source(slack_door, virtual_time, restricted=True))
 
     assert sorted(learned(pages)) == sorted(expected)
     history = fake.calls_of("conversations.history", ok_only=True)
@@ -140,7 +137,7 @@ async def test_the_restricted_tier_reads_15_a_page_one_request_a_minute(
     assert all(len(c.response["messages"]) <= 15 for c in history + replies)
     assert len(history) == 7 and len(replies) == 3  # 100 / 15; the parent and 20 replies / 15
     assert [c for c in fake.calls if c.status == 429] == []  # paced, never refused
-    assert max(virtual.waits) == pytest.approx(60, abs=1)
+    assert max(virtual_time.waits) == pytest.approx(60, abs=1)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +151,7 @@ async def test_the_restricted_tier_reads_15_a_page_one_request_a_minute(
 async def test_a_missing_history_scope_is_refused_naming_it(
     fake: FakeSlack,
     slack_door: SlackBot,
-    virtual: VirtualTime,
+    virtual_time: VirtualTime,
     channel: str,
     private: bool,
     needed: str,
@@ -164,19 +161,19 @@ async def test_a_missing_history_scope_is_refused_naming_it(
     assert fake.scopes is not None
     fake.scopes = fake.scopes - {needed}
     with pytest.raises(LearnRefused, match=f"lacks the {needed} scope.*reinstall"):
-        await read_past(past_source(slack_door, virtual, channel=channel))
+        await read_past(past_source(slack_door, virtual_time, channel=channel))
 
 
 async def test_a_channel_the_bot_is_not_in_is_refused_asking_for_an_invite(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     fake.channels[C1].bot_is_member = False
     with pytest.raises(LearnRefused, match="not in conversation C1: invite it"):
-        await read_past(past_source(slack_door, virtual))
+        await read_past(past_source(slack_door, virtual_time))
 
 
 async def test_bots_and_system_messages_are_skipped_the_bots_own_kept_edits_current(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     said = [
         fake.message_event(text="deploy is thursday", user_id=ALICE, channel_id=C1, ts=past_ts(1)),
@@ -208,7 +205,7 @@ async def test_bots_and_system_messages_are_skipped_the_bots_own_kept_edits_curr
     )
     await client.chat_update(channel=C1, ts=str(answer["ts"]), text="Noted: friday &amp; on")
 
-    pages = await read_past(past_source(slack_door, virtual))
+    pages = await read_past(past_source(slack_door, virtual_time))
     by_id = {m.platform_id: m for m in past_messages(pages)}
     assert set(by_id) == {past_ts(1), past_ts(7), answer["ts"]}
     assert by_id[past_ts(1)].text == "deploy is friday"  # as it is now
@@ -220,12 +217,12 @@ async def test_bots_and_system_messages_are_skipped_the_bots_own_kept_edits_curr
 
 
 async def test_a_cursor_of_another_channel_is_refused(
-    fake: FakeSlack, slack_door: SlackBot, virtual: VirtualTime
+    fake: FakeSlack, slack_door: SlackBot, virtual_time: VirtualTime
 ) -> None:
     seed_past(fake, messages=450)
-    [first, *_] = await read_past(past_source(slack_door, virtual))
+    [first, *_] = await read_past(past_source(slack_door, virtual_time))
     fake.add_channel("C2", "random")
-    other = past_source(slack_door, virtual, channel="C2")
+    other = past_source(slack_door, virtual_time, channel="C2")
     for cursor in (first.cursor, "{not json", json.dumps({"channel": "C2"})):
         with pytest.raises(LearnRefused, match="from the start"):
             await read_past(other, cursor=cursor)

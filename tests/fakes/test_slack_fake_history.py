@@ -28,11 +28,6 @@ def workspace(server: FakeSlack) -> None:
 pytestmark = pytest.mark.fake("slack", bot_token=BOT_TOKEN, team_id="T1", setup=workspace)
 
 
-@pytest.fixture
-def web_client(fake: FakeSlack) -> AsyncWebClient:
-    return AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
-
-
 async def _retry_after(web_client: AsyncWebClient) -> int:
     with pytest.raises(SlackApiError) as caught:
         await web_client.conversations_history(channel=CHANNEL)
