@@ -451,11 +451,11 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         scope_error = self._check_scope(method, token)
         if scope_error is not None:
             return 200, scope_error, {}
-        retry_after = self._restricted_history_wait(method)
-        if retry_after is None:
-            retry_after = self._rate_wait(method)
-        if retry_after is not None:
-            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
+        wait = self._restricted_history_wait(method)
+        if wait is None:
+            wait = self._rate_wait(method)
+        if wait is not None:
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}
 
         failures = self._failures.get(method)
         if failures:
