@@ -141,6 +141,40 @@ async def test_the_restricted_tier_reads_15_a_page_one_request_a_minute(
 
 
 @pytest.mark.parametrize(
+    ("channel", "kind", "audience"),
+    [
+        (C1, "public", Audience.SERVER),
+        ("GSECRET", "private", Audience.PRIVATE),
+        ("CSHARED", "shared", Audience.SHARED),
+        (DM, "dm", Audience.DM),
+    ],
+)
+async def test_the_audience_is_the_conversations_as_the_live_door_decides_it(
+    fake: FakeSlack,
+    slack_door: SlackBot,
+    virtual_time: VirtualTime,
+    channel: str,
+    kind: str,
+    audience: Audience,
+) -> None:
+    if kind in ("private", "shared"):
+        fake.add_channel(
+            channel,
+            kind,
+            is_private=kind == "private",
+            shared_with=["TOTHER"] if kind == "shared" else (),
+        )
+    expected = seed_past(fake, channel=channel, messages=5, threads={2: 2})
+    pages = await read_past(past_source(slack_door, virtual_time, channel=channel))
+    assert sorted(learned(pages)) == sorted(expected)
+    assert {m.audience for m in past_messages(pages)} == {audience}
+    assert {m.scope for m in past_messages(pages)} == {
+        f"slack:T1:{channel}",
+        f"slack:T1:{channel}:{past_ts(2)}",
+    }
+
+
+@pytest.mark.parametrize(
     ("channel", "private", "needed"),
     [
         (C1, False, "channels:history"),
