@@ -65,8 +65,11 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
     those added, plus whoever sends an event, runs a slash command or clicks a button there;
     an ephemeral message to anyone else is ``user_not_in_channel``.
 
-    The messages it knows (events it sent, the bot's posts, ``add_history``) are what
-    ``conversations.history`` / ``conversations.replies`` read. Deleting or archiving a
+    The messages it knows (events it sent, the bot's posts, ``add_history``: people's, other
+    bots' (``bot_message_event``) and Slack's own (``system_message_event``)) are what
+    ``conversations.history`` / ``conversations.replies`` read. A method answers as many
+    requests a minute as ``limit_rate`` allows (then HTTP 429 with ``Retry-After``), the
+    history methods of a ``history_tier="restricted"`` app one a minute. Deleting or archiving a
     conversation, and uninstalling the app, change what the Web API answers as in Slack
     (``channel_not_found``, ``is_archived``, ``account_inactive``); Home tabs published with
     ``views.publish`` are kept per user (``home_view``).
