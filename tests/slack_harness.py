@@ -5,15 +5,19 @@ it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bots.slack.bot import SlackBot, build_app
-from bots.slack.connect import connect_socket, serve_http
+from bots.slack.connect import build_client, connect_socket, serve_http
+from bots.slack.history import SlackHistory, slack_past
 from memory_core.bootstrap import Core
 from memory_core.models import LogEntry
+from memory_core.service.past import PastMessage, PastPage
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack import (
     FakeSlack,
@@ -269,3 +273,112 @@ def quiet_replies(answer: Callable[[RecordedRequest], str]) -> Callable[[Recorde
     """Summaries and facts that quote everything; answers that quote nothing (an answer is
     the bot's own words: deleting the question does not delete it)."""
     return lambda request: "Noted." if request.purpose == "reply" else answer(request)
+
+
+# -- a channel's past (bots/slack/history.py) ---------------------------------------------------
+PAST_START = 1_600_000_000  # the first past message's second; one message every 10 s after it
+SINCE = datetime.fromtimestamp(PAST_START, tz=UTC)
+
+
+@dataclass
+class VirtualTime:
+    """The source's clock and sleep, without sleeping: a wait moves this clock and the fake
+    Slack's rate windows (``age_rate_windows``) by as much, and is recorded."""
+
+    fake: FakeSlack
+    now: float = 0.0
+    waits: list[float] = field(default_factory=list)
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+        self.fake.age_rate_windows(seconds)
+        await asyncio.sleep(0)
+
+
+def past_ts(index: int, reply: int = 0) -> str:
+    """The ts of the ``index``-th past message of the channel, or of its ``reply``-th reply."""
+    return f"{PAST_START + index * 10}.{reply:06d}"
+
+
+def seed_past(
+    fake: FakeSlack,
+    *,
+    channel: str = C1,
+    messages: int = 2_000,
+    threads: dict[int, int] | None = None,
+) -> list[tuple[str, str, str, str]]:
+    """Fill ``channel``'s past: ``messages`` said by Alice, Bob and Carol in turn (every
+    seventh one mentions Bob), ``threads`` (the index of a parent -> its number of replies).
+    Returns what memory should learn of it: (scope, platform id, text, author)."""
+    names = {ALICE: "Alice", BOB: "Bob Builder", CAROL: "Carol"}
+    authors = list(names)
+    said: list[dict[str, Any]] = []
+    expected: list[tuple[str, str, str, str]] = []
+    channel_scope = f"slack:{T1}:{channel}"
+    for index in range(messages):
+        author = authors[index % 3]
+        mention = index % 7 == 0
+        text = f"message {index}" + (f" for <@{BOB}>" if mention else "")
+        ts = past_ts(index)
+        said.append(fake.message_event(text=text, user_id=author, channel_id=channel, ts=ts))
+        shown = f"message {index}" + (" for @Bob Builder" if mention else "")
+        expected.append((channel_scope, ts, shown, names[author]))
+        for reply in range(1, (threads or {}).get(index, 0) + 1):
+            replier = authors[(index + reply) % 3]
+            reply_ts = past_ts(index, reply)
+            said.append(
+                fake.message_event(
+                    text=f"reply {reply} to {index}",
+                    user_id=replier,
+                    channel_id=channel,
+                    ts=reply_ts,
+                    thread_ts=ts,
+                )
+            )
+            expected.append(
+                (f"{channel_scope}:{ts}", reply_ts, f"reply {reply} to {index}", names[replier])
+            )
+    fake.add_history(channel, said)
+    return expected
+
+
+def past_source(
+    bot: SlackBot,
+    time_: VirtualTime,
+    *,
+    channel: str = C1,
+    restricted: bool = False,
+    **options: Any,
+) -> SlackHistory:
+    """The door's source of ``channel``'s past, with the door's own client (which retries
+    429s itself), on virtual time."""
+    return slack_past(
+        bot,
+        build_client(bot.settings),
+        team_id=T1,
+        channel_id=channel,
+        bot_user_id=BOT,
+        bot_id="BBOT",
+        restricted=restricted,
+        sleep=time_.sleep,
+        clock=time_.clock,
+        **options,
+    )
+
+
+async def read_past(
+    source: SlackHistory, *, cursor: str = "", since: datetime = SINCE
+) -> list[PastPage]:
+    return [page async for page in source.pages(since, cursor)]
+
+
+def learned(pages: list[PastPage]) -> list[tuple[str, str, str, str]]:
+    return [(m.scope, m.platform_id, m.text, m.author) for m in past_messages(pages)]
+
+
+def past_messages(pages: list[PastPage]) -> list[PastMessage]:
+    return [message for page in pages for message in page.messages]

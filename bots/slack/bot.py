@@ -50,11 +50,9 @@ from bots.slack.text import (
     Edit,
     SlackMessage,
     channel_scope,
-    mentioned_users,
     parse_change,
     parse_deletion,
     parse_message,
-    plain_text,
 )
 from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
@@ -273,10 +271,13 @@ class SlackBot:
         self, raw_text: str, *, team_id: str, bot_user_id: str, client: AsyncWebClient
     ) -> str:
         """Slack markup -> what memory keeps, mentions by name (new and edited alike)."""
-        mentioned = mentioned_users(raw_text, exclude=bot_user_id)
-        names = await self.directory.names(client, team_id, mentioned)
-        bot_name = self.core.settings.bot.name
-        return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
+        return await self.directory.memory_text(
+            client,
+            team_id,
+            raw_text,
+            bot_user_id=bot_user_id,
+            bot_name=self.core.settings.bot.name,
+        )
 
     async def _forget_deleted(self, deletion: Deletion, *, event_id: str) -> None:
         async with self._queue.hold(deletion.scope):  # never before the message itself

@@ -12,6 +12,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.text import mentioned_users, plain_text
 from config.settings import SlackSettings
 from memory_core.errors import StoreError
 from memory_core.scopes import Audience, Scope
@@ -65,6 +66,21 @@ class SlackDirectory:
         """Names of the users mentioned in a message (bounded: a wall of mentions costs at
         most ``limit`` lookups; the rest keep their Slack label)."""
         return {u: await self.name(client, team_id, u) for u in user_ids[:limit]}
+
+    async def memory_text(
+        self,
+        client: AsyncWebClient,
+        team_id: str,
+        raw_text: str,
+        *,
+        bot_user_id: str,
+        bot_name: str,
+    ) -> str:
+        """Slack markup -> what memory keeps, mentions by name: one rendering for live
+        messages, edits and a channel's past alike."""
+        mentioned = mentioned_users(raw_text, exclude=bot_user_id)
+        names = await self.names(client, team_id, mentioned)
+        return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
 
     async def is_admin(
         self, client: AsyncWebClient, *, team_id: str, user_id: str, channel_id: str

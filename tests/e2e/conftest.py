@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bots.slack.bot import SlackBot
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
@@ -23,6 +24,7 @@ from tests.slack_harness import (
     PHONE,
     SMALL,
     Harness,
+    VirtualTime,
     quiet_replies,
     slack_settings,
     start_harness,
@@ -73,3 +75,15 @@ async def small_window(
 @pytest.fixture
 def cli(tmp_path: Path) -> CLI:
     return CLI(tmp_path)
+
+
+@pytest.fixture
+async def slack_door(fake: FakeSlack, make_core: CoreFactory) -> SlackBot:
+    """The Slack door's listeners over a core, not served: what reads a channel's past."""
+    return SlackBot(await make_core(slack=slack_settings(fake)))
+
+
+@pytest.fixture
+def virtual_time(fake: FakeSlack) -> VirtualTime:
+    """Waits that move a clock and the fake Slack's rate windows instead of sleeping."""
+    return VirtualTime(fake)

@@ -2,7 +2,8 @@
 
 The fakes themselves start through the shared ``fake`` fixture of tests/conftest.py, set by
 each module's ``pytestmark = pytest.mark.fake(...)``; what one module alone needs (a Bolt app,
-a client with a token) stays in that module; what the Discord ones share is here.
+a client with a token) stays in that module; what the Discord ones share, and the Slack ones'
+plain Web API client, is here.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.discord_clients import World
+from tests.fakes.slack import FakeSlack
 
 
 @pytest.fixture
@@ -38,3 +41,10 @@ def throwaway_world(fake: FakeDiscord) -> World:
         alice=fake.add_member(guild.id, name="alice"),
         admin=fake.add_member(guild.id, name="root", manage_guild=True),
     )
+
+
+@pytest.fixture
+def web_client(fake: FakeSlack) -> AsyncWebClient:
+    """slack_sdk's client with the fake's bot token and slack_sdk's default retries (none for
+    429s: a rate-limited call raises)."""
+    return AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)

@@ -48,11 +48,6 @@ def workspace(server: FakeSlack) -> None:
 pytestmark = pytest.mark.fake("slack", bot_token=BOT_TOKEN, team_id="T1", setup=workspace)
 
 
-@pytest.fixture
-def web_client(fake: FakeSlack) -> AsyncWebClient:
-    return AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
-
-
 async def _post(web_client: AsyncWebClient, method: str, **message: Any) -> None:
     """One chat.* call of ``method`` with the arguments each one needs."""
     if method == "chat.postMessage":

@@ -136,6 +136,88 @@ class EventsMixin:
         self._author_teams(event)
         return event
 
+    def bot_message_event(
+        self,
+        *,
+        text: str,
+        bot_id: str,
+        channel_id: str,
+        user_id: str | None = None,
+        username: str = "bot",
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        channel_type: Literal["channel", "group", "im", "mpim"] = "channel",
+    ) -> dict[str, Any]:
+        """A message of another bot: an app's bot user (``user_id``: its user, ``bot_id``,
+        ``app_id`` and ``bot_profile``, no subtype), or without ``user_id`` a legacy
+        integration or webhook (subtype ``bot_message``, a ``username``, no ``user``)."""
+        message_ts = ts or self.next_ts()
+        event: dict[str, Any] = {
+            "type": "message",
+            "text": text,
+            "ts": message_ts,
+            "event_ts": message_ts,
+            "channel": channel_id,
+            "channel_type": channel_type,
+            "bot_id": bot_id,
+        }
+        if user_id is None:
+            event.update(subtype="bot_message", username=username)
+        else:
+            event.update(
+                user=user_id,
+                app_id="A" + bot_id[1:],
+                team=self.team_id,
+                bot_profile={"id": bot_id, "name": username, "team_id": self.team_id},
+                blocks=_rich_text_blocks(text),
+            )
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        return event
+
+    def system_message_event(
+        self,
+        *,
+        subtype: str,
+        user_id: str,
+        channel_id: str,
+        ts: str | None = None,
+        value: str = "",
+        channel_type: Literal["channel", "group", "im", "mpim"] = "channel",
+    ) -> dict[str, Any]:
+        """A message Slack itself writes about the conversation, by the person who caused it:
+        ``channel_join`` / ``channel_leave`` (also ``group_*``), ``channel_topic`` /
+        ``channel_purpose`` / ``channel_name`` (``value``: the new topic, purpose or name),
+        ``pinned_item``. Its text is Slack's sentence about it."""
+        sentences = {
+            "channel_join": "has joined the channel",
+            "group_join": "has joined the group",
+            "channel_leave": "has left the channel",
+            "group_leave": "has left the group",
+            "channel_topic": f"set the channel topic: {value}",
+            "channel_purpose": f"set the channel purpose: {value}",
+            "channel_name": f"has renamed the channel to {value}",
+            "pinned_item": "pinned a message to this channel.",
+        }
+        if subtype not in sentences:
+            raise ValueError(f"not a system message subtype this fake writes: {subtype}")
+        message_ts = ts or self.next_ts()
+        event: dict[str, Any] = {
+            "type": "message",
+            "subtype": subtype,
+            "user": user_id,
+            "text": f"<@{user_id}> {sentences[subtype]}",
+            "ts": message_ts,
+            "event_ts": message_ts,
+            "channel": channel_id,
+            "channel_type": channel_type,
+        }
+        if subtype in ("channel_topic", "channel_purpose"):
+            event[subtype.removeprefix("channel_")] = value
+        elif subtype == "channel_name":
+            event["name"] = value
+        return event
+
     def file_object(
         self,
         *,

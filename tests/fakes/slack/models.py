@@ -78,6 +78,8 @@ _METHOD_SCOPES: dict[str, frozenset[str]] = {
 _HISTORY_LIMITS = {"conversations.history": (100, 999), "conversations.replies": (1000, 1000)}
 _RESTRICTED_HISTORY_LIMIT = 15
 _RESTRICTED_HISTORY_INTERVAL_S = 60.0
+# Slack's rate tiers count requests a minute, per method, app and workspace.
+_RATE_WINDOW_S = 60.0
 # Fields of a message event that a stored message (history, replies, payloads) does not have.
 _EVENT_ONLY_FIELDS = frozenset({"channel", "event_ts", "channel_type"})
 

@@ -35,6 +35,7 @@ from .models import (
     _HISTORY_LIMITS,
     _JSON_ARGUMENTS,
     _METHOD_SCOPES,
+    _RATE_WINDOW_S,
     _RESTRICTED_HISTORY_INTERVAL_S,
     ApiCall,
     FakeChannel,
@@ -64,8 +65,11 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
     those added, plus whoever sends an event, runs a slash command or clicks a button there;
     an ephemeral message to anyone else is ``user_not_in_channel``.
 
-    The messages it knows (events it sent, the bot's posts, ``add_history``) are what
-    ``conversations.history`` / ``conversations.replies`` read. Deleting or archiving a
+    The messages it knows (events it sent, the bot's posts, ``add_history``: people's, other
+    bots' (``bot_message_event``) and Slack's own (``system_message_event``)) are what
+    ``conversations.history`` / ``conversations.replies`` read. A method answers as many
+    requests a minute as ``limit_rate`` allows (then HTTP 429 with ``Retry-After``), the
+    history methods of a ``history_tier="restricted"`` app one a minute. Deleting or archiving a
     conversation, and uninstalling the app, change what the Web API answers as in Slack
     (``channel_not_found``, ``is_archived``, ``account_inactive``); Home tabs published with
     ``views.publish`` are kept per user (``home_view``).
@@ -157,6 +161,10 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         #: Restricted history tier: when each history method last answered (monotonic).
         self._history_calls: dict[str, float] = {}
         self._rate_limits: dict[str, deque[int]] = {}
+        #: Requests a minute each method answers (limit_rate), and when it answered the
+        #: ones of the last minute (monotonic).
+        self._rates: dict[str, int] = {}
+        self._rate_windows: dict[str, deque[float]] = {}
         self._failures: dict[str, deque[str]] = {}
         self._custom_methods: dict[str, MethodHandler] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
@@ -446,9 +454,11 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         scope_error = self._check_scope(method, token)
         if scope_error is not None:
             return 200, scope_error, {}
-        retry_after = self._restricted_history_wait(method)
-        if retry_after is not None:
-            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
+        wait = self._restricted_history_wait(method)
+        if wait is None:
+            wait = self._rate_wait(method)
+        if wait is not None:
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}
 
         failures = self._failures.get(method)
         if failures:
@@ -471,6 +481,22 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         if last is not None and now - last < _RESTRICTED_HISTORY_INTERVAL_S:
             return max(1, math.ceil(_RESTRICTED_HISTORY_INTERVAL_S - (now - last)))
         self._history_calls[method] = now
+        return None
+
+    def _rate_wait(self, method: str) -> int | None:
+        """The seconds until ``method`` may be called again under the rate set with
+        :meth:`limit_rate` (its calls of the last minute), or None when this call may go
+        through (it then counts)."""
+        per_minute = self._rates.get(method)
+        if per_minute is None:
+            return None
+        now = time.monotonic()
+        answered = self._rate_windows.setdefault(method, deque())
+        while answered and now - answered[0] >= _RATE_WINDOW_S:
+            answered.popleft()
+        if len(answered) >= per_minute:
+            return max(1, math.ceil(_RATE_WINDOW_S - (now - answered[0])))
+        answered.append(now)
         return None
 
     def _check_token(self, method: str, token: str | None) -> str | None:

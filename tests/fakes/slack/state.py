@@ -274,11 +274,23 @@ class WorkspaceMixin:
         the rejections this fake does not model (Slack's checks are wider than its own)."""
         self._response_rejections.extend([error] * count)
 
+    def limit_rate(self, method: str, *, per_minute: int) -> None:
+        """Answer at most ``per_minute`` calls of ``method`` in any minute, as Slack's rate
+        tiers do (Tier 3: 50+, Tier 2: 20+...); the next one within the minute gets HTTP
+        429 ``ratelimited`` with ``Retry-After``: the seconds until the oldest call of the
+        minute leaves it. Refused calls do not count."""
+        if per_minute < 1:
+            raise ValueError("a rate is at least one request a minute")
+        self._rates[method] = per_minute
+
     def age_rate_windows(self, seconds: float) -> None:
-        """Move the "restricted" history tier's one-request-a-minute windows ``seconds``
-        into the past, without waiting."""
+        """Move every rate window (the "restricted" history tier's one request a minute,
+        the rates of :meth:`limit_rate`) ``seconds`` into the past, without waiting."""
         for method in self._history_calls:
             self._history_calls[method] -= seconds
+        for answered in self._rate_windows.values():
+            for index in range(len(answered)):
+                answered[index] -= seconds
 
     def home_view(self, user_id: str) -> dict[str, Any] | None:
         """The Home tab view last published for ``user_id`` (as views.publish answered it,

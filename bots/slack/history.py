@@ -1,0 +1,462 @@
+"""A Slack channel's past (or a DM's), read for learning: a
+:class:`~memory_core.service.past.PastSource`.
+
+It reads ``conversations.history`` from ``since`` on, page by page (newest first, as Slack
+gives it), and after each history page the threads that page holds (``conversations.replies``
+of every parent with replies), then the next history page. Each answer of Slack is one
+:class:`PastPage`; its cursor (JSON) says where the reading is: Slack's history cursor, the
+parents of the last history page whose threads are still to read, Slack's cursor inside the
+first of them. So a cursor stays small (one history page's parents at most), and reading on
+from any page's cursor yields the rest once.
+
+A message becomes a :class:`PastMessage` as the live door turns a message event into an
+``IncomingMessage`` (:mod:`bots.slack.bot`): the same scope (a reply: its thread's; a parent:
+the channel's), its ts as platform id, the same text rendering and author names
+(:class:`~bots.slack.users.SlackDirectory`), files and audience. What the door does not keep
+(other bots, joins, topic changes and the like, a deleted parent's tombstone) is counted in
+``skipped``; the bot's own messages are kept as the assistant's. A reply also sent to the
+channel (``thread_broadcast``) is in both the history and its thread: it is taken once, from
+the history.
+
+Requests are paced per method (``requests_per_minute``: 50 is Slack's Tier 3, the limit of
+internal and Marketplace apps; 1 for apps commercially distributed outside the Marketplace)
+and an HTTP 429's ``Retry-After`` is waited out, each wait at most ``max_wait_s``. The door's
+client retries 429s itself, sleeping whatever Slack asks; the source reads through a twin of
+that client without that retry, so no wait escapes the cap (:mod:`bots.slack.pacing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bots.slack.bot import SlackBot, slack_time
+from bots.slack.connect import error_code
+from bots.slack.files import SlackFiles
+from bots.slack.pacing import (
+    MAX_WAIT_S,
+    RESTRICTED_PER_MINUTE,
+    TIER3_PER_MINUTE,
+    Clock,
+    Pacer,
+    Sleep,
+    without_rate_retries,
+)
+from bots.slack.text import channel_scope, message_scope, parse_message
+from bots.slack.users import SlackDirectory
+from memory_core.errors import InputError
+from memory_core.scopes import Audience, Scope
+from memory_core.service.past import LearnRefused, PastMessage, PastPage
+
+log = logging.getLogger(__name__)
+
+#: Messages asked for a page: Slack's advice for paginated methods (history allows 999,
+#: replies 1000); a restricted app gets 15 whatever it asks.
+PAGE_SIZE = 200
+RESTRICTED_PAGE_SIZE = 15
+
+# The bot's own posts: its answers (plain, in a thread or a DM), and files it shared.
+_OWN_SUBTYPES = frozenset({None, "bot_message", "thread_broadcast", "file_share", "me_message"})
+_AUTH_ERRORS = frozenset(
+    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
+)
+_NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+
+def slack_ts(when: datetime) -> str:
+    """A time as Slack's ``oldest``/``latest`` (``"1700000000.000100"``); naive is UTC."""
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return f"{aware.timestamp():.6f}"
+
+
+def is_thread_parent(message: Mapping[str, Any]) -> bool:
+    """A message that starts a thread with replies (a deleted one's tombstone too: its
+    replies are still there)."""
+    count = message.get("reply_count")
+    has_replies = isinstance(count, int) and not isinstance(count, bool) and count > 0
+    return has_replies and message.get("thread_ts") == message.get("ts")
+
+
+# -- where the reading is ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a reading of one conversation is, between two pages (the cursor)."""
+
+    channel: str
+    oldest: str  # the ``oldest`` the reading asks Slack for (its cursors belong to it)
+    history: str = ""  # Slack's cursor to the next history page ("" = the first)
+    history_done: bool = False
+    threads: tuple[str, ...] = ()  # parents whose threads are still to read, first first
+    replies: str = ""  # Slack's cursor inside the first of them ("" = its beginning)
+
+    @property
+    def finished(self) -> bool:
+        return self.history_done and not self.threads
+
+    def encode(self) -> str:
+        return json.dumps(
+            {
+                "channel": self.channel,
+                "oldest": self.oldest,
+                "history": self.history,
+                "history_done": self.history_done,
+                "threads": list(self.threads),
+                "replies": self.replies,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def decode(cls, cursor: str, *, channel: str) -> Place:
+        """The place a cursor of this source says; LearnRefused for one that is not (another
+        channel's, damaged)."""
+        try:
+            data = json.loads(cursor)
+            place = cls(
+                channel=_text(data["channel"]),
+                oldest=_text(data["oldest"]),
+                history=_text(data["history"]),
+                history_done=data["history_done"] is True,
+                threads=tuple(_text(ts) for ts in data["threads"]),
+                replies=_text(data["replies"]),
+            )
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LearnRefused(
+                "the saved place of this learn is not one Slack's history reader wrote; "
+                "learn the channel again from the start"
+            ) from exc
+        if place.channel != channel:
+            raise LearnRefused(
+                f"the saved place is of channel {place.channel}, not {channel}; learn "
+                f"{channel} from the start"
+            )
+        return place
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not text")
+    return value
+
+
+# -- the source -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Read:
+    messages: list[PastMessage]
+    skipped: int
+
+
+class SlackHistory:
+    """The past of one Slack conversation (a channel, private channel, group DM or DM) and
+    its threads (see the module's text)."""
+
+    name = "slack"
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        team_id: str,
+        channel_id: str,
+        bot_user_id: str,
+        bot_id: str,
+        bot_name: str,
+        directory: SlackDirectory,
+        files: SlackFiles,
+        requests_per_minute: float = TIER3_PER_MINUTE,
+        max_wait_s: float = MAX_WAIT_S,
+        page_size: int = PAGE_SIZE,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.place = channel_scope(team_id, channel_id)  # InvalidScope for ids Slack never gives
+        self.team_id = team_id
+        self.channel_id = channel_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+        self.page_size = page_size
+        self._client = client  # names, the channel's audience: as the door looks them up
+        self._reader = without_rate_retries(client)
+        self._directory = directory
+        self._files = files
+        self._pacer = Pacer(
+            requests_per_minute=requests_per_minute, max_wait_s=max_wait_s, sleep=sleep, clock=clock
+        )
+
+    async def pages(self, since: datetime, cursor: str = "") -> AsyncIterator[PastPage]:
+        """The pages from ``cursor`` ("" = the beginning) on, messages at or after ``since``
+        (a cursor goes on from the ``since`` it was read with: Slack's cursors belong to it)."""
+        if cursor:
+            place = Place.decode(cursor, channel=self.channel_id)
+        else:
+            place = Place(channel=self.channel_id, oldest=slack_ts(since))
+        audience = await self._audience()
+        while not place.finished:
+            if place.threads:
+                read, place = await self._replies_page(place, audience)
+            else:
+                read, place = await self._history_page(place, audience)
+            yield PastPage(
+                messages=read.messages,
+                cursor="" if place.finished else place.encode(),
+                skipped=read.skipped,
+            )
+
+    async def _history_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
+        response = await self._call(
+            "conversations.history",
+            lambda: self._reader.conversations_history(
+                channel=self.channel_id,
+                cursor=place.history or None,
+                oldest=place.oldest,
+                inclusive=True,
+                limit=self.page_size,
+            ),
+        )
+        messages = _messages(response)
+        following = _next_cursor(response)
+        after = replace(
+            place,
+            history=following,
+            history_done=not following,
+            threads=tuple(str(m["ts"]) for m in messages if is_thread_parent(m)),
+            replies="",
+        )
+        return await self._read(messages, audience), after
+
+    async def _replies_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
+        parent, *rest = place.threads
+        try:
+            response = await self._call(
+                "conversations.replies",
+                lambda: self._reader.conversations_replies(
+                    channel=self.channel_id,
+                    ts=parent,
+                    cursor=place.replies or None,
+                    oldest=place.oldest,
+                    inclusive=True,
+                    limit=self.page_size,
+                ),
+            )
+        except _ThreadGone:  # deleted since its parent was read: nothing left to learn
+            return _Read([], 0), replace(place, threads=tuple(rest), replies="")
+        # The parent is the channel's (read with the history), a reply also sent to the
+        # channel was read there too.
+        replies = [
+            m
+            for m in _messages(response)
+            if m.get("ts") != parent and m.get("subtype") != "thread_broadcast"
+        ]
+        following = _next_cursor(response)
+        if following:
+            after = replace(place, replies=following)
+        else:
+            after = replace(place, threads=tuple(rest), replies="")
+        return await self._read(replies, audience), after
+
+    async def _call(
+        self, method: str, request: Callable[[], Awaitable[AsyncSlackResponse]]
+    ) -> AsyncSlackResponse:
+        try:
+            return await self._pacer.call(method, request)
+        except SlackApiError as exc:
+            code = error_code(exc)
+            if method == "conversations.replies" and code == "thread_not_found":
+                raise _ThreadGone from exc
+            raise self._refusal(method, code, exc.response.get("needed")) from exc
+        except _NETWORK_ERRORS as exc:
+            raise LearnRefused(
+                f"could not reach Slack for {method} ({exc!r}); run learn again: it goes on "
+                "where it stopped"
+            ) from exc
+
+    def _refusal(self, method: str, code: str, needed: object) -> LearnRefused:
+        where = f"conversation {self.channel_id}"
+        if code == "missing_scope":
+            scope = needed if isinstance(needed, str) and needed else self._history_scope()
+            return LearnRefused(
+                f"Slack will not show the history of {where}: the app lacks the {scope} "
+                "scope. Add it to the bot token scopes (OAuth & Permissions, or "
+                "slack-manifest.yaml), reinstall the app to the workspace, then run learn again"
+            )
+        if code == "not_in_channel":
+            return LearnRefused(
+                f"memorybot is not in {where}: invite it (/invite @{self.bot_name}), then run "
+                "learn again"
+            )
+        if code == "channel_not_found":
+            return LearnRefused(
+                f"Slack shows memorybot no {where}: it was deleted, or it is private and the "
+                f"bot is not in it (invite it: /invite @{self.bot_name}), then run learn again"
+            )
+        if code == "invalid_cursor":
+            return LearnRefused(
+                "Slack no longer accepts where this learn stopped (its cursor expired); "
+                "learn the channel again from the start: what is already learned is recognised"
+            )
+        if code in _AUTH_ERRORS:
+            return LearnRefused(
+                f"Slack refused the bot token ({code}): check SLACK_BOT_TOKEN or reinstall "
+                "the app to the workspace (docs/slack.md), then run learn again"
+            )
+        return LearnRefused(
+            f"Slack refused {method} for {where} ({code}); run learn again: it goes on "
+            "where it stopped"
+        )
+
+    def _history_scope(self) -> str:
+        if Scope.of(self.place).is_dm:
+            return "im:history"
+        return (
+            "channels:history (groups:history for a private channel, mpim:history for a group DM)"
+        )
+
+    async def _audience(self) -> Audience:
+        """Who can read the conversation, as the door decides it: a DM is the person's; a
+        channel as ``conversations.info`` says (public, private, or shared with another
+        organisation)."""
+        if Scope.of(self.place).is_dm:
+            return Audience.DM
+        return await self._directory.audience(self._client, self.team_id, self.channel_id)
+
+    async def _read(self, messages: list[dict[str, Any]], audience: Audience) -> _Read:
+        kept: list[PastMessage] = []
+        for message in messages:
+            past = await self._past(message, audience)
+            if past is not None:
+                kept.append(past)
+        return _Read(kept, len(messages) - len(kept))
+
+    async def _past(self, message: Mapping[str, Any], audience: Audience) -> PastMessage | None:
+        """A message as memory keeps it, None for what it does not keep."""
+        if self._is_own(message):
+            return await self._own(message, audience)
+        event = {**message, "channel": self.channel_id}
+        shared = audience is Audience.SHARED
+        msg = parse_message(
+            event, team_id=self.team_id, bot_user_id=self.bot_user_id, shared=shared
+        )
+        when = slack_time(msg.ts) if msg is not None else None
+        if msg is None or when is None:
+            return None
+        text = await self._text(msg.raw_text)
+        attachments = self._files.with_images(msg.files, msg.downloads)
+        if not text and not attachments:
+            return None  # nothing the door would store either
+        return PastMessage(
+            scope=msg.scope,
+            platform_id=msg.ts,
+            ts=when,
+            text=text,
+            author=await self._directory.name(self._client, self.team_id, msg.user_id),
+            author_id=msg.user_id,
+            audience=Audience.DM if msg.direct else (msg.audience or audience),
+            attachments=attachments,
+        )
+
+    def _is_own(self, message: Mapping[str, Any]) -> bool:
+        mine = message.get("user") == self.bot_user_id or (
+            bool(self.bot_id) and message.get("bot_id") == self.bot_id
+        )
+        return mine and message.get("subtype") in _OWN_SUBTYPES
+
+    async def _own(self, message: Mapping[str, Any], audience: Audience) -> PastMessage | None:
+        """The bot's own answer, as the door stores it after posting: the assistant's,
+        under the bot's name."""
+        ts, thread_ts = message.get("ts"), message.get("thread_ts")
+        raw = message.get("text")
+        when = slack_time(ts) if isinstance(ts, str) else None
+        if when is None or not isinstance(ts, str) or not isinstance(raw, str):
+            return None
+        try:
+            scope = message_scope(
+                self.team_id, self.channel_id, ts, thread_ts if isinstance(thread_ts, str) else None
+            )
+        except InputError:
+            return None
+        text = await self._text(raw)
+        if not text:
+            return None
+        return PastMessage(
+            scope=scope,
+            platform_id=ts,
+            ts=when,
+            text=text,
+            author=self.bot_name,
+            author_id="bot",
+            role="assistant",
+            audience=audience,
+        )
+
+    async def _text(self, raw: str) -> str:
+        return await self._directory.memory_text(
+            self._client, self.team_id, raw, bot_user_id=self.bot_user_id, bot_name=self.bot_name
+        )
+
+
+class _ThreadGone(Exception):
+    """conversations.replies found no such thread any more."""
+
+
+def _messages(response: AsyncSlackResponse) -> list[dict[str, Any]]:
+    messages = response.get("messages")
+    if not isinstance(messages, list):
+        return []
+    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("ts"), str)]
+
+
+def _next_cursor(response: AsyncSlackResponse) -> str:
+    """Slack's cursor to the next page, "" after the last (``has_more`` false)."""
+    metadata = response.get("response_metadata")
+    following = metadata.get("next_cursor") if isinstance(metadata, Mapping) else None
+    if response.get("has_more") is not True or not isinstance(following, str):
+        return ""
+    return following
+
+
+def slack_past(
+    bot: SlackBot,
+    client: AsyncWebClient,
+    *,
+    team_id: str,
+    channel_id: str,
+    bot_user_id: str,
+    bot_id: str,
+    restricted: bool = False,
+    requests_per_minute: float | None = None,
+    max_wait_s: float = MAX_WAIT_S,
+    sleep: Sleep = asyncio.sleep,
+    clock: Clock = time.monotonic,
+) -> SlackHistory:
+    """The past of ``channel_id`` as the running door reads it (its client, names, files and
+    bot name). ``restricted``: the app is commercially distributed outside the Marketplace
+    (one history request a minute, 15 messages a page); ``requests_per_minute`` overrides
+    the pace that follows from it. ``sleep``/``clock``: how waits are made and timed."""
+    per_minute = requests_per_minute or (RESTRICTED_PER_MINUTE if restricted else TIER3_PER_MINUTE)
+    return SlackHistory(
+        client,
+        team_id=team_id,
+        channel_id=channel_id,
+        bot_user_id=bot_user_id,
+        bot_id=bot_id,
+        bot_name=bot.core.settings.bot.name,
+        directory=bot.directory,
+        files=bot.files,
+        requests_per_minute=per_minute,
+        max_wait_s=max_wait_s,
+        page_size=RESTRICTED_PAGE_SIZE if restricted else PAGE_SIZE,
+        sleep=sleep,
+        clock=clock,
+    )
