@@ -33,9 +33,17 @@ PROGRESS_EVERY_S = 2.0  # how often a learn's progress is said, at most
 
 
 class ChannelLearns:
-    def __init__(self, learner: Learner, settings: LearnSettings) -> None:
+    def __init__(
+        self,
+        learner: Learner,
+        settings: LearnSettings,
+        *,
+        progress_every_s: float = PROGRESS_EVERY_S,
+    ) -> None:
         self.learner = learner
         self.settings = settings
+        # (Slack lets a command's answer be replaced five times: its progress is said seldom)
+        self.progress_every_s = progress_every_s
         self.running: dict[str, asyncio.Task[None]] = {}
 
     async def handle(
@@ -90,7 +98,7 @@ class ChannelLearns:
         said = [time.monotonic()]
 
         async def progress(now: LearnProgress) -> None:
-            if time.monotonic() - said[0] >= PROGRESS_EVERY_S:
+            if time.monotonic() - said[0] >= self.progress_every_s:
                 said[0] = time.monotonic()
                 await _quietly(
                     tell, p.say("learn_progress", place=place, read=now.read, new=now.new)

@@ -60,6 +60,7 @@ from memory_core.errors import EmptyMessage, InputError, StoreError
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience, server_key
 from memory_core.service.conversation import Delivery, Turn
+from memory_core.service.past import PastSource
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,11 @@ class SlackBot:
         self._queue = ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
         self.commands = SlackCommands(
-            core, directory=self.directory, queue=self._queue, tracked=self.tracked
+            core,
+            directory=self.directory,
+            queue=self._queue,
+            tracked=self.tracked,
+            past=self.past_of,
         )
         self.controls = SlackControls(
             core,
@@ -265,6 +270,26 @@ class SlackBot:
             direct=msg.direct,
             audience=audience,
             attachments=self.files.with_images(msg.files, msg.downloads),
+        )
+
+    def past_of(
+        self, client: AsyncWebClient, context: AsyncBoltContext, channel_id: str
+    ) -> PastSource:
+        """A channel's history, read by this door (its names, files, and the pace and waits
+        of the [learn] settings): /memory learn."""
+        from bots.slack.history import slack_past  # (it builds on this module)
+
+        learn = self.core.settings.learn
+        return slack_past(
+            self,
+            client,
+            team_id=context.team_id or "",
+            channel_id=channel_id,
+            bot_user_id=context.bot_user_id or "",
+            bot_id=context.bot_id or "",
+            restricted=learn.slack_requests_per_minute <= 1,
+            requests_per_minute=learn.slack_requests_per_minute,
+            max_wait_s=learn.max_wait_s,
         )
 
     async def memory_text(

@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, Linker, parse_command
 from bots.frontdoor import run_command
+from bots.learn_command import ChannelLearns
 from bots.slack.blocks import (
     CANCELLED,
     FALLBACK_CHARS,
@@ -34,13 +35,19 @@ from bots.slack.links import permalinks
 from bots.slack.send import SEND_ERRORS
 from bots.slack.text import channel_scope, escape, unescape
 from bots.slack.users import SlackDirectory
+from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.errors import UsageError
+from memory_core.service.past import PastSource
 
 log = logging.getLogger(__name__)
 
 #: Where an ephemeral answer goes when its response_url will not take it: (client, channel, user).
 Recipient = tuple[AsyncWebClient, str, str]
+# A channel's history as the running door reads it (client, the command's context, channel).
+PastOf = Callable[[AsyncWebClient, AsyncBoltContext, str], PastSource]
+# How often a learn says how far it got: Slack lets a command's answer be replaced five times.
+LEARN_PROGRESS_EVERY_S = 300.0
 
 
 class ScopeQueue:
@@ -85,11 +92,16 @@ class SlackCommands:
         directory: SlackDirectory,
         queue: ScopeQueue,
         tracked: Callable[[], AbstractContextManager[None]],
+        past: PastOf | None = None,
     ) -> None:
         self.core = core
         self.directory = directory
         self._queue = queue
         self._tracked = tracked
+        self.past = past  # a channel's history, for /memory learn
+        self.learns = ChannelLearns(
+            core.learner, core.settings.learn, progress_every_s=LEARN_PROGRESS_EVERY_S
+        )
 
     def register(self, app: AsyncApp) -> None:
         app.command("/memory")(self.on_memory_command)
@@ -114,8 +126,11 @@ class SlackCommands:
             parsed = _parse_or_none(text)
             needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
             actor = await self.actor(client, team_id, user_id, channel_id, needs_admin)
-            result = await self.run(scope, parsed or text, actor, permalinks(client, channel_id))
             to = (client, channel_id, user_id)
+            if parsed is not None and parsed.action == "learn" and actor.is_admin and self.past:
+                await self._learn(parsed, scope, respond, to, context)
+                return
+            result = await self.run(scope, parsed or text, actor, permalinks(client, channel_id))
             if result.needs_confirm:
                 blocks = confirm_blocks(result, scope)
                 await self.respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
@@ -129,6 +144,32 @@ class SlackCommands:
                     text=fallback_text(result),
                     blocks=result_blocks(result),
                 )
+
+    async def _learn(
+        self,
+        command: Command,
+        scope: str,
+        respond: AsyncRespond,
+        to: Recipient,
+        context: AsyncBoltContext,
+    ) -> None:
+        """/memory learn: the channel's past (threads too), in the background; what it
+        found and what it costs is said privately (the command's answer, replaced; past
+        Slack's five replacements, a private message in the channel)."""
+        client, channel_id, _ = to
+        past = self.past
+        assert past is not None
+
+        async def source() -> PastSource:
+            return past(client, context, channel_id)
+
+        async def tell(text: str) -> None:
+            await self.respond(respond, scope, to=to, text=escape(text), replace_original=True)
+
+        p = load_prompts(self.core.settings.memory.language)
+        answer = await self.learns.handle(command, place=scope, source=source, tell=tell, p=p)
+        log.info("Slack: /memory learn %s in %s", command.key or command.arg or "-", scope)
+        await tell(answer)
 
     async def run(
         self, scope: str, command: Command | str, actor: Actor, link: Linker | None = None

@@ -1,0 +1,93 @@
+"""/memory learn on Slack as an admin uses it: the real Bolt app (HTTP and Socket Mode)
+against the fake Slack Web API, a real Redis: the channel's past read with its threads, what
+was found and what it costs said privately, learned on confirm, once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from memory_core.clock import ManualClock
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack import FakeSlack
+from tests.helpers import CoreFactory
+from tests.slack_harness import (
+    ALICE,
+    BOB,
+    SCOPE,
+    SINCE,
+    Harness,
+    entries,
+    past_ts,
+    seed_past,
+    slack_settings,
+    start_harness,
+)
+
+pytestmark = pytest.mark.fake("slack")
+
+
+@pytest.fixture(params=["http", "socket"])
+async def learning(
+    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    """The app over a core ten days after the channel's past (its history paced fast)."""
+    core = await make_core(
+        slack=slack_settings(fake),
+        clock=ManualClock(SINCE + timedelta(days=10)),
+        learn={"slack_requests_per_minute": 1000},
+        offline=True,
+    )
+    async for harness in start_harness(request.param, fake, core, fake_llm):
+        yield harness
+
+
+async def said(slack: Harness, response_id: str, start: str) -> str:
+    """The answer to one command that starts with ``start`` (its answer is replaced as the
+    learn goes)."""
+
+    def found() -> str | None:
+        return next(
+            (
+                r.text
+                for r in slack.fake.responses
+                if r.response_id == response_id and (r.text or "").startswith(start)
+            ),
+            None,
+        )
+
+    return await slack.fake.wait_for(found, timeout=20, description=f"an answer {start!r}")
+
+
+async def learn(slack: Harness, words: str, start: str, *, user: str = ALICE) -> str:
+    fields = slack.fake.slash_command_payload(
+        text=words, user_id=user, channel_id="C1", team_id="T1"
+    )
+    await slack.send_command(fields)
+    return await said(slack, fields["response_url"].rsplit("/", 1)[1], start)
+
+
+async def test_an_admin_learns_the_channel_s_past_with_its_threads_once(
+    learning: Harness,
+) -> None:
+    seed_past(learning.fake, messages=300, threads={5: 3, 100: 2})
+    refused = await learn(learning, "learn 30", "*Only admins", user=BOB)
+    assert "(/memory learn)" in refused
+
+    found = await learn(learning, "learn 30", f"Found 305 new messages in {SCOPE}")
+    assert "0 already remembered" in found and "/memory learn confirm" in found
+    assert await entries(learning.core) == []  # nothing learned before confirm
+
+    done = await learn(learning, "learn confirm", f"Learned 305 messages of {SCOPE}")
+    assert "day records" in done
+    log = await entries(learning.core)
+    assert [e.text for e in log][:3] == ["message 0 for @Bob Builder", "message 1", "message 2"]
+    assert len(log) == 300 and {e.author for e in log} == {"Alice", "Bob Builder", "Carol"}
+    thread = await entries(learning.core, f"{SCOPE}:{past_ts(5)}")
+    assert [e.text for e in thread] == [f"reply {n} to 5" for n in (1, 2, 3)]
+
+    again = await learn(learning, "learn 30", f"Nothing new to learn in {SCOPE}")
+    assert "305 messages already remembered" in again
+    assert len(await entries(learning.core)) == 300
