@@ -1035,7 +1035,7 @@ async def test_the_command_tree_is_synced_to_configured_guilds(
     assert memory["contexts"] == [0, 1]
     options = {o["name"]: o for o in memory["options"]}
     assert sorted(options) == sorted(
-        ["show", "forget", "remember", "export", "pause", "resume", "config", "why"]
+        ["show", "forget", "remember", "export", "pause", "resume", "config", "why", "learn"]
     )
     assert sorted(o["name"] for o in options["forget"]["options"]) == ["all", "fact", "me", "text"]
     assert sorted(o["name"] for o in options["config"]["options"]) == [
