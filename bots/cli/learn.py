@@ -9,6 +9,8 @@ forgotten is never learned again.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -49,8 +51,16 @@ PlaceOpt = Annotated[
 ]
 
 
+DaysOpt = Annotated[
+    int | None,
+    typer.Option("--days", min=1, help="How many days back (default: learn.default_days)."),
+]
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(learn_app, name="learn")
+    learn_app.command("slack")(slack_history)
+    learn_app.command("discord")(discord_history)
     learn_app.command("slack-export")(slack_export)
     learn_app.command("discord-export")(discord_export)
     learn_app.command("status")(status)
@@ -58,6 +68,86 @@ def register(app: typer.Typer) -> None:
 
 
 # -- the commands ----------------------------------------------------------------------
+def slack_history(
+    ctx: typer.Context,
+    channel: Annotated[str, typer.Option("--channel", help="The channel's id (C..., G..., D...).")],
+    days: DaysOpt = None,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Learn a Slack channel's past (and its threads) with the bot's token."""
+    from bots.slack.bot import SlackBot
+    from bots.slack.connect import build_client
+    from bots.slack.history import slack_past
+
+    s = settings(ctx)
+    if s.slack.bot_token is None:
+        raise fail("set SLACK_BOT_TOKEN (the bot token, xoxb-...) to read Slack's history", 2)
+    wanted = _days(s, days)
+
+    async def go() -> None:
+        async with core_for(s, background=False) as core:
+            bot = SlackBot(core)
+            client = build_client(s.slack)
+            try:
+                who = await client.auth_test()
+            except Exception as exc:
+                raise fail(f"Slack refused the bot token: {exc}", 2) from exc
+            learn = s.learn
+            source = slack_past(
+                bot,
+                client,
+                team_id=str(who["team_id"]),
+                channel_id=channel,
+                bot_user_id=str(who["user_id"]),
+                bot_id=str(who.get("bot_id") or ""),
+                restricted=learn.slack_requests_per_minute <= 1,
+                requests_per_minute=learn.slack_requests_per_minute,
+                max_wait_s=learn.max_wait_s,
+            )
+            await _learn_in(core, [source], days=wanted, yes=yes, as_json=as_json)
+
+    run(go())
+
+
+def discord_history(
+    ctx: typer.Context,
+    channel: Annotated[int, typer.Option("--channel", help="The channel's id.")],
+    days: DaysOpt = None,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Learn a Discord channel's past (its threads too, or a forum's posts) as the bot."""
+    s = settings(ctx)
+    if s.discord.token is None:
+        raise fail("set DISCORD_TOKEN (the bot's token) to read Discord's history", 2)
+    wanted = _days(s, days)
+    token = s.discord.token.get_secret_value()
+
+    async def go() -> None:
+        import discord
+
+        from bots.discord.bot import bot_intents, discord_endpoints
+        from bots.discord.history import discord_past
+
+        async with core_for(s, background=False) as core:
+            with discord_endpoints(s.discord):
+                client = discord.Client(intents=bot_intents())
+                started = asyncio.create_task(client.start(token))
+                try:
+                    await _ready(client, started)
+                    source = await discord_past(
+                        client, channel, bot_name=s.bot.name, max_wait=s.learn.max_wait_s
+                    )
+                    await _learn_in(core, [source], days=wanted, yes=yes, as_json=as_json)
+                finally:
+                    await client.close()
+                    with contextlib.suppress(asyncio.CancelledError, discord.DiscordException):
+                        await started
+
+    run(go())
+
+
 def slack_export(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="The workspace export (.zip).")],
@@ -157,26 +247,53 @@ def _sources(make: Callable[[], Sequence[PastSource]]) -> list[PastSource]:
     return found
 
 
+def _days(s: Any, days: int | None) -> int:
+    wanted = days or s.learn.default_days
+    if wanted > s.learn.max_days:
+        raise fail(f"at most {s.learn.max_days} days (learn.max_days)", 1)
+    return int(wanted)
+
+
+async def _ready(client: Any, started: asyncio.Task[None]) -> None:
+    """The Discord client connected, or why not (a bad token: exit status 2)."""
+    await asyncio.sleep(0)  # (start() creates the ready event first)
+    ready = asyncio.ensure_future(client.wait_until_ready())
+    done, _ = await asyncio.wait({ready, started}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+    if started in done:
+        ready.cancel()
+        error = started.exception()
+        raise fail(f"Discord refused the bot: {error or 'the connection closed'}", 2)
+    if ready not in done:
+        ready.cancel()
+        raise fail("Discord did not answer within 60 s", 2)
+
+
 async def _learn(
     s: Any, sources: Sequence[PastSource], *, days: int | None, yes: bool, as_json: bool
 ) -> None:
-    """Read every source, show what was found, ask, store."""
     async with core_for(s, background=False) as core:
-        read = [await _read(core, source, days, quiet=as_json) for source in sources]
-        found = [r for r in read if r.new]
-        if not as_json:
-            for progress in read:
-                out.print(describe(progress), markup=False)
-        if found and not yes and not as_json:
-            tokens = sum(r.estimate_tokens for r in found)
-            if not typer.confirm(
-                f"Learn {sum(r.new for r in found)} messages"
-                f" (about {tokens:,} tokens of summaries{_budget_note(core)})?",
-                default=True,
-            ):
-                raise fail("nothing learned (run the same command again to go on)", 1)
-        stored = [await _store(core, r.place, quiet=as_json) for r in found]
-        await core.pipeline.drain()
+        await _learn_in(core, sources, days=days, yes=yes, as_json=as_json)
+
+
+async def _learn_in(
+    core: Core, sources: Sequence[PastSource], *, days: int | None, yes: bool, as_json: bool
+) -> None:
+    """Read every source, show what was found, ask, store."""
+    read = [await _read(core, source, days, quiet=as_json) for source in sources]
+    found = [r for r in read if r.new]
+    if not as_json:
+        for progress in read:
+            out.print(describe(progress), markup=False)
+    if found and not yes and not as_json:
+        tokens = sum(r.estimate_tokens for r in found)
+        if not typer.confirm(
+            f"Learn {sum(r.new for r in found)} messages"
+            f" (about {tokens:,} tokens of summaries{_budget_note(core)})?",
+            default=True,
+        ):
+            raise fail("nothing learned (run the same command again to go on)", 1)
+    stored = [await _store(core, r.place, quiet=as_json) for r in found]
+    await core.pipeline.drain()
     if as_json:
         print_json(
             {"read": [progress_json(r) for r in read], "stored": [progress_json(r) for r in stored]}
