@@ -52,13 +52,16 @@ async def test_an_admin_learns_a_channel_s_past_with_its_thread_once(
     core = await make_core(clock=ManualClock(datetime.now(UTC) + timedelta(days=2)), offline=True)
     general, thread = world.scope(world.general), world.scope(world.thread)
 
-    async with serving(fake, core):
+    async with serving(fake, core) as bot:
+        bot.memory_commands.learns.progress_every_s = 0  # (every page: the test reads fast)
         refused, _ = await command(fake, "memory learn", world.general, world.bob, days=30)
         assert "Only admins" in (await fake.wait_for_response(refused)).content
 
         reading, deferred = await command(fake, "memory learn", world.general, world.admin, days=30)
         assert deferred.type == 5 and deferred.ephemeral
         found = await said(fake, reading, "Found 123 new messages in " + general)
+        progress = await said(fake, reading, f"Reading {general}: ")  # as it went
+        assert "so far" in progress
         # The other bot, the join; and the world's own system messages (its thread began).
         skipped = re.search(r"(\d+) from bots or the system", found)
         assert skipped and int(skipped[1]) >= 2 and "/memory learn confirm" in found
