@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import EmptyMessage, InputError
-from memory_core.models import Attachment, IncomingMessage, LogEntry
+from memory_core.models import Attachment, IncomingMessage
 from memory_core.scopes import Audience, Scope
 from memory_core.service.past import LearnRefused, PastMessage, PastSource
 from memory_core.service.pipeline import MemoryPipeline
@@ -254,17 +254,21 @@ class Learner:
         pipeline = self.pipeline
         state = await pipeline.repo.state(scope)
         tz = state.tz or pipeline.settings.memory.timezone
-        first = await self.store.first_entry(scope)
-        began_ms = min(
-            first[1] if first else calendar.to_ms(self.clock.now()),
-            calendar.to_ms(self.clock.now()),
-        )
-        cutoff_day = calendar.local_day_ms(began_ms, tz)
+        # The day the place's memory began: its past ends before it. Worked out once per
+        # learn and kept with it (once the past is put in place, the log begins earlier).
+        kept = (await self.store.job(root)).get(f"began:{scope}")
+        if kept:
+            cutoff_day = kept
+        else:
+            first = await self.store.first_entry(scope)
+            now_ms = calendar.to_ms(self.clock.now())
+            cutoff_day = calendar.local_day_ms(min(first[1] if first else now_ms, now_ms), tz)
+            await self.store.set_job(root, {f"began:{scope}": cutoff_day})
         cutoff_ms = calendar.to_ms(calendar.day_start(cutoff_day, tz))
         past = [(s, m) for s, m in items if s.ts_ms < cutoff_ms]
         later = [(s, m) for s, m in items if s.ts_ms >= cutoff_ms]
         if past:
-            await self._store_past(root, scope, past, cutoff_day)
+            await self._store_past(root, scope, past, cutoff_day, tz)
             if progress is not None:
                 await _tell(progress, await self.status(root))
         stored = not_stored = 0
@@ -288,14 +292,24 @@ class Learner:
             await _tell(progress, await self.status(root))
 
     async def _store_past(
-        self, root: str, scope: str, past: list[tuple[Staged, PastMessage]], cutoff_day: str
+        self,
+        root: str,
+        scope: str,
+        past: list[tuple[Staged, PastMessage]],
+        cutoff_day: str,
+        tz: str,
     ) -> None:
         """The messages before the place's first day, put before its memory, then their days
-        summarised."""
+        summarised. Again after a crash half-way: those put in place already (their ids are
+        noted with them, in one step) are not put again, and their days are summarised (a
+        day summarised already is not: its record is marked)."""
         entries: list[tuple[int, dict[str, str]]] = []
         speakers: set[str] = set()
         thread = Scope.of(scope).thread
-        for staged, message in past:
+        held = await self.store.stored_already([(scope, m.platform_id) for _, m in past])
+        for (staged, message), stored in zip(past, held, strict=True):
+            if stored:
+                continue
             try:
                 prepared = self.pipeline.prepare(_incoming(message))
             except EmptyMessage:
@@ -319,13 +333,11 @@ class Learner:
             raise LearnRefused(
                 f"{scope} kept changing while its past was put in place: run learn again"
             )
-        log_entries = [
-            LogEntry.from_stream(entry_id, fields)
-            for entry_id, (_, fields) in zip(ids, entries, strict=True)
-        ]
-        await self.store.unstage(root, [staged.member for staged, _ in past])
         await self.store.count(root, {"stored": len(ids)})
-        report = await self.past_days.summarise(scope, log_entries, cutoff_day=cutoff_day)
+        cutoff_ms = calendar.to_ms(calendar.day_start(cutoff_day, tz))
+        put = await self.store.entries_between(scope, past[0][0].ts_ms, cutoff_ms)
+        report = await self.past_days.summarise(scope, put, cutoff_day=cutoff_day)
+        await self.store.unstage(root, [staged.member for staged, _ in past])
         await self.store.count(root, {"day_records": report.days, "weeks": report.weeks})
         await self.pipeline.schedule(scope)  # mid and overview made again with the past in
 

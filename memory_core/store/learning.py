@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core.models import DaySummary, WeekSummary
+from memory_core.models import DaySummary, LogEntry, WeekSummary
 from memory_core.scopes import Scope
 from memory_core.store.gone import gone_message, gone_person
 from memory_core.store.keys import KeySchema
@@ -190,6 +190,13 @@ class LearningStore:
             look.zscore(self.keys.scope(scope).ids, platform_id)
         return [score is not None for score in await look.execute()]
 
+    async def entries_between(self, scope: str, start_ms: int, end_ms: int) -> list[LogEntry]:
+        """The log's entries stored at ``start_ms`` and up to (not at) ``end_ms``."""
+        found = await self.client.xrange(
+            self.keys.scope(scope).log, min=str(start_ms), max=f"({end_ms}"
+        )
+        return [LogEntry.from_stream(entry_id, fields) for entry_id, fields in found]
+
     async def first_entry(self, scope: str) -> tuple[str, int] | None:
         """The log's first entry: its id and the time in it (ms), or None."""
         first = await self.client.xrange(self.keys.scope(scope).log, count=1)
@@ -218,6 +225,8 @@ class LearningStore:
             seq = seq + 1 if ms == last_ms else 0
             last_ms = ms
             ids.append(f"{ms}-{seq}")
+        # Each one's platform id and time, noted as stored in the rewrite's last step.
+        stored = [str(v) for ms, fields in entries if fields.get("p") for v in (fields["p"], ms)]
         for _ in range(3):
             seed = self.client.pipeline(transaction=False)
             seed.delete(k.log_rewrite)
@@ -233,17 +242,14 @@ class LearningStore:
             if await run_script(
                 self.client,
                 "prepend_finish",
-                [k.log, k.log_rewrite, k.state],
-                [last if last != "0-0" else "", len(entries), ids[-1], entries[-1][0]],
+                [k.log, k.log_rewrite, k.state, k.ids],
+                [last if last != "0-0" else "", len(entries), ids[-1], entries[-1][0], *stored],
             ):
                 break
         else:
             await self.client.delete(k.log_rewrite)
             return []
         pipe = await atomic_pipeline(self.client)
-        platform_ids = {fields["p"]: ms for ms, fields in entries if fields.get("p")}
-        if platform_ids:
-            pipe.zadd(k.ids, platform_ids)
         if speakers:
             pipe.zadd(k.speakers, {speaker: 0 for speaker in speakers})
         place = Scope.of(scope)

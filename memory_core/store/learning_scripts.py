@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-# KEYS: log, rewrite, state. ARGV: the id the slices copied last, how many past entries the
-# rewrite was seeded with, the last past entry's id, its time (ms).
+# KEYS: log, rewrite, state, ids. ARGV: the id the slices copied last, how many past entries
+# the rewrite was seeded with, the last past entry's id, its time (ms), then each past
+# entry's platform id and time (ms), noted as stored in the same step.
 # The last step of putting a place's past before its log: the log's entries stored since
 # the last slice are copied too, and the rewrite (the past, then the log) takes the log's
 # place, keeping what the stream knows of its own past (no id is ever given twice).
@@ -12,7 +13,7 @@ from __future__ import annotations
 # records, so the open day's summary starts after it (short_upto); the epoch moves (a
 # recall index or a summary made from the log before is made again).
 PREPEND_FINISH = """
-local log, rewrite, st = KEYS[1], KEYS[2], KEYS[3]
+local log, rewrite, st, ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local extra = tonumber(ARGV[2])
 local present = redis.call('EXISTS', log) == 1
 if present then
@@ -37,6 +38,7 @@ if tonumber(s[2] or '0') < tonumber(ARGV[4]) then redis.call('HSET', st, 'last_m
 if not s[3] then redis.call('HSET', st, 'created_ms', ARGV[4]) end
 redis.call('HINCRBY', st, 'msg_count', extra)
 redis.call('HINCRBY', st, 'epoch', 1)
+for i = 5, #ARGV, 2 do redis.call('ZADD', ids, ARGV[i + 1], ARGV[i]) end
 return 1
 """
 

@@ -193,3 +193,34 @@ async def test_the_learn_command_reads_says_what_it_found_and_learns_on_confirm(
     await run("learn 30")
     assert said[-1].startswith("Nothing new to learn in discord:1:2: 20 messages already")
     assert "No learn here yet" not in await run("learn cancel")
+
+
+async def test_storing_cut_short_after_the_past_was_put_in_place_finishes_once(
+    make_core: CoreFactory,
+) -> None:
+    """The process dies between putting the past before the log and summarising its days:
+    run again, nothing is put twice and every day gets its record."""
+    core = await make_core(clock=ManualClock(NOW), offline=True)
+    past = past_chat(CHANNEL, START, days=3, per_day=10)
+    await core.learner.read(ListSource(CHANNEL, past), days=30)
+    summarise = core.learner.past_days.summarise
+
+    async def dies(*args: object, **kwargs: object) -> object:
+        raise ConnectionError("the process died here")
+
+    core.learner.past_days.summarise = dies  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        await core.learner.store_read(CHANNEL)
+    assert len(await core.repo.all_entries(CHANNEL)) == 30
+    assert await core.repo.episodes(CHANNEL) == []
+    assert (await core.learner.status(CHANNEL)).status == "storing"
+
+    core.learner.past_days.summarise = summarise  # type: ignore[method-assign]
+    done = await core.learner.store_read(CHANNEL)
+    assert done.status == "done"
+    assert [e.text for e in await core.repo.all_entries(CHANNEL)] == [m.text for m in past]
+    assert [d.day for d in await core.repo.episodes(CHANNEL)] == [
+        "2025-08-11",
+        "2025-08-12",
+        "2025-08-13",
+    ]
