@@ -85,31 +85,44 @@ async def test_an_admin_learns_a_channel_s_past_with_its_thread_once(
     assert len(await core.repo.all_entries(general)) == 120
 
 
-async def test_a_learn_stopped_by_a_long_rate_limit_goes_on_after_a_restart(
+async def test_2000_messages_and_30_threads_stopped_by_a_rate_limit_go_on_after_a_restart(
     fake: FakeDiscord, world: World, make_core: CoreFactory
 ) -> None:
-    for n in range(250):
-        fake.past_message(world.general.id, author_id=world.alice.user.id, content=f"old {n}")
+    for n in range(2000):
+        member = (world.alice, world.bob)[n % 2]
+        fake.past_message(world.general.id, author_id=member.user.id, content=f"old {n}")
+    threads = []
+    for t in range(30):
+        thread = fake.add_thread(world.general.id, f"topic {t}")
+        for r in range(3):
+            fake.past_message(thread.id, author_id=world.alice.user.id, content=f"t{t} r{r}")
+        if t >= 20:
+            fake.archive_thread(thread.id)
+        threads.append(thread)
     clock = ManualClock(datetime.now(UTC) + timedelta(days=2))
     short_waits = {"max_wait_s": 0.2}
     core = await make_core(clock=clock, offline=True, learn=short_waits)
     general = world.scope(world.general)
-    fake.set_route_budget("GET /channels/{channel_id}/messages", limit=2, window=30.0)
+    history = "GET /channels/{channel_id}/messages"
+    fake.set_route_budget(history, limit=10, window=30.0)  # half-way: a 30 s wait, past the cap
     async with serving(fake, core):
         stopped, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
         why = await said(fake, stopped, f"The learn of {general} stopped")
         assert "Run /memory learn again to go on where it stopped" in why
     halfway = await core.learner.status(general)
-    assert halfway.status == "reading" and 0 < halfway.new < 250
+    assert halfway.status == "reading" and 0 < halfway.new < 2090
 
     # The bot restarts (a new process: a new core on the same Redis); Discord lets it read.
-    fake.set_route_budget("GET /channels/{channel_id}/messages", limit=100, window=0.1)
+    fake.set_route_budget(history, limit=1000, window=0.1)
     restarted = await make_core(clock=clock, offline=True, learn=short_waits)
     async with serving(fake, restarted):
         again, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
-        found = await said(fake, again, "Found 250 new messages")  # the rest, and none twice
+        found = await said(fake, again, "Found 2090 new messages")  # the rest, none twice
         assert "0 already remembered" in found
         stored, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
-        await said(fake, stored, f"Learned 250 messages of {general}")
+        await said(fake, stored, f"Learned 2090 messages of {general}")
     texts = [e.text for e in await restarted.repo.all_entries(general)]
-    assert texts == [f"old {n}" for n in range(250)]
+    assert texts == [f"old {n}" for n in range(2000)]
+    for t, thread in enumerate(threads):
+        said_there = [e.text for e in await restarted.repo.all_entries(world.scope(thread))]
+        assert said_there == [f"t{t} r{r}" for r in range(3)]

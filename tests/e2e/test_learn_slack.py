@@ -91,3 +91,44 @@ async def test_an_admin_learns_the_channel_s_past_with_its_threads_once(
     again = await learn(learning, "learn 30", f"Nothing new to learn in {SCOPE}")
     assert "305 messages already remembered" in again
     assert len(await entries(learning.core)) == 300
+
+
+@pytest.fixture
+async def learning_briefly(
+    fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    """As ``learning``, over HTTP, with rate-limit waits capped at a second."""
+    core = await make_core(
+        slack=slack_settings(fake),
+        clock=ManualClock(SINCE + timedelta(days=10)),
+        learn={"slack_requests_per_minute": 1000, "max_wait_s": 1.0},
+        offline=True,
+    )
+    async for harness in start_harness("http", fake, core, fake_llm):
+        yield harness
+
+
+async def test_2000_messages_and_30_threads_interrupted_half_way_and_resumed(
+    learning_briefly: Harness,
+) -> None:
+    slack = learning_briefly
+    threads = {5 + 60 * k: 1 + k % 6 for k in range(30)}
+    seed_past(slack.fake, messages=2000, threads=threads)
+    replies = sum(threads.values())
+    # Slack holds the thread reads back a minute after the twelfth: past the one-second cap.
+    slack.fake.limit_rate("conversations.replies", per_minute=12)
+    stopped = await learn(slack, "learn 30", f"The learn of {SCOPE} stopped")
+    assert "Run /memory learn again to go on where it stopped" in stopped
+    halfway = await slack.core.learner.status(SCOPE)
+    assert halfway.status == "reading" and 0 < halfway.new < 2000 + replies
+
+    slack.fake.limit_rate("conversations.replies", per_minute=10_000)
+    slack.fake.age_rate_windows(60)
+    found = await learn(slack, "learn 30", f"Found {2000 + replies} new messages in {SCOPE}")
+    assert "0 already remembered" in found
+    await learn(slack, "learn confirm", f"Learned {2000 + replies} messages of {SCOPE}")
+    log = await entries(slack.core)
+    assert [e.text.split(" for ")[0] for e in log] == [f"message {n}" for n in range(2000)]
+    for parent, count in threads.items():
+        thread = await entries(slack.core, f"{SCOPE}:{past_ts(parent)}")
+        assert [e.text for e in thread] == [f"reply {r} to {parent}" for r in range(1, count + 1)]
