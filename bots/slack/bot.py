@@ -25,7 +25,6 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -44,6 +43,7 @@ from bots.slack.connect import (
 )
 from bots.slack.controls import SlackControls
 from bots.slack.files import SlackFiles
+from bots.slack.history import slack_past
 from bots.slack.send import ThreadReply
 from bots.slack.text import (
     Deletion,
@@ -53,6 +53,7 @@ from bots.slack.text import (
     parse_change,
     parse_deletion,
     parse_message,
+    slack_time,
 )
 from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
@@ -71,14 +72,6 @@ DRAIN_S = 10.0  # at shutdown, how long handlers in flight may finish
 
 # Redis failures surface as StoreError (translated at the store boundary).
 STORE_ERRORS = (StoreError,)
-
-
-def slack_time(ts: str) -> datetime | None:
-    """A Slack ts ("1700000000.000100") as a time; it is when the message was said."""
-    try:
-        return datetime.fromtimestamp(float(ts), tz=UTC)
-    except (ValueError, OverflowError):
-        return None
 
 
 class SlackBot:
@@ -277,8 +270,6 @@ class SlackBot:
     ) -> PastSource:
         """A channel's history, read by this door (its names, files, and the pace and waits
         of the [learn] settings): /memory learn."""
-        from bots.slack.history import slack_past  # (it builds on this module)
-
         learn = self.core.settings.learn
         return slack_past(
             self,

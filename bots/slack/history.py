@@ -34,14 +34,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bots.slack.bot import SlackBot, slack_time
 from bots.slack.connect import error_code
 from bots.slack.files import SlackFiles
 from bots.slack.pacing import (
@@ -53,11 +52,22 @@ from bots.slack.pacing import (
     Sleep,
     without_rate_retries,
 )
-from bots.slack.text import channel_scope, message_scope, parse_message
+from bots.slack.text import channel_scope, message_scope, parse_message, slack_time
 from bots.slack.users import SlackDirectory
+from memory_core.bootstrap import Core
 from memory_core.errors import InputError
 from memory_core.scopes import Audience, Scope
 from memory_core.service.past import LearnRefused, PastMessage, PastPage
+
+
+class SlackDoor(Protocol):
+    """What the source takes from the running Slack door (:class:`bots.slack.bot.SlackBot`,
+    which builds on this module): its core, its names and its files."""
+
+    core: Core
+    directory: SlackDirectory
+    files: SlackFiles
+
 
 log = logging.getLogger(__name__)
 
@@ -427,7 +437,7 @@ def _next_cursor(response: AsyncSlackResponse) -> str:
 
 
 def slack_past(
-    bot: SlackBot,
+    bot: SlackDoor,
     client: AsyncWebClient,
     *,
     team_id: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from memory_core.models import Attachment
@@ -340,3 +341,11 @@ def to_mrkdwn(text: str) -> str:
             line = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", line)
         lines.append(line)
     return "\n".join(lines)
+
+
+def slack_time(ts: str) -> datetime | None:
+    """A Slack ts ("1700000000.000100") as a time; it is when the message was said."""
+    try:
+        return datetime.fromtimestamp(float(ts), tz=UTC)
+    except (ValueError, OverflowError):
+        return None
