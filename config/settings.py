@@ -153,7 +153,10 @@ class MemorySettings(_Section):
         default=1200, ge=50, description="At most this much of the budget for verbatim messages."
     )
     window_min_tokens: int = Field(
-        default=400, ge=0, description="Recall never squeezes the window below this."
+        default=400,
+        ge=0,
+        description="Recall never squeezes the window below this (nor below an eighth of the "
+        "budget, when that is less).",
     )
     recall_tokens: int = Field(
         default=1800, ge=0, description="At most this much for recalled past messages (0: off)."

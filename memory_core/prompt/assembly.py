@@ -102,12 +102,18 @@ def render_window_line(entry: LogEntry, tz: str, today: str) -> dict[str, str]:
 
 
 # The summaries' share of what is left after the header and the new message: half when
-# nothing was recalled; a third when something was, so that at small budgets the messages
+# nothing was recalled; a quarter when something was, so that at small budgets the messages
 # that match the new message are not crowded out by a summary written for no question in
-# particular (on LoCoMo's development set at 1,500 tokens the recall section went from about
-# 330 to 490 tokens, evidence recall from 66% to 74%; at 3,000 the summaries fit either way).
+# particular (on LoCoMo's development set at 1,500 tokens: a third instead of half took the
+# recall section from about 330 to 490 tokens and evidence recall from 66% to 74%; a quarter,
+# with the window's floor below, to 814 tokens and 82.4%). At 3,000 the summaries fit either
+# way (their own caps, overview_tokens and the rest, are below a quarter).
 MEMORY_SHARE = 2
-MEMORY_SHARE_WITH_RECALL = 3
+MEMORY_SHARE_WITH_RECALL = 4
+# The window's floor (memory.window_min_tokens) is at most an eighth of the budget: a small
+# budget keeps room for what matches the question (400 of 1,500 tokens held the newest
+# messages whatever was asked; 3,000 and more are untouched).
+WINDOW_FLOOR_SHARE = 8
 
 
 def render_fact(fact: Fact) -> str:
@@ -236,9 +242,8 @@ class PromptAssembler:
         below its floor; what it reserved and did not use goes back to the window."""
         settings = self.settings
         recall_need = sum(self.recall.hit_cost(hit) for hit in data.recalled)
-        recall_cap = min(
-            settings.recall_tokens, recall_need, max(0, remaining - settings.window_min_tokens)
-        )
+        floor = min(settings.window_min_tokens, settings.budget_tokens // WINDOW_FLOOR_SHARE)
+        recall_cap = min(settings.recall_tokens, recall_need, max(0, remaining - floor))
         window, window_ids, used = self._window(
             data, today, min(settings.window_tokens, remaining - recall_cap)
         )

@@ -210,3 +210,33 @@ def test_summaries_give_way_when_something_was_recalled() -> None:
     assert with_recall.sections["overview"] < alone.sections["overview"] * 0.75
     assert with_recall.sections["recall"] > 400
     assert with_recall.tokens <= 1500
+
+
+def test_the_window_s_floor_is_at_most_an_eighth_of_the_budget() -> None:
+    """Much recalled and a long recent history: at 1,500 tokens recall may squeeze the window
+    to an eighth of the budget (not only to 400 tokens, whatever was asked); at 3,000, to
+    its 400."""
+    recent = [
+        LogEntry(
+            id=f"{i}-0",
+            ts=NOW - timedelta(minutes=200 - i),
+            role="user",
+            author="Al",
+            author_id="U1",
+            text=f"recent message number {i} about the weather and lunch plans",
+            tokens=14,
+        )
+        for i in range(200)
+    ]
+    texts = [
+        f"Caroline said the pottery class {i} was on Friday at the studio." for i in range(300)
+    ]
+    for budget, floor in ((1500, 1500 // 8), (3000, 400)):
+        assembler = PromptAssembler(counter, MemorySettings(budget_tokens=budget))
+        prompt = assembler.assemble(make_input(recent=recent, recalled=recalled(texts)))
+        assert prompt.sections["window"] >= floor - 20, (budget, prompt.sections)
+        assert prompt.tokens <= budget
+        if budget == 1500:
+            # With a floor of 400, recall could have had at most 1,500 - 400 - the header
+            # (125) - the new message: under 960 tokens.
+            assert prompt.sections["recall"] > 960, prompt.sections
