@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
         help="Memory quality on benchmarks.", no_args_is_help=True, rich_markup_mode=None
     )
     eval_app.command("locomo")(locomo)
+    eval_app.command("year")(year)
     app.add_typer(eval_app, name="eval")
 
 
@@ -207,3 +208,36 @@ def _print_tables(out: Console, r: dict[str, Any]) -> None:
         markup=False,
     )
     out.print(r["attribution"], markup=False)
+
+
+def year(
+    ctx: typer.Context,
+    days: Annotated[int, typer.Option("--days", min=30, max=365)] = 365,
+    per_day: Annotated[int, typer.Option("--per-day", min=5, max=200)] = 30,
+    retention_days: Annotated[int, typer.Option("--retention-days", min=1)] = 30,
+    budget: Annotated[int | None, typer.Option("--budget", min=500)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object, no table.")] = False,
+) -> None:
+    """A year of a busy channel, offline: how many facts said months ago (their raw messages
+    expired) still reach the prompt when asked about, by age."""
+    from bots.bench.year import evaluate_year
+
+    s = settings(ctx)
+    report = run(
+        evaluate_year(s, days=days, per_day=per_day, retention_days=retention_days, budget=budget)
+    )
+    data = report.to_json()
+    if as_json:
+        print_json(data)
+        return
+    table = Table(title=f"{data['reached']} of {data['planted']} planted facts reach the prompt")
+    for column in ("age (days)", "planted", "reached"):
+        table.add_column(column)
+    for row in data["by_age"]:
+        table.add_row(row["age_days"], str(row["planted"]), str(row["reached"]))
+    Console().print(table)
+    for missed in data["missed"]:
+        Console().print(
+            f"missed: {missed['question']} ({missed['answer']}, {missed['age_days']} days old)",
+            markup=False,
+        )
