@@ -44,7 +44,7 @@ _LEAD = re.compile(
 )
 _TAIL = re.compile(
     r"(?:[\s,]+(?:btw|by the way|fyi|too|as well|now|these days|nowadays|actually|though"
-    r"|then|for now|everyone|folks|team|guys))+$",
+    r"|then|for now|everyone|folks|team|guys|just so you know|for the record))+$",
     re.IGNORECASE,
 )
 
