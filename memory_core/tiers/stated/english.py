@@ -31,7 +31,7 @@ _REFUSE = re.compile(
     # a joke's markers
     r"|\b(?:lol|lmao|lmfao|rofl|haha\w*|hehe\w*|jk|yeah right|as if|totally|obviously"
     r"|of course|sarcasm|sarcastic|irony|ironic|ironically|literally|sure sure)\b"
-    r"|(?:^|\s)/s\b|j/k|;\)|:p\b|\bxd\b"
+    r"|(?:^|\s)/s\b|j/k|;\)|:p\b|\bxd\b|https?://|www\."
     r"|[\U0001F600-\U0001F64F\U0001F910-\U0001F92F\U0001F970-\U0001F97F]",
     re.IGNORECASE,
 )
@@ -109,9 +109,9 @@ class _Rule:
 
 def match(sentence: str, speaker: str) -> tuple[str, str, bool] | None:
     """(kind, fact text, about the speaker) when ``sentence`` is exactly one rule's shape."""
-    if _REFUSE.search(sentence):
-        return None
     core = _LEAD.sub("", sentence.rstrip(".! "))
+    if core.split(" ", 1)[0].lower().rstrip(":,") not in _FIRST_WORDS:
+        return None  # (most sentences: no rule starts so)
     core = _TAIL.sub("", core).strip(" ,")
     for rule in _RULES:
         found = rule.pattern.fullmatch(core)
@@ -119,7 +119,8 @@ def match(sentence: str, speaker: str) -> tuple[str, str, bool] | None:
             continue
         text = rule.render(found, speaker)
         if text is not None:
-            return rule.kind, text, rule.about_speaker
+            # Looked at last, as few sentences match a rule: the whole sentence as said.
+            return None if _REFUSE.search(sentence) else (rule.kind, text, rule.about_speaker)
     return None
 
 
@@ -227,6 +228,10 @@ def _rule(pattern: str, kind: str, render: Callable[[re.Match[str], str], str | 
 _ACTION = rf"(?P<x>{_TOKEN}(?: {_TOKEN}){{0,11}})"
 _KIN_NAME = rf"(?P<mod>{_NAME} )?(?P<k>{_KIN})"
 _NAMED = rf"(?P<n>{_NAME}(?: {_NAME})?)"
+# The words a rule's sentence starts with.
+_FIRST_WORDS = frozenset(
+    "i i'm im my we we've we're we'll let's lets let decision final decided".split()
+)
 _RULES: tuple[_Rule, ...] = (
     _rule(rf"{_I_AM} (?P<x>(?:(?:a|an) )?(?:{_DIETS}))", "profile", _diet),
     _rule(rf"{_I_AM} allergic to (?P<x>{_WORD}(?: {_WORD}){{0,2}})", "profile", _allergy),

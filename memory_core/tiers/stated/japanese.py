@@ -86,16 +86,17 @@ class _Rule:
 
 def match(sentence: str, speaker: str) -> tuple[str, str, bool] | None:
     """(kind, fact text, about the speaker) when ``sentence`` is exactly one rule's shape."""
-    if _REFUSE.search(sentence):
-        return None
     core = _LEAD.sub("", _TAIL.sub("", _TAIL.sub("", sentence)))
+    if not core or core[-1] not in _LAST_CHARACTERS:
+        return None  # (most sentences: no rule ends so)
     for rule in _RULES:
         found = rule.pattern.fullmatch(core)
         if found is None or (rule.about_speaker and not speaker):
             continue
         text = rule.render(found, speaker)
         if text is not None:
-            return rule.kind, text, rule.about_speaker
+            # Looked at last, as few sentences match a rule: the whole sentence as said.
+            return None if _REFUSE.search(sentence) else (rule.kind, text, rule.about_speaker)
     return None
 
 
@@ -168,6 +169,10 @@ def _rule(pattern: str, kind: str, render: Callable[[re.Match[str], str], str | 
     return _Rule(re.compile(pattern), kind, render)
 
 
+# The characters a rule's sentence ends with (です, 好き, 派, 決定, …, a diet or a job).
+_LAST_CHARACTERS = frozenset("すだるたきい手派定りう前住身ー") | {
+    word.rstrip("?")[-1] for word in f"{_JOBS}|{_DIETS}".split("|")
+}
 _PLACE = rf"(?P<x>{_NOUN}{{1,15}})"
 _RULES: tuple[_Rule, ...] = (
     _rule(rf"{_ME}(?P<x>{_DIETS}){_COPULA}", "profile", _state),

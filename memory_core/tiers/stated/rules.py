@@ -75,5 +75,7 @@ def facts_in(text: str, speaker: str) -> list[tuple[str, str, bool]]:
 def _clean(sentence: str) -> str:
     """The sentence as the rules read it: compatibility forms as plain ones (full-width
     letters, ？ as ?), curly apostrophes straight, spaces single."""
-    text = unicodedata.normalize("NFKC", sentence).replace("\u2019", "'").replace("\u2018", "'")
-    return " ".join(text.split())
+    if not sentence.isascii():
+        sentence = unicodedata.normalize("NFKC", sentence)
+        sentence = sentence.replace("\u2019", "'").replace("\u2018", "'")
+    return " ".join(sentence.split())
