@@ -13,8 +13,9 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
+from memory_core.service.past import PastMessage
 from tests.fakes.openai_server import FakeOpenAI
-from tests.helpers import START, CoreFactory
+from tests.helpers import START, CoreFactory, ListSource
 
 CHANNEL = "discord:1:10"
 SMALL = {"compact_trigger_tokens": 100, "compact_min_messages": 3, "compact_keep_tokens": 0}
@@ -171,3 +172,39 @@ async def test_a_budget_stopped_run_learns_them_and_a_model_run_only_what_the_mo
     await close_the_day(core, clock, CHANNEL)
     assert fake_llm.count("compact") > 0
     assert before == set() and await texts(core, "discord:1:user:erin") == set()
+
+
+async def test_a_channels_past_learned_offline_brings_its_stated_facts_once(
+    make_core: CoreFactory,
+) -> None:
+    """Learning a past summarises it day by day, extractively offline: what was stated
+    plainly on several of its days is learned once, dated when it was said."""
+    now = START + timedelta(days=10)
+    core = await make_core(clock=ManualClock(now), offline=True)
+    past = [
+        PastMessage(
+            scope=CHANNEL,
+            platform_id=f"p{day}{n}",
+            ts=START + timedelta(days=day, minutes=n),
+            text=text,
+            author=name,
+            author_id=name.lower(),
+            audience=Audience.SERVER,
+        )
+        for day in (0, 3)
+        for n, (name, text) in enumerate(CHAT)
+    ]
+    assert (await core.learner.read(ListSource(CHANNEL, past), days=30)).new == len(past)
+    assert (await core.learner.store_read(CHANNEL)).status == "done"
+    alice = await core.repo.facts("discord:1:user:alice")
+    assert sorted(f.text for f in alice) == [
+        "Alice is vegetarian",
+        "Alice lives in Osaka",
+        "Alice's cat is called Mochi",
+    ]
+    [vegetarian] = [f for f in alice if "vegetarian" in f.text]
+    platform_ids = {e.id: e.platform_id for e in await core.repo.all_entries(CHANNEL)}
+    assert [platform_ids[i] for i in vegetarian.message_ids] == ["p00", "p30"]
+    assert vegetarian.source == "rules"
+    assert (vegetarian.ts[:10], vegetarian.seen[:10]) == ("2025-08-11", "2025-08-14")
+    assert [f.text for f in await core.repo.facts(CHANNEL)] == ["Decided to ship on Friday"]
