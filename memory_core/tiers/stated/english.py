@@ -6,8 +6,8 @@ love green tea", "my cat is called Mochi", "I live in Osaka", "we decided to shi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+
+from memory_core.tiers.stated.rule import Render, Rule, first_fact
 
 # Anything of these anywhere in the sentence, and it states nothing the rules may keep.
 _REFUSE = re.compile(
@@ -96,32 +96,13 @@ _OBJECT = rf"(?P<x>{_TOKEN}(?: {_TOKEN}){{0,4}})"
 _PLACE = rf"(?P<x>{_WORD}(?:,? {_WORD}){{0,3}})"
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    kind: str
-    render: Callable[[re.Match[str], str], str | None]
-
-    @property
-    def about_speaker(self) -> bool:
-        return self.kind != "decision"
-
-
 def match(sentence: str, speaker: str) -> tuple[str, str, bool] | None:
     """(kind, fact text, about the speaker) when ``sentence`` is exactly one rule's shape."""
     core = _LEAD.sub("", sentence.rstrip(".! "))
     if core.split(" ", 1)[0].lower().rstrip(":,") not in _FIRST_WORDS:
         return None  # (most sentences: no rule starts so)
     core = _TAIL.sub("", core).strip(" ,")
-    for rule in _RULES:
-        found = rule.pattern.fullmatch(core)
-        if found is None or (rule.about_speaker and not speaker):
-            continue
-        text = rule.render(found, speaker)
-        if text is not None:
-            # Looked at last, as few sentences match a rule: the whole sentence as said.
-            return None if _REFUSE.search(sentence) else (rule.kind, text, rule.about_speaker)
-    return None
+    return first_fact(_RULES, core, sentence, speaker, _REFUSE)
 
 
 def _words(text: str) -> list[str]:
@@ -168,7 +149,7 @@ def _job(m: re.Match[str], name: str) -> str | None:
     return f"{name} {verb} {m['a'].lower()} {m['x']}"
 
 
-def _place(verb: str) -> Callable[[re.Match[str], str], str | None]:
+def _place(verb: str) -> Render:
     def render(m: re.Match[str], name: str) -> str | None:
         return f"{name} {verb} {m['x']}" if _proper(m["x"]) else None
 
@@ -221,8 +202,8 @@ def _going_with(m: re.Match[str], name: str) -> str | None:
     return f"Going with {m['x']}" if _plain(m["x"]) else None
 
 
-def _rule(pattern: str, kind: str, render: Callable[[re.Match[str], str], str | None]) -> _Rule:
-    return _Rule(re.compile(pattern, re.IGNORECASE), kind, render)
+def _rule(pattern: str, kind: str, render: Render) -> Rule:
+    return Rule(re.compile(pattern, re.IGNORECASE), kind, render)
 
 
 _ACTION = rf"(?P<x>{_TOKEN}(?: {_TOKEN}){{0,11}})"
@@ -232,7 +213,7 @@ _NAMED = rf"(?P<n>{_NAME}(?: {_NAME})?)"
 _FIRST_WORDS = frozenset(
     "i i'm im my we we've we're we'll let's lets let decision final decided".split()
 )
-_RULES: tuple[_Rule, ...] = (
+_RULES: tuple[Rule, ...] = (
     _rule(rf"{_I_AM} (?P<x>(?:(?:a|an) )?(?:{_DIETS}))", "profile", _diet),
     _rule(rf"{_I_AM} allergic to (?P<x>{_WORD}(?: {_WORD}){{0,2}})", "profile", _allergy),
     _rule(

@@ -9,8 +9,8 @@ no rule. A decision said to the channel (ことに決めました, でいきま�
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+
+from memory_core.tiers.stated.rule import Render, Rule, first_fact
 
 _KANJI = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々〆ヶ"
 _KATAKANA = "ァ-ヺー・"
@@ -73,31 +73,12 @@ _NAME = (
 _NOT_NAMES = frozenset({"まだ", "なし", "秘密", "ひみつ", "内緒", "ないしょ", "未定", "不明"})
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    kind: str
-    render: Callable[[re.Match[str], str], str | None]
-
-    @property
-    def about_speaker(self) -> bool:
-        return self.kind != "decision"
-
-
 def match(sentence: str, speaker: str) -> tuple[str, str, bool] | None:
     """(kind, fact text, about the speaker) when ``sentence`` is exactly one rule's shape."""
     core = _LEAD.sub("", _TAIL.sub("", _TAIL.sub("", sentence)))
     if not core or core[-1] not in _LAST_CHARACTERS:
         return None  # (most sentences: no rule ends so)
-    for rule in _RULES:
-        found = rule.pattern.fullmatch(core)
-        if found is None or (rule.about_speaker and not speaker):
-            continue
-        text = rule.render(found, speaker)
-        if text is not None:
-            # Looked at last, as few sentences match a rule: the whole sentence as said.
-            return None if _REFUSE.search(sentence) else (rule.kind, text, rule.about_speaker)
-    return None
+    return first_fact(_RULES, core, sentence, speaker, _REFUSE)
 
 
 def _plain(slot: str) -> bool:
@@ -165,8 +146,8 @@ def _decided_on(m: re.Match[str], name: str) -> str | None:
     return f"{m['x']}に決定" if _plain(m["x"]) else None
 
 
-def _rule(pattern: str, kind: str, render: Callable[[re.Match[str], str], str | None]) -> _Rule:
-    return _Rule(re.compile(pattern), kind, render)
+def _rule(pattern: str, kind: str, render: Render) -> Rule:
+    return Rule(re.compile(pattern), kind, render)
 
 
 # The characters a rule's sentence ends with (です, 好き, 派, 決定, …, a diet or a job).
@@ -174,7 +155,7 @@ _LAST_CHARACTERS = frozenset("すだるたきい手派定りう前住身ー") | 
     word.rstrip("?")[-1] for word in f"{_JOBS}|{_DIETS}".split("|")
 }
 _PLACE = rf"(?P<x>{_NOUN}{{1,15}})"
-_RULES: tuple[_Rule, ...] = (
+_RULES: tuple[Rule, ...] = (
     _rule(rf"{_ME}(?P<x>{_DIETS}){_COPULA}", "profile", _state),
     _rule(
         rf"{_ME}(?P<x>{_NOUN}{{1,10}})アレルギー(?P<cop>です|だ|があります|がある|持ちです)?",
