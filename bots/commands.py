@@ -16,7 +16,7 @@ from bots.why import Linker as Linker  # re-exported: what a door passes to run_
 from bots.why import links_for, render_why
 from config.prompts import PromptSet, load_prompts
 from memory_core.errors import InputError, PermissionDenied, UsageError
-from memory_core.models import LANGUAGE_SETTINGS, MODES
+from memory_core.models import LANGUAGE_SETTINGS, MODES, Fact
 from memory_core.prompt.assembly import order_facts, render_fact
 from memory_core.scopes import Scope
 from memory_core.service.admin import MemoryAdmin, ScopeView
@@ -335,6 +335,13 @@ async def _places_section(
     return [(p.say("heading_places"), "\n".join(lines))]
 
 
+def fact_line(fact_id: str, fact: Fact, p: PromptSet) -> str:
+    """One fact of /memory show: its id (what forget fact takes), kind, subject, text, date,
+    and whether the rules learned it without a model."""
+    line = f"`{fact_id}` {render_fact(fact)[2:]}"
+    return f"{line} {p.say('fact_by_rules')}" if fact.source == "rules" else line
+
+
 def place_label(scope: str, name: str = "") -> str:
     """A place as people know it: its name from the platform, else what it is."""
     place = Scope.of(scope)
@@ -395,18 +402,18 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
             result.sections.append((p.say("heading_recent"), "\n".join(lines)))
     if section in ("overview", "facts"):
         if view.facts:
-            lines = [f"`{f.id}` {render_fact(f)[2:]}" for f in order_facts(view.facts)]
+            lines = [fact_line(f.id, f, p) for f in order_facts(view.facts)]
             result.sections.append((h["facts"], "\n".join(lines)))
         elif section == "facts":
             result.sections.append((h["facts"], p.say("no_facts")))
         if view.thread_facts:
             lines = [
-                f"`{f.id}` {render_fact(f)[2:]} ({place_label(thread)})"
+                f"{fact_line(f.id, f, p)} ({place_label(thread)})"
                 for thread, f in view.thread_facts
             ]
             result.sections.append((p.say("heading_thread_facts"), "\n".join(lines)))
         if view.about_you:
-            lines = [f"`me:{f.id}` {render_fact(f)[2:]}" for f in order_facts(view.about_you)]
+            lines = [fact_line(f"me:{f.id}", f, p) for f in order_facts(view.about_you)]
             result.sections.append((p.say("heading_about_you"), "\n".join(lines)))
     if section == "stats":
         stats = [

@@ -266,7 +266,7 @@ class Fact:
     kind: str
     text: str
     subject: str = ""  # who it is about, by name, as shown ("" = the channel)
-    source: str = ""  # "remember" or "summary"
+    source: str = ""  # "remember", "summary" (the model) or "rules" (tiers/stated, no model)
     by: str = ""  # who pinned it, or who said it
     ts: str = ""  # ISO time it was learned
     message_ids: list[str] = field(default_factory=list)  # provenance in the raw log

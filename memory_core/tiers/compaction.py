@@ -1,6 +1,8 @@
 """Compaction: today's unsummarised messages, oldest first and in chunks, summarised into
 the scope's 'short' tier, with the facts the summary learned (the channel's in the same atomic
-step; a person's in their own scope after it)."""
+step; a person's in their own scope after it). Without the model (offline, a budget reached)
+the facts are those the messages state plainly (memory_core.tiers.stated), merged the same
+way."""
 
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ class Compactor:
             )
         except LLMUnavailable as exc:
             return await self.policy.llm_failed(scope, state, exc, report)
+        known = await self.merging_into(scope, state, chunk, known, outcome.facts)
         now_iso = iso(self.clock.now())
         channel_drafts, personal = known.route(outcome.facts, chunk)
         ops: list[list[str]] = []
@@ -121,12 +124,38 @@ class Compactor:
     ) -> KnownFacts:
         """The facts a summary call may update: the channel's, and those about the people
         speaking in ``chunk`` who may carry facts across the guild or workspace."""
-        speakers, public_speakers = speakers_of(scope, chunk)
         if extractive or self.summarizer.llm.offline:
+            speakers, public_speakers = speakers_of(scope, chunk)
             return KnownFacts(
-                channel=[], people={}, speakers=speakers, public_speakers=public_speakers
+                channel=[],
+                people={},
+                speakers=speakers,
+                public_speakers=public_speakers,
+                read=False,
             )
-        channel = await self.repo.facts(scope) if state.fact_seq else []
+        return await self.read_known_facts(scope, state, chunk)
+
+    async def merging_into(
+        self,
+        scope: str,
+        state: ScopeState,
+        chunk: Sequence[LogEntry],
+        known: KnownFacts,
+        drafts: Sequence[FactDraft],
+    ) -> KnownFacts:
+        """The facts ``drafts`` merge into: ``known``, unless the summary went without them
+        (extractive) and its rules still found facts; those are read now, so a fact said
+        again is confirmed, not learned twice. (The channel's are read whatever ``state``
+        says: learning a past writes facts chunk by chunk from one state read before.)"""
+        if known.read or not drafts:
+            return known
+        return await self.read_known_facts(scope, state, chunk, fresh=True)
+
+    async def read_known_facts(
+        self, scope: str, state: ScopeState, chunk: Sequence[LogEntry], *, fresh: bool = False
+    ) -> KnownFacts:
+        speakers, public_speakers = speakers_of(scope, chunk)
+        channel = await self.repo.facts(scope) if state.fact_seq or fresh else []
         people = await self.repo.facts_of(sorted(set(public_speakers.values())))
         return KnownFacts(
             channel=channel,

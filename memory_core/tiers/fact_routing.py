@@ -26,6 +26,7 @@ class KnownFacts:
     people: dict[str, list[Fact]]  # person scope -> their facts, for public speakers only
     speakers: dict[str, str]  # casefolded name -> user id, names one speaker alone uses
     public_speakers: dict[str, str]  # user id -> person scope, for speakers heard only in public
+    read: bool = True  # False: the stored facts were not read (no model call needed them)
 
     def for_prompt(self, limit: int = 40) -> list[Fact]:
         """Newest first, the channel's ids as they are, people's as p<n> aliases."""
@@ -44,8 +45,9 @@ class KnownFacts:
     ) -> tuple[list[FactDraft], dict[str, list[FactDraft]]]:
         """Facts about a public speaker (preferences, profile) go to that person; the rest
         (decisions, open questions, notes, and anything said in a private place) stay with
-        the channel. Each gets its subject's user id and its provenance. p<n> aliases map
-        back to their fact."""
+        the channel. Each gets its subject's user id and its provenance (the messages a
+        rule-made draft names already, else those :func:`provenance` finds). p<n> aliases
+        map back to their fact."""
         aliases = {
             f"p{number}": (scope, fact)
             for number, (scope, fact) in enumerate(self._people_facts(), 1)
@@ -71,9 +73,8 @@ class KnownFacts:
 
     @staticmethod
     def _sourced(draft: FactDraft, user_id: str, chunk: Sequence[LogEntry]) -> FactDraft:
-        return replace(
-            draft, subject_id=user_id, message_ids=provenance(draft.text, user_id, chunk)
-        )
+        sources = draft.message_ids or provenance(draft.text, user_id, chunk)
+        return replace(draft, subject_id=user_id, message_ids=sources)
 
 
 def speakers_of(scope: str, chunk: Sequence[LogEntry]) -> tuple[dict[str, str], dict[str, str]]:

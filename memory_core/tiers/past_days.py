@@ -106,6 +106,7 @@ class PastDays:
             report.extractive += int(force or outcome.degraded or m.summarizer.llm.offline)
             short, degraded = outcome.summary, degraded or outcome.degraded
             said_iso = iso(calendar.from_ms(chunk[-1].ms))  # facts dated when they were said
+            known = await m.compactor.merging_into(scope, state, chunk, known, outcome.facts)
             channel, personal = known.route(outcome.facts, chunk)
             if channel:
                 ops = merge_ops(

@@ -25,6 +25,7 @@ from memory_core.text.language import detect
 from memory_core.text.sentences import split_sentences
 from memory_core.text.tokens import TokenCounter
 from memory_core.tiers.extractive import SummaryItem, extractive_summary
+from memory_core.tiers.stated import stated_facts
 
 _CODE_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
 _FACT_ID = re.compile(r"^[fp]\d{1,9}$")  # f: the channel's facts; p: people's (aliases)
@@ -66,6 +67,10 @@ class FactDraft:
     # and the raw messages it was drawn from (provenance, so forgetting them reaches it).
     subject_id: str = ""
     message_ids: tuple[str, ...] = ()
+    # Who made it: "summary" (the model, in the summary call) or "rules" (the rules of
+    # memory_core.tiers.stated, when the extractive summary stands in; they know the
+    # messages that said it, so those are its provenance).
+    source: str = "summary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,10 +201,14 @@ class Summarizer:
     def _compact_extractive(
         self, previous: str, entries: Sequence[LogEntry], max_tokens: int, lang: str
     ) -> CompactOutcome:
+        """The extractive summary, with the facts the messages state plainly (the rules of
+        memory_core.tiers.stated): without a model, nothing else would learn them."""
         items = [SummaryItem(text=previous)] if previous.strip() else []
         items += [SummaryItem(text=e.text, speaker=e.author or e.role, when=e.ts) for e in entries]
         return CompactOutcome(
-            summary=self._extractive(items, max_tokens, lang), facts=[], degraded=True
+            summary=self._extractive(items, max_tokens, lang),
+            facts=_stated_drafts(entries),
+            degraded=True,
         )
 
     # -- refresh -----------------------------------------------------------------------
@@ -358,6 +367,20 @@ def _fact_drafts(raw: object) -> list[FactDraft]:
         fact_id = fact_id if isinstance(fact_id, str) and _FACT_ID.match(fact_id) else ""
         drafts.append(FactDraft(kind=kind, text=text.strip()[:300], subject=subject, id=fact_id))
     return drafts
+
+
+def _stated_drafts(entries: Sequence[LogEntry]) -> list[FactDraft]:
+    """The facts ``entries`` state plainly, as drafts marked as the rules'."""
+    return [
+        FactDraft(
+            kind=fact.kind,
+            text=fact.text,
+            subject=fact.subject,
+            message_ids=fact.message_ids,
+            source="rules",
+        )
+        for fact in stated_facts(entries)
+    ]
 
 
 def _refresh_prompt(

@@ -71,3 +71,23 @@ def test_an_over_long_answer_is_cut_after_a_whole_sentence_keeping_its_lines() -
     assert fitted.startswith("We ship on Friday.\nDr. Tanaka pays 3.5k for the venue.")
     assert fitted.endswith("here.") and TokenCounter().count(fitted) <= 30
     assert summarizer.fit("  short enough.  ", 20) == "short enough."
+
+
+async def test_the_extractive_stand_in_brings_the_facts_the_rules_find() -> None:
+    """Offline, the summary is extractive and the plainly stated facts come with it, as
+    drafts marked as the rules' with the messages that said them."""
+    summarizer = Summarizer(OfflineLLM(), TokenCounter())
+    ts = datetime(2025, 8, 13, 6, 30, tzinfo=UTC)
+    entries = [
+        LogEntry("1-0", ts, "user", "Alice", "a", "I'm vegetarian, just so you know", 6),
+        LogEntry("2-0", ts, "user", "Bob", "b", "We decided to ship on Friday.", 6),
+        LogEntry("3-0", ts, "user", "Carol", "c", "Bob said he is vegetarian", 6),
+    ]
+    outcome = await summarizer.compact(
+        day="2025-08-13", previous="", entries=entries, tz="UTC", lang="en", max_tokens=200
+    )
+    assert outcome.degraded and outcome.summary
+    assert [(d.kind, d.subject, d.text, d.message_ids, d.source) for d in outcome.facts] == [
+        ("profile", "Alice", "Alice is vegetarian", ("1-0",), "rules"),
+        ("decision", "", "Decided to ship on Friday", ("2-0",), "rules"),
+    ]
