@@ -137,6 +137,8 @@ class Words:
     q_terms: list[str]
     found: bool  # any document matched a word, before the expansion
     scores: np.ndarray
+    direct: np.ndarray  # the scores of the query's own words, before the expansion and boosts
+    reachable: float  # what the query's own words could score (their weighted idf)
     record_scores: np.ndarray
     times: np.ndarray
     records: np.ndarray
@@ -169,6 +171,7 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
     scores = bm25.score_array(q_terms, weights=weights)
     _drop_retired(index, scores)
     found = bool(scores.any())
+    direct = scores.copy()
     _expand(index, scores, q_terms, weights)
     best = float(scores.max())
     days = query_days(query)
@@ -202,6 +205,8 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         q_terms=q_terms,
         found=found,
         scores=scores,
+        direct=direct,
+        reachable=reachable,
         record_scores=record_scores,
         times=times,
         records=records,
@@ -247,8 +252,24 @@ def ranked(
         if not group:
             continue
         used.update(group)
-        hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=float(scores[doc_i])))
+        group.sort()
+        hits.append(
+            Hit(
+                docs=tuple(docs[g] for g in group),
+                score=float(scores[doc_i]),
+                words=float(words.direct[doc_i]) / words.reachable if words.reachable else 0.0,
+                meaning=_cosine(similarity, doc_i),
+                at=group.index(doc_i),
+            )
+        )
     return hits
+
+
+def _cosine(similarity: np.ndarray | None, doc_i: int) -> float:
+    """A document's cosine with the query (0 without vectors, or none known for it)."""
+    if similarity is None or doc_i >= len(similarity):
+        return 0.0
+    return float(similarity[doc_i])
 
 
 def _drop_retired(index: ScopeIndex, scores: np.ndarray) -> None:
