@@ -67,7 +67,7 @@ def select_relevant(
         for doc in exchange(hit):
             keys = {
                 ("id", hit.scope, doc.id, doc.day),
-                ("words", doc.kind, doc.author, normalise(doc.text)),
+                ("words", doc.kind, doc.author, _words(doc.text)),
             }
             if (not hit.scope and doc.id and doc.id == exclude_id) or keys & seen:
                 continue
@@ -80,6 +80,11 @@ def select_relevant(
         if len(chosen) >= lines:
             break
     return chosen
+
+
+def _words(text: str) -> str:
+    """A message's words as compared for "said twice": case and spacing aside."""
+    return " ".join(normalise(text).casefold().split())
 
 
 def exchange(hit: Hit) -> list[Doc]:
