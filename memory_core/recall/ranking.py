@@ -138,7 +138,7 @@ class Words:
     found: bool  # any document matched a word, before the expansion
     scores: np.ndarray
     direct: np.ndarray  # the scores of the query's own words, before the expansion and boosts
-    reachable: float  # what the query's own words could score (their weighted idf)
+    telling: float  # what all the query's own words could score (unknown ones too)
     record_scores: np.ndarray
     times: np.ndarray
     records: np.ndarray
@@ -201,12 +201,13 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         by_named = np.isin(speakers, ids)
         scores[by_named] *= SPEAKER_BOOST
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
+    telling = sum(bm25.idf_if_said(t) * weights.get(t, 1.0) for t in set(q_terms))
     return Words(
         q_terms=q_terms,
         found=found,
         scores=scores,
         direct=direct,
-        reachable=reachable,
+        telling=telling,
         record_scores=record_scores,
         times=times,
         records=records,
@@ -257,7 +258,7 @@ def ranked(
             Hit(
                 docs=tuple(docs[g] for g in group),
                 score=float(scores[doc_i]),
-                words=float(words.direct[doc_i]) / words.reachable if words.reachable else 0.0,
+                words=float(words.direct[doc_i]) / words.telling if words.telling else 0.0,
                 meaning=_cosine(similarity, doc_i),
                 at=group.index(doc_i),
             )

@@ -204,6 +204,14 @@ class BM25:
         df = self.df(term)
         return math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
 
+    def idf_if_said(self, term: str) -> float:
+        """What ``term`` weighs as a query word: its idf, or for a word no document has,
+        the idf of a word said once (the rarest there is: a question's word that nothing
+        remembered says still counts towards what a full answer would match)."""
+        n = len(self._lengths) + (0 if self.df(term) else 1)
+        df = self.df(term) or 1
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
     def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         plist = self.postings.get(term)
         if not plist:
