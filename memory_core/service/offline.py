@@ -8,8 +8,8 @@ the reply's memory read already found (no second search), over the whole scope, 
 window included (a thread also searches its channel). With recall off, the window alone is
 ranked the same way. A hit is shown only when it answers on its own scale, not merely as the
 best of a poor lot (see :func:`is_relevant`), and only the hits close to the best one; they
-are shown best first, each with the turn that gives it context in time order. What is shown
-is what ``/memory why`` lists.
+are shown best first, each with the question it answers or the answer to it (in time order).
+What is shown is what ``/memory why`` lists.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ SHOWN_HITS = 3  # the few most relevant: a reply, not a search page
 SHOWN_LINES = 6  # with their context turns
 LINE_TOKENS = 60  # a long message is cut to its beginning
 # A hit answers on its own when the message matches at least this share of what the
-# question's own words could score (about half of its telling words), or its meaning is
-# this close (a paraphrase; unrelated sentences sit around 0.1-0.3, see ranking.SEM_BASE and
-# ranking.VECTOR_MIN, the prompt's much looser bar).
+# question's own words could score (about half of its telling words: one common word of
+# several is not enough), or its meaning is this close (unrelated sentences sit around
+# 0.1-0.3, see ranking.SEM_BASE and ranking.VECTOR_MIN, the prompt's much looser bar; 0.5 is
+# set above them, not yet measured on a labelled set).
 WORDS_MIN = 0.45
 MEANING_MIN = 0.5
 # Of the hits that answer, those within this share of the best one's score.
