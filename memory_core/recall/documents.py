@@ -46,9 +46,9 @@ class Hit:
     scope: str = ""  # where it was said, when not in the scope searched for (a thread's channel)
     # How well the matching document itself answers, on scales that do not depend on the
     # rest of the scope (``score`` is relative: the best hit of any search scores high).
-    # ``words``: its score for the query's own words (no expansion, no date boost) as a
-    # share of what those words could score; ``meaning``: its cosine with the query (0
-    # without vectors).
+    # ``words``: the share of the query's own words it has (no expansion, no date boost),
+    # each word weighed by its idf among the other messages; ``meaning``: its cosine with
+    # the query (0 without vectors).
     words: float = 0.0
     meaning: float = 0.0
     at: int = 0  # which of ``docs`` matched (the others are its context)

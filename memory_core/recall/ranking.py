@@ -137,8 +137,7 @@ class Words:
     q_terms: list[str]
     found: bool  # any document matched a word, before the expansion
     scores: np.ndarray
-    direct: np.ndarray  # the scores of the query's own words, before the expansion and boosts
-    telling: float  # what all the query's own words could score (unknown ones too)
+    telling: dict[str, float]  # the query's own words, by what each weighs in an answer
     record_scores: np.ndarray
     times: np.ndarray
     records: np.ndarray
@@ -171,7 +170,6 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
     scores = bm25.score_array(q_terms, weights=weights)
     _drop_retired(index, scores)
     found = bool(scores.any())
-    direct = scores.copy()
     _expand(index, scores, q_terms, weights)
     best = float(scores.max())
     days = query_days(query)
@@ -201,12 +199,11 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         by_named = np.isin(speakers, ids)
         scores[by_named] *= SPEAKER_BOOST
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
-    telling = sum(bm25.idf_if_said(t) * weights.get(t, 1.0) for t in set(q_terms))
+    telling = {t: bm25.answer_weight(t) * weights.get(t, 1.0) for t in set(q_terms)}
     return Words(
         q_terms=q_terms,
         found=found,
         scores=scores,
-        direct=direct,
         telling=telling,
         record_scores=record_scores,
         times=times,
@@ -258,12 +255,21 @@ def ranked(
             Hit(
                 docs=tuple(docs[g] for g in group),
                 score=float(scores[doc_i]),
-                words=float(words.direct[doc_i]) / words.telling if words.telling else 0.0,
+                words=_share(index, words.telling, doc_i),
                 meaning=_cosine(similarity, doc_i),
                 at=group.index(doc_i),
             )
         )
     return hits
+
+
+def _share(index: ScopeIndex, telling: dict[str, float], doc_i: int) -> float:
+    """How much of the query's own words (by weight) document ``doc_i`` has."""
+    total = sum(telling.values())
+    if not total:
+        return 0.0
+    bm25 = index.bm25
+    return sum(w for t, w in telling.items() if bm25.contains(t, doc_i)) / total
 
 
 def _cosine(similarity: np.ndarray | None, doc_i: int) -> float:

@@ -577,7 +577,8 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
     cli: CLI, clean_redis: str
 ) -> None:
     """On a terminal (stdin and stdout a pty: input() reads through readline), a Latin-1
-    line is kept and the console goes on to the next line and /quit."""
+    line is kept and the console goes on to the next line (whose offline reply shows the
+    kept line: it asks about it) and /quit."""
     leader, follower = os.openpty()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -614,9 +615,9 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
 
     try:
         os.write(leader, b"caf\xe9 au lait\n")  # the terminal holds it until input() reads
-        await asyncio.to_thread(read_until, b"you: caf\xef\xbf\xbd au lait")
-        os.write(leader, b"next line\n")
-        await asyncio.to_thread(read_until, b"you: next line")
+        await asyncio.to_thread(read_until, b"Your message is remembered.")
+        os.write(leader, b"who said au lait?\n")
+        await asyncio.to_thread(read_until, b"] you: caf\xef\xbf\xbd au lait")
         os.write(leader, b"/quit\n")
         code = await asyncio.wait_for(proc.wait(), timeout=60)
     finally:
@@ -629,19 +630,22 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
     assert code == 0, err
     assert "! line 1 is not UTF-8 text" in err
     shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
-    assert "you: caf\ufffd au lait" in shown.out and "you: next line" in shown.out
+    assert "you: caf\ufffd au lait" in shown.out and "you: who said au lait?" in shown.out
 
 
 async def test_ask_with_an_argument_that_is_not_utf8(cli: CLI, clean_redis: str) -> None:
     """`memorybot ask $'caf\\xe9 au lait'`: the byte reaches Python as a lone surrogate
-    (argv is decoded with surrogateescape); kept as U+FFFD, said in one line, answered."""
+    (argv is decoded with surrogateescape); kept as U+FFFD, said in one line, answered (and
+    the next question about it is answered with it)."""
     env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
     # A str with a surrogateescape'd byte is passed to the child as that byte, 0xe9.
     run = await cli("ask", "caf\udce9 au lait", **env)
     assert run.code == 0, run.err
     assert "Traceback" not in run.err
     assert "warning: TEXT is not UTF-8 text" in run.err
-    assert "you: caf\ufffd au lait" in run.out
+    assert "No LLM is configured" in run.out
+    again = await cli("ask", "who said au lait?", **env)
+    assert "] you: caf\ufffd au lait" in again.out
     shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
     assert "you: caf\ufffd au lait" in shown.out
 
