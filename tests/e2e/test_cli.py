@@ -319,6 +319,9 @@ async def test_doctor(cli: CLI, fake_llm: FakeOpenAI, clean_redis: str) -> None:
     assert bad.code == 1 and "cannot reach Redis" in bad.out
 
 
+ANSWERED = "Your message is remembered."  # the offline reply's first line: it arrived
+
+
 async def _console_line(proc: asyncio.subprocess.Process, containing: str) -> str:
     """Read the console's stdout until a line holds ``containing`` (the answer arrived)."""
     assert proc.stdout is not None
@@ -350,7 +353,7 @@ async def test_a_message_and_a_forget_two_seconds_before_kill_9_survive(cli: CLI
     assert "hojicha" in answer and "1 messages" in answer
     proc.stdin.write(b"Genmaicha on Mondays\n")
     await proc.stdin.drain()
-    await _console_line(proc, "Genmaicha on Mondays")
+    await _console_line(proc, ANSWERED)
     await asyncio.sleep(2)  # the scenario itself: the crash comes two seconds later
     proc.kill()
     await asyncio.wait_for(proc.wait(), timeout=10)
@@ -378,7 +381,7 @@ async def test_console_memory_show_and_dashboard_run_side_by_side(cli: CLI) -> N
     try:
         console.stdin.write(b"The launch checklist lives in the wiki\n")
         await console.stdin.drain()
-        await _console_line(console, "The launch checklist lives in the wiki")
+        await _console_line(console, ANSWERED)
         shown = await cli("memory", "show", "--scope", "default")
         assert shown.code == 0, shown.err
         assert "The launch checklist lives in the wiki" in shown.out
@@ -387,7 +390,7 @@ async def test_console_memory_show_and_dashboard_run_side_by_side(cli: CLI) -> N
         assert dashboard.returncode is None and console.returncode is None
         console.stdin.write(b"Second line while the others run\n")
         await console.stdin.drain()
-        await _console_line(console, "Second line while the others run")
+        await _console_line(console, ANSWERED)
         status = await cli("store", "status")
         assert "running: valkey-server 9." in status.out and "in use by memorybot" in status.out
     finally:
