@@ -153,6 +153,24 @@ def test_recall_ranks_the_answer_above_the_chatter_and_a_chit_chat_question_gets
     assert select_relevant(partial) == []
 
 
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_question_stored_or_not_is_judged_alike(stored: bool) -> None:
+    """The question is in the index when it was stored first (a reply's), not when it was
+    not (memory paused, a thread's channel): the words it shares with its answer are not
+    made to look common by it, nor its own words rare."""
+    question = "who said au lait?"
+    recent = chat("caf\ufffd au lait", "the printer is out of toner", "lunch at noon")
+    if stored:
+        recent = [said(0, question, author="Bob"), *recent]
+    hits = ranked(question, recent)
+    if stored:
+        hits = [h for h in hits if h.docs[h.at].text != question]
+    [(_, shown)] = select_relevant(hits)
+    assert shown.text == "caf\ufffd au lait"
+    [first] = hits[:1]
+    assert first.words == pytest.approx(2 / 3, abs=0.05)  # "au", "lait" of three alike
+
+
 def test_the_reply_shows_date_time_and_author_and_records_what_it_showed() -> None:
     recent = chat("Carol arrives on March 4 at the north gate", *CHATTER)
     data = ask("When does Carol arrive?", recent, ranked("When does Carol arrive?", recent))
