@@ -30,8 +30,9 @@ class PromptSet:
     week_block: str
     week_fields: str
     offline_reply: str
-    offline_nothing: str
-    offline_recent: str
+    offline_found: str  # above the messages that look relevant to the question
+    offline_unrelated: str  # nothing remembered looks relevant
+    offline_nothing: str  # nothing remembered here but the message itself
     apology: str
     store_down: str
     caption: str  # the instruction sent with an image to the vision model
@@ -79,8 +80,9 @@ def load_prompts(language: str) -> PromptSet:
         week_block=summary["week_block"],
         week_fields=summary["week_fields"],
         offline_reply=offline["reply"],
+        offline_found=offline["found"],
+        offline_unrelated=offline["unrelated"],
         offline_nothing=offline["nothing"],
-        offline_recent=offline["recent"],
         apology=errors["apology"],
         store_down=errors["store_down"],
         caption=_section(data, "vision")["caption"],

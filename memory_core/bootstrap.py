@@ -64,7 +64,7 @@ class Core:
         if self.llm.offline:
             llm_line = (
                 "LLM: offline mode (no OPENAI_API_KEY or OPENAI_BASE_URL): extractive summaries, "
-                "replies show what is remembered"
+                "replies show the remembered messages related to each question"
             )
         else:
             where = llm.base_url or "api.openai.com"

@@ -44,6 +44,14 @@ class Hit:
     docs: tuple[Doc, ...]  # chronological
     score: float
     scope: str = ""  # where it was said, when not in the scope searched for (a thread's channel)
+    # How well the matching document itself answers, on scales that do not depend on the
+    # rest of the scope (``score`` is relative: the best hit of any search scores high).
+    # ``words``: the share of the query's own words it has (no expansion, no date boost),
+    # each word weighed by its idf among the other messages; ``meaning``: its cosine with
+    # the query (0 without vectors).
+    words: float = 0.0
+    meaning: float = 0.0
+    at: int = 0  # which of ``docs`` matched (the others are its context)
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -113,6 +121,16 @@ def add_entries(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) ->
         index.last_id = entry.id
         if not index.first_id:
             index.first_id = entry.id
+
+
+def index_entries(entries: Sequence[LogEntry]) -> ScopeIndex:
+    """A throwaway index of ``entries`` (in order): a few messages ranked as a scope is."""
+    index = ScopeIndex()
+    for entry in entries:
+        doc_terms = terms(entry.text)
+        doc = Doc(entry.id, entry.ms, entry.author, entry.text, "message", len(doc_terms))
+        index.add(doc._replace(tokens=entry.tokens), doc_terms)
+    return index
 
 
 def add_day_record(index: ScopeIndex, day: DaySummary) -> None:

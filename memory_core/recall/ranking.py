@@ -137,6 +137,7 @@ class Words:
     q_terms: list[str]
     found: bool  # any document matched a word, before the expansion
     scores: np.ndarray
+    telling: dict[str, float]  # the query's own words, by what each weighs in an answer
     record_scores: np.ndarray
     times: np.ndarray
     records: np.ndarray
@@ -198,10 +199,12 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         by_named = np.isin(speakers, ids)
         scores[by_named] *= SPEAKER_BOOST
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
+    telling = {t: bm25.answer_weight(t) * weights.get(t, 1.0) for t in set(q_terms)}
     return Words(
         q_terms=q_terms,
         found=found,
         scores=scores,
+        telling=telling,
         record_scores=record_scores,
         times=times,
         records=records,
@@ -247,8 +250,33 @@ def ranked(
         if not group:
             continue
         used.update(group)
-        hits.append(Hit(docs=tuple(docs[g] for g in sorted(group)), score=float(scores[doc_i])))
+        group.sort()
+        hits.append(
+            Hit(
+                docs=tuple(docs[g] for g in group),
+                score=float(scores[doc_i]),
+                words=_share(index, words.telling, doc_i),
+                meaning=_cosine(similarity, doc_i),
+                at=group.index(doc_i),
+            )
+        )
     return hits
+
+
+def _share(index: ScopeIndex, telling: dict[str, float], doc_i: int) -> float:
+    """How much of the query's own words (by weight) document ``doc_i`` has."""
+    total = sum(telling.values())
+    if not total:
+        return 0.0
+    bm25 = index.bm25
+    return sum(w for t, w in telling.items() if bm25.contains(t, doc_i)) / total
+
+
+def _cosine(similarity: np.ndarray | None, doc_i: int) -> float:
+    """A document's cosine with the query (0 without vectors, or none known for it)."""
+    if similarity is None or doc_i >= len(similarity):
+        return 0.0
+    return float(similarity[doc_i])
 
 
 def _drop_retired(index: ScopeIndex, scores: np.ndarray) -> None:

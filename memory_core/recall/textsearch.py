@@ -204,6 +204,24 @@ class BM25:
         df = self.df(term)
         return math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
 
+    def answer_weight(self, term: str) -> float:
+        """What a question's word weighs when judging whether a message answers it: its idf
+        among the messages other than the question (indexed itself, it would make the
+        words it shares with an answer look common and its own words rare), so a word
+        nothing else says weighs as one said once."""
+        n = max(len(self._lengths) - 1, 1)
+        df = max(self.df(term) - 1, 1)
+        return math.log(1 + max(n - df + 0.5, 0.5) / (df + 0.5))
+
+    def contains(self, term: str, doc: int) -> bool:
+        """Whether document ``doc`` has ``term``."""
+        arrays = self._arrays(term)
+        if arrays is None:
+            return False
+        docs = arrays[0]
+        at = int(np.searchsorted(docs, doc))
+        return at < len(docs) and int(docs[at]) == doc
+
     def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         plist = self.postings.get(term)
         if not plist:

@@ -318,5 +318,6 @@ class MemoryPipeline:
         """Store the bot's delivered answer to ``msg`` (:meth:`Replier.remember_answer`)."""
         return await self.replies.remember_answer(msg, reply, platform_id=platform_id)
 
-    async def offline_text(self, scope: str, language: str) -> str:
-        return await self.replies.offline_text(scope, language)
+    async def offline_text(self, msg: IncomingMessage) -> str:
+        """The offline reply to ``msg``, nothing stored (:meth:`Replier.offline_text`)."""
+        return await self.replies.offline_text(msg)

@@ -83,6 +83,19 @@ class Replier:
     ) -> Prompt:
         """The prompt a reply to ``msg`` would send (also ``ask --dry-run``: nothing stored).
         ``prepared``: the message as stored (a turn's), not prepared a second time."""
+        data = await self.read_memory(msg, exclude_id=exclude_id, text=text, prepared=prepared)
+        return self.assembler.assemble(data)
+
+    async def read_memory(
+        self,
+        msg: IncomingMessage,
+        *,
+        exclude_id: str = "",
+        text: str | None = None,
+        prepared: Prepared | None = None,
+    ) -> AssemblyInput:
+        """What memory holds for a reply to ``msg``: the scope's state, facts and window,
+        and what recall found for it (best first), ready to assemble."""
         prepared = (prepared or self.prepare(msg)) if text is None else None
         scope = prepared.scope if prepared else parse_scope(msg.scope)
         # What is known about the asker across the server, where it may be used: not in a
@@ -111,24 +124,22 @@ class Replier:
             if meaning is not None and not meaning.done():
                 meaning.cancel()
         lang = reply_language(snapshot.state.lang, self.settings.memory.language, [new_text])
-        return self.assembler.assemble(
-            AssemblyInput(
-                scope=scope,
-                state=snapshot.state,
-                facts=snapshot.facts,
-                personal=usable_here(snapshot.user_facts, scope),
-                recent=snapshot.recent,
-                new_author=msg.author,
-                new_text=new_text,
-                now=msg.ts or self.clock.now(),
-                tz=tz,
-                language=lang,
-                bot_name=self.settings.bot.name,
-                parent_state=snapshot.parent_state,
-                exclude_id=exclude_id,
-                recalled=recalled,
-                thread_start=started,
-            )
+        return AssemblyInput(
+            scope=scope,
+            state=snapshot.state,
+            facts=snapshot.facts,
+            personal=usable_here(snapshot.user_facts, scope),
+            recent=snapshot.recent,
+            new_author=msg.author,
+            new_text=new_text,
+            now=msg.ts or self.clock.now(),
+            tz=tz,
+            language=lang,
+            bot_name=self.settings.bot.name,
+            parent_state=snapshot.parent_state,
+            exclude_id=exclude_id,
+            recalled=recalled,
+            thread_start=started,
         )
 
     async def reply(
@@ -149,15 +160,16 @@ class Replier:
         ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
         ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
         try:
-            prompt = await self.build_prompt(msg, exclude_id=exclude_id, prepared=prepared)
+            data = await self.read_memory(msg, exclude_id=exclude_id, prepared=prepared)
         except StoreError as exc:
             # Memory is out of reach (the message itself is held until Redis is back).
             log.warning("reply in %s without memory: %s", msg.scope, exc)
             language = reply_language(None, self.settings.memory.language, [msg.text])
             return self.count(Reply(text=load_prompts(language).store_down, kind="apology"))
+        prompt = self.assembler.assemble(data)
         prompts = load_prompts(prompt.language)
-        if self.llm.offline:  # what it shows (recalled messages too) is what /memory why lists
-            text, shown = await self._offline(msg.scope, prompt)
+        if self.llm.offline:  # what it shows (its recalled messages) is what /memory why lists
+            text, shown = self._offline(data, prompt)
             reply = Reply(text=text, kind="offline", prompt_tokens=prompt.tokens, prompt=shown)
             return self.count(reply)
         hold = None
@@ -248,9 +260,13 @@ class Replier:
     def _apology(self, prompt: Prompt, text: str) -> Reply:
         return self.count(Reply(text=text, kind="apology", prompt_tokens=prompt.tokens))
 
-    async def offline_text(self, scope: str, language: str) -> str:
-        """The offline reply: say no LLM is configured and show what is remembered."""
-        return (await self._offline(scope, Prompt([], 0, 0, language=language)))[0]
+    async def offline_text(self, msg: IncomingMessage) -> str:
+        """The offline reply to ``msg`` (nothing stored): say no LLM is configured and show
+        what memory holds that looks related to it."""
+        data = await self.read_memory(msg)
+        return self._offline(data, self.assembler.assemble(data))[0]
 
-    async def _offline(self, scope: str, prompt: Prompt) -> tuple[str, Prompt]:
-        return await offline_reply(self.repo, self.counter, scope, prompt, zone_of=self.scope_tz)
+    def _offline(self, data: AssemblyInput, prompt: Prompt) -> tuple[str, Prompt]:
+        searched = self.recall is not None and self.settings.memory.recall_tokens > 0
+        max_chars = self.settings.bot.reply_max_chars
+        return offline_reply(data, prompt, self.counter, max_chars=max_chars, searched=searched)

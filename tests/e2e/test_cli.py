@@ -319,6 +319,9 @@ async def test_doctor(cli: CLI, fake_llm: FakeOpenAI, clean_redis: str) -> None:
     assert bad.code == 1 and "cannot reach Redis" in bad.out
 
 
+ANSWERED = "Your message is remembered."  # the offline reply's first line: it arrived
+
+
 async def _console_line(proc: asyncio.subprocess.Process, containing: str) -> str:
     """Read the console's stdout until a line holds ``containing`` (the answer arrived)."""
     assert proc.stdout is not None
@@ -350,7 +353,7 @@ async def test_a_message_and_a_forget_two_seconds_before_kill_9_survive(cli: CLI
     assert "hojicha" in answer and "1 messages" in answer
     proc.stdin.write(b"Genmaicha on Mondays\n")
     await proc.stdin.drain()
-    await _console_line(proc, "Genmaicha on Mondays")
+    await _console_line(proc, ANSWERED)
     await asyncio.sleep(2)  # the scenario itself: the crash comes two seconds later
     proc.kill()
     await asyncio.wait_for(proc.wait(), timeout=10)
@@ -378,7 +381,7 @@ async def test_console_memory_show_and_dashboard_run_side_by_side(cli: CLI) -> N
     try:
         console.stdin.write(b"The launch checklist lives in the wiki\n")
         await console.stdin.drain()
-        await _console_line(console, "The launch checklist lives in the wiki")
+        await _console_line(console, ANSWERED)
         shown = await cli("memory", "show", "--scope", "default")
         assert shown.code == 0, shown.err
         assert "The launch checklist lives in the wiki" in shown.out
@@ -387,7 +390,7 @@ async def test_console_memory_show_and_dashboard_run_side_by_side(cli: CLI) -> N
         assert dashboard.returncode is None and console.returncode is None
         console.stdin.write(b"Second line while the others run\n")
         await console.stdin.drain()
-        await _console_line(console, "Second line while the others run")
+        await _console_line(console, ANSWERED)
         status = await cli("store", "status")
         assert "running: valkey-server 9." in status.out and "in use by memorybot" in status.out
     finally:
@@ -577,7 +580,8 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
     cli: CLI, clean_redis: str
 ) -> None:
     """On a terminal (stdin and stdout a pty: input() reads through readline), a Latin-1
-    line is kept and the console goes on to the next line and /quit."""
+    line is kept and the console goes on to the next line (whose offline reply shows the
+    kept line: it asks about it) and /quit."""
     leader, follower = os.openpty()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -614,9 +618,9 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
 
     try:
         os.write(leader, b"caf\xe9 au lait\n")  # the terminal holds it until input() reads
-        await asyncio.to_thread(read_until, b"you: caf\xef\xbf\xbd au lait")
-        os.write(leader, b"next line\n")
-        await asyncio.to_thread(read_until, b"you: next line")
+        await asyncio.to_thread(read_until, b"Your message is remembered.")
+        os.write(leader, b"who said au lait?\n")
+        await asyncio.to_thread(read_until, b"] you: caf\xef\xbf\xbd au lait")
         os.write(leader, b"/quit\n")
         code = await asyncio.wait_for(proc.wait(), timeout=60)
     finally:
@@ -629,19 +633,22 @@ async def test_interactive_console_keeps_a_line_that_is_not_utf8(
     assert code == 0, err
     assert "! line 1 is not UTF-8 text" in err
     shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
-    assert "you: caf\ufffd au lait" in shown.out and "you: next line" in shown.out
+    assert "you: caf\ufffd au lait" in shown.out and "you: who said au lait?" in shown.out
 
 
 async def test_ask_with_an_argument_that_is_not_utf8(cli: CLI, clean_redis: str) -> None:
     """`memorybot ask $'caf\\xe9 au lait'`: the byte reaches Python as a lone surrogate
-    (argv is decoded with surrogateescape); kept as U+FFFD, said in one line, answered."""
+    (argv is decoded with surrogateescape); kept as U+FFFD, said in one line, answered (and
+    the next question about it is answered with it)."""
     env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
     # A str with a surrogateescape'd byte is passed to the child as that byte, 0xe9.
     run = await cli("ask", "caf\udce9 au lait", **env)
     assert run.code == 0, run.err
     assert "Traceback" not in run.err
     assert "warning: TEXT is not UTF-8 text" in run.err
-    assert "you: caf\ufffd au lait" in run.out
+    assert "No LLM is configured" in run.out
+    again = await cli("ask", "who said au lait?", **env)
+    assert "] you: caf\ufffd au lait" in again.out
     shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
     assert "you: caf\ufffd au lait" in shown.out
 

@@ -566,9 +566,11 @@ async def test_offline_replies_are_sent_like_normal_replies(
     core = await make_core(offline=True)
     async with serving(fake, core) as bot:
         await say(fake, bot, world.general, world.alice, "budget is 300 euros")
-        await say(fake, bot, world.general, world.alice, "what do you know?", mentions_bot=True)
+        await say(fake, bot, world.general, world.alice, "lunch is at noon")
+        await say(fake, bot, world.general, world.alice, "what is the budget?", mentions_bot=True)
         [reply] = await fake.wait_for_messages(world.general.id, 1)
-    assert "budget is 300 euros" in (reply.content or "")
+    assert "] alice: budget is 300 euros" in (reply.content or "")  # related to the question
+    assert "lunch" not in (reply.content or "")
     assert reply.message_reference is not None
 
 

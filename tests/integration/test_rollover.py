@@ -261,7 +261,8 @@ async def test_messages_to_a_scope_with_an_unknown_timezone_are_stored_and_answe
     prompt = await core.pipeline.build_prompt(ask)
     assert prompt.tokens > 0
     offline = await make_core(clock=clock, offline=True)
-    assert "hello there" in await offline.pipeline.offline_text("mars", "en")
+    asked = IncomingMessage(scope="mars", text="what did I say?", author="A")
+    assert "] A: what did I say?" in await offline.pipeline.offline_text(asked)
     assert [e.text for e in await core.repo.all_entries("console:mars")][:2] == [
         "hello there",
         "what did I say?",

@@ -139,10 +139,36 @@ async def test_the_offline_reply_shows_and_records_recalled_messages(
     await seed(core)
     sink = await answer(core)
     [shown] = sink.shown
-    assert "No LLM is configured" in shown and "2025-08-11" in shown and "papaya" in shown
+    assert "No LLM is configured" in shown
+    assert "\n[2025-08-11 09:01] Carol: the launch code word is papaya" in shown
+    assert "lunch" not in shown  # the chatter is not shown
     record = await core.admin.why(SCOPE)
     assert record is not None and record.kind == "offline"
     assert [m.platform_id for m in record.recalled] == ["m1"]
+
+
+async def test_the_offline_reply_merges_the_window_and_recall_each_message_once(
+    make_core: CoreFactory,
+) -> None:
+    """Relevant messages from long ago (recalled) and in the working window alike, ranked
+    together by recall, best first; a message said twice is shown once; the chatter is not.
+    What it showed is what /memory why lists."""
+    core = await make_core(offline=True, memory=SMALL_WINDOW)
+    await seed(core)  # m1, days ago: the launch code word
+    for pid in ("m20", "m21"):  # just now, in the window: the same words twice
+        await core.pipeline.ingest(said("the new launch code word is mango", pid=pid, days=2))
+    prompt = await core.pipeline.build_prompt(question())
+    window = [message["content"] for message in prompt.messages[1:-1]]
+    assert any("mango" in line for line in window)  # in the window, not recalled for a model
+    assert not any("papaya" in line for line in window)
+    [shown] = (await answer(core)).shown
+    lines = [line for line in shown.splitlines() if line.startswith("[")]
+    assert lines == [
+        "[2025-08-13 09:21] Carol: the new launch code word is mango",
+        "[2025-08-11 09:01] Carol: the launch code word is papaya, agreed with the tangerine squad",
+    ]
+    record = await core.admin.why(SCOPE)
+    assert record is not None and [m.platform_id for m in record.recalled] == ["m21", "m1"]
 
 
 @pytest.mark.parametrize("how", ["all", "me", "text", "fact", "delete", "edit", "fact_edit"])
