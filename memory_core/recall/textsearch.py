@@ -213,14 +213,10 @@ class BM25:
         df = max(self.df(term) - 1, 1)
         return math.log(1 + max(n - df + 0.5, 0.5) / (df + 0.5))
 
-    def contains(self, term: str, doc: int) -> bool:
-        """Whether document ``doc`` has ``term``."""
+    def postings_of(self, term: str) -> np.ndarray | None:
+        """The documents that have ``term`` (ascending; do not modify), or None."""
         arrays = self._arrays(term)
-        if arrays is None:
-            return False
-        docs = arrays[0]
-        at = int(np.searchsorted(docs, doc))
-        return at < len(docs) and int(docs[at]) == doc
+        return arrays[0] if arrays is not None else None
 
     def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         plist = self.postings.get(term)
