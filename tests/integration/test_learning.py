@@ -224,3 +224,23 @@ async def test_storing_cut_short_after_the_past_was_put_in_place_finishes_once(
         "2025-08-12",
         "2025-08-13",
     ]
+
+
+async def test_a_person_forgotten_everywhere_is_not_learned_in_a_channel_they_never_spoke_in(
+    make_core: CoreFactory,
+) -> None:
+    """ "Forget me everywhere" in one channel of a server: learning another channel of the
+    server (where memory never heard them) leaves out what they said before it."""
+    core = await make_core(clock=ManualClock(NOW), offline=True)
+    elsewhere = "discord:1:9"
+    await core.pipeline.ingest(
+        IncomingMessage(scope=elsewhere, text="hi all", author="Carol", author_id="UCarol")
+    )
+    await core.admin.forget_user_everywhere(elsewhere, user_id="UCarol")
+    past = past_chat(CHANNEL, START, days=2, per_day=15)
+    carols = [m for m in past if m.author_id == "UCarol"]
+    read = await core.learner.read(ListSource(CHANNEL, past), days=30)
+    await core.learner.store_read(CHANNEL)
+    assert carols and read.forgotten == len(carols)
+    kept = {e.author_id for e in await core.repo.all_entries(CHANNEL)}
+    assert "UCarol" not in kept and kept
