@@ -380,7 +380,7 @@ class MemoryAdmin:
             "version": EXPORT_VERSION,
             "scope": scope,
             "exported_at": self._now_iso(),
-            "state": {k: v for k, v in dump.state.items() if k in EXPORTED_STATE},
+            "state": {k: dump.state[k] for k in sorted(dump.state) if k in EXPORTED_STATE},
             "log": [
                 {
                     "id": e.id,

@@ -24,6 +24,8 @@ from tests.hostile.strategies import NASTY, hostile_text
 SOURCE = "discord:1:2"
 THREAD = "discord:1:2:5"
 TARGET = "discord:1:9"
+OTHER = "discord:200:1"
+SECRET = "quartz-heron-200"
 MAX_ERROR = 400
 
 Path = tuple[str | int, ...]
@@ -119,6 +121,10 @@ async def base(make_core: CoreFactory) -> Base:
     await feed(core, clock, SOURCE, conversation(START, days=8, per_day=4))
     await core.admin.remember(SOURCE, "standup is at 10", by="Ada")
     await core.pipeline.ingest(IncomingMessage(scope=THREAD, text="in the thread", author="Ada"))
+    # Another guild's memory, which an edited export naming that guild must never reach.
+    await core.pipeline.ingest(
+        IncomingMessage(scope=OTHER, text=f"planned: {SECRET}", author="Eve")
+    )
     clock.set(clock.now() + timedelta(minutes=1))
     export = json.loads(json.dumps(await core.admin.export(SOURCE)))
     assert export["days"] and export["facts"] and export["done"], "a rich export"
@@ -197,7 +203,9 @@ async def test_any_edit_of_an_export_imports_or_is_refused_clearly(
     prompt = await core.pipeline.build_prompt(
         IncomingMessage(scope=TARGET, text="what is planned?", author="Ada")
     )
-    assert "discord:200" not in json.dumps(prompt.messages)
+    # What another guild said is never reached. (The name "discord:200:1" itself may be in
+    # the prompt: an edit can put it in as the text of a summary, which is only text.)
+    assert SECRET not in json.dumps(prompt.messages)
 
 
 async def test_the_unedited_export_imports(base: Base) -> None:
