@@ -142,7 +142,7 @@ class Learner:
             if job["status"] == "read":
                 return await self._estimated(root)
         else:
-            since_ms = calendar.to_ms(self.clock.now() - timedelta(days=days)) if days else 0
+            since_ms = await self._since_ms(root, days) if days else 0
             await self.store.begin(
                 root,
                 {
@@ -197,6 +197,16 @@ class Learner:
         nothing_new = not await self.store.staged_count(root)
         await self.store.set_job(root, {"status": "done" if nothing_new else "read", "cursor": ""})
         return await self._estimated(root)
+
+    async def _since_ms(self, root: str, days: int) -> int:
+        """Where reading ``days`` back starts: the beginning of that day in the place's
+        timezone, so every day read is whole. (A learn that began mid-day would leave that
+        day's morning to a later, longer learn, which could then not store it: the day's
+        record is made by then.)"""
+        state = await self.pipeline.repo.state(root)
+        tz = state.tz or self.pipeline.settings.memory.timezone
+        first_day = calendar.local_day(self.clock.now() - timedelta(days=days), tz)
+        return calendar.to_ms(calendar.day_start(first_day, tz))
 
     async def _estimated(self, root: str) -> LearnProgress:
         """The learn's figures, with what summarising its kept messages will take."""

@@ -62,6 +62,26 @@ async def test_a_new_place_learns_its_past_with_threads_once(make_core: CoreFact
     assert len(await core.repo.all_entries(CHANNEL)) == 200
 
 
+async def test_a_longer_learn_later_stores_every_earlier_message(make_core: CoreFactory) -> None:
+    """A learn reads whole days: begun mid-morning, its first day's early messages are read
+    too, so a later learn reaching further back finds that day complete and stores all
+    that is older, none of it refused as said on a day already closed."""
+    clock = ManualClock(NOW + timedelta(hours=2))  # 11:00: 09:00-11:00 is the day's morning
+    core = await make_core(clock=clock, offline=True)
+    past = past_chat(CHANNEL, START, days=20, per_day=6)
+    first = await core.learner.read(ListSource(CHANNEL, past), days=15)
+    fifteen_days_back = [m for m in past if m.ts.date() >= (NOW - timedelta(days=15)).date()]
+    assert first.new == len(fifteen_days_back) and fifteen_days_back[0].ts.hour == 9
+    await core.learner.store_read(CHANNEL)
+
+    second = await core.learner.read(ListSource(CHANNEL, past), days=30)
+    assert (second.new, second.known) == (len(past) - first.new, first.new)
+    done = await core.learner.store_read(CHANNEL)
+    assert (done.stored, done.not_stored) == (len(past) - first.new, 0)
+    entries = await core.repo.all_entries(CHANNEL)
+    assert [e.text for e in entries] == [m.text for m in past]
+
+
 async def test_the_past_goes_before_a_place_s_own_memory(make_core: CoreFactory) -> None:
     """A place that has remembered for days: its past is put before its first message, its
     own days untouched; what was said on its own days and missed is stored in its day."""
