@@ -111,6 +111,7 @@ class MemoryBot(discord.AutoShardedClient):
         if self.rechecking is not None and not self.rechecking.done():
             self.rechecking.cancel()
             await asyncio.gather(self.rechecking, return_exceptions=True)
+        await self.memory_commands.learns.close()  # (a learn goes on with the next one)
         await super().close()
 
     # -- messages ------------------------------------------------------------------------

@@ -375,6 +375,7 @@ async def run_slack(core: Core) -> None:
                     await asyncio.Event().wait()
         finally:
             await bot.drain()
+            await bot.commands.learns.close()  # (a learn goes on with the next one)
 
 
 def _ready_line(me: SlackIdentity, how: str) -> str:

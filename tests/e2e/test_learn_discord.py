@@ -126,3 +126,32 @@ async def test_2000_messages_and_30_threads_stopped_by_a_rate_limit_go_on_after_
     for t, thread in enumerate(threads):
         said_there = [e.text for e in await restarted.repo.all_entries(world.scope(thread))]
         assert said_there == [f"t{t} r{r}" for r in range(3)]
+
+
+async def test_a_learn_waiting_on_a_rate_limit_stops_with_the_bot_and_goes_on_after(
+    fake: FakeDiscord, world: World, make_core: CoreFactory
+) -> None:
+    """The bot shuts down while a learn waits out a rate limit: the learn stops with it
+    (no task left running past the bot), and the next /memory learn goes on from there."""
+    for n in range(300):
+        fake.past_message(world.general.id, author_id=world.alice.user.id, content=f"old {n}")
+    clock = ManualClock(datetime.now(UTC) + timedelta(days=2))
+    core = await make_core(clock=clock, offline=True)  # (waits up to 120 s for a limit)
+    general = world.scope(world.general)
+    history = "GET /channels/{channel_id}/messages"
+    fake.set_route_budget(history, limit=2, window=60.0)  # then a minute's wait
+    async with serving(fake, core) as bot:
+        bot.memory_commands.learns.progress_every_s = 0
+        reading, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
+        await said(fake, reading, f"Reading {general}: ")
+        learns = list(bot.memory_commands.learns.running.values())
+        assert learns and not any(job.done() for job in learns)  # waiting out the limit
+    assert all(job.done() for job in learns), "the learn stopped with the bot"
+    halfway = await core.learner.status(general)
+    assert halfway.status == "reading" and 0 < halfway.new < 300
+
+    fake.set_route_budget(history, limit=1000, window=0.1)
+    async with serving(fake, await make_core(clock=clock, offline=True)):
+        again, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
+        found = await said(fake, again, "Found 300 new messages")
+        assert "0 already remembered" in found

@@ -4,11 +4,13 @@ was found and what it costs said privately, learned on confirm, once."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
 
+from bots.slack.bot import run_slack
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
@@ -132,3 +134,39 @@ async def test_2000_messages_and_30_threads_interrupted_half_way_and_resumed(
     for parent, count in threads.items():
         thread = await entries(slack.core, f"{SCOPE}:{past_ts(parent)}")
         assert [e.text for e in thread] == [f"reply {r} to {parent}" for r in range(1, count + 1)]
+
+
+async def test_a_learn_stops_with_the_app_and_goes_on_after(
+    fake: FakeSlack, make_core: CoreFactory
+) -> None:
+    """The app is stopped (a deploy) while a learn waits between pages: the learn stops
+    with it, no task left behind, and what it read is kept for the next /memory learn."""
+    seed_past(fake, messages=2_000)
+    core = await make_core(
+        slack=slack_settings(fake),
+        clock=ManualClock(SINCE + timedelta(days=10)),
+        learn={"slack_requests_per_minute": 2},  # a page, then half a minute's wait
+        offline=True,
+    )
+    app = asyncio.create_task(run_slack(core))
+    await fake.wait_for_socket_connections(count=1)
+    fields = fake.slash_command_payload(
+        text="learn 30", user_id=ALICE, channel_id="C1", team_id="T1"
+    )
+    await fake.socket_send_slash_command(payload=fields)
+
+    async def read_a_page() -> bool | None:
+        return True if (await core.learner.status(SCOPE)).new > 0 else None
+
+    for _ in range(200):
+        if await read_a_page():
+            break
+        await asyncio.sleep(0.05)
+    learns = [t for t in asyncio.all_tasks() if t.get_name() == f"learn {SCOPE}"]
+    assert learns and not any(job.done() for job in learns)  # waiting for the next page
+    app.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await app
+    assert all(job.done() for job in learns), "the learn stopped with the app"
+    halfway = await core.learner.status(SCOPE)
+    assert halfway.status == "reading" and 0 < halfway.new < 2_000
