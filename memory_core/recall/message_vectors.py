@@ -84,7 +84,10 @@ class MessageVectors:
 
     async def _load_stored_vectors(self, scope: str, index: ScopeIndex) -> None:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
-        rows = await asyncio.to_thread(_message_rows, index.docs)  # (100k: 40 ms of Python)
+        if len(index.docs) > INLINE_ENTRIES:
+            rows = await asyncio.to_thread(_message_rows, index.docs)  # (100k: 40 ms of Python)
+        else:  # (a thread's wake-up costs more than a few hundred rows on a busy machine)
+            rows = _message_rows(index.docs)
         found: set[int] = set()
         with collector_paused():
             await self._scan_vectors(scope, index, rows, found)
