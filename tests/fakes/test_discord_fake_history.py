@@ -293,3 +293,18 @@ def test_a_budget_names_a_route_the_fake_has() -> None:
     fake = FakeDiscord()
     with pytest.raises(FakeDiscordError, match="no route"):
         fake.set_route_budget("GET /channels/{channel_id}/nothing", limit=1, window=1)
+
+
+async def test_get_channel_of_a_channel_the_bot_cannot_see_is_missing_access(
+    fake: FakeDiscord, raw_http: aiohttp.ClientSession
+) -> None:
+    guild = fake.add_guild()
+    hidden = PermissionOverwrite(
+        id=fake.bot_user.id, type="member", deny=int(Permission.VIEW_CHANNEL)
+    )
+    unseen = fake.add_text_channel(guild.id, "unseen", overwrites=[hidden])
+    seen = fake.add_text_channel(guild.id, "general")
+    status, error, _ = await get(raw_http, fake, f"/channels/{unseen.id}")
+    assert (status, error["code"]) == (403, 50001)
+    status, channel, _ = await get(raw_http, fake, f"/channels/{seen.id}")
+    assert (status, channel["name"]) == (200, "general")

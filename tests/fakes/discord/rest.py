@@ -162,7 +162,11 @@ class RestMixin:
         return int(Permission.SEND_MESSAGES)
 
     async def _get_channel(self, call: _Call) -> web.Response:
-        return self._json(self._channel_payload(self._known_channel(call)))
+        """Get Channel: a guild channel (or thread) the bot cannot see is 403 Missing
+        Access, as any other read of it."""
+        channel = self._known_channel(call)
+        self._require_view(channel)
+        return self._json(self._channel_payload(channel))
 
     async def _list_messages(self, call: _Call) -> web.Response:
         """Get Channel Messages, as documented: newest to oldest; ``limit`` 1-100 (default
