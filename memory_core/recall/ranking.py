@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from memory_core.calendar import zone
+from memory_core.calendar import day_end_ms, day_start, to_ms, zone
 from memory_core.recall.documents import DAY_RECORD, Doc, Hit, ScopeIndex, same_exchange
 from memory_core.recall.textsearch import terms
 
@@ -182,16 +182,14 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         # A month is a looser hint than a day: its messages are preferred, less strongly.
         scores[_in_months(index, months, tz)] += MONTH_BOOST * best
     # A day record stands in for messages that have expired; while a day's own messages are
-    # still here, they are the better memory and the record would only take their room.
+    # all still here, they are the better memory and the record would only take their room.
     speakers = np.frombuffer(index.speaker, dtype=np.int32)
     times = np.frombuffer(index.ms, dtype=np.int64)
     records = speakers == DAY_RECORD
     # (Kept before that: a record is also a key to its day's messages; see _with_day_context.)
     record_scores = np.where(records, scores, 0.0)
     _drop_retired(index, record_scores)
-    if (~records).any():
-        oldest = int(times[~records].min())
-        scores[records & (times >= oldest - DAY_MS)] = 0.0
+    scores[_whole_days(index, times, records, tz)] = 0.0
     _drop_retired(index, scores)  # (again: the expansion and the date boost may score them)
     by_named = None
     if named:
@@ -280,6 +278,31 @@ def _shares(index: ScopeIndex, telling: dict[str, float], found: np.ndarray) -> 
             shares += weight * np.isin(found, postings, assume_unique=True)
     shares /= total
     return shares
+
+
+def _whole_days(index: ScopeIndex, times: np.ndarray, records: np.ndarray, tz: str) -> np.ndarray:
+    """The day records whose day's messages are all still in the log. Retention cuts the log
+    at a time of day, so the oldest day left is mostly cut into: its record, not only its
+    messages, is then the memory of what was said before the cut (a fact said that morning
+    was in neither, `eval year`). A day counts as whole when the log holds as many of its
+    messages as its record summarised (a record that does not say how many: when any are
+    here)."""
+    whole = np.zeros(len(times), dtype=bool)
+    if records.all():
+        return whole
+    message_ms = times[~records]  # in log order: stream ids, so by time
+    oldest = int(message_ms[0])
+    for row in np.flatnonzero(records & (times >= oldest - DAY_MS)).tolist():
+        doc = index.docs[row]
+        if doc.kind != "day":
+            continue  # retired
+        day = doc.day
+        begin, end = np.searchsorted(
+            message_ms, (to_ms(day_start(day, tz)), day_end_ms(day, tz)), side="left"
+        )
+        held = int(end - begin)
+        whole[row] = held > 0 and held >= index.day_messages.get(row, 0)
+    return whole
 
 
 def _cosine(similarity: np.ndarray | None, doc_i: int) -> float:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memory_core.recall.documents import Doc, ScopeIndex
+from memory_core.models import DaySummary
+from memory_core.recall.documents import Doc, ScopeIndex, add_day_record
 from memory_core.recall.ranking import _top, query_days, query_months, rank
 from memory_core.recall.textsearch import terms
 
@@ -93,6 +94,27 @@ def test_a_day_record_that_matches_lifts_the_messages_of_its_day() -> None:
     hits = rank(index, "when was the Lisbon holiday booked", exclude_ids=set(), limit=10)
     booked = [h.docs[0] for h in hits if h.docs[0].text == "we finally booked it"]
     assert booked[0].ms == _ms("2024-03-01", 9)
+
+
+def test_a_day_retention_cut_into_keeps_its_record_a_whole_day_does_not() -> None:
+    """Retention cuts the log at a time of day. The oldest day left lost its morning: its
+    record is the only memory of what was said then, so it is recalled. A day whose messages
+    are all still here is recalled by them, not by its record as well."""
+    index = _index(
+        [
+            ("2024-03-02", 14, "the weather was grey, the cat slept"),  # 9:00 and 11:00 are gone
+            ("2024-03-03", 9, "the vet said the cat is fine"),
+            ("2024-03-03", 10, FILLER[1]),
+        ]
+    )
+    cut = "Ann: our cat is called Miso. the cat slept"
+    add_day_record(index, DaySummary(day="2024-03-02", summary=cut, messages=3))
+    whole = "Ann: the vet said the cat is fine"
+    add_day_record(index, DaySummary(day="2024-03-03", summary=whole, messages=2))
+    hits = rank(index, "what is the cat called", exclude_ids=set(), limit=10)
+    recalled = [doc.text for hit in hits for doc in hit.docs if doc.kind == "day"]
+    assert any("Miso" in text for text in recalled), recalled
+    assert not any(whole in text for text in recalled), recalled
 
 
 def test_a_question_naming_a_month_prefers_that_month() -> None:
