@@ -117,6 +117,22 @@ def test_a_day_retention_cut_into_keeps_its_record_a_whole_day_does_not() -> Non
     assert not any(whole in text for text in recalled), recalled
 
 
+def test_a_record_using_the_question_s_own_word_form_comes_first() -> None:
+    """A day record has no meaning to tell the senses of a stem apart: "training" and "the
+    train" are one stem. Of records that match alike, the one saying "training", as the
+    question does, comes first, even against records that say "train" twice."""
+    grey = "the weather was grey"
+    index = _index(
+        [(f"2024-03-{day}", 10, FILLER[day % 2]) for day in range(20, 28)],
+        records=[
+            ("2024-03-01", f"the train was late. Ann: the train was late. Dev: {grey}"),
+            ("2024-03-02", f"{grey}. Ann: I'm training for my pilot licence. Dev: {grey}"),
+            ("2024-03-03", "the train was late. Ann: the train was late again. Dev: lunch"),
+        ],
+    )
+    assert "pilot licence" in _first(index, "What is Ann training for?")
+
+
 def test_a_question_naming_a_month_prefers_that_month() -> None:
     """'in June 2022' prefers June 2022's messages (and is not read as the 20th)."""
     index = _index(
