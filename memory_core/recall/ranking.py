@@ -20,7 +20,7 @@ from memory_core.recall.textsearch import terms
 from memory_core.text.normalise import normalise
 
 DAY_MS = 86_400_000
-SHORT_TURN = 10  # terms: a turn this short rarely stands on its own
+SHORT_TURN = 6  # terms: a turn this short rarely stands on its own (see _with_neighbours)
 FLOOR = 0.1  # a hit must reach this share of what the query's terms could score
 SPEAKER_BOOST = 1.15  # messages by a person the query names
 NAME_WEIGHT = 0.3  # a name is a filter more than a topic: it weighs less than other words
@@ -504,19 +504,26 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
-    """The hit, plus the turn before it when the hit is a short answer, and the turn after
-    it when the hit is a question or that next turn is short (an answer)."""
+    """The hit, plus the turn before it when the hit is a short answer ("yes, in May!" says
+    little without the question), and the turn after it when the hit is a question (its
+    answer) or when that turn has no words of its own ("Yes!", "sure": a yes or a no to the
+    hit, for a few tokens). A turn that says something stands on its own: the question
+    before a long answer and a reaction after a statement ("wow, congrats on the new job!")
+    would take the room of another hit. (On LoCoMo's development set at 3,000 tokens, with
+    the question before any hit and a reply of under 10 terms after it, SHORT_TURN 10:
+    88.3%; with neither, 89.1%; SHORT_TURN 8 / 6 / 4: 89.8% / 90.1% / 90.2%; replies of under
+    3 terms after a hit too: -0.4. At 1,500 tokens 82.4% before, 82.8-83.3% after.)"""
     group = [i]
     hit = docs[i]
     if hit.kind != "message":
         return group
     prev_i, next_i = i - 1, i + 1
-    if prev_i >= 0 and same_exchange(docs[prev_i], hit):
-        prev = docs[prev_i]
-        if hit.n_terms < SHORT_TURN or prev.text.rstrip().endswith("?"):
-            group.insert(0, prev_i)
-    if next_i < len(docs) and same_exchange(hit, docs[next_i]):
-        nxt = docs[next_i]
-        if hit.text.rstrip().endswith("?") or nxt.n_terms < SHORT_TURN:
-            group.append(next_i)
+    if prev_i >= 0 and hit.n_terms < SHORT_TURN and same_exchange(docs[prev_i], hit):
+        group.insert(0, prev_i)
+    if (
+        next_i < len(docs)
+        and same_exchange(hit, docs[next_i])
+        and (hit.text.rstrip().endswith("?") or docs[next_i].n_terms == 0)
+    ):
+        group.append(next_i)
     return [g for g in group if docs[g].id not in exclude or g == i]

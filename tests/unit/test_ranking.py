@@ -133,6 +133,42 @@ def test_a_record_using_the_question_s_own_word_form_comes_first() -> None:
     assert "pilot licence" in _first(index, "What is Ann training for?")
 
 
+def test_a_hit_brings_the_turns_it_needs_and_not_those_it_does_not() -> None:
+    """A short answer comes with its question, a question with its answer, a statement with
+    a bare "yes!" after it; a long answer stands alone (not the question before it, nor the
+    reaction after it): they would take another hit's room."""
+    index = _index(
+        [
+            ("2024-03-01", 9, "Did you go anywhere this spring?"),
+            ("2024-03-01", 9, "We went to Lisbon in May, loved the tiled streets and pastries"),
+            ("2024-03-01", 9, "wow, congrats, sounds amazing"),
+            ("2024-03-02", 9, "Where is the retreat this year?"),
+            ("2024-03-02", 9, "Porto!"),
+            ("2024-03-03", 9, "Shall we book the sailing boat in Cascais then"),
+            ("2024-03-03", 9, "Yes!"),
+            ("2024-03-04", 9, "Have you tried the fado bar?"),
+            ("2024-03-04", 9, "Not yet, it was closed on Monday"),
+            *[(f"2024-03-{day}", 10, FILLER[day % 3]) for day in range(10, 20)],
+        ]
+    )
+
+    def group(query: str) -> list[str]:
+        return [doc.text for doc in rank(index, query, exclude_ids=set(), limit=1)[0].docs]
+
+    assert group("the tiled streets and pastries of Lisbon") == [
+        "We went to Lisbon in May, loved the tiled streets and pastries"
+    ]
+    assert group("Porto") == ["Where is the retreat this year?", "Porto!"]
+    assert group("the sailing boat in Cascais") == [
+        "Shall we book the sailing boat in Cascais then",
+        "Yes!",
+    ]
+    assert group("the fado bar") == [
+        "Have you tried the fado bar?",
+        "Not yet, it was closed on Monday",
+    ]
+
+
 def test_a_question_naming_a_month_prefers_that_month() -> None:
     """'in June 2022' prefers June 2022's messages (and is not read as the 20th)."""
     index = _index(
