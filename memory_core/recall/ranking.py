@@ -209,7 +209,6 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
     telling = {t: bm25.answer_weight(t) * weights.get(t, 1.0) for t in set(q_terms)}
     return Words(
-        forms=_forms(index, query, named),
         q_terms=q_terms,
         found=found,
         scores=scores,
@@ -219,6 +218,7 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         records=records,
         by_named=by_named,
         floor=max(FLOOR * reachable, 0.5),
+        forms=_forms(index, query, named),
     )
 
 
@@ -276,7 +276,7 @@ def ranked(
     ]
 
 
-_FORM = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_FORM = re.compile(r"[^\W_]+(?:'[^\W_]+)?")  # a word as written (Japanese runs stem to bigrams)
 
 
 def _forms(index: ScopeIndex, query: str, named: set[str]) -> dict[str, float]:
@@ -510,9 +510,10 @@ def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
     hit, for a few tokens). A turn that says something stands on its own: the question
     before a long answer and a reaction after a statement ("wow, congrats on the new job!")
     would take the room of another hit. (On LoCoMo's development set at 3,000 tokens, with
-    the question before any hit and a reply of under 10 terms after it, SHORT_TURN 10:
-    88.3%; with neither, 89.1%; SHORT_TURN 8 / 6 / 4: 89.8% / 90.1% / 90.2%; replies of under
-    3 terms after a hit too: -0.4. At 1,500 tokens 82.4% before, 82.8-83.3% after.)"""
+    the question before a long answer and a reply of under 10 terms after a statement,
+    SHORT_TURN 10: 88.3%; with neither, 89.1%; SHORT_TURN 8 / 6 / 4: 89.8% / 90.1% / 90.2%;
+    replies of under 3 terms after a hit too: -0.4. At 1,500 tokens 82.4% before, 82.8-83.3%
+    after.)"""
     group = [i]
     hit = docs[i]
     if hit.kind != "message":
