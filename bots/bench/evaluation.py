@@ -110,6 +110,7 @@ class LocomoReport:
                 }
                 for b in BASELINES
             },
+            **self._spread(),
             "prompt_sections_mean": {
                 name: round(fmean(r.sections.get(name, 0) for r in self.results), 1)
                 for name in sorted({n for r in self.results for n in r.sections})
@@ -133,6 +134,32 @@ class LocomoReport:
     def _of(self, category: int) -> list[QuestionResult]:
         return [r for r in self.results if r.question.category == category]
 
+    def _spread(self) -> dict[str, Any]:
+        """Each conversation's evidence recall (overall, by category, BM25's beside it) and
+        the lowest and highest: an average over five conversations can hide one that fails."""
+        by_conv: dict[str, list[QuestionResult]] = {}
+        for r in self.results:
+            by_conv.setdefault(r.sample_id, []).append(r)
+        rows = {
+            conv: {
+                **_metrics([r.memory for r in results]),
+                "by_category": {
+                    str(c): _recall([r.memory for r in results if r.question.category == c])
+                    for c in CATEGORIES
+                },
+                "bm25_evidence_recall": _recall([r.baselines["bm25"] for r in results]),
+            }
+            for conv, results in by_conv.items()
+        }
+        known = [
+            row["evidence_recall"] for row in rows.values() if row["evidence_recall"] is not None
+        ]
+        return {
+            "by_conversation": rows,
+            "conversation_recall_min": min(known) if known else None,
+            "conversation_recall_max": max(known) if known else None,
+        }
+
 
 def _metrics(scores: Sequence[Scored]) -> dict[str, Any]:
     recalls = [s.recall for s in scores if s.recall is not None]
@@ -140,11 +167,16 @@ def _metrics(scores: Sequence[Scored]) -> dict[str, Any]:
     return {
         "questions": len(scores),
         "questions_with_evidence": len(recalls),
-        "evidence_recall": round(fmean(recalls), 4) if recalls else None,
+        "evidence_recall": _recall(scores),
         "answer_in_prompt": round(fmean(s.answer_in_prompt for s in scores), 4) if scores else None,
         "prompt_tokens_mean": round(fmean(tokens), 1) if tokens else None,
         "prompt_tokens_max": max(tokens) if tokens else None,
     }
+
+
+def _recall(scores: Sequence[Scored]) -> float | None:
+    recalls = [s.recall for s in scores if s.recall is not None]
+    return round(fmean(recalls), 4) if recalls else None
 
 
 def _f1(results: Sequence[QuestionResult]) -> float | None:

@@ -412,6 +412,10 @@ def locomo_figures(evaluation: dict[str, Any], about: str) -> dict[str, Any]:
                     )
                     for name, key in LOCOMO_ROWS
                 },
+                "by_conversation": {
+                    conv: {"memorybot": m["evidence_recall"], "bm25": m["bm25_evidence_recall"]}
+                    for conv, m in run.get("by_conversation", {}).items()
+                },
             }
             for run in runs
         ],
@@ -439,7 +443,39 @@ def _locomo_section(locomo: dict[str, Any] | None) -> list[str]:
         "",
         _table(["budget", "", "evidence-turn recall", "prompt tokens max", *cats.values()], rows),
         "",
+        *_locomo_conversations(locomo["runs"]),
         locomo["attribution"],
+        "",
+    ]
+
+
+def _locomo_conversations(runs: list[dict[str, Any]]) -> list[str]:
+    """Each conversation's evidence-turn recall at each budget (memorybot / BM25), with the
+    lowest and highest: an average can hide a conversation that fails."""
+    convs = list(runs[0].get("by_conversation", {}))
+    if not convs:
+        return []
+
+    def cell(run: dict[str, Any], conv: str) -> str:
+        m = run["by_conversation"][conv]
+        return f"{_pct(m['memorybot'])} / {_pct(m['bm25'])}"
+
+    rows = [[conv, *(cell(run, conv) for run in runs)] for conv in convs]
+    for name, pick in (("lowest", min), ("highest", max)):
+        rows.append(
+            [
+                name,
+                *(
+                    _pct(pick(m["memorybot"] for m in run["by_conversation"].values()))
+                    for run in runs
+                ),
+            ]
+        )
+    heads = [f"{run['budget']:,} tokens: memorybot / BM25" for run in runs]
+    return [
+        "By conversation (evidence-turn recall):",
+        "",
+        _table(["conversation", *heads], rows),
         "",
     ]
 

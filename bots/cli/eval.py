@@ -152,6 +152,41 @@ def _print_budgets(out: Console, results: list[dict[str, Any]]) -> None:
                 *(_pct(m["by_category"][cat]["evidence_recall"]) for cat in cats),
             )
     out.print(table)
+    spread = Table(title="memorybot's evidence-turn recall by conversation and budget")
+    spread.add_column("conversation")
+    for r in results:
+        spread.add_column(f"{r['budget']:,}", justify="right")
+    for conv in results[0]["by_conversation"]:
+        spread.add_row(
+            conv, *(_pct(r["by_conversation"][conv]["evidence_recall"]) for r in results)
+        )
+    spread.add_row("lowest", *(_pct(r["conversation_recall_min"]) for r in results))
+    spread.add_row("highest", *(_pct(r["conversation_recall_max"]) for r in results))
+    out.print(spread)
+
+
+def _print_conversations(out: Console, r: dict[str, Any]) -> None:
+    """Each conversation's evidence-turn recall, overall and by category, BM25's beside it."""
+    cats = r["by_category"]
+    table = Table(title=f"Evidence-turn recall by conversation (budget {r['budget']:,} tokens)")
+    for heading in ("conversation", "questions", "memorybot", "bm25"):
+        table.add_column(heading, justify="left" if heading == "conversation" else "right")
+    for cat, m in cats.items():
+        table.add_column(f"{cat} {m['name']}", justify="right")
+    for conv, m in r["by_conversation"].items():
+        table.add_row(
+            conv,
+            str(m["questions"]),
+            _pct(m["evidence_recall"]),
+            _pct(m["bm25_evidence_recall"]),
+            *(_pct(m["by_category"][cat]) for cat in cats),
+        )
+    out.print(table)
+    out.print(
+        f"Lowest conversation {_pct(r['conversation_recall_min'])}, "
+        f"highest {_pct(r['conversation_recall_max'])}.",
+        markup=False,
+    )
 
 
 def _pct(value: Any) -> str:
@@ -200,6 +235,7 @@ def _print_tables(out: Console, r: dict[str, Any]) -> None:
             by_f1 = r["answer_f1_by_category"]
             table.add_row("memorybot answer F1", *(_pct(by_f1[cat]) for cat in cats))
         out.print(table)
+    _print_conversations(out, r)
     out.print(
         f"{r['conversations']} conversations, {r['turns']:,} turns, {r['questions']} questions "
         f"(categories 1-4) on the {r['store']}, in {r['seconds']:.1f} s "

@@ -67,6 +67,9 @@ class ScopeIndex:
     # what the forget deletes, so it is built again once the forget is done.
     provisional: bool = False
     day_rows: dict[str, int] = field(default_factory=dict)  # day -> its record's document
+    # A record's document -> how many messages its day had (0: not known), to tell a day
+    # whose messages are all still in the log from one retention has cut into.
+    day_messages: dict[int, int] = field(default_factory=dict)
     retired: list[int] = field(default_factory=list)  # documents of records no longer listed
     newest_record: str = ""  # the newest day record as stored, to notice a new one cheaply
     docs: list[Doc] = field(default_factory=list)
@@ -151,6 +154,7 @@ def add_day_record(index: ScopeIndex, day: DaySummary) -> None:
         doc_terms,
     )
     index.day_rows[day.day] = len(index.docs) - 1
+    index.day_messages[len(index.docs) - 1] = day.messages
 
 
 def retire_day_record(index: ScopeIndex, row: int) -> None:

@@ -122,6 +122,12 @@ def test_the_cli_prints_json_with_the_attribution(clean_redis: str) -> None:
     assert data["questions"] == 13 and data["budget"] == BUDGET
     assert {"recent", "bm25", "full_history"} <= set(data["baselines"])
     assert "LoCoMo" in data["attribution"]
+    ids = [c.sample_id for c in load_locomo(TINY)]
+    assert list(data["by_conversation"]) == ids
+    recalls = [data["by_conversation"][i]["evidence_recall"] for i in ids]
+    assert data["conversation_recall_min"] == min(recalls)
+    assert data["conversation_recall_max"] == max(recalls)
+    assert sum(data["by_conversation"][i]["questions"] for i in ids) == 13
     assert _keys(clean_redis) == []
 
 
@@ -131,6 +137,17 @@ def test_the_cli_table_carries_the_attribution(clean_redis: str) -> None:
     assert result.exit_code == 0, result.output
     assert "evidence recall" in result.stdout and "full history" in result.stdout
     assert "CC BY-NC 4.0" in result.stdout
+    assert "by conversation" in result.stdout and load_locomo(TINY)[0].sample_id in result.stdout
+
+
+def test_the_cli_compares_budgets_conversation_by_conversation(clean_redis: str) -> None:
+    args = ["eval", "locomo", "--data", str(TINY), "--budget", "500,800"]
+    result = CliRunner().invoke(_cli(), args, env={"REDIS_URL": clean_redis, "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    spread = result.stdout[result.stdout.index("by conversation and budget") :]
+    for conv in load_locomo(TINY):
+        assert conv.sample_id in spread
+    assert "lowest" in spread and "highest" in spread
 
 
 @pytest.mark.parametrize(

@@ -227,10 +227,12 @@ def test_memory_text_leaves_out_the_persona_and_the_question() -> None:
     assert memory_text(prompt) == ["<memory>M</memory>", "[10:00] Ann: hi"]
 
 
-def _result(category: int, recall: float | None, found: bool, tokens: int) -> QuestionResult:
+def _result(
+    category: int, recall: float | None, found: bool, tokens: int, sample_id: str = "s"
+) -> QuestionResult:
     scored = Scored(recall=recall, answer_in_prompt=found, tokens=tokens)
     return QuestionResult(
-        sample_id="s",
+        sample_id=sample_id,
         question=Question(text="q", answer="a", category=category, evidence=()),
         memory=scored,
         baselines={b: scored for b in ("recent", "bm25", "full_history")},
@@ -257,3 +259,25 @@ def test_the_report_averages_per_question_and_per_category() -> None:
     assert data["prompt_sections_mean"] == {"window": 200.0}
     assert data["attribution"] == ATTRIBUTION and "CC BY-NC 4.0" in ATTRIBUTION
     assert "answer_f1" not in LocomoReport(results, 1, 10, 500, 0, "t", answered=False).as_dict()
+
+
+def test_the_report_gives_each_conversation_s_recall_and_the_spread() -> None:
+    results = [
+        _result(1, 1.0, True, 100, "conv-a"),
+        _result(4, 0.5, True, 100, "conv-a"),
+        _result(1, 0.0, False, 100, "conv-b"),
+        _result(2, None, False, 100, "conv-b"),
+    ]
+    data = LocomoReport(results, 2, 10, 500, 0, "test", answered=False).as_dict()
+    a, b = data["by_conversation"]["conv-a"], data["by_conversation"]["conv-b"]
+    assert list(data["by_conversation"]) == ["conv-a", "conv-b"]
+    assert (a["questions"], a["evidence_recall"], b["questions"], b["evidence_recall"]) == (
+        2,
+        0.75,
+        2,
+        0.0,
+    )
+    assert a["by_category"] == {"1": 1.0, "2": None, "3": None, "4": 0.5}
+    assert b["by_category"]["1"] == 0.0 and b["by_category"]["2"] is None
+    assert a["bm25_evidence_recall"] == 0.75  # (the baselines score alike here)
+    assert (data["conversation_recall_min"], data["conversation_recall_max"]) == (0.0, 0.75)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memory_core.recall.documents import Doc, ScopeIndex
+from memory_core.models import DaySummary
+from memory_core.recall.documents import Doc, ScopeIndex, add_day_record
 from memory_core.recall.ranking import _top, query_days, query_months, rank
 from memory_core.recall.textsearch import terms
 
@@ -93,6 +94,79 @@ def test_a_day_record_that_matches_lifts_the_messages_of_its_day() -> None:
     hits = rank(index, "when was the Lisbon holiday booked", exclude_ids=set(), limit=10)
     booked = [h.docs[0] for h in hits if h.docs[0].text == "we finally booked it"]
     assert booked[0].ms == _ms("2024-03-01", 9)
+
+
+def test_a_day_retention_cut_into_keeps_its_record_a_whole_day_does_not() -> None:
+    """Retention cuts the log at a time of day. The oldest day left lost its morning: its
+    record is the only memory of what was said then, so it is recalled. A day whose messages
+    are all still here is recalled by them, not by its record as well."""
+    index = _index(
+        [
+            ("2024-03-02", 14, "the weather was grey, the cat slept"),  # 9:00 and 11:00 are gone
+            ("2024-03-03", 9, "the vet said the cat is fine"),
+            ("2024-03-03", 10, FILLER[1]),
+        ]
+    )
+    cut = "Ann: our cat is called Miso. the cat slept"
+    add_day_record(index, DaySummary(day="2024-03-02", summary=cut, messages=3))
+    whole = "Ann: the vet said the cat is fine"
+    add_day_record(index, DaySummary(day="2024-03-03", summary=whole, messages=2))
+    hits = rank(index, "what is the cat called", exclude_ids=set(), limit=10)
+    recalled = [doc.text for hit in hits for doc in hit.docs if doc.kind == "day"]
+    assert any("Miso" in text for text in recalled), recalled
+    assert not any(whole in text for text in recalled), recalled
+
+
+def test_a_record_using_the_question_s_own_word_form_comes_first() -> None:
+    """A day record has no meaning to tell the senses of a stem apart: "training" and "the
+    train" are one stem. Of records that match alike, the one saying "training", as the
+    question does, comes first, even against records that say "train" twice."""
+    grey = "the weather was grey"
+    index = _index(
+        [(f"2024-03-{day}", 10, FILLER[day % 2]) for day in range(20, 28)],
+        records=[
+            ("2024-03-01", f"the train was late. Ann: the train was late. Dev: {grey}"),
+            ("2024-03-02", f"{grey}. Ann: I'm training for my pilot licence. Dev: {grey}"),
+            ("2024-03-03", "the train was late. Ann: the train was late again. Dev: lunch"),
+        ],
+    )
+    assert "pilot licence" in _first(index, "What is Ann training for?")
+
+
+def test_a_hit_brings_the_turns_it_needs_and_not_those_it_does_not() -> None:
+    """A short answer comes with its question, a question with its answer, a statement with
+    a bare "yes!" after it; a long answer stands alone (not the question before it, nor the
+    reaction after it): they would take another hit's room."""
+    index = _index(
+        [
+            ("2024-03-01", 9, "Did you go anywhere this spring?"),
+            ("2024-03-01", 9, "We went to Lisbon in May, loved the tiled streets and pastries"),
+            ("2024-03-01", 9, "wow, congrats, sounds amazing"),
+            ("2024-03-02", 9, "Where is the retreat this year?"),
+            ("2024-03-02", 9, "Porto!"),
+            ("2024-03-03", 9, "Shall we book the sailing boat in Cascais then"),
+            ("2024-03-03", 9, "Yes!"),
+            ("2024-03-04", 9, "Have you tried the fado bar?"),
+            ("2024-03-04", 9, "Not yet, it was closed on Monday"),
+            *[(f"2024-03-{day}", 10, FILLER[day % 3]) for day in range(10, 20)],
+        ]
+    )
+
+    def group(query: str) -> list[str]:
+        return [doc.text for doc in rank(index, query, exclude_ids=set(), limit=1)[0].docs]
+
+    assert group("the tiled streets and pastries of Lisbon") == [
+        "We went to Lisbon in May, loved the tiled streets and pastries"
+    ]
+    assert group("Porto") == ["Where is the retreat this year?", "Porto!"]
+    assert group("the sailing boat in Cascais") == [
+        "Shall we book the sailing boat in Cascais then",
+        "Yes!",
+    ]
+    assert group("the fado bar") == [
+        "Have you tried the fado bar?",
+        "Not yet, it was closed on Monday",
+    ]
 
 
 def test_a_question_naming_a_month_prefers_that_month() -> None:
