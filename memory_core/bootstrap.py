@@ -187,6 +187,7 @@ async def build_core(
             embedder=embedder,
             worker=worker,
             lane=store.lane,
+            cache_bytes=settings.memory.recall_cache_mb * 2**20,
         ),
         metrics=metrics,
         background=background,

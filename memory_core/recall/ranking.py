@@ -9,6 +9,7 @@ after a question). Pure: it reads the index, never Redis.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -430,7 +431,7 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return positive[np.argsort(-scores[positive], kind="stable")][:k]
 
 
-def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
+def _with_neighbours(docs: Sequence[Doc], i: int, exclude: set[str]) -> list[int]:
     """The hit, plus the turn before it when the hit is a short answer, and the turn after
     it when the hit is a question or that next turn is short (an answer)."""
     group = [i]

@@ -9,7 +9,9 @@ trimming moves the first id: either rebuilds the index, so nothing forgotten or 
 ever recalled. Day records are known by their day: a new one is noticed however full the
 list is, and one trimmed off the list is retired from the index too. One scope syncs one
 search at a time (a lock per scope), so concurrent replies never add an entry twice. The
-least recently used scopes are dropped when the cached documents pass a limit.
+least recently used scopes are dropped when the cached indexes' bytes pass a limit
+(``memory.recall_cache_mb``); a dropped scope is built again, off the event loop, by its
+next search.
 
 A search's sync also brings vectors when the index's are in step: those of the new entries
 and of the newest messages that had none at the last look, in the same round trip.
@@ -25,6 +27,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from memory_core.models import DaySummary
 from memory_core.recall.documents import (
@@ -79,15 +82,6 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _release_in_slices(index: ScopeIndex) -> None:
-    """In a worker thread: an old index's documents freed a slice at a time (100k freed in
-    one go held the interpreter, and so the event loop, for tens of ms)."""
-    docs = index.docs
-    while docs:
-        del docs[-8 * INLINE_ENTRIES :]
-        time.sleep(0)
-
-
 def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
     """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
     GIL, so the event loop gets it back within a slice, not after a switch interval
@@ -107,34 +101,74 @@ def _stream_id_key(entry_id: str) -> tuple[int, int]:
     return int(milliseconds), int(sequence or 0)
 
 
+@dataclass
+class CacheStats:
+    """What the cache has done since the process started (for /metrics and the health
+    page)."""
+
+    bytes: int = 0  # the cached indexes' memory
+    scopes: int = 0
+    evictions: int = 0
+    builds: int = 0  # indexes built whole (first search, after an eviction, a rebuild)
+    rebuilds_after_eviction: int = 0
+    build_seconds: float = 0.0  # all builds together
+    last_build_seconds: float = 0.0
+
+
 class IndexCache:
     """The scopes' indexes in this process, least recently used first, and their bound: the
-    least recently used go when the cached documents pass ``max_cached_docs`` (the newest
-    always stays)."""
+    least recently used go when the cached indexes' bytes (:meth:`ScopeIndex.nbytes`) pass
+    ``max_bytes`` (the newest always stays, however big)."""
 
-    def __init__(self, max_cached_docs: int) -> None:
-        self.max_cached_docs = max_cached_docs
+    EVICTED_KEPT = 10_000  # evicted scopes remembered, to count their rebuilds
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
         self.indexes: OrderedDict[str, ScopeIndex] = OrderedDict()
-        self._counted: dict[str, int] = {}  # each cached index's documents when last counted
-        self._cached_docs = 0
+        self._counted: dict[str, int] = {}  # each cached index's bytes when last counted
+        self._cached_bytes = 0
+        self._evicted: OrderedDict[str, None] = OrderedDict()
+        self.stats = CacheStats()
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached_bytes
 
     def get(self, scope: str) -> ScopeIndex | None:
         return self.indexes.get(scope)
 
     def remember(self, scope: str, index: ScopeIndex) -> None:
+        """The scope's index, counted again and made the most recently used; the least
+        recently used others go while the bound is passed."""
         self.indexes[scope] = index
         self.indexes.move_to_end(scope)
-        # The cached documents, counted as each scope is remembered (a sum over every cached
-        # scope on each search cost a reply 0.1-0.2 ms at a thousand scopes).
-        self._cached_docs += len(index.docs) - self._counted.get(scope, 0)
-        self._counted[scope] = len(index.docs)
-        while self._cached_docs > self.max_cached_docs and len(self.indexes) > 1:
+        # Counted as each scope is remembered (a sum over every cached scope on each search
+        # cost a reply 0.1-0.2 ms at a thousand scopes); a count is a few getsizeofs.
+        size = index.nbytes()
+        self._cached_bytes += size - self._counted.get(scope, 0)
+        self._counted[scope] = size
+        while self._cached_bytes > self.max_bytes and len(self.indexes) > 1:
             dropped, _ = self.indexes.popitem(last=False)
-            self._cached_docs -= self._counted.pop(dropped, 0)
+            self._cached_bytes -= self._counted.pop(dropped, 0)
+            self.stats.evictions += 1
+            self._evicted[dropped] = None
+            if len(self._evicted) > self.EVICTED_KEPT:
+                self._evicted.popitem(last=False)
+        self.stats.bytes, self.stats.scopes = self._cached_bytes, len(self.indexes)
+
+    def built(self, scope: str, seconds: float) -> None:
+        """A scope's index was built whole in ``seconds``."""
+        self.stats.builds += 1
+        self.stats.build_seconds += seconds
+        self.stats.last_build_seconds = seconds
+        if self._evicted.pop(scope, False) is None:
+            self.stats.rebuilds_after_eviction += 1
 
     def drop(self, scope: str) -> ScopeIndex | None:
-        self._cached_docs -= self._counted.pop(scope, 0)
-        return self.indexes.pop(scope, None)
+        self._cached_bytes -= self._counted.pop(scope, 0)
+        dropped = self.indexes.pop(scope, None)
+        self.stats.bytes, self.stats.scopes = self._cached_bytes, len(self.indexes)
+        return dropped
 
 
 class IndexSync:
@@ -142,9 +176,9 @@ class IndexSync:
     scope (callers hold :meth:`lock`). ``worker_embeds``: an embedding worker stores the
     vectors of new messages, so a search's sync also looks again for those that had none."""
 
-    def __init__(self, store: RecallStore, *, max_cached_docs: int, worker_embeds: bool) -> None:
+    def __init__(self, store: RecallStore, *, cache_bytes: int, worker_embeds: bool) -> None:
         self.store = store
-        self.cache = IndexCache(max_cached_docs)
+        self.cache = IndexCache(cache_bytes)
         self.worker_embeds = worker_embeds
         # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
         # then appends; two at once would append the same entries twice. A lock lives while
@@ -165,7 +199,13 @@ class IndexSync:
         ``vectors`` (a search): when the index's vectors are in step, the new entries'
         vectors and those of the newest messages that had none at the last look come in the
         same round trip (``index.synced_vectors``)."""
-        return await self._sync(scope, self.cache.get(scope) or ScopeIndex(), vectors=vectors)
+        cached = self.cache.get(scope)
+        if cached is not None:
+            return await self._sync(scope, cached, vectors=vectors)
+        started = time.perf_counter()
+        index = await self._sync(scope, ScopeIndex(), vectors=vectors)
+        self.cache.built(scope, time.perf_counter() - started)
+        return index
 
     async def _sync(self, scope: str, index: ScopeIndex, *, vectors: bool) -> ScopeIndex:
         index.synced_vectors = False
@@ -177,7 +217,7 @@ class IndexSync:
             scope,
             after=index.last_id,
             count=SYNC_BATCH,
-            vectors_of=[index.docs[row].id for row in again],
+            vectors_of=[index.docs.id(row) for row in again],
             fresh_vectors_upto=INLINE_ENTRIES if in_step else 0,
         )
         stale, kept_all = self._staleness(index, snapshot)
@@ -202,6 +242,13 @@ class IndexSync:
             put_stored(index, again + new_rows, snapshot.again + (snapshot.fresh_vectors or []))
             index.vectors_done = len(index.docs)
             index.synced_vectors = True
+        if index.bm25.needs_compaction():
+            # The postings added since the last compaction merged into the flat arrays (once
+            # after a build): copies of all the index's postings, off the loop for a big one.
+            if len(index.docs) > 8 * INLINE_ENTRIES:
+                await asyncio.to_thread(index.bm25.compact)
+            else:
+                index.bm25.compact()
         self.cache.remember(scope, index)
         return index
 
@@ -248,17 +295,20 @@ class IndexSync:
             retire_day_record(index, index.day_rows.pop(gone))
         for day in listed:
             row = index.day_rows.get(day.day)
-            if row is not None and compare_text and index.docs[row].text != day_text(day):
+            if row is not None and compare_text and index.docs.text(row) != day_text(day):
                 retire_day_record(index, index.day_rows.pop(day.day))
                 row = None
             if row is None:
                 add_day_record(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
-        old = self.cache.drop(scope)
-        if old is not None and len(old.docs) > INLINE_ENTRIES:
-            await asyncio.to_thread(_release_in_slices, old)
-        return await self._sync(scope, ScopeIndex(epoch=epoch, first_id=first_id), vectors=False)
+        # (The old index is a few dozen arrays: freed at once, it holds nobody up.)
+        self.cache.drop(scope)
+        started = time.perf_counter()
+        index = ScopeIndex(epoch=epoch, first_id=first_id)
+        index = await self._sync(scope, index, vectors=False)
+        self.cache.built(scope, time.perf_counter() - started)
+        return index
 
     @staticmethod
     async def _index_entries(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:

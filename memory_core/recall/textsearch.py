@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
 from array import array
 from collections import Counter
@@ -164,30 +165,52 @@ def terms(text: str) -> list[str]:
     return out
 
 
+COMPACT_MIN = 4096  # postings added since the last compaction before one is worth it
+_TERM_OVERHEAD = 120  # a vocabulary entry beside its string: dict slot, id int, tail arrays
+
+
 class BM25:
     """An in-memory BM25 index over documents numbered 0..n-1 in insertion order.
 
-    Postings grow as Python lists (cheap appends while messages arrive) and are turned into
-    numpy arrays when a term is first searched after it changed, so a query over 100k
-    messages is a handful of vector operations, not a Python loop per posting.
+    Postings live in flat numpy arrays, grouped by term (one int32 document and one uint8
+    term frequency each, capped at 255 where BM25 has long saturated), so a query over
+    100k messages is a handful of vector operations over views, and a posting costs 5
+    bytes. New postings are appended per term to small typed arrays (cheap while messages
+    arrive) and merged into the flat ones by :meth:`compact` once there are enough of them
+    (the sync does it, in a worker thread for a big index).
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        self._term_ids: dict[str, int] = {}
+        self._vocabulary_bytes = 0
+        # Compacted: term t's postings are _docs[_starts[t]:_starts[t + 1]].
+        self._starts: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._docs: np.ndarray = np.zeros(0, dtype=np.int32)
+        self._tfs: np.ndarray = np.zeros(0, dtype=np.uint8)
+        # Added since: term id -> (documents, frequencies), all after the compacted ones.
+        self._tail: dict[int, tuple[array[int], array[int]]] = {}
+        self._tail_postings = 0
         self._lengths: array[int] = array("i")
         self.total_length = 0
-        self._frozen: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
         self._lengths_np: np.ndarray = np.zeros(0, dtype=np.float32)
         self._log_lengths: np.ndarray = np.zeros(0, dtype=np.float32)
 
     def add(self, doc_terms: Sequence[str]) -> int:
         doc = len(self._lengths)
-        for term, tf in Counter(doc_terms).items():
-            docs, tfs = self.postings.setdefault(term, (array("i"), array("i")))
-            docs.append(doc)
-            tfs.append(tf)
+        counts = Counter(doc_terms)
+        for term, tf in counts.items():
+            term_id = self._term_ids.get(term)
+            if term_id is None:
+                term_id = self._term_ids[term] = len(self._term_ids)
+                self._vocabulary_bytes += sys.getsizeof(term) + _TERM_OVERHEAD
+            tail = self._tail.get(term_id)
+            if tail is None:
+                tail = self._tail[term_id] = (array("i"), array("B"))
+            tail[0].append(doc)
+            tail[1].append(min(tf, 255))
+        self._tail_postings += len(counts)
         self._lengths.append(len(doc_terms))
         self.total_length += len(doc_terms)
         return doc
@@ -195,9 +218,57 @@ class BM25:
     def __len__(self) -> int:
         return len(self._lengths)
 
+    def needs_compaction(self) -> bool:
+        return self._tail_postings > max(COMPACT_MIN, len(self._docs) // 8)
+
+    def pending_postings(self) -> int:
+        """Postings added since the last compaction."""
+        return self._tail_postings
+
+    def compact(self) -> None:
+        """Merge the postings added since the last compaction into the flat arrays. (Every
+        new posting's document is after every compacted one, so each term's new postings go
+        at the end of its run.) Seconds of numpy at a million messages: a big index does
+        this in a worker thread, under the scope's lock."""
+        if not self._tail:
+            return
+        terms_now = len(self._term_ids)
+        compacted = len(self._starts) - 1
+        counts = np.zeros(terms_now, dtype=np.int64)
+        counts[:compacted] = np.diff(self._starts)
+        ends = np.full(terms_now, len(self._docs), dtype=np.int64)
+        ends[:compacted] = self._starts[1:]
+        term_ids = sorted(self._tail)
+        added = np.array([len(self._tail[t][0]) for t in term_ids], dtype=np.int64)
+        new_docs = np.concatenate([np.frombuffer(self._tail[t][0], np.int32) for t in term_ids])
+        new_tfs = np.concatenate([np.frombuffer(self._tail[t][1], np.uint8) for t in term_ids])
+        at = np.repeat(ends[term_ids], added)
+        self._docs = np.insert(self._docs, at, new_docs)
+        self._tfs = np.insert(self._tfs, at, new_tfs)
+        counts[term_ids] += added
+        starts = np.zeros(terms_now + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        self._starts = starts
+        self._tail = {}
+        self._tail_postings = 0
+
+    def nbytes(self) -> int:
+        """Its bytes: the arrays as allocated, the vocabulary and the new postings' typed
+        arrays estimated (a string and a dict entry per term, 5 bytes a posting)."""
+        flat = self._starts.nbytes + self._docs.nbytes + self._tfs.nbytes
+        cached = self._lengths_np.nbytes + self._log_lengths.nbytes + sys.getsizeof(self._lengths)
+        tail = sys.getsizeof(self._tail) + len(self._tail) * 160 + self._tail_postings * 6
+        return flat + cached + tail + sys.getsizeof(self._term_ids) + self._vocabulary_bytes
+
     def df(self, term: str) -> int:
-        plist = self.postings.get(term)
-        return len(plist[0]) if plist else 0
+        term_id = self._term_ids.get(term)
+        if term_id is None:
+            return 0
+        df = 0
+        if term_id < len(self._starts) - 1:
+            df = int(self._starts[term_id + 1] - self._starts[term_id])
+        tail = self._tail.get(term_id)
+        return df + (len(tail[0]) if tail is not None else 0)
 
     def idf(self, term: str) -> float:
         n = len(self._lengths)
@@ -215,20 +286,29 @@ class BM25:
 
     def postings_of(self, term: str) -> np.ndarray | None:
         """The documents that have ``term`` (ascending; do not modify), or None."""
-        arrays = self._arrays(term)
+        arrays = self._arrays(term, frequencies=False)
         return arrays[0] if arrays is not None else None
 
-    def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        plist = self.postings.get(term)
-        if not plist:
+    def _arrays(
+        self, term: str, *, frequencies: bool = True
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's documents (int32, a view when nothing was added since the last
+        compaction) and, with ``frequencies``, their term frequencies (float32)."""
+        term_id = self._term_ids.get(term)
+        if term_id is None:
             return None
-        cached = self._frozen.get(term)
-        if cached is None or cached[0] != len(plist[0]):
-            docs = np.frombuffer(plist[0], dtype=np.int32).copy()
-            tfs = np.frombuffer(plist[1], dtype=np.int32).astype(np.float32)
-            cached = (len(plist[0]), docs, tfs)
-            self._frozen[term] = cached
-        return cached[1], cached[2]
+        docs = tfs = self._docs[:0]
+        if term_id < len(self._starts) - 1:
+            start, end = int(self._starts[term_id]), int(self._starts[term_id + 1])
+            docs, tfs = self._docs[start:end], self._tfs[start:end]
+        tail = self._tail.get(term_id)
+        if tail is not None:
+            docs = np.concatenate([docs, np.frombuffer(tail[0], dtype=np.int32)])
+            if frequencies:
+                tfs = np.concatenate([tfs, np.frombuffer(tail[1], dtype=np.uint8)])
+        if not len(docs):
+            return None
+        return docs, (tfs.astype(np.float32) if frequencies else tfs)
 
     def lengths(self) -> np.ndarray:
         """Every document's length in terms (float32; do not modify)."""

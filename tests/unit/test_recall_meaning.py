@@ -48,7 +48,7 @@ def _units(n: int, seed: int = 1) -> np.ndarray:
 
 def test_the_sketch_finds_the_nearest_messages_of_a_large_scope_exactly() -> None:
     """Past SKETCH_TOP messages, the sketch picks whom to score exactly: the messages
-    nearest the query are among them, with their exact cosine."""
+    nearest the query are among them, with their cosine to int8's precision (~0.001)."""
     vecs = _units(3 * SKETCH_TOP)
     query = _units(1, seed=9)[0]
     related = np.arange(100, 6000, 300)  # 20 messages about the query (cosine 0.3 to 0.95)
@@ -57,10 +57,10 @@ def test_the_sketch_finds_the_nearest_messages_of_a_large_scope_exactly() -> Non
         vecs[row] = mixed / np.linalg.norm(mixed)
     sims = query_similarity(_index(vecs), query)
     assert sims is not None
-    exact = vecs.astype(np.float16).astype(np.float32) @ query
+    exact = vecs @ query
     assert exact[related].min() > 0.3  # (unrelated ones are below 0.2)
     assert set(np.argsort(-sims)[:20].tolist()) == set(related.tolist())
-    np.testing.assert_allclose(sims[related], exact[related], atol=1e-5)
+    np.testing.assert_allclose(sims[related], exact[related], atol=2e-3)
 
 
 def test_a_vector_of_another_size_is_ignored_not_mixed_in() -> None:
