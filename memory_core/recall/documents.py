@@ -277,6 +277,13 @@ class ScopeIndex:
         else:
             self.speaker.append(NO_SPEAKER)
 
+    def release(self) -> None:
+        """Let go of the documents, postings and vectors of an index that is being replaced
+        (a rebuild): the old and the new are not both held while the new one is built."""
+        self.docs, self.bm25, self.speaker = DocTable(), BM25(), array("i")
+        self.vectors = self.vector_scales = self.sketch = self.sketch_scales = None
+        self.unembedded, self.vectors_done = [], 0
+
     def nbytes(self) -> int:
         """What the index holds in memory, in bytes: its arrays as allocated and a careful
         estimate of the few Python objects it keeps (the cache is bounded by this)."""

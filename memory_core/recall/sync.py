@@ -302,8 +302,11 @@ class IndexSync:
                 add_day_record(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
-        # (The old index is a few dozen arrays: freed at once, it holds nobody up.)
-        self.cache.drop(scope)
+        # (The old index is a few dozen arrays: freed at once, it holds nobody up. Its
+        # caller still refers to it: emptied, it is not held beside the new one.)
+        old = self.cache.drop(scope)
+        if old is not None:
+            old.release()
         started = time.perf_counter()
         index = ScopeIndex(epoch=epoch, first_id=first_id)
         index = await self._sync(scope, index, vectors=False)
