@@ -175,7 +175,7 @@ class MemorySettings(_Section):
     )
     recall_cache_mb: int = Field(
         default=256,
-        ge=16,
+        ge=1,
         le=1_048_576,
         description="The most the recall indexes kept in this process may hold, in MB; the "
         "least recently searched channels are dropped past it and built again by their next "

@@ -143,7 +143,7 @@ def recall(
     ] = 1,
     cache_mb: Annotated[
         int | None,
-        typer.Option("--cache-mb", min=16, help="memory.recall_cache_mb for the run."),
+        typer.Option("--cache-mb", min=1, help="memory.recall_cache_mb for the run."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:

@@ -113,7 +113,6 @@ class RecallIndex:
                 similarity = None
                 if self.embedder is not None:
                     await self.message_vectors.load(scope, index)
-                    self.sync.cache.remember(scope, index)  # (counted again: vectors grew)
                 # Ranked under the lock too: no other sync may grow the index meanwhile. By
                 # words first, while the question's vector is still on its way.
                 words = rank_words(index, query, tz=tz)
@@ -125,6 +124,8 @@ class RecallIndex:
                     index, words, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
                 )
                 backlog = self.message_vectors.backlog_waits(index)
+                # Counted again: loading vectors and ranking (its cached lengths) grew it.
+                self.sync.cache.remember(scope, index)
         finally:
             if meaning is not None and not meaning.done():
                 meaning.cancel()  # (the search failed: its question is not needed)
