@@ -22,6 +22,7 @@ from memory_core.recall.sync import (
     VECTOR_SCAN_BATCH,
     IndexSync,
     collector_paused,
+    give_back_freed_memory,
 )
 from memory_core.recall.vectors import (
     EMBED_BATCH,
@@ -85,6 +86,8 @@ class MessageVectors:
         with collector_paused():
             await self._scan_vectors(scope, index, rows, found)
         index.unembedded = [row for row in rows.rows.tolist() if row not in found]
+        if len(rows.rows) > INLINE_ENTRIES:
+            await asyncio.to_thread(give_back_freed_memory)  # (the decoded batches)
 
     async def _scan_vectors(
         self, scope: str, index: ScopeIndex, rows: MessageRows, found: set[int]

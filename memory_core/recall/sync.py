@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import gc
+import sys
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memory_core.models import DaySummary
@@ -80,6 +83,28 @@ def collector_paused() -> Iterator[None]:
             if _paused_builds == 0:
                 gc.freeze()
                 gc.enable()
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    if sys.platform != "linux":
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError):  # (musl has none)
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
+def give_back_freed_memory() -> None:
+    """In a worker thread, after a big build: hand the heap the build freed (the Redis
+    replies it parsed, its postings before compaction) back to the system. glibc keeps it
+    otherwise: at 100k messages the process stayed ~50 MB above its indexes' bytes."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
@@ -249,6 +274,8 @@ class IndexSync:
                 await asyncio.to_thread(index.bm25.compact)
             else:
                 index.bm25.compact()
+        if len(index.docs) - first_new > 8 * INLINE_ENTRIES:
+            await asyncio.to_thread(give_back_freed_memory)
         self.cache.remember(scope, index)
         return index
 
