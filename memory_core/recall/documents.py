@@ -85,19 +85,40 @@ class MessageRows:
         self._table = table
 
     def get(self, entry_id: str) -> int | None:
-        row = self._odd.get(entry_id)
-        if row is not None:
-            return row
-        ms_part, _, seq_part = entry_id.partition("-")
-        if not (ms_part.isdigit() and seq_part.isdigit()):
-            return None
-        key = int(_id_keys(np.array([int(ms_part)]), np.array([int(seq_part)]))[0])
-        at = int(np.searchsorted(self._keys, key))
+        row = int(self.find([entry_id])[0])
+        return row if row >= 0 else None
+
+    def find(self, entry_ids: Sequence[str]) -> np.ndarray:
+        """The rows of ``entry_ids`` (-1: no message of the table), in one binary search."""
+        found = np.full(len(entry_ids), -1, dtype=np.int64)
+        ms = np.zeros(len(entry_ids), dtype=np.int64)
+        seq = np.zeros(len(entry_ids), dtype=np.int64)
+        numbered = np.zeros(len(entry_ids), dtype=bool)
+        for n, entry_id in enumerate(entry_ids):
+            odd = self._odd.get(entry_id)
+            if odd is not None:
+                found[n] = odd
+                continue
+            ms_part, _, seq_part = entry_id.partition("-")
+            if ms_part.isdigit() and seq_part.isdigit():
+                ms[n], seq[n], numbered[n] = int(ms_part), min(int(seq_part), 2**40), True
+        keys = _id_keys(ms, seq)
+        at = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        if not len(self._keys):
+            return found
+        hit = numbered & (self._keys[at] == keys)
+        found[hit] = self._rows[at[hit]]
+        # A shared key (a sequence past 4095) is told apart by the id itself.
+        for n in np.flatnonzero(hit & (seq >= 4095)).tolist():
+            found[n] = self._by_id(entry_ids[n], int(at[n]), int(keys[n]))
+        return found
+
+    def _by_id(self, entry_id: str, at: int, key: int) -> int:
         while at < len(self._keys) and self._keys[at] == key:
             if self._table.id(int(self._rows[at])) == entry_id:
                 return int(self._rows[at])
             at += 1
-        return None
+        return -1
 
 
 def _id_keys(ms: np.ndarray, seq: np.ndarray) -> np.ndarray:

@@ -137,13 +137,14 @@ def put_decoded(
         )
     assert index.vectors is not None
     dims = index.vectors.shape[1]
+    ids = list(batch)
+    found_rows = rows.find(ids) if isinstance(rows, MessageRows) else [rows.get(i) for i in ids]
     picked: list[int] = []
     new_vectors: list[np.ndarray] = []
-    for entry_id, blob in batch.items():
-        row = rows.get(entry_id)
+    for row, blob in zip(found_rows, batch.values(), strict=True):
         vector = decode_vector(blob)
-        if row is not None and vector.shape[0] == dims:
-            picked.append(row)
+        if row is not None and row >= 0 and vector.shape[0] == dims:
+            picked.append(int(row))
             new_vectors.append(vector)
     if picked:
         put_rows(index, picked, np.stack(new_vectors))
