@@ -8,7 +8,7 @@ import numpy as np
 
 from memory_core.recall.documents import Doc, DocTable, ScopeIndex
 from memory_core.recall.textsearch import BM25, terms
-from memory_core.recall.vectors import put_rows, query_similarity, quantised
+from memory_core.recall.vectors import put_rows, quantised, query_similarity
 
 
 def _docs() -> list[Doc]:
