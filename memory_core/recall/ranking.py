@@ -438,13 +438,18 @@ def _with_neighbours(docs: Sequence[Doc], i: int, exclude: set[str]) -> list[int
     hit = docs[i]
     if hit.kind != "message":
         return group
+    read = {i: hit}  # each document read once (an index in columns makes it on each read)
     prev_i, next_i = i - 1, i + 1
-    if prev_i >= 0 and same_exchange(docs[prev_i], hit):
-        prev = docs[prev_i]
-        if hit.n_terms < SHORT_TURN or prev.text.rstrip().endswith("?"):
+    if prev_i >= 0:
+        prev = read[prev_i] = docs[prev_i]
+        if same_exchange(prev, hit) and (
+            hit.n_terms < SHORT_TURN or prev.text.rstrip().endswith("?")
+        ):
             group.insert(0, prev_i)
-    if next_i < len(docs) and same_exchange(hit, docs[next_i]):
-        nxt = docs[next_i]
-        if hit.text.rstrip().endswith("?") or nxt.n_terms < SHORT_TURN:
+    if next_i < len(docs):
+        nxt = read[next_i] = docs[next_i]
+        if same_exchange(hit, nxt) and (
+            hit.text.rstrip().endswith("?") or nxt.n_terms < SHORT_TURN
+        ):
             group.append(next_i)
-    return [g for g in group if docs[g].id not in exclude or g == i]
+    return [g for g in group if read[g].id not in exclude or g == i]
