@@ -12,6 +12,7 @@ import math
 import re
 import sys
 import threading
+import time
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -166,6 +167,22 @@ def terms(text: str) -> list[str]:
 
 
 COMPACT_MIN = 4096  # postings added since the last compaction before one is worth it
+_COPY_RUN = 1 << 20  # postings copied per numpy call while compacting
+
+
+def _copy_runs(
+    docs: np.ndarray, tfs: np.ndarray, at: int, old_docs: np.ndarray, old_tfs: np.ndarray
+) -> None:
+    """``old_docs``/``old_tfs`` into ``docs``/``tfs`` from ``at``, a run at a time, letting
+    other threads run between runs."""
+    for start in range(0, len(old_docs), _COPY_RUN):
+        end = min(len(old_docs), start + _COPY_RUN)
+        docs[at + start : at + end] = old_docs[start:end]
+        tfs[at + start : at + end] = old_tfs[start:end]
+        if end < len(old_docs):
+            time.sleep(0)
+
+
 _TERM_OVERHEAD = 120  # a vocabulary entry beside its string: dict slot, id int, tail arrays
 
 
@@ -183,7 +200,14 @@ class BM25:
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
+        # The vocabulary: a term's id is its row in _starts. Compacted terms are kept as their
+        # hashes only (sorted, with their ids: 12 bytes a term, not a string and a dict entry
+        # of ~180; two terms of one scope sharing a 64-bit hash is a 1e-9 chance at 100k
+        # terms); the terms met since, by their strings.
+        self._hashes: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._hash_ids: np.ndarray = np.zeros(0, dtype=np.int32)
         self._term_ids: dict[str, int] = {}
+        self._terms = 0
         self._vocabulary_bytes = 0
         # Compacted: term t's postings are _docs[_starts[t]:_starts[t + 1]].
         self._starts: np.ndarray = np.zeros(1, dtype=np.int64)
@@ -201,9 +225,10 @@ class BM25:
         doc = len(self._lengths)
         counts = Counter(doc_terms)
         for term, tf in counts.items():
-            term_id = self._term_ids.get(term)
+            term_id = self._term_id(term)
             if term_id is None:
-                term_id = self._term_ids[term] = len(self._term_ids)
+                term_id = self._term_ids[term] = self._terms
+                self._terms += 1
                 self._vocabulary_bytes += sys.getsizeof(term) + _TERM_OVERHEAD
             tail = self._tail.get(term_id)
             if tail is None:
@@ -218,6 +243,16 @@ class BM25:
     def __len__(self) -> int:
         return len(self._lengths)
 
+    def _term_id(self, term: str) -> int | None:
+        term_id = self._term_ids.get(term)
+        if term_id is not None or not len(self._hashes):
+            return term_id
+        key = hash(term)
+        at = int(np.searchsorted(self._hashes, key))
+        if at < len(self._hashes) and self._hashes[at] == key:
+            return int(self._hash_ids[at])
+        return None
+
     def needs_compaction(self) -> bool:
         return self._tail_postings > max(COMPACT_MIN, len(self._docs) // 8)
 
@@ -228,29 +263,54 @@ class BM25:
     def compact(self) -> None:
         """Merge the postings added since the last compaction into the flat arrays. (Every
         new posting's document is after every compacted one, so each term's new postings go
-        at the end of its run.) Seconds of numpy at a million messages: a big index does
-        this in a worker thread, under the scope's lock."""
+        at the end of its run: the old arrays are copied in runs between the terms that
+        grew.) Seconds at a million messages: a big index does this in a worker thread,
+        under the scope's lock, copying at most _COPY_RUN postings per numpy call so the
+        event loop gets the interpreter back between them (one np.insert held it 300 ms)."""
         if not self._tail:
             return
-        terms_now = len(self._term_ids)
+        terms_now = self._terms
         compacted = len(self._starts) - 1
+        old_docs, old_tfs, old_starts = self._docs, self._tfs, self._starts
+        docs = np.empty(len(old_docs) + self._tail_postings, dtype=np.int32)
+        tfs = np.empty(len(docs), dtype=np.uint8)
         counts = np.zeros(terms_now, dtype=np.int64)
-        counts[:compacted] = np.diff(self._starts)
-        ends = np.full(terms_now, len(self._docs), dtype=np.int64)
-        ends[:compacted] = self._starts[1:]
-        term_ids = sorted(self._tail)
-        added = np.array([len(self._tail[t][0]) for t in term_ids], dtype=np.int64)
-        new_docs = np.concatenate([np.frombuffer(self._tail[t][0], np.int32) for t in term_ids])
-        new_tfs = np.concatenate([np.frombuffer(self._tail[t][1], np.uint8) for t in term_ids])
-        at = np.repeat(ends[term_ids], added)
-        self._docs = np.insert(self._docs, at, new_docs)
-        self._tfs = np.insert(self._tfs, at, new_tfs)
-        counts[term_ids] += added
+        counts[:compacted] = np.diff(old_starts)
+        read = written = 0
+        for term_id in sorted(self._tail):
+            end = int(old_starts[term_id + 1]) if term_id < compacted else len(old_docs)
+            _copy_runs(docs, tfs, written, old_docs[read:end], old_tfs[read:end])
+            written += end - read
+            read = end
+            new_docs, new_tfs = self._tail[term_id]
+            added = len(new_docs)
+            docs[written : written + added] = np.frombuffer(new_docs, dtype=np.int32)
+            tfs[written : written + added] = np.frombuffer(new_tfs, dtype=np.uint8)
+            written += added
+            counts[term_id] += added
+        _copy_runs(docs, tfs, written, old_docs[read:], old_tfs[read:])
         starts = np.zeros(terms_now + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        self._starts = starts
+        self._docs, self._tfs, self._starts = docs, tfs, starts
         self._tail = {}
         self._tail_postings = 0
+        if self._term_ids:
+            hashes = np.concatenate(
+                [
+                    self._hashes,
+                    np.fromiter(map(hash, self._term_ids), np.int64, len(self._term_ids)),
+                ]
+            )
+            ids = np.concatenate(
+                [
+                    self._hash_ids,
+                    np.fromiter(self._term_ids.values(), np.int32, len(self._term_ids)),
+                ]
+            )
+            order = np.argsort(hashes, kind="stable")
+            self._hashes, self._hash_ids = hashes[order], ids[order]
+            self._term_ids = {}
+            self._vocabulary_bytes = 0
 
     def nbytes(self) -> int:
         """Its bytes: the arrays as allocated, the vocabulary and the new postings' typed
@@ -258,10 +318,11 @@ class BM25:
         flat = self._starts.nbytes + self._docs.nbytes + self._tfs.nbytes
         cached = self._lengths_np.nbytes + self._log_lengths.nbytes + sys.getsizeof(self._lengths)
         tail = sys.getsizeof(self._tail) + len(self._tail) * 160 + self._tail_postings * 6
-        return flat + cached + tail + sys.getsizeof(self._term_ids) + self._vocabulary_bytes
+        vocabulary = self._hashes.nbytes + self._hash_ids.nbytes + sys.getsizeof(self._term_ids)
+        return flat + cached + tail + vocabulary + self._vocabulary_bytes
 
     def df(self, term: str) -> int:
-        term_id = self._term_ids.get(term)
+        term_id = self._term_id(term)
         if term_id is None:
             return 0
         df = 0
@@ -294,7 +355,7 @@ class BM25:
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The term's documents (int32, a view when nothing was added since the last
         compaction) and, with ``frequencies``, their term frequencies (float32)."""
-        term_id = self._term_ids.get(term)
+        term_id = self._term_id(term)
         if term_id is None:
             return None
         docs = tfs = self._docs[:0]

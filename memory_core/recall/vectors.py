@@ -75,12 +75,12 @@ def put_rows(index: ScopeIndex, rows: list[int], new_vectors: np.ndarray) -> Non
         return
     dims = new_vectors.shape[1]
     if index.vectors is None or index.vectors.shape[1] != dims:
-        reserve_rows(index, max(1024, len(index.docs)), dims, keep=False)
+        reserve_rows(index, len(index.docs) + len(index.docs) // 64 + 16, dims, keep=False)
     assert index.vectors is not None and index.sketch is not None
     assert index.vector_scales is not None and index.sketch_scales is not None
     capacity = index.vectors.shape[0]
     if max(rows) >= capacity:
-        reserve_rows(index, max(max(rows) + 1, capacity + capacity // 8 + 1024), dims, keep=True)
+        reserve_rows(index, max(max(rows) + 1, capacity + capacity // 8 + 64), dims, keep=True)
     index.vectors[rows], index.vector_scales[rows] = quantised(new_vectors)
     with one_blas_thread():
         sketches = new_vectors.astype(np.float32) @ _projection(dims)
@@ -131,7 +131,7 @@ def put_decoded(
     if index.vectors is None:
         reserve_rows(
             index,
-            max(1024, len(index.docs)),
+            len(index.docs) + len(index.docs) // 64 + 16,
             len(decode_vector(next(iter(batch.values())))),
             keep=False,
         )

@@ -491,13 +491,13 @@ async def test_metrics_and_health_show_the_recall_indexes_memory(make_core: Core
     scopes = [f"console:r{n}" for n in range(3)]
     for n, scope in enumerate(scopes):
         pipe = redis.pipeline(transaction=False)
-        for i in range(3000):  # ~0.4 MB of index each: a 1 MB cache holds two
+        for i in range(5000):  # ~0.5 MB of index each: a 1 MB cache holds one or two
             text = f"scope{n} says word{i % 500} and word{i % 77}"
             pipe.xadd(core.store.keys.scope(scope).log, {"r": "user", "a": "A", "t": text})
         await pipe.execute()
         assert await recall.search(scope, f"scope{n} word7")
     stats = recall.cache_stats
-    assert stats.builds == 3 and stats.evictions == 1 and 0 < stats.bytes <= 2**20
+    assert stats.builds == 3 and stats.evictions >= 1 and 0 < stats.bytes <= 2**20
     await core.metrics.flush()
     gone = {"bytes": 5 * 2**30, "scopes": 900, "limit_bytes": 2**30, "at": time.time() - 120}
     await redis.hset(core.store.keys.recall_caches, "stopped", json.dumps(gone))
@@ -517,5 +517,6 @@ async def test_metrics_and_health_show_the_recall_indexes_memory(make_core: Core
         async with http.get(f"{server.url}/health") as r:
             page = await r.text()
     assert re.search(r'data-stat="recall-memory"><dt>Recall index memory</dt><dd>[\d.]+ KiB', page)
-    assert re.search(r"Recall index builds</dt><dd>3 <small>1 eviction · [\d.]+ s each", page)
+    evictions = rf"{stats.evictions} evictions?"
+    assert re.search(rf"Recall index builds</dt><dd>3 <small>{evictions} · [\d.]+ s each", page)
     assert await redis.hget(core.store.keys.recall_caches, "stopped") is None
