@@ -166,7 +166,7 @@ def terms(text: str) -> list[str]:
     return out
 
 
-COMPACT_MIN = 4096  # postings added since the last compaction before one is worth it
+COMPACT_MIN = 256  # postings added since the last compaction before one is worth it
 _COPY_RUN = 1 << 20  # postings copied per numpy call while compacting
 
 
