@@ -40,7 +40,7 @@ from memory_core.recall.documents import (
     day_text,
     retire_day_record,
 )
-from memory_core.recall.vectors import put_stored
+from memory_core.recall.vectors import put_stored, reserve_rows, room_to_grow
 from memory_core.store.recall_reads import Entries, LogSnapshot, RecallStore
 
 SYNC_BATCH = 2000  # entries per XRANGE: parsing a reply holds the loop, so keep them short
@@ -119,6 +119,18 @@ def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]
         if not gc.isenabled():
             gc.collect(0)
         time.sleep(0)
+
+
+async def _grow_vectors(index: ScopeIndex) -> None:
+    """Room for the next vectors, made ahead: a big index's in a worker thread."""
+    rows = room_to_grow(index)
+    if not rows or index.vectors is None:
+        return
+    dims = index.vectors.shape[1]
+    if rows > 8 * INLINE_ENTRIES:
+        await asyncio.to_thread(reserve_rows, index, rows, dims, keep=True)
+    else:
+        reserve_rows(index, rows, dims, keep=True)
 
 
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
@@ -259,6 +271,7 @@ class IndexSync:
         if snapshot.newest_record != index.newest_record:
             await self._sync_days(scope, index)
             index.newest_record = snapshot.newest_record
+        await _grow_vectors(index)
         if in_step and (not snapshot.fresh or snapshot.fresh_vectors is not None):
             # (Read with the entries: they were few, all in the snapshot's one batch.)
             new_rows = list(range(first_new, first_new + len(snapshot.fresh)))

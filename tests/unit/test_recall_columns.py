@@ -8,7 +8,7 @@ import numpy as np
 
 from memory_core.recall.documents import Doc, DocTable, ScopeIndex
 from memory_core.recall.textsearch import BM25, terms
-from memory_core.recall.vectors import put_rows, quantised, query_similarity
+from memory_core.recall.vectors import put_rows, quantised, query_similarity, room_to_grow
 
 
 def _docs() -> list[Doc]:
@@ -91,3 +91,18 @@ def test_int8_vectors_keep_cosines_within_a_thousandth() -> None:
     assert sims is not None
     np.testing.assert_allclose(sims, vectors @ vectors[7], atol=1e-3)
     assert int(np.argmax(sims)) == 7
+
+
+def test_vectors_grow_by_an_eighth_ahead_of_need() -> None:
+    """Rows are reserved with a little slack, and grown by an eighth before they fill (the
+    sync does it in a worker thread), never doubled."""
+    index = ScopeIndex()
+    for n in range(3000):
+        index.add(Doc(f"{n + 1}-0", n, "A", "m", "message", 1), ["m"])
+    put_rows(index, [0], np.ones((1, 512), dtype=np.float32) / np.sqrt(512))
+    assert index.vectors is not None
+    assert index.vectors.shape[0] == 3000 + 3000 // 64 + 16  # a little slack, no more
+    assert room_to_grow(index) == 3000 + 512  # (fewer than 256 rows left: grown ahead)
+    put_rows(index, [index.vectors.shape[0] + 5], np.ones((1, 512), dtype=np.float32))
+    assert index.vectors.shape[0] < 2 * 3000
+    assert room_to_grow(index) == 0
