@@ -93,6 +93,12 @@ class Metrics:
             total["recall_build_ms"] += int(recall.build_seconds * 1000)
         return total
 
+    def keep_to_itself(self) -> None:
+        """Share nothing counted so far, nor the recall indexes' status, from now on: a run
+        that must leave Redis as it found it (``ask --dry-run``) still builds an index."""
+        self._flushed = self.snapshot()
+        self._recall_stats = None
+
     # -- sharing (Redis, every few seconds) --------------------------------------------
     async def flush(self, now: datetime | None = None) -> int:
         """Add what was counted since the last flush to this minute's bucket, and report
