@@ -185,9 +185,14 @@ class RecallIndex:
         return self.sync.cache.stats
 
     async def warm(self, scope: str) -> int:
-        """The scope's index built (or brought up to date) ahead of a search: its documents."""
+        """The scope's index built (or brought up to date) ahead of a search, its stored
+        vectors loaded: its documents."""
         async with self.sync.lock(scope):
-            return len((await self.sync.sync(scope)).docs)
+            index = await self.sync.sync(scope)
+            if self.embedder is not None:
+                await self.message_vectors.load(scope, index)
+            self.sync.cache.remember(scope, index)
+            return len(index.docs)
 
     def forget(self, scope: str) -> None:
         """The scope's index dropped from this process (built again by the next search)."""

@@ -108,16 +108,21 @@ def reserve_rows(index: ScopeIndex, rows: int, dims: int, *, keep: bool) -> None
     index.vector_scales, index.sketch_scales = vector_scales, sketch_scales
 
 
+GROW_AHEAD_ROWS = 16_384  # a smaller index grows when a row overflows (a copy of < 11 MB)
+
+
 def room_to_grow(index: ScopeIndex) -> int:
-    """Rows to reserve before the index's vectors fill (0: room enough). A big index grows
-    its matrices ahead, in a worker thread (:func:`reserve_rows`): grown when a row
-    overflows, on the event loop, 100k rows were a 65 MB copy held there."""
-    if index.vectors is None:
+    """Rows to reserve before a big index's vectors fill (0: room enough, or a small
+    index). It grows its matrices ahead, by an eighth, in a worker thread
+    (:func:`reserve_rows`): grown when a row overflows, on the event loop, 100k rows were a
+    65 MB copy held there."""
+    if index.vectors is None or index.vectors.shape[0] < GROW_AHEAD_ROWS:
         return 0
     capacity = int(index.vectors.shape[0])
-    if len(index.docs) + EMBED_BATCH * 4 < capacity:
+    margin = EMBED_BATCH * 4
+    if len(index.docs) + margin < capacity:
         return 0
-    return max(capacity + capacity // 8 + 64, len(index.docs) + EMBED_BATCH * 8)
+    return max(capacity + capacity // 8 + 64, len(index.docs) + 2 * margin)
 
 
 def put_stored(index: ScopeIndex, rows: list[int], stored: Sequence[str | None]) -> None:

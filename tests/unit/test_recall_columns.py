@@ -94,15 +94,24 @@ def test_int8_vectors_keep_cosines_within_a_thousandth() -> None:
 
 
 def test_vectors_grow_by_an_eighth_ahead_of_need() -> None:
-    """Rows are reserved with a little slack, and grown by an eighth before they fill (the
-    sync does it in a worker thread), never doubled."""
+    """Rows are reserved with a little slack, and a big index's grown by an eighth before
+    they fill (the sync does it in a worker thread), never doubled."""
     index = ScopeIndex()
-    for n in range(3000):
+    unit = np.ones((1, 512), dtype=np.float32) / np.sqrt(512)
+    for n in range(20_000):
         index.add(Doc(f"{n + 1}-0", n, "A", "m", "message", 1), ["m"])
-    put_rows(index, [0], np.ones((1, 512), dtype=np.float32) / np.sqrt(512))
+    put_rows(index, [0], unit)
     assert index.vectors is not None
-    assert index.vectors.shape[0] == 3000 + 3000 // 64 + 16  # a little slack, no more
-    assert room_to_grow(index) == 3000 + 512  # (fewer than 256 rows left: grown ahead)
-    put_rows(index, [index.vectors.shape[0] + 5], np.ones((1, 512), dtype=np.float32))
-    assert index.vectors.shape[0] < 2 * 3000
+    capacity = 20_000 + 20_000 // 64 + 16  # a little slack, no more
+    assert index.vectors.shape[0] == capacity
     assert room_to_grow(index) == 0
+    for n in range(20_000, 20_100):  # fewer than 256 rows left
+        index.add(Doc(f"{n + 1}-0", n, "A", "m", "message", 1), ["m"])
+    assert room_to_grow(index) == capacity + capacity // 8 + 64
+    put_rows(index, [capacity + 5], unit)  # (an overflow still grows, by an eighth)
+    assert index.vectors.shape[0] == capacity + capacity // 8 + 64
+    small = ScopeIndex()
+    small.add(Doc("1-0", 1, "A", "m", "message", 1), ["m"])
+    put_rows(small, [0], unit)
+    assert small.vectors is not None and small.vectors.shape[0] == 17
+    assert room_to_grow(small) == 0  # (grown when a row overflows: a small copy)
