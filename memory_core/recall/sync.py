@@ -57,15 +57,16 @@ _paused_lock = threading.Lock()
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """No automatic cyclic garbage collection while a big index is built, and what the
-    build made out of the collector's way after it. A document is a NamedTuple, which the
-    collector never stops tracking (it untracks exact tuples only), so every full pass
-    walked every document of every index: 70-100 ms at 100k, in the middle of whatever
-    the bot was doing. So the build collects its young objects slice by slice (see
-    ``_append_in_slices``), and after the last concurrent build everything tracked is
-    frozen (``gc.freeze()``): full passes skip it from then on. Frozen objects are still
-    freed by reference counting (a dropped index is freed whole); what the freeze keeps for
-    good is cyclic garbage made since the last young collection, a small price paid once
-    per big build."""
+    build made out of the collector's way after it. An index keeps no object per message
+    (:class:`~memory_core.recall.documents.DocTable`), but a build parses a scope's whole
+    log, batch by batch, into short-lived objects, and the collector's passes over them
+    held the loop in the middle of whatever the bot was doing (70-100 ms at 100k when
+    documents were tuples it kept tracking). So the build collects its young objects
+    slice by slice (see ``_append_in_slices``), and after the last concurrent build
+    everything tracked is frozen (``gc.freeze()``): full passes skip it from then on.
+    Frozen objects are still freed by reference counting; what the freeze keeps for good
+    is cyclic garbage made since the last young collection, a small price paid once per
+    big build."""
     global _paused_builds
     with _paused_lock:
         ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
@@ -111,9 +112,8 @@ def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]
     """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
     GIL, so the event loop gets it back within a slice, not after a switch interval
     lost to a busy machine's scheduler. While the collector is paused for the build,
-    each slice's young objects are collected here, a few hundred at a time: the
-    documents stop being tracked as they are met, instead of all 100k at the first
-    collection after the build (one pass that held the loop 80-140 ms)."""
+    each slice's young objects are collected here, a few hundred at a time, instead of
+    all at the first collection after the build."""
     for start in range(0, len(raw), INLINE_ENTRIES):
         add_entries(index, raw[start : start + INLINE_ENTRIES])
         if not gc.isenabled():
@@ -198,7 +198,8 @@ class IndexCache:
         self.stats.builds += 1
         self.stats.build_seconds += seconds
         self.stats.last_build_seconds = seconds
-        if self._evicted.pop(scope, False) is None:
+        if scope in self._evicted:
+            del self._evicted[scope]
             self.stats.rebuilds_after_eviction += 1
 
     def drop(self, scope: str) -> ScopeIndex | None:
