@@ -560,6 +560,10 @@ async def bench_recall(
                     "peak_growth_bytes_per_message": round((peak - rss_before) / max(cached, 1))
                     if peak
                     else None,
+                    # Whether the process grew no more than the cache's bound from before the
+                    # first query to its peak (a single scope bigger than the bound is kept
+                    # whole: the one being searched is never evicted).
+                    "peak_within_cache": (peak - rss_before) <= limit_mb * 2**20 if peak else None,
                 }
             )
             for name in names:  # the next size starts from an empty cache
