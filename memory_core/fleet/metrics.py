@@ -103,8 +103,8 @@ class Metrics:
     async def flush(self, now: datetime | None = None) -> int:
         """Add what was counted since the last flush to this minute's bucket, and report
         what this process's recall indexes hold now."""
-        if self._recall_stats is not None:
-            recall = self._recall_stats()
+        recall = self._recall_stats() if self._recall_stats is not None else None
+        if recall is not None and recall.builds:  # (a process that never searched: nothing)
             status = {
                 "bytes": recall.bytes,
                 "scopes": recall.scopes,
