@@ -246,6 +246,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         _recall_table(results["recall"]),
         "",
         *([f"{results['recall_run']}", ""] if results.get("recall_run") else []),
+        *([f"{results['recall_memory']}", ""] if results.get("recall_memory") else []),
         "## 7. Load",
         "",
         "Messages at a steady rate across many scopes on loopback, every 20th answered by a fake "
