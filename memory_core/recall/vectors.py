@@ -138,7 +138,7 @@ def put_stored(index: ScopeIndex, rows: list[int], stored: Sequence[str | None])
 
 
 def put_decoded(
-    index: ScopeIndex, rows: MessageRows | dict[str, int], batch: dict[str, str], found: set[int]
+    index: ScopeIndex, rows: MessageRows | dict[str, int], batch: dict[str, str], found: np.ndarray
 ) -> None:
     """Stored vectors of indexed messages into the index, one matrix write per batch (a
     vector for an entry newer than the index waits for the next look; one of another
@@ -165,7 +165,7 @@ def put_decoded(
             new_vectors.append(vector)
     if picked:
         put_rows(index, picked, np.stack(new_vectors))
-        found.update(picked)
+        found[picked] = True
 
 
 def embedding_context(docs: Sequence[Doc], row: int) -> Doc | None:
