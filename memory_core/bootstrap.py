@@ -151,11 +151,24 @@ async def build_core(
     counter = TokenCounter()
     repo = MemoryRepo(store.client, store.keys, lane=store.lane)
     summarizer = Summarizer(llm, counter)
+    embedder = choose_embedder(settings, llm)
+    wanted = background if helpers is None else helpers
+    worker = embedding_worker(store, embedder) if wanted else None
+    recall = RecallIndex(
+        store.client,
+        store.keys,
+        embedder=embedder,
+        worker=worker,
+        lane=store.lane,
+        cache_bytes=settings.memory.recall_cache_mb * 2**20,
+    )
     metrics = Metrics(
         store.client,
         store.keys,
         llm_stats=lambda: llm.stats,
         summary_stats=lambda: summarizer.stats,
+        recall_stats=lambda: recall.cache_stats,
+        recall_limit_bytes=recall.sync.cache.max_bytes,
     )
     budget = Budget(settings=settings, ledger=ledger, clock=clock, metrics=metrics)
     admin = MemoryAdmin(
@@ -170,9 +183,6 @@ async def build_core(
         recover=admin.resume_forgets,
         over_budget=budget.over,
     )
-    embedder = choose_embedder(settings, llm)
-    wanted = background if helpers is None else helpers
-    worker = embedding_worker(store, embedder) if wanted else None
     pipeline = MemoryPipeline(
         settings=settings,
         repo=repo,
@@ -181,13 +191,7 @@ async def build_core(
         assembler=PromptAssembler(counter, settings.memory),
         counter=counter,
         clock=clock,
-        recall=RecallIndex(
-            store.client,
-            store.keys,
-            embedder=embedder,
-            worker=worker,
-            lane=store.lane,
-        ),
+        recall=recall,
         metrics=metrics,
         background=background,
         captioner=Captioner(

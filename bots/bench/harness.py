@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gc
 import random
 import secrets
 import statistics
@@ -353,12 +354,72 @@ class LoopStallMeter:
             await self._task
 
 
-def _random_vector(rng: np.random.Generator) -> str:
-    """A stored vector as recall stores them (unit length, float16, base64): the bench
-    scope's messages have theirs in Redis, as a live scope's would."""
-    vec = rng.standard_normal(DIMENSIONS).astype(np.float32)
-    vec /= np.linalg.norm(vec)
-    return base64.b64encode(vec.astype(np.float16).tobytes()).decode("ascii")
+def _random_vectors(rng: np.random.Generator, n: int) -> list[str]:
+    """Stored vectors as recall stores them (unit length, float16, base64): the bench
+    scopes' messages have theirs in Redis, as a live scope's would. Made ``n`` at a time:
+    a million of them one by one took longer than the index they fill."""
+    vecs = rng.standard_normal((n, DIMENSIONS)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = vecs.astype(np.float16)
+    return [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
+
+
+def _rss_bytes(field: str = "VmRSS") -> int:
+    """The process's resident memory (``VmHWM``: its peak), from /proc (0 elsewhere)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak_rss() -> bool:
+    """Start the peak (``VmHWM``) again from now (Linux 4.0+): each size's peak is its own."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return True
+
+
+async def _fill_scopes(
+    core: Any,
+    names: list[str],
+    size: int,
+    *,
+    vectors: bool,
+    rng: random.Random,
+    vector_rng: np.random.Generator,
+    vocabulary: list[str],
+) -> None:
+    """``size`` messages spread over the ``names`` scopes (round robin), each with its
+    stored vector when recall embeds."""
+    start_ms = 1_700_000_000_000
+    for batch in range(0, size, 2000):
+        count = min(size, batch + 2000) - batch
+        blobs = _random_vectors(vector_rng, count) if vectors else []
+        pipe = core.store.client.pipeline(transaction=False)
+        for n, i in enumerate(range(batch, batch + count)):
+            keys = core.store.keys.scope(names[i % len(names)])
+            text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 30)))
+            fields: dict[Any, Any] = {
+                "r": "user",
+                "a": f"user{i % 9}",
+                "u": str(i % 9),
+                "t": text,
+                "ts": str(start_ms + i * 1000),
+                "p": "",
+                "k": "20",
+            }
+            entry_id = f"{start_ms + i * 1000}-0"
+            pipe.xadd(keys.log, fields, id=entry_id)
+            if vectors:
+                pipe.hset(keys.vectors, entry_id, blobs[n])
+        await pipe.execute()
 
 
 async def bench_recall(
@@ -366,13 +427,24 @@ async def bench_recall(
     *,
     sizes: list[int],
     queries: int = 100,
+    scopes: int = 1,
+    cache_mb: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Recall query latency at several scope sizes: the first query (which builds the
+    """Recall query latency and memory at several sizes: the first query (which builds the
     in-process index from Redis, words and stored vectors), warm queries (one sync round
     trip, the query's embedding, the ranking), and a rebuild after a forget elsewhere moved
-    the epoch. ``loop_stall_max_ms``: the longest the event loop could not run meanwhile."""
-    core = await build_core(private_settings(settings), llm=OfflineLLM())
+    the epoch. ``loop_stall_max_ms``: the longest the event loop could not run meanwhile.
+
+    ``scopes``: each size's messages spread over that many scopes, each searched once (its
+    index built) before the warm queries, which go to the last one; past ``cache_mb``
+    (``memory.recall_cache_mb``) the least recently searched are evicted. Memory: the
+    indexes' own count of their bytes (what the cache is bounded by) per message indexed,
+    and the process's resident memory before the first query and at its peak after."""
+    memory = {"recall_cache_mb": cache_mb} if cache_mb is not None else {}
+    run_settings = private_settings(settings, memory=memory)
+    limit_mb = run_settings.memory.recall_cache_mb
+    core = await build_core(run_settings, llm=OfflineLLM())
     rng = random.Random(13)
     vector_rng = np.random.default_rng(13)
     vocabulary = [f"{w}{i}" for w in WORDS for i in range(40)]  # ~1,000 distinct words
@@ -383,37 +455,61 @@ async def bench_recall(
         assert recall is not None
         if recall.embedder is not None:
             await recall.embedder(["warm the model up"])  # a process loads it once
+        model_rss = _rss_bytes()
+        # A process that has answered before: one scope built (in a worker thread, whose
+        # BLAS and stack come once per thread) and searched, then dropped, so the memory
+        # measured below is the indexes', not what the first search of a process sets up.
+        await _fill_scopes(
+            core,
+            ["bench:warmup"],
+            3000,
+            vectors=recall.embedder is not None,
+            rng=rng,
+            vector_rng=vector_rng,
+            vocabulary=vocabulary,
+        )
+        await recall.search("bench:warmup", "warm up", limit=200)
+        recall.forget("bench:warmup")
         for size in sizes:
-            scope = f"bench:recall{size}"
-            keys = core.store.keys.scope(scope)
-            start_ms = 1_700_000_000_000
-            for batch in range(0, size, 2000):
-                pipe = core.store.client.pipeline(transaction=False)
-                for i in range(batch, min(size, batch + 2000)):
-                    text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(5, 30)))
-                    fields: dict[Any, Any] = {
-                        "r": "user",
-                        "a": f"user{i % 9}",
-                        "u": str(i % 9),
-                        "t": text,
-                        "ts": str(start_ms + i * 1000),
-                        "p": "",
-                        "k": "20",
-                    }
-                    entry_id = f"{start_ms + i * 1000}-0"
-                    pipe.xadd(keys.log, fields, id=entry_id)
-                    if recall.embedder is not None:
-                        pipe.hset(keys.vectors, entry_id, _random_vector(vector_rng))
-                await pipe.execute()
+            names = [f"bench:recall{size}s{j}" for j in range(min(scopes, size))]
+            await _fill_scopes(
+                core,
+                names,
+                size,
+                vectors=recall.embedder is not None,
+                rng=rng,
+                vector_rng=vector_rng,
+                vocabulary=vocabulary,
+            )
+            scope = names[-1]
             asks = [
                 " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8)))
                 for _ in range(queries)
             ]
-            async with LoopStallMeter() as stall:
+            gc.collect()
+            before = recall.cache_stats
+            evictions, builds = before.evictions, before.builds
+            rss_before = _rss_bytes()
+            peak_known = _reset_peak_rss()
+            # The loop's longest stall apart while indexes are built (and their vectors
+            # loaded), without the rankings, and while the queries run: a ranking holds the
+            # loop for its length (~15 ms at 100k messages in a scope, ~100 at a million).
+            build_stall, query_stall = LoopStallMeter(), LoopStallMeter()
+            cold: list[float] = []
+            for name in names:
                 t0 = time.perf_counter()
-                await recall.search(scope, asks[0], limit=200)
-                cold_ms = (time.perf_counter() - t0) * 1000
-                times: list[float] = []
+                async with build_stall:
+                    await recall.warm(name)
+                async with query_stall:
+                    await recall.search(name, asks[0], limit=200)
+                cold.append((time.perf_counter() - t0) * 1000)
+            cold_ms = statistics.fmean(cold)
+            stats = recall.cache_stats
+            cached = sum(len(index.docs) for index in recall._indexes.values())
+            index_bytes = stats.bytes
+            rss_built = _rss_bytes()
+            times: list[float] = []
+            async with query_stall:
                 for ask in asks:
                     t0 = time.perf_counter()
                     await recall.search(scope, ask, limit=200)
@@ -421,22 +517,58 @@ async def bench_recall(
                     done += 1
                     if progress is not None:
                         progress(done)
-                # A forget elsewhere (one message deleted, the epoch moved): a rebuild.
-                await core.repo.delete_entries(scope, [f"{start_ms + 1000}-0"])
-                await core.repo.bump_epoch(scope)
-                t0 = time.perf_counter()
+            # A forget elsewhere (one message deleted, the epoch moved): a rebuild.
+            first = await core.repo.entries_after(scope, "", limit=1)
+            if first:
+                await core.repo.delete_entries(scope, [first[0].id])
+            await core.repo.bump_epoch(scope)
+            t0 = time.perf_counter()
+            async with build_stall:
+                await recall.warm(scope)
+            async with query_stall:
                 await recall.search(scope, asks[0], limit=200)
-                rebuild_ms = (time.perf_counter() - t0) * 1000
+            rebuild_ms = (time.perf_counter() - t0) * 1000
+            peak = _rss_bytes("VmHWM") if peak_known else 0
+            stats = recall.cache_stats
             results.append(
                 {
                     "messages": size,
+                    "scopes": len(names),
                     "first_query_ms": round(cold_ms, 2),
                     "p50_ms": round(_percentile(times, 0.5), 3),
                     "p99_ms": round(_percentile(times, 0.99), 3),
                     "rebuild_ms": round(rebuild_ms, 2),
-                    "loop_stall_max_ms": round(stall.max_ms, 2),
+                    "loop_stall_max_ms": round(max(build_stall.max_ms, query_stall.max_ms), 2),
+                    "loop_stall_build_ms": round(build_stall.max_ms, 2),
+                    "loop_stall_query_ms": round(query_stall.max_ms, 2),
+                    # Counted by the indexes themselves, over the messages still cached.
+                    "messages_cached": cached,
+                    "index_mb": round(index_bytes / 2**20, 1),
+                    "index_bytes_per_message": round(index_bytes / max(cached, 1)),
+                    "cache_mb": limit_mb,
+                    "evictions": stats.evictions - evictions,
+                    "builds": stats.builds - builds,
+                    # The process: after the model, before this size's first query, and at
+                    # its peak from then on (building, querying, rebuilding).
+                    "model_rss_mb": round(model_rss / 2**20, 1),
+                    "rss_before_mb": round(rss_before / 2**20, 1),
+                    "rss_built_mb": round(rss_built / 2**20, 1),
+                    "rss_growth_bytes_per_message": round(
+                        (rss_built - rss_before) / max(cached, 1)
+                    ),
+                    "peak_rss_mb": round(peak / 2**20, 1) if peak else None,
+                    "peak_growth_bytes_per_message": round((peak - rss_before) / max(cached, 1))
+                    if peak
+                    else None,
+                    # Whether the process grew no more than the cache's bound from before the
+                    # first query to its peak (a single scope bigger than the bound is kept
+                    # whole: the one being searched is never evicted).
+                    "peak_within_cache": (peak - rss_before) <= limit_mb * 2**20 if peak else None,
                 }
             )
+            for name in names:  # the next size starts from an empty cache
+                recall.forget(name)
+            gc.collect()
     finally:
         await core.discard()
     return {

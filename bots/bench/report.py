@@ -246,6 +246,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         _recall_table(results["recall"]),
         "",
         *([f"{results['recall_run']}", ""] if results.get("recall_run") else []),
+        *([f"{results['recall_memory']}", ""] if results.get("recall_memory") else []),
         "## 7. Load",
         "",
         "Messages at a steady rate across many scopes on loopback, every 20th answered by a fake "
@@ -363,8 +364,9 @@ def write_from_json(source: Path, out: Path) -> None:
 
 
 def _recall_table(rows: list[dict[str, Any]]) -> str:
-    """Recall latency, the rebuild after a forget elsewhere, and the longest the event loop
-    could not run while indexes were built."""
+    """Recall latency, the rebuild after a forget elsewhere, the longest the event loop
+    could not run while indexes were built, and the index's memory per message with the
+    process's peak."""
     headings = [
         "messages in the scope",
         "first query ms (builds the index)",
@@ -372,9 +374,20 @@ def _recall_table(rows: list[dict[str, Any]]) -> str:
         "p99 ms",
         "rebuild ms (after a forget)",
         "event loop stall max ms",
+        "index bytes / message",
+        "process peak MB",
     ]
-    fields = ("messages", "first_query_ms", "p50_ms", "p99_ms", "rebuild_ms", "loop_stall_max_ms")
-    return _table(headings, [[r[f] for f in fields] for r in rows])
+    fields = (
+        "messages",
+        "first_query_ms",
+        "p50_ms",
+        "p99_ms",
+        "rebuild_ms",
+        "loop_stall_max_ms",
+        "index_bytes_per_message",
+        "peak_rss_mb",
+    )
+    return _table(headings, [[r.get(f, "-") for f in fields] for r in rows])
 
 
 def _pct(value: float | None) -> str:

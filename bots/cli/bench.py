@@ -138,9 +138,16 @@ def recall(
         str, typer.Option("--sizes", help="Messages per scope, e.g. 1000,100000")
     ] = "1000,10000,100000",
     queries: Annotated[int, typer.Option("--queries", min=1)] = 100,
+    scopes: Annotated[
+        int, typer.Option("--scopes", min=1, help="Spread each size's messages over this many.")
+    ] = 1,
+    cache_mb: Annotated[
+        int | None,
+        typer.Option("--cache-mb", min=1, help="memory.recall_cache_mb for the run."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Recall query latency as a scope grows."""
+    """Recall query latency and memory as a scope grows (or many scopes)."""
     from bots.bench.harness import bench_recall
 
     try:
@@ -152,15 +159,24 @@ def recall(
         "recall",
         queries * len(counts),
         as_json,
-        lambda p: bench_recall(s, sizes=counts, queries=queries, progress=p),
+        lambda p: bench_recall(
+            s, sizes=counts, queries=queries, scopes=scopes, cache_mb=cache_mb, progress=p
+        ),
     )
     if not as_json:
         for row in r["sizes"]:
+            peak = row["peak_rss_mb"]
             say(
-                f"{row['messages']:>8} messages: first query {row['first_query_ms']:.0f} ms "
-                f"(builds the index), then p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms; "
-                f"rebuild {row['rebuild_ms']:.0f} ms; event loop stalled at most "
-                f"{row['loop_stall_max_ms']:.1f} ms"
+                f"{row['messages']:>8} messages in {row['scopes']} scope(s): first query "
+                f"{row['first_query_ms']:.0f} ms (builds the index), then p50 "
+                f"{row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms; rebuild "
+                f"{row['rebuild_ms']:.0f} ms; event loop stalled at most "
+                f"{row['loop_stall_build_ms']:.1f} ms building, "
+                f"{row['loop_stall_query_ms']:.1f} ms querying\n"
+                f"          index {row['index_mb']} MB for {row['messages_cached']} messages "
+                f"cached ({row['index_bytes_per_message']} bytes each; cache "
+                f"{row['cache_mb']} MB, {row['evictions']} evictions); process "
+                f"{row['rss_before_mb']} MB before, peak {peak} MB"
             )
 
 

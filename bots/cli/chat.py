@@ -80,6 +80,7 @@ def ask(
         async with core_for(s, background=False) as core:
             if dry_run:
                 prompt = await core.pipeline.build_prompt(msg)
+                core.metrics.keep_to_itself()  # (its recall index was built: not news)
                 return {
                     "scope": target,
                     "messages": prompt.messages,

@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
-from memory_core.fleet.metrics import read_minutes, totals
+from memory_core.fleet.metrics import read_minutes, read_recall_caches, totals
 from memory_core.recall.worker import read_status
 
 WINDOWS = (15, 60, 360, 1440)
@@ -73,6 +73,15 @@ class HealthReport:
     checks: list[tuple[str, str]] = field(default_factory=list)  # (what, "set"/"not set"/...)
     # The embedding workers, now: how many, messages not embedded yet, seconds behind.
     embedding: dict[str, float] = field(default_factory=dict)
+    # The bot processes' recall indexes, now: how many processes, bytes, scopes, limits.
+    recall: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def recall_build_mean_s(self) -> float | None:
+        """The mean time an index build took in the window (a scope's first search, after an
+        eviction or a forget)."""
+        builds = self.sums["recall_builds"]
+        return self.sums["recall_build_ms"] / 1000 / builds if builds else None
 
     @property
     def messages(self) -> int:
@@ -199,6 +208,7 @@ async def collect(
         redis_max_bytes=maximum,
         checks=_checks(core),
         embedding=await _embedding(core),
+        recall=await read_recall_caches(core.metrics.store),
     )
 
 
@@ -300,6 +310,43 @@ def prometheus(report: HealthReport) -> str:
         "memorybot_embedding_lag_seconds",
         "How long the oldest message not embedded yet has waited (the largest of the workers).",
         [({}, float(e.get("lag_s", 0.0)))],
+    )
+    r = report.recall
+    metric(
+        "memorybot_recall_index_processes",
+        "Bot processes reporting their recall indexes (every 10 s).",
+        [({}, int(r.get("processes", 0)))],
+    )
+    metric(
+        "memorybot_recall_index_bytes",
+        "Memory the recall indexes hold now, summed over the bot processes (each bounded by "
+        "its memory.recall_cache_mb).",
+        [({}, int(r.get("bytes", 0)))],
+    )
+    metric(
+        "memorybot_recall_index_limit_bytes",
+        "The processes' memory.recall_cache_mb, summed, in bytes.",
+        [({}, int(r.get("limit_bytes", 0)))],
+    )
+    metric(
+        "memorybot_recall_index_scopes",
+        "Scopes whose recall index is in memory now, summed over the bot processes.",
+        [({}, int(r.get("scopes", 0)))],
+    )
+    metric(
+        "memorybot_recall_index_evictions_total",
+        f"Recall indexes dropped to stay under memory.recall_cache_mb {window}.",
+        [({}, s["recall_evictions"])],
+    )
+    metric(
+        "memorybot_recall_index_builds_total",
+        f"Recall indexes built whole (a first search, after an eviction or a forget) {window}.",
+        [({}, s["recall_builds"])],
+    )
+    metric(
+        "memorybot_recall_index_build_seconds_total",
+        f"Time those builds took (off the event loop) {window}.",
+        [({}, s["recall_build_ms"] / 1000)],
     )
     stamps: list[tuple[dict[str, str], float]] = []
     for sweep in report.sweeps:

@@ -6,22 +6,27 @@ shards; readers add the buckets up.
 
 Counters: messages stored; replies by kind; maintenance work (compactions, days closed,
 weeks, tier refreshes, summary failures); summaries written by the model vs the extractive
-stand-in; LLM calls, failures, tokens and time by purpose. The hashes are
-:class:`~memory_core.store.metrics.MetricsStore`'s.
+stand-in; LLM calls, failures, tokens and time by purpose; recall indexes built and
+evicted, and the time the builds took. Beside the counters, each process reports what its
+recall indexes hold now (bytes, scopes: gauges, one entry per process, read back by
+:func:`read_recall_caches`). The hashes are :class:`~memory_core.store.metrics.MetricsStore`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_core.llm.client import LLMStats
+from memory_core.recall.sync import CacheStats
 from memory_core.store.keys import KeySchema
 from memory_core.store.metrics import MetricsStore
 from memory_core.tiers.maintenance import MaintenanceReport
@@ -42,12 +47,17 @@ class Metrics:
         *,
         llm_stats: Callable[[], LLMStats],
         summary_stats: Callable[[], SummaryStats],
+        recall_stats: Callable[[], CacheStats] | None = None,
+        recall_limit_bytes: int = 0,
     ) -> None:
         self.store = MetricsStore(client, keys)
         self.keys = keys
         self.bucket = secrets.randbelow(keys.metric_buckets)
+        self.process = secrets.token_hex(6)  # this process's entry among the recall caches
         self._llm_stats = llm_stats
         self._summary_stats = summary_stats
+        self._recall_stats = recall_stats
+        self._recall_limit_bytes = recall_limit_bytes
         self.counts: Counter[str] = Counter()
         self._flushed: Counter[str] = Counter()
         self._task: asyncio.Task[None] | None = None
@@ -76,11 +86,32 @@ class Metrics:
         total["summaries_llm"] += summaries.llm
         total["summaries_fallback"] += summaries.fallbacks + summaries.forced
         total["summaries_offline"] += summaries.offline
+        if self._recall_stats is not None:
+            recall = self._recall_stats()
+            total["recall_evictions"] += recall.evictions
+            total["recall_builds"] += recall.builds
+            total["recall_build_ms"] += int(recall.build_seconds * 1000)
         return total
+
+    def keep_to_itself(self) -> None:
+        """Share nothing counted so far, nor the recall indexes' status, from now on: a run
+        that must leave Redis as it found it (``ask --dry-run``) still builds an index."""
+        self._flushed = self.snapshot()
+        self._recall_stats = None
 
     # -- sharing (Redis, every few seconds) --------------------------------------------
     async def flush(self, now: datetime | None = None) -> int:
-        """Add what was counted since the last flush to this minute's bucket."""
+        """Add what was counted since the last flush to this minute's bucket, and report
+        what this process's recall indexes hold now."""
+        recall = self._recall_stats() if self._recall_stats is not None else None
+        if recall is not None and recall.builds:  # (a process that never searched: nothing)
+            status = {
+                "bytes": recall.bytes,
+                "scopes": recall.scopes,
+                "limit_bytes": self._recall_limit_bytes,
+                "at": time.time(),
+            }
+            await self.store.set_recall_cache(self.process, json.dumps(status))
         current = self.snapshot()
         delta = current - self._flushed
         if not delta:
@@ -118,6 +149,37 @@ async def read_minutes(
     end = (now or datetime.now(UTC)).astimezone(UTC)
     stamps = [minute_of(end - timedelta(minutes=m)) for m in range(minutes - 1, -1, -1)]
     return list(zip(stamps, await store.minutes(stamps), strict=True))
+
+
+RECALL_CACHE_TTL_S = 60.0  # a process silent this long (it flushes every 10 s) is gone
+
+
+async def read_recall_caches(store: MetricsStore) -> dict[str, float]:
+    """The fleet's recall indexes now, added up over the live processes: how many report,
+    the bytes their indexes hold, the scopes cached, and their limits (each process's
+    ``memory.recall_cache_mb``)."""
+    raw = await store.recall_caches()
+    now = time.time()
+    live: list[dict[str, float]] = []
+    gone: list[str] = []
+    for process, blob in raw.items():
+        try:
+            status = json.loads(blob)
+            fresh = now - float(status["at"]) < RECALL_CACHE_TTL_S
+        except (ValueError, KeyError, TypeError):
+            fresh = False
+        if fresh:
+            live.append(status)
+        else:
+            gone.append(process)
+    if gone:  # a process that stopped: its entry goes with it
+        await store.drop_recall_caches(*gone)
+    return {
+        "processes": len(live),
+        "bytes": sum(float(s.get("bytes", 0)) for s in live),
+        "scopes": sum(float(s.get("scopes", 0)) for s in live),
+        "limit_bytes": sum(float(s.get("limit_bytes", 0)) for s in live),
+    }
 
 
 def totals(rows: list[tuple[str, dict[str, int]]]) -> Counter[str]:

@@ -32,7 +32,7 @@ from memory_core.recall.background import BackgroundEmbedding
 from memory_core.recall.documents import Doc, Hit, ScopeIndex
 from memory_core.recall.message_vectors import MessageVectors
 from memory_core.recall.ranking import rank_words, ranked
-from memory_core.recall.sync import IndexSync
+from memory_core.recall.sync import CacheStats, IndexSync
 from memory_core.recall.vectors import Embedder, query_similarity, unit_vector
 from memory_core.scopes import Scope
 from memory_core.store.lane import FastLane
@@ -52,14 +52,16 @@ class RecallIndex:
     :attr:`message_vectors`. ``embed_in_background``: a search that finds messages with no
     vector yet starts their embedding (off: only :meth:`embed_backlog` embeds). ``worker``:
     the embedding worker process, when the embedder is the local model: messages are
-    embedded there, off this interpreter; this process embeds only its queries."""
+    embedded there, off this interpreter; this process embeds only its queries.
+    ``cache_bytes``: the most the cached indexes may hold (``memory.recall_cache_mb``); the
+    least recently searched scopes are dropped past it."""
 
     def __init__(
         self,
         client: Any,
         keys: Any,
         *,
-        max_cached_docs: int = 2_000_000,
+        cache_bytes: int = 256 * 2**20,
         embedder: Embedder | None = None,
         embed_in_background: bool = True,
         worker: BackgroundEmbedding | None = None,
@@ -67,9 +69,7 @@ class RecallIndex:
     ) -> None:
         self.store = RecallStore(client, keys, lane=lane)
         self.worker = worker
-        self.sync = IndexSync(
-            self.store, max_cached_docs=max_cached_docs, worker_embeds=worker is not None
-        )
+        self.sync = IndexSync(self.store, cache_bytes=cache_bytes, worker_embeds=worker is not None)
         self.message_vectors = MessageVectors(
             self.sync, embedder=embedder, worker=worker, embed_in_background=embed_in_background
         )
@@ -124,6 +124,8 @@ class RecallIndex:
                     index, words, exclude_ids=excluded, limit=limit, tz=tz, similarity=similarity
                 )
                 backlog = self.message_vectors.backlog_waits(index)
+                # Counted again: loading vectors and ranking (its cached lengths) grew it.
+                self.sync.cache.remember(scope, index)
         finally:
             if meaning is not None and not meaning.done():
                 meaning.cancel()  # (the search failed: its question is not needed)
@@ -177,10 +179,20 @@ class RecallIndex:
         return unit_vector(np.asarray(embedded, dtype=np.float32))
 
     # -- the parts' work, for the pipeline, bootstrap and benchmarks ---------------------
+    @property
+    def cache_stats(self) -> CacheStats:
+        """The cached indexes' bytes and scopes, evictions and builds (for /metrics)."""
+        return self.sync.cache.stats
+
     async def warm(self, scope: str) -> int:
-        """The scope's index built (or brought up to date) ahead of a search: its documents."""
+        """The scope's index built (or brought up to date) ahead of a search, its stored
+        vectors loaded: its documents."""
         async with self.sync.lock(scope):
-            return len((await self.sync.sync(scope)).docs)
+            index = await self.sync.sync(scope)
+            if self.embedder is not None:
+                await self.message_vectors.load(scope, index)
+            self.sync.cache.remember(scope, index)
+            return len(index.docs)
 
     def forget(self, scope: str) -> None:
         """The scope's index dropped from this process (built again by the next search)."""

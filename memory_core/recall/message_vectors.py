@@ -16,12 +16,13 @@ import numpy as np
 from memory_core.errors import MemorybotError
 from memory_core.llm.usage import SpendTag, charge_to
 from memory_core.recall.background import BackgroundEmbedding
-from memory_core.recall.documents import Doc, ScopeIndex
+from memory_core.recall.documents import MessageRows, ScopeIndex
 from memory_core.recall.sync import (
     INLINE_ENTRIES,
     VECTOR_SCAN_BATCH,
     IndexSync,
     collector_paused,
+    give_back_freed_memory,
 )
 from memory_core.recall.vectors import (
     EMBED_BATCH,
@@ -42,8 +43,11 @@ log = logging.getLogger(__name__)
 BACKLOG_PATIENCE_S = 30.0  # messages with no vector this long: the worker is asked to look
 
 
-def _message_rows(docs: list[Doc]) -> dict[str, int]:
-    return {doc.id: row for row, doc in enumerate(docs) if doc.kind == "message"}
+def _without_vectors(rows: MessageRows, found: np.ndarray) -> list[int]:
+    """The message rows not ``found`` (a flag per row: a set of a million rows held the
+    interpreter ~50 ms to read, and cost ~60 MB while the vectors loaded)."""
+    missing: list[int] = rows.rows[~found[rows.rows]].tolist()
+    return missing
 
 
 class MessageVectors:
@@ -85,23 +89,25 @@ class MessageVectors:
     async def _load_stored_vectors(self, scope: str, index: ScopeIndex) -> None:
         """All of the scope's stored vectors, in batches (HSCAN: a scope may have 100k)."""
         if len(index.docs) > INLINE_ENTRIES:
-            rows = await asyncio.to_thread(_message_rows, index.docs)  # (100k: 40 ms of Python)
+            rows = await asyncio.to_thread(index.docs.message_rows)
         else:  # (a thread's wake-up costs more than a few hundred rows on a busy machine)
-            rows = _message_rows(index.docs)
-        found: set[int] = set()
+            rows = index.docs.message_rows()
+        found = np.zeros(len(index.docs), dtype=bool)
         with collector_paused():
             await self._scan_vectors(scope, index, rows, found)
-        index.unembedded = sorted(row for row in rows.values() if row not in found)
+        index.unembedded = _without_vectors(rows, found)
+        if len(rows.rows) > INLINE_ENTRIES:
+            await asyncio.to_thread(give_back_freed_memory)  # (the decoded batches)
 
     async def _scan_vectors(
-        self, scope: str, index: ScopeIndex, rows: dict[str, int], found: set[int]
+        self, scope: str, index: ScopeIndex, rows: MessageRows, found: np.ndarray
     ) -> None:
         cursor = 0
         while True:
             cursor, batch = await self.store.scan_vectors(scope, cursor, count=VECTOR_SCAN_BATCH)
             if batch and index.vectors is None:
                 dims = len(decode_vector(next(iter(batch.values()))))
-                room = len(index.docs) + len(index.docs) // 4 + 1024  # and for what comes
+                room = len(index.docs) + len(index.docs) // 64 + 16  # then grows by 1/8
                 await asyncio.to_thread(reserve_rows, index, room, dims, keep=False)
             if len(batch) > INLINE_ENTRIES:
                 # Decoding and sketching a thousand vectors is milliseconds of numpy: off
@@ -116,9 +122,7 @@ class MessageVectors:
         """The stored vectors of the messages indexed since the last look, and, when a
         worker embeds them, of the newest that had none at the last look (made since)."""
         new = [
-            row
-            for row in range(index.vectors_done, len(index.docs))
-            if index.docs[row].kind == "message"
+            row for row in range(index.vectors_done, len(index.docs)) if index.docs.is_message(row)
         ]
         again: list[int] = []
         if self.worker is not None and index.unembedded:
@@ -128,7 +132,7 @@ class MessageVectors:
         for start in range(0, len(looked), VECTOR_SCAN_BATCH):
             rows = looked[start : start + VECTOR_SCAN_BATCH]
             put_stored(
-                index, rows, await self.store.vectors(scope, [index.docs[row].id for row in rows])
+                index, rows, await self.store.vectors(scope, [index.docs.id(row) for row in rows])
             )
 
     # -- the backlog ---------------------------------------------------------------------------
@@ -252,5 +256,5 @@ class MessageVectors:
         async with self.sync.lock(scope):
             if self.sync.cache.get(scope) is index:
                 for row, entry_id, unit, stored in zip(rows, ids, units, kept, strict=True):
-                    if stored and index.docs[row].id == entry_id:
+                    if stored and index.docs.id(row) == entry_id:
                         put_row(index, row, unit)

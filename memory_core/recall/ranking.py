@@ -9,6 +9,7 @@ after a question). Pure: it reads the index, never Redis.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -503,7 +504,7 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return positive[np.argsort(-scores[positive], kind="stable")][:k]
 
 
-def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
+def _with_neighbours(docs: Sequence[Doc], i: int, exclude: set[str]) -> list[int]:
     """The hit, plus the turn before it when the hit is a short answer ("yes, in May!" says
     little without the question), and the turn after it when the hit is a question (its
     answer) or when that turn has no words of its own ("Yes!", "sure": a yes or a no to the
@@ -518,13 +519,14 @@ def _with_neighbours(docs: list[Doc], i: int, exclude: set[str]) -> list[int]:
     hit = docs[i]
     if hit.kind != "message":
         return group
+    read = {i: hit}  # each document read once (an index in columns makes it on each read)
     prev_i, next_i = i - 1, i + 1
-    if prev_i >= 0 and hit.n_terms < SHORT_TURN and same_exchange(docs[prev_i], hit):
-        group.insert(0, prev_i)
-    if (
-        next_i < len(docs)
-        and same_exchange(hit, docs[next_i])
-        and (hit.text.rstrip().endswith("?") or docs[next_i].n_terms == 0)
-    ):
-        group.append(next_i)
-    return [g for g in group if docs[g].id not in exclude or g == i]
+    if prev_i >= 0 and hit.n_terms < SHORT_TURN:
+        prev = read[prev_i] = docs[prev_i]
+        if same_exchange(prev, hit):
+            group.insert(0, prev_i)
+    if next_i < len(docs):
+        nxt = read[next_i] = docs[next_i]
+        if same_exchange(hit, nxt) and (hit.text.rstrip().endswith("?") or nxt.n_terms == 0):
+            group.append(next_i)
+    return [g for g in group if read[g].id not in exclude or g == i]

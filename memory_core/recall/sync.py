@@ -9,7 +9,9 @@ trimming moves the first id: either rebuilds the index, so nothing forgotten or 
 ever recalled. Day records are known by their day: a new one is noticed however full the
 list is, and one trimmed off the list is retired from the index too. One scope syncs one
 search at a time (a lock per scope), so concurrent replies never add an entry twice. The
-least recently used scopes are dropped when the cached documents pass a limit.
+least recently used scopes are dropped when the cached indexes' bytes pass a limit
+(``memory.recall_cache_mb``); a dropped scope is built again, off the event loop, by its
+next search.
 
 A search's sync also brings vectors when the index's are in step: those of the new entries
 and of the newest messages that had none at the last look, in the same round trip.
@@ -19,12 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import gc
+import sys
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from memory_core.models import DaySummary
 from memory_core.recall.documents import (
@@ -34,7 +40,7 @@ from memory_core.recall.documents import (
     day_text,
     retire_day_record,
 )
-from memory_core.recall.vectors import put_stored
+from memory_core.recall.vectors import put_stored, reserve_rows, room_to_grow
 from memory_core.store.recall_reads import Entries, LogSnapshot, RecallStore
 
 SYNC_BATCH = 2000  # entries per XRANGE: parsing a reply holds the loop, so keep them short
@@ -51,15 +57,16 @@ _paused_lock = threading.Lock()
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """No automatic cyclic garbage collection while a big index is built, and what the
-    build made out of the collector's way after it. A document is a NamedTuple, which the
-    collector never stops tracking (it untracks exact tuples only), so every full pass
-    walked every document of every index: 70-100 ms at 100k, in the middle of whatever
-    the bot was doing. So the build collects its young objects slice by slice (see
-    ``_append_in_slices``), and after the last concurrent build everything tracked is
-    frozen (``gc.freeze()``): full passes skip it from then on. Frozen objects are still
-    freed by reference counting (a dropped index is freed whole); what the freeze keeps for
-    good is cyclic garbage made since the last young collection, a small price paid once
-    per big build."""
+    build made out of the collector's way after it. An index keeps no object per message
+    (:class:`~memory_core.recall.documents.DocTable`), but a build parses a scope's whole
+    log, batch by batch, into short-lived objects, and the collector's passes over them
+    held the loop in the middle of whatever the bot was doing (70-100 ms at 100k when
+    documents were tuples it kept tracking). So the build collects its young objects
+    slice by slice (see ``_append_in_slices``), and after the last concurrent build
+    everything tracked is frozen (``gc.freeze()``): full passes skip it from then on.
+    Frozen objects are still freed by reference counting; what the freeze keeps for good
+    is cyclic garbage made since the last young collection, a small price paid once per
+    big build."""
     global _paused_builds
     with _paused_lock:
         ours = _paused_builds > 0 or gc.isenabled()  # (off by someone else: left alone)
@@ -79,22 +86,34 @@ def collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _release_in_slices(index: ScopeIndex) -> None:
-    """In a worker thread: an old index's documents freed a slice at a time (100k freed in
-    one go held the interpreter, and so the event loop, for tens of ms)."""
-    docs = index.docs
-    while docs:
-        del docs[-8 * INLINE_ENTRIES :]
-        time.sleep(0)
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    if sys.platform != "linux":
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError):  # (musl has none)
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
+def give_back_freed_memory() -> None:
+    """In a worker thread, after a big build: hand the heap the build freed (the Redis
+    replies it parsed, its postings before compaction) back to the system. glibc keeps it
+    otherwise: at 100k messages the process stayed ~50 MB above its indexes' bytes."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:
     """In a worker thread: slices of INLINE_ENTRIES, each followed by a yield of the
     GIL, so the event loop gets it back within a slice, not after a switch interval
     lost to a busy machine's scheduler. While the collector is paused for the build,
-    each slice's young objects are collected here, a few hundred at a time: the
-    documents stop being tracked as they are met, instead of all 100k at the first
-    collection after the build (one pass that held the loop 80-140 ms)."""
+    each slice's young objects are collected here, a few hundred at a time, instead of
+    all at the first collection after the build."""
     for start in range(0, len(raw), INLINE_ENTRIES):
         add_entries(index, raw[start : start + INLINE_ENTRIES])
         if not gc.isenabled():
@@ -102,39 +121,92 @@ def _append_in_slices(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]
         time.sleep(0)
 
 
+async def _grow_vectors(index: ScopeIndex) -> None:
+    """Room for the next vectors, made ahead: a big index's in a worker thread."""
+    rows = room_to_grow(index)
+    if not rows or index.vectors is None:
+        return
+    dims = index.vectors.shape[1]
+    if rows > 8 * INLINE_ENTRIES:
+        await asyncio.to_thread(reserve_rows, index, rows, dims, keep=True)
+    else:
+        reserve_rows(index, rows, dims, keep=True)
+
+
 def _stream_id_key(entry_id: str) -> tuple[int, int]:
     milliseconds, _, sequence = entry_id.partition("-")
     return int(milliseconds), int(sequence or 0)
 
 
+@dataclass
+class CacheStats:
+    """What the cache has done since the process started (for /metrics and the health
+    page)."""
+
+    bytes: int = 0  # the cached indexes' memory
+    scopes: int = 0
+    evictions: int = 0
+    builds: int = 0  # indexes built whole (first search, after an eviction, a rebuild)
+    rebuilds_after_eviction: int = 0
+    build_seconds: float = 0.0  # all builds together
+    last_build_seconds: float = 0.0
+
+
 class IndexCache:
     """The scopes' indexes in this process, least recently used first, and their bound: the
-    least recently used go when the cached documents pass ``max_cached_docs`` (the newest
-    always stays)."""
+    least recently used go when the cached indexes' bytes (:meth:`ScopeIndex.nbytes`) pass
+    ``max_bytes`` (the newest always stays, however big)."""
 
-    def __init__(self, max_cached_docs: int) -> None:
-        self.max_cached_docs = max_cached_docs
+    EVICTED_KEPT = 10_000  # evicted scopes remembered, to count their rebuilds
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
         self.indexes: OrderedDict[str, ScopeIndex] = OrderedDict()
-        self._counted: dict[str, int] = {}  # each cached index's documents when last counted
-        self._cached_docs = 0
+        self._counted: dict[str, int] = {}  # each cached index's bytes when last counted
+        self._cached_bytes = 0
+        self._evicted: OrderedDict[str, None] = OrderedDict()
+        self.stats = CacheStats()
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached_bytes
 
     def get(self, scope: str) -> ScopeIndex | None:
         return self.indexes.get(scope)
 
     def remember(self, scope: str, index: ScopeIndex) -> None:
+        """The scope's index, counted again and made the most recently used; the least
+        recently used others go while the bound is passed."""
         self.indexes[scope] = index
         self.indexes.move_to_end(scope)
-        # The cached documents, counted as each scope is remembered (a sum over every cached
-        # scope on each search cost a reply 0.1-0.2 ms at a thousand scopes).
-        self._cached_docs += len(index.docs) - self._counted.get(scope, 0)
-        self._counted[scope] = len(index.docs)
-        while self._cached_docs > self.max_cached_docs and len(self.indexes) > 1:
+        # Counted as each scope is remembered (a sum over every cached scope on each search
+        # cost a reply 0.1-0.2 ms at a thousand scopes); a count is a few getsizeofs.
+        size = index.nbytes()
+        self._cached_bytes += size - self._counted.get(scope, 0)
+        self._counted[scope] = size
+        while self._cached_bytes > self.max_bytes and len(self.indexes) > 1:
             dropped, _ = self.indexes.popitem(last=False)
-            self._cached_docs -= self._counted.pop(dropped, 0)
+            self._cached_bytes -= self._counted.pop(dropped, 0)
+            self.stats.evictions += 1
+            self._evicted[dropped] = None
+            if len(self._evicted) > self.EVICTED_KEPT:
+                self._evicted.popitem(last=False)
+        self.stats.bytes, self.stats.scopes = self._cached_bytes, len(self.indexes)
+
+    def built(self, scope: str, seconds: float) -> None:
+        """A scope's index was built whole in ``seconds``."""
+        self.stats.builds += 1
+        self.stats.build_seconds += seconds
+        self.stats.last_build_seconds = seconds
+        if scope in self._evicted:
+            del self._evicted[scope]
+            self.stats.rebuilds_after_eviction += 1
 
     def drop(self, scope: str) -> ScopeIndex | None:
-        self._cached_docs -= self._counted.pop(scope, 0)
-        return self.indexes.pop(scope, None)
+        self._cached_bytes -= self._counted.pop(scope, 0)
+        dropped = self.indexes.pop(scope, None)
+        self.stats.bytes, self.stats.scopes = self._cached_bytes, len(self.indexes)
+        return dropped
 
 
 class IndexSync:
@@ -142,9 +214,9 @@ class IndexSync:
     scope (callers hold :meth:`lock`). ``worker_embeds``: an embedding worker stores the
     vectors of new messages, so a search's sync also looks again for those that had none."""
 
-    def __init__(self, store: RecallStore, *, max_cached_docs: int, worker_embeds: bool) -> None:
+    def __init__(self, store: RecallStore, *, cache_bytes: int, worker_embeds: bool) -> None:
         self.store = store
-        self.cache = IndexCache(max_cached_docs)
+        self.cache = IndexCache(cache_bytes)
         self.worker_embeds = worker_embeds
         # One sync at a time per scope: a sync reads where the index ends, waits on Redis,
         # then appends; two at once would append the same entries twice. A lock lives while
@@ -165,7 +237,13 @@ class IndexSync:
         ``vectors`` (a search): when the index's vectors are in step, the new entries'
         vectors and those of the newest messages that had none at the last look come in the
         same round trip (``index.synced_vectors``)."""
-        return await self._sync(scope, self.cache.get(scope) or ScopeIndex(), vectors=vectors)
+        cached = self.cache.get(scope)
+        if cached is not None:
+            return await self._sync(scope, cached, vectors=vectors)
+        started = time.perf_counter()
+        index = await self._sync(scope, ScopeIndex(), vectors=vectors)
+        self.cache.built(scope, time.perf_counter() - started)
+        return index
 
     async def _sync(self, scope: str, index: ScopeIndex, *, vectors: bool) -> ScopeIndex:
         index.synced_vectors = False
@@ -177,7 +255,7 @@ class IndexSync:
             scope,
             after=index.last_id,
             count=SYNC_BATCH,
-            vectors_of=[index.docs[row].id for row in again],
+            vectors_of=[index.docs.id(row) for row in again],
             fresh_vectors_upto=INLINE_ENTRIES if in_step else 0,
         )
         stale, kept_all = self._staleness(index, snapshot)
@@ -194,6 +272,7 @@ class IndexSync:
         if snapshot.newest_record != index.newest_record:
             await self._sync_days(scope, index)
             index.newest_record = snapshot.newest_record
+        await _grow_vectors(index)
         if in_step and (not snapshot.fresh or snapshot.fresh_vectors is not None):
             # (Read with the entries: they were few, all in the snapshot's one batch.)
             new_rows = list(range(first_new, first_new + len(snapshot.fresh)))
@@ -202,6 +281,15 @@ class IndexSync:
             put_stored(index, again + new_rows, snapshot.again + (snapshot.fresh_vectors or []))
             index.vectors_done = len(index.docs)
             index.synced_vectors = True
+        if index.bm25.needs_compaction():
+            # The postings added since the last compaction merged into the flat arrays (once
+            # after a build): copies of all the index's postings, off the loop for a big one.
+            if len(index.docs) > 8 * INLINE_ENTRIES:
+                await asyncio.to_thread(index.bm25.compact)
+            else:
+                index.bm25.compact()
+        if len(index.docs) - first_new > 8 * INLINE_ENTRIES:
+            await asyncio.to_thread(give_back_freed_memory)
         self.cache.remember(scope, index)
         return index
 
@@ -248,17 +336,23 @@ class IndexSync:
             retire_day_record(index, index.day_rows.pop(gone))
         for day in listed:
             row = index.day_rows.get(day.day)
-            if row is not None and compare_text and index.docs[row].text != day_text(day):
+            if row is not None and compare_text and index.docs.text(row) != day_text(day):
                 retire_day_record(index, index.day_rows.pop(day.day))
                 row = None
             if row is None:
                 add_day_record(index, day)
 
     async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
+        # (The old index is a few dozen arrays: freed at once, it holds nobody up. Its
+        # caller still refers to it: emptied, it is not held beside the new one.)
         old = self.cache.drop(scope)
-        if old is not None and len(old.docs) > INLINE_ENTRIES:
-            await asyncio.to_thread(_release_in_slices, old)
-        return await self._sync(scope, ScopeIndex(epoch=epoch, first_id=first_id), vectors=False)
+        if old is not None:
+            await asyncio.to_thread(old.release)  # (freeing 1 GB of arrays is an munmap)
+        started = time.perf_counter()
+        index = ScopeIndex(epoch=epoch, first_id=first_id)
+        index = await self._sync(scope, index, vectors=False)
+        self.cache.built(scope, time.perf_counter() - started)
+        return index
 
     @staticmethod
     async def _index_entries(index: ScopeIndex, raw: Sequence[tuple[str, dict[str, str]]]) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
+import time
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -164,30 +166,76 @@ def terms(text: str) -> list[str]:
     return out
 
 
+COMPACT_MIN = 256  # postings added since the last compaction before one is worth it
+_COPY_RUN = 1 << 20  # postings copied per numpy call while compacting
+
+
+def _copy_runs(
+    docs: np.ndarray, tfs: np.ndarray, at: int, old_docs: np.ndarray, old_tfs: np.ndarray
+) -> None:
+    """``old_docs``/``old_tfs`` into ``docs``/``tfs`` from ``at``, a run at a time, letting
+    other threads run between runs."""
+    for start in range(0, len(old_docs), _COPY_RUN):
+        end = min(len(old_docs), start + _COPY_RUN)
+        docs[at + start : at + end] = old_docs[start:end]
+        tfs[at + start : at + end] = old_tfs[start:end]
+        if end < len(old_docs):
+            time.sleep(0)
+
+
+_TERM_OVERHEAD = 120  # a vocabulary entry beside its string: dict slot, id int, tail arrays
+
+
 class BM25:
     """An in-memory BM25 index over documents numbered 0..n-1 in insertion order.
 
-    Postings grow as Python lists (cheap appends while messages arrive) and are turned into
-    numpy arrays when a term is first searched after it changed, so a query over 100k
-    messages is a handful of vector operations, not a Python loop per posting.
+    Postings live in flat numpy arrays, grouped by term (one int32 document and one uint8
+    term frequency each, capped at 255 where BM25 has long saturated), so a query over
+    100k messages is a handful of vector operations over views, and a posting costs 5
+    bytes. New postings are appended per term to small typed arrays (cheap while messages
+    arrive) and merged into the flat ones by :meth:`compact` once there are enough of them
+    (the sync does it, in a worker thread for a big index).
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        # The vocabulary: a term's id is its row in _starts. Compacted terms are kept as their
+        # hashes only (sorted, with their ids: 12 bytes a term, not a string and a dict entry
+        # of ~180; two terms of one scope sharing a 64-bit hash is a 1e-9 chance at 100k
+        # terms); the terms met since, by their strings.
+        self._hashes: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._hash_ids: np.ndarray = np.zeros(0, dtype=np.int32)
+        self._term_ids: dict[str, int] = {}
+        self._terms = 0
+        self._vocabulary_bytes = 0
+        # Compacted: term t's postings are _docs[_starts[t]:_starts[t + 1]].
+        self._starts: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._docs: np.ndarray = np.zeros(0, dtype=np.int32)
+        self._tfs: np.ndarray = np.zeros(0, dtype=np.uint8)
+        # Added since: term id -> (documents, frequencies), all after the compacted ones.
+        self._tail: dict[int, tuple[array[int], array[int]]] = {}
+        self._tail_postings = 0
         self._lengths: array[int] = array("i")
         self.total_length = 0
-        self._frozen: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
         self._lengths_np: np.ndarray = np.zeros(0, dtype=np.float32)
         self._log_lengths: np.ndarray = np.zeros(0, dtype=np.float32)
 
     def add(self, doc_terms: Sequence[str]) -> int:
         doc = len(self._lengths)
-        for term, tf in Counter(doc_terms).items():
-            docs, tfs = self.postings.setdefault(term, (array("i"), array("i")))
-            docs.append(doc)
-            tfs.append(tf)
+        counts = Counter(doc_terms)
+        for term, tf in counts.items():
+            term_id = self._term_id(term)
+            if term_id is None:
+                term_id = self._term_ids[term] = self._terms
+                self._terms += 1
+                self._vocabulary_bytes += sys.getsizeof(term) + _TERM_OVERHEAD
+            tail = self._tail.get(term_id)
+            if tail is None:
+                tail = self._tail[term_id] = (array("i"), array("B"))
+            tail[0].append(doc)
+            tail[1].append(min(tf, 255))
+        self._tail_postings += len(counts)
         self._lengths.append(len(doc_terms))
         self.total_length += len(doc_terms)
         return doc
@@ -195,9 +243,93 @@ class BM25:
     def __len__(self) -> int:
         return len(self._lengths)
 
+    def _term_id(self, term: str) -> int | None:
+        term_id = self._term_ids.get(term)
+        if term_id is not None or not len(self._hashes):
+            return term_id
+        key = hash(term)
+        at = int(np.searchsorted(self._hashes, key))
+        if at < len(self._hashes) and self._hashes[at] == key:
+            return int(self._hash_ids[at])
+        return None
+
+    def needs_compaction(self) -> bool:
+        return self._tail_postings > max(COMPACT_MIN, len(self._docs) // 8)
+
+    def pending_postings(self) -> int:
+        """Postings added since the last compaction."""
+        return self._tail_postings
+
+    def compact(self) -> None:
+        """Merge the postings added since the last compaction into the flat arrays. (Every
+        new posting's document is after every compacted one, so each term's new postings go
+        at the end of its run: the old arrays are copied in runs between the terms that
+        grew.) Seconds at a million messages: a big index does this in a worker thread,
+        under the scope's lock, copying at most _COPY_RUN postings per numpy call so the
+        event loop gets the interpreter back between them (one np.insert held it 300 ms)."""
+        if not self._tail:
+            return
+        terms_now = self._terms
+        compacted = len(self._starts) - 1
+        old_docs, old_tfs, old_starts = self._docs, self._tfs, self._starts
+        docs = np.empty(len(old_docs) + self._tail_postings, dtype=np.int32)
+        tfs = np.empty(len(docs), dtype=np.uint8)
+        counts = np.zeros(terms_now, dtype=np.int64)
+        counts[:compacted] = np.diff(old_starts)
+        read = written = 0
+        for term_id in sorted(self._tail):
+            end = int(old_starts[term_id + 1]) if term_id < compacted else len(old_docs)
+            _copy_runs(docs, tfs, written, old_docs[read:end], old_tfs[read:end])
+            written += end - read
+            read = end
+            new_docs, new_tfs = self._tail[term_id]
+            added = len(new_docs)
+            docs[written : written + added] = np.frombuffer(new_docs, dtype=np.int32)
+            tfs[written : written + added] = np.frombuffer(new_tfs, dtype=np.uint8)
+            written += added
+            counts[term_id] += added
+        _copy_runs(docs, tfs, written, old_docs[read:], old_tfs[read:])
+        starts = np.zeros(terms_now + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        self._docs, self._tfs, self._starts = docs, tfs, starts
+        self._tail = {}
+        self._tail_postings = 0
+        if self._term_ids:
+            hashes = np.concatenate(
+                [
+                    self._hashes,
+                    np.fromiter(map(hash, self._term_ids), np.int64, len(self._term_ids)),
+                ]
+            )
+            ids = np.concatenate(
+                [
+                    self._hash_ids,
+                    np.fromiter(self._term_ids.values(), np.int32, len(self._term_ids)),
+                ]
+            )
+            order = np.argsort(hashes, kind="stable")
+            self._hashes, self._hash_ids = hashes[order], ids[order]
+            self._term_ids = {}
+            self._vocabulary_bytes = 0
+
+    def nbytes(self) -> int:
+        """Its bytes: the arrays as allocated, the vocabulary and the new postings' typed
+        arrays estimated (a string and a dict entry per term, 5 bytes a posting)."""
+        flat = self._starts.nbytes + self._docs.nbytes + self._tfs.nbytes
+        cached = self._lengths_np.nbytes + self._log_lengths.nbytes + sys.getsizeof(self._lengths)
+        tail = sys.getsizeof(self._tail) + len(self._tail) * 160 + self._tail_postings * 6
+        vocabulary = self._hashes.nbytes + self._hash_ids.nbytes + sys.getsizeof(self._term_ids)
+        return flat + cached + tail + vocabulary + self._vocabulary_bytes
+
     def df(self, term: str) -> int:
-        plist = self.postings.get(term)
-        return len(plist[0]) if plist else 0
+        term_id = self._term_id(term)
+        if term_id is None:
+            return 0
+        df = 0
+        if term_id < len(self._starts) - 1:
+            df = int(self._starts[term_id + 1] - self._starts[term_id])
+        tail = self._tail.get(term_id)
+        return df + (len(tail[0]) if tail is not None else 0)
 
     def idf(self, term: str) -> float:
         n = len(self._lengths)
@@ -215,20 +347,29 @@ class BM25:
 
     def postings_of(self, term: str) -> np.ndarray | None:
         """The documents that have ``term`` (ascending; do not modify), or None."""
-        arrays = self._arrays(term)
+        arrays = self._arrays(term, frequencies=False)
         return arrays[0] if arrays is not None else None
 
-    def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        plist = self.postings.get(term)
-        if not plist:
+    def _arrays(
+        self, term: str, *, frequencies: bool = True
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's documents (int32, a view when nothing was added since the last
+        compaction) and, with ``frequencies``, their term frequencies (float32)."""
+        term_id = self._term_id(term)
+        if term_id is None:
             return None
-        cached = self._frozen.get(term)
-        if cached is None or cached[0] != len(plist[0]):
-            docs = np.frombuffer(plist[0], dtype=np.int32).copy()
-            tfs = np.frombuffer(plist[1], dtype=np.int32).astype(np.float32)
-            cached = (len(plist[0]), docs, tfs)
-            self._frozen[term] = cached
-        return cached[1], cached[2]
+        docs = tfs = self._docs[:0]
+        if term_id < len(self._starts) - 1:
+            start, end = int(self._starts[term_id]), int(self._starts[term_id + 1])
+            docs, tfs = self._docs[start:end], self._tfs[start:end]
+        tail = self._tail.get(term_id)
+        if tail is not None:
+            docs = np.concatenate([docs, np.frombuffer(tail[0], dtype=np.int32)])
+            if frequencies:
+                tfs = np.concatenate([tfs, np.frombuffer(tail[1], dtype=np.uint8)])
+        if not len(docs):
+            return None
+        return docs, (tfs.astype(np.float32) if frequencies else tfs)
 
     def lengths(self) -> np.ndarray:
         """Every document's length in terms (float32; do not modify)."""

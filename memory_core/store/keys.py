@@ -215,6 +215,11 @@ class KeySchema:
         # Hash: embedding worker (host:pid) -> JSON of its backlog and lag, every few seconds
         return f"{self.prefix}:{{fleet}}:embedders"
 
+    @property
+    def recall_caches(self) -> str:
+        """Hash: each bot process's recall index memory now (JSON), by process."""
+        return f"{self.prefix}:{{fleet}}:recall_caches"
+
     def metrics(self, minute: str, bucket: int) -> str:
         """Hash: counter -> count, one per minute and metrics bucket (a process writes to
         its own bucket; readers add the buckets up)."""

@@ -44,3 +44,16 @@ class MetricsStore:
                 minute.update({k: int(v) for k, v in row.items()})
             out.append(dict(minute))
         return out
+
+    # -- each process's recall index memory (gauges, not counters) ----------------------------
+    async def set_recall_cache(self, process: str, status: str) -> None:
+        await self.client.hset(self.keys.recall_caches, process, status)
+
+    async def recall_caches(self) -> dict[str, str]:
+        """Each bot process's last report of its recall indexes (JSON), by process."""
+        raw: dict[str, str] = await self.client.hgetall(self.keys.recall_caches)
+        return raw
+
+    async def drop_recall_caches(self, *processes: str) -> None:
+        if processes:
+            await self.client.hdel(self.keys.recall_caches, *processes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -276,10 +277,17 @@ async def test_health_and_metrics_after_activity(
 ) -> None:
     page, _ = watched
     await seed(served.core)
+    recall = served.core.pipeline.recall
+    assert recall is not None
+    assert await recall.search(GENERAL, "When is the Pinecrest offsite?")  # its index built
     await served.core.metrics.flush()
     await login(page, served.url)
     await page.get_by_role("link", name="Health").click()
     await expect(page.locator("[data-stat=messages] dd")).to_have_text("6")
+    memory = page.locator("[data-stat=recall-memory] dd")
+    await expect(memory).to_contain_text("of 256.0 MiB · 1 scope cached · 1 process")
+    await expect(memory).to_contain_text(re.compile(r"^\d+(\.\d)? (B|KiB) of"))
+    await expect(page.locator("[data-stat=recall-builds] dd")).to_contain_text("1 0 evictions")
     await expect(page.locator("[data-stat=scopes] dd")).to_have_text("3")
     await expect(page.locator("[data-stat=redis] dd")).to_contain_text("MiB")
     await expect(page.get_by_text("DASHBOARD_TOKEN")).to_be_visible()

@@ -273,6 +273,36 @@ async def test_rollover_at_a_time(cli: CLI, clean_redis: str) -> None:
     assert again["queued"] == 0 and again["days_closed"] == 0
 
 
+async def test_bench_recall_reports_the_indexes_memory_over_many_scopes(
+    cli: CLI, clean_redis: str
+) -> None:
+    """``bench recall --scopes N --cache-mb M``: the messages spread over N scopes, built one
+    after another into a cache of M MB, which evicts the least recently searched; the
+    report gives the indexes' bytes per message cached and the process's memory."""
+    run = await cli(
+        "bench",
+        "recall",
+        "--sizes",
+        "6000",
+        "--scopes",
+        "4",
+        "--cache-mb",
+        "1",
+        "--queries",
+        "3",
+        "--json",
+        REDIS_URL=clean_redis,
+        MEMORYBOT_MEMORY__RECALL_EMBEDDER="off",
+    )
+    assert run.code == 0, run.err
+    [row] = json.loads(run.out)["sizes"]
+    assert (row["messages"], row["scopes"], row["cache_mb"], row["builds"]) == (6000, 4, 1, 5)
+    assert row["evictions"] >= 1 and row["messages_cached"] < 6000
+    assert row["index_mb"] <= 1.0 and 100 < row["index_bytes_per_message"] < 1024
+    assert row["loop_stall_build_ms"] >= 0 and row["loop_stall_query_ms"] >= 0
+    assert row["rss_before_mb"] > 0 and "peak_within_cache" in row
+
+
 async def test_bench_ingest_json(cli: CLI, clean_redis: str) -> None:
     run = await cli(
         "bench",

@@ -478,3 +478,45 @@ async def log_in(http: aiohttp.ClientSession, url: str) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', page)
     assert found
     return found.group(1)
+
+
+async def test_metrics_and_health_show_the_recall_indexes_memory(make_core: CoreFactory) -> None:
+    """Each bot process reports what its recall indexes hold (bytes, scopes cached, its
+    limit) and counts their builds and evictions: /metrics and the health page add them
+    up; a process that stopped reporting is dropped from the figures."""
+    core = await make_core(offline=True, dashboard={"token": TOKEN}, memory={"recall_cache_mb": 1})
+    recall = core.pipeline.recall
+    assert recall is not None
+    redis: Any = core.store.client
+    scopes = [f"console:r{n}" for n in range(3)]
+    for n, scope in enumerate(scopes):
+        pipe = redis.pipeline(transaction=False)
+        for i in range(5000):  # ~0.5 MB of index each: a 1 MB cache holds one or two
+            text = f"scope{n} says word{i % 500} and word{i % 77}"
+            pipe.xadd(core.store.keys.scope(scope).log, {"r": "user", "a": "A", "t": text})
+        await pipe.execute()
+        assert await recall.search(scope, f"scope{n} word7")
+    stats = recall.cache_stats
+    assert stats.builds == 3 and stats.evictions >= 1 and 0 < stats.bytes <= 2**20
+    await core.metrics.flush()
+    gone = {"bytes": 5 * 2**30, "scopes": 900, "limit_bytes": 2**30, "at": time.time() - 120}
+    await redis.hset(core.store.keys.recall_caches, "stopped", json.dumps(gone))
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    async with running_dashboard(core) as server, client() as http:
+        async with http.get(f"{server.url}/metrics", headers=bearer) as r:
+            m = parse_prometheus(await r.text())
+        assert m["memorybot_recall_index_processes", ()] >= 1
+        assert m["memorybot_recall_index_bytes", ()] >= stats.bytes
+        assert m["memorybot_recall_index_bytes", ()] < 2**30  # not the stopped process's
+        assert m["memorybot_recall_index_scopes", ()] >= stats.scopes
+        assert m["memorybot_recall_index_limit_bytes", ()] >= 2**20
+        assert m["memorybot_recall_index_evictions_total", ()] == stats.evictions
+        assert m["memorybot_recall_index_builds_total", ()] == 3
+        assert m["memorybot_recall_index_build_seconds_total", ()] > 0
+        await log_in_any(http, server.url)
+        async with http.get(f"{server.url}/health") as r:
+            page = await r.text()
+    assert re.search(r'data-stat="recall-memory"><dt>Recall index memory</dt><dd>[\d.]+ KiB', page)
+    evictions = rf"{stats.evictions} evictions?"
+    assert re.search(rf"Recall index builds</dt><dd>3 <small>{evictions} · [\d.]+ s each", page)
+    assert await redis.hget(core.store.keys.recall_caches, "stopped") is None

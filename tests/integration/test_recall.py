@@ -523,32 +523,102 @@ async def test_the_index_is_rebuilt_only_when_something_left_the_log(
     assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
 
 
-async def test_a_big_index_is_out_of_the_garbage_collectors_way(make_core: CoreFactory) -> None:
-    """Documents are NamedTuples, which the cyclic collector never stops tracking: every
-    full collection walked all of them (70-100 ms at 100k, the event loop held). After a
-    big build they are frozen out of its lists: a full collection no longer meets them,
-    and reference counting still frees them with their index."""
+def _objects_held(root: object) -> int:
+    """How many Python objects ``root`` holds, following containers (numpy arrays, typed
+    arrays and blobs count as one each, whatever their length)."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        todo.extend(gc.get_referents(obj))
+    return len(seen)
+
+
+async def test_a_big_index_holds_no_object_per_message(make_core: CoreFactory) -> None:
+    """A scope's index keeps its documents by column (typed arrays, one text blob), not as
+    an object per message: the collector has nothing of it to walk (a NamedTuple per
+    message once cost every full collection 70-100 ms at 100k, the event loop held), and a
+    message costs its bytes, not an object's headers. Reference counting frees it whole."""
     core = await make_core(offline=True)
     scope = "console:big"
     keys = core.store.keys.scope(scope)
     pipe = core.store.client.pipeline(transaction=False)
-    for i in range(5000):  # more than one XRANGE batch: the paused, sliced build
-        pipe.xadd(keys.log, {"r": "user", "a": "u", "t": f"message {i}", "ts": str(i + 1)})
+    for i in range(5000):  # more than one XRANGE batch: the sliced build in a worker thread
+        text = f"message {i % 50}"
+        pipe.xadd(keys.log, {"r": "user", "a": f"u{i % 3}", "t": text, "ts": str(i + 1)})
     await pipe.execute()
     recall = _recall_of(core)
     await recall.search(scope, "message")
-    docs = _indexed(recall, scope)
-    assert len(docs) == 5000
-    walked = {id(o) for o in gc.get_objects()}
-    assert not any(id(d) in walked for d in docs)
+    index = recall._indexes[scope]
+    assert len(index.docs) == 5000
+    assert index.docs[4999].text == "message 49" and index.docs[4999].author == "u1"
+    assert _objects_held(index) < 500
     assert gc.isenabled()
-    alive = weakref.ref(recall._indexes[scope])
+    alive = weakref.ref(index)
     recall.forget(scope)
-    del docs
-    # Freed by reference counting, frozen or not. (The build's worker thread lets go of its
-    # arguments just after the build returns: give it a moment, not a collection.)
+    del index
+    # Freed by reference counting. (The build's worker thread lets go of its arguments just
+    # after the build returns: give it a moment, not a collection.)
     for _ in range(200):
         if alive() is None:
             break
         await asyncio.sleep(0.01)
     assert alive() is None
+
+
+async def _fill_log(core: Core, scope: str, n: int, topic: str) -> None:
+    keys = core.store.keys.scope(scope)
+    pipe = core.store.client.pipeline(transaction=False)
+    for i in range(n):
+        text = f"{topic} note {i % 40} about the {i % 7} plan"
+        pipe.xadd(keys.log, {"r": "user", "a": f"u{i % 3}", "t": text, "ts": str(i + 1)})
+    await pipe.execute()
+
+
+async def test_the_cache_stays_under_its_bytes_evicting_the_least_recently_searched(
+    make_core: CoreFactory,
+) -> None:
+    """Eight scopes searched in turn fill a cache that holds about three: the least recently
+    searched go (counted), the cached bytes never pass the limit, and an evicted scope is
+    built again by its next question, which finds what it always found."""
+    core = await make_core(offline=True)
+    scopes = [f"console:many{n}" for n in range(8)]
+    for n, scope in enumerate(scopes):
+        await _fill_log(core, scope, 1500, f"topic{n}")
+    probe = _recall_of(core)
+    await probe.search(scopes[0], "topic0 plan")
+    one_scope = probe.cache_stats.bytes
+    assert one_scope > 1500 * 40  # (it counts its texts, postings and columns)
+    limit = int(3.5 * one_scope)
+    recall = RecallIndex(core.store.client, core.store.keys, cache_bytes=limit)
+    for scope in scopes:
+        await recall.search(scope, "note plan")
+        assert recall.sync.cache.cached_bytes <= limit
+        assert recall.cache_stats.bytes == sum(i.nbytes() for i in recall._indexes.values())
+    assert list(recall._indexes) == scopes[-3:]
+    stats = recall.cache_stats
+    assert (stats.evictions, stats.builds, stats.rebuilds_after_eviction) == (5, 8, 0)
+    assert stats.scopes == 3 and stats.bytes <= limit
+    hits = await recall.search(scopes[0], "topic0 note 7")
+    assert hits and all("topic0" in doc.text for hit in hits for doc in hit.docs)
+    assert "topic0 note 7 about the 0 plan" in {doc.text for hit in hits for doc in hit.docs}
+    stats = recall.cache_stats
+    assert (stats.builds, stats.rebuilds_after_eviction, stats.evictions) == (9, 1, 6)
+    assert list(recall._indexes) == [*scopes[-2:], scopes[0]]
+    assert stats.bytes <= limit and stats.last_build_seconds > 0
+
+
+async def test_a_scope_bigger_than_the_cache_stays_alone(make_core: CoreFactory) -> None:
+    """The scope being searched is never evicted, even past the limit on its own; the
+    others make room."""
+    core = await make_core(offline=True)
+    await _fill_log(core, "console:small", 50, "small")
+    await _fill_log(core, "console:huge", 3000, "huge")
+    recall = RecallIndex(core.store.client, core.store.keys, cache_bytes=20_000)
+    await recall.search("console:small", "small note")
+    hits = await recall.search("console:huge", "huge note 3")
+    assert hits and list(recall._indexes) == ["console:huge"]
+    assert recall.cache_stats.evictions == 1 and recall.cache_stats.bytes > 20_000

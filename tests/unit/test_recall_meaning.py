@@ -48,7 +48,7 @@ def _units(n: int, seed: int = 1) -> np.ndarray:
 
 def test_the_sketch_finds_the_nearest_messages_of_a_large_scope_exactly() -> None:
     """Past SKETCH_TOP messages, the sketch picks whom to score exactly: the messages
-    nearest the query are among them, with their exact cosine."""
+    nearest the query are among them, with their cosine to int8's precision (~0.001)."""
     vecs = _units(3 * SKETCH_TOP)
     query = _units(1, seed=9)[0]
     related = np.arange(100, 6000, 300)  # 20 messages about the query (cosine 0.3 to 0.95)
@@ -57,20 +57,20 @@ def test_the_sketch_finds_the_nearest_messages_of_a_large_scope_exactly() -> Non
         vecs[row] = mixed / np.linalg.norm(mixed)
     sims = query_similarity(_index(vecs), query)
     assert sims is not None
-    exact = vecs.astype(np.float16).astype(np.float32) @ query
+    exact = vecs @ query
     assert exact[related].min() > 0.3  # (unrelated ones are below 0.2)
     assert set(np.argsort(-sims)[:20].tolist()) == set(related.tolist())
-    np.testing.assert_allclose(sims[related], exact[related], atol=1e-5)
+    np.testing.assert_allclose(sims[related], exact[related], atol=2e-3)
 
 
 def test_a_vector_of_another_size_is_ignored_not_mixed_in() -> None:
     """Vectors of another model (another size) in Redis: the message is embedded again."""
     index = _index(_units(3))
-    found: set[int] = set()
+    found = np.zeros(len(index.docs), dtype=bool)
     rows = {d.id: i for i, d in enumerate(index.docs)}
     other = encode_vector(np.ones(8, dtype=np.float32) / np.sqrt(8))
     put_decoded(index, rows, {"1000-0": other, "1001-0": encode_vector(_units(1)[0])}, found)
-    assert found == {1}
+    assert found.nonzero()[0].tolist() == [1]
 
 
 def test_the_local_model_recalls_by_meaning_in_english_and_japanese() -> None:

@@ -40,6 +40,25 @@ def test_invalid_value_names_field_and_env(monkeypatch: pytest.MonkeyPatch) -> N
     assert "MEMORYBOT_MEMORY__BUDGET_TOKENS" in str(info.value)
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "a lot", "2000000"])
+def test_a_bad_recall_cache_size_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("MEMORYBOT_MEMORY__RECALL_CACHE_MB", value)
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert "memory.recall_cache_mb" in str(info.value)
+    assert "MEMORYBOT_MEMORY__RECALL_CACHE_MB" in str(info.value)
+
+
+def test_the_recall_cache_size_is_read_and_defaults_to_fit_a_small_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().memory.recall_cache_mb == 256  # a 1 GB machine, beside the model
+    monkeypatch.setenv("MEMORYBOT_MEMORY__RECALL_CACHE_MB", "64")
+    assert load_settings().memory.recall_cache_mb == 64
+
+
 def test_bad_file_names_the_file_and_field(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.toml"
     cfg.write_text('[memory]\ntimezone = "Mars/Olympus"\nbudgett = 3\n')
