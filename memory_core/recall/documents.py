@@ -275,6 +275,9 @@ class ScopeIndex:
     newest_record: str = ""  # the newest day record as stored, to notice a new one cheaply
     docs: DocTable = field(default_factory=DocTable)
     messages: int = 0  # of the docs, log entries (to tell from XLEN whether any left the log)
+    # Log entries before the first one indexed: an index too big for the cache holds only
+    # the scope's newest messages (its older days are recalled by their day records).
+    skipped: int = 0
     bm25: BM25 = field(default_factory=BM25)
     authors: dict[str, str] = field(default_factory=dict)  # lowercase name -> name
     # Embeddings: one row per document, unit length; zero until known. Stored as int8 with

@@ -73,6 +73,7 @@ class RecallIndex:
         self.message_vectors = MessageVectors(
             self.sync, embedder=embedder, worker=worker, embed_in_background=embed_in_background
         )
+        self.sync.with_vectors = embedder is not None
 
     @property
     def embedder(self) -> Embedder | None:
@@ -82,6 +83,7 @@ class RecallIndex:
     @embedder.setter
     def embedder(self, embedder: Embedder | None) -> None:
         self.message_vectors.embedder = embedder
+        self.sync.with_vectors = embedder is not None
 
     @property
     def _indexes(self) -> OrderedDict[str, ScopeIndex]:

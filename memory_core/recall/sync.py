@@ -11,7 +11,8 @@ list is, and one trimmed off the list is retired from the index too. One scope s
 search at a time (a lock per scope), so concurrent replies never add an entry twice. The
 least recently used scopes are dropped when the cached indexes' bytes pass a limit
 (``memory.recall_cache_mb``); a dropped scope is built again, off the event loop, by its
-next search.
+next search. A scope too big for the whole limit is indexed over its newest messages only
+(its older days recalled through their day records).
 
 A search's sync also brings vectors when the index's are in step: those of the new entries
 and of the newest messages that had none at the last look, in the same round trip.
@@ -48,6 +49,13 @@ VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading th
 # Entries parsed and indexed on the event loop at most; a longer batch (a first build, a
 # rebuild) is indexed in a worker thread, so other scopes' replies go on meanwhile.
 INLINE_ENTRIES = 256
+# A scope whose index would not fit in the whole cache indexes its newest messages only: as
+# many as fill this share of the cache (the rest is room to grow before the next window), at
+# the bytes a message took in the scope's last build; before any, at least these (a vector
+# and its sketch are ~650 bytes; a short message's text, postings and columns ~100): an
+# index found bigger is built again at what it measured.
+WINDOW_SHARE = 0.75
+MESSAGE_BYTES_AT_LEAST = {True: 900, False: 100}  # with vectors, without
 
 
 _paused_builds = 0
@@ -155,7 +163,8 @@ class CacheStats:
 class IndexCache:
     """The scopes' indexes in this process, least recently used first, and their bound: the
     least recently used go when the cached indexes' bytes (:meth:`ScopeIndex.nbytes`) pass
-    ``max_bytes`` (the newest always stays, however big)."""
+    ``max_bytes`` (the newest always stays: one too big on its own is built again over its
+    newest messages, see :meth:`IndexSync._fresh`)."""
 
     EVICTED_KEPT = 10_000  # evicted scopes remembered, to count their rebuilds
 
@@ -202,6 +211,11 @@ class IndexCache:
             del self._evicted[scope]
             self.stats.rebuilds_after_eviction += 1
 
+    def outgrown(self, scope: str) -> bool:
+        """The scope's index alone is past the bound (it is kept while it is searched, then
+        built again over its newest messages)."""
+        return self._counted.get(scope, 0) > self.max_bytes
+
     def drop(self, scope: str) -> ScopeIndex | None:
         self._cached_bytes -= self._counted.pop(scope, 0)
         dropped = self.indexes.pop(scope, None)
@@ -222,6 +236,8 @@ class IndexSync:
         # then appends; two at once would append the same entries twice. A lock lives while
         # someone holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._message_bytes: dict[str, int] = {}  # what a message took in a scope's last build
+        self.with_vectors = False  # searches load the messages' vectors (set by the index)
 
     def lock(self, scope: str) -> asyncio.Lock:
         lock = self._locks.get(scope)
@@ -238,12 +254,37 @@ class IndexSync:
         vectors and those of the newest messages that had none at the last look come in the
         same round trip (``index.synced_vectors``)."""
         cached = self.cache.get(scope)
+        if cached is not None and self.cache.outgrown(scope):
+            # Grown past the whole cache: built again over the newest messages that fit.
+            return await self._rebuild(scope, cached.epoch, cached.first_id)
         if cached is not None:
             return await self._sync(scope, cached, vectors=vectors)
         started = time.perf_counter()
-        index = await self._sync(scope, ScopeIndex(), vectors=vectors)
-        self.cache.built(scope, time.perf_counter() - started)
+        index = await self._sync(scope, await self._fresh(scope), vectors=vectors)
+        self._built(scope, index, time.perf_counter() - started)
         return index
+
+    async def _fresh(self, scope: str, epoch: int = -1, first_id: str = "") -> ScopeIndex:
+        """An empty index for a build: over the whole log, or, when the log would not fit
+        in the cache, over its newest messages (from just after ``last_id``)."""
+        index = ScopeIndex(epoch=epoch, first_id=first_id)
+        per_message = max(1, self._message_bytes.get(scope, 0))
+        if per_message == 1:
+            per_message = MESSAGE_BYTES_AT_LEAST[self.with_vectors]
+        if await self.store.log_length(scope) * per_message <= self.cache.max_bytes:
+            return index
+        fits = max(1, int(self.cache.max_bytes * WINDOW_SHARE) // per_message)
+        before, skipped = await self.store.window_start(scope, fits)
+        if before:
+            index.last_id, index.first_id, index.skipped = before, "", skipped
+        return index
+
+    def _built(self, scope: str, index: ScopeIndex, seconds: float) -> None:
+        self.cache.built(scope, seconds)
+        if index.messages:
+            self._message_bytes[scope] = index.nbytes() // len(index.docs)
+            if len(self._message_bytes) > IndexCache.EVICTED_KEPT:
+                del self._message_bytes[next(iter(self._message_bytes))]
 
     async def _sync(self, scope: str, index: ScopeIndex, *, vectors: bool) -> ScopeIndex:
         index.synced_vectors = False
@@ -308,7 +349,7 @@ class IndexSync:
         kept_all = (
             not (trimmed or settled or snapshot.forget_pending)
             and len(snapshot.fresh) < SYNC_BATCH
-            and snapshot.log_length == index.messages + len(snapshot.fresh)
+            and snapshot.log_length == index.skipped + index.messages + len(snapshot.fresh)
         )
         return moved or trimmed or settled, kept_all
 
@@ -349,9 +390,9 @@ class IndexSync:
         if old is not None:
             await asyncio.to_thread(old.release)  # (freeing 1 GB of arrays is an munmap)
         started = time.perf_counter()
-        index = ScopeIndex(epoch=epoch, first_id=first_id)
+        index = await self._fresh(scope, epoch, first_id)
         index = await self._sync(scope, index, vectors=False)
-        self.cache.built(scope, time.perf_counter() - started)
+        self._built(scope, index, time.perf_counter() - started)
         return index
 
     @staticmethod

@@ -75,6 +75,33 @@ class RecallStore:
             fresh_vectors=list(fresh_vectors) if read_fresh else None,
         )
 
+    async def window_start(self, scope: str, newest: int, *, step: int = 5000) -> tuple[str, int]:
+        """Where an index of the log's ``newest`` entries starts: the id just before them and
+        how many entries lie before it (("", 0) when the log holds no more than that). Read
+        back ``step`` entries a call, only their count and last id coming over the wire."""
+        log = self.keys.scope(scope).log
+        length = int(await self.client.xlen(log))
+        if length <= newest:
+            return "", 0
+        cursor, left, oldest = "+", newest, ""
+        while left > 0:
+            walked, oldest = await run_script_by(
+                self.lane, self.client, "recall_window", [log], [cursor, min(step, left)]
+            )
+            if not walked:
+                return "", 0  # (the log was trimmed meanwhile: it fits)
+            left -= int(walked)
+            cursor = f"({oldest}"
+        walked, before = await run_script_by(
+            self.lane, self.client, "recall_window", [log], [cursor, 1]
+        )
+        if not walked:
+            return "", 0
+        return str(before), max(0, length - newest)
+
+    async def log_length(self, scope: str) -> int:
+        return int(await self.client.xlen(self.keys.scope(scope).log))
+
     async def entries_after(self, scope: str, after: str, *, count: int) -> Entries:
         """Up to ``count`` log entries after the id ``after`` ("" = from the start)."""
         entries: Entries = await self.client.xrange(

@@ -224,6 +224,16 @@ end
 return kept
 """
 
+# A step back through a log, for a recall index too big for its cache (it keeps only the
+# newest messages): up to ARGV[2] entries from ARGV[1] ("+" = the newest, "(id" = before it)
+# backwards. Returns how many, and the last (oldest) one's id: the entries themselves stay
+# on the server. KEYS: log.
+RECALL_WINDOW = """
+local rows = redis.call('XREVRANGE', KEYS[1], ARGV[1], '-', 'COUNT', tonumber(ARGV[2]))
+if #rows == 0 then return {0, ''} end
+return {#rows, rows[#rows][1]}
+"""
+
 # A recall index's sync, in one call (atomic, as a transaction would be): the state's epoch and
 # whether a forget is under way, the log's first entry, its entries after the index's last,
 # the newest day record, the log's length (read at the same instant as the new entries: did
@@ -509,6 +519,7 @@ SCRIPTS: dict[str, str] = {
     "trim_log": TRIM_LOG,
     "store_vectors": STORE_VECTORS,
     "recall_sync": RECALL_SYNC,
+    "recall_window": RECALL_WINDOW,
     "apply_refresh": APPLY_REFRESH,
     "write_facts": WRITE_FACTS,
     "forget_scope": FORGET_SCOPE,

@@ -13,6 +13,7 @@ from typing import Any
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import DaySummary, IncomingMessage
+from memory_core.recall.documents import ScopeIndex
 from memory_core.recall.index import RecallIndex
 from memory_core.service.forget_request import ForgetRequest
 from tests.fakes.openai_server import FakeOpenAI, embed_text
@@ -611,14 +612,47 @@ async def test_the_cache_stays_under_its_bytes_evicting_the_least_recently_searc
     assert stats.bytes <= limit and stats.last_build_seconds > 0
 
 
-async def test_a_scope_bigger_than_the_cache_stays_alone(make_core: CoreFactory) -> None:
-    """The scope being searched is never evicted, even past the limit on its own; the
-    others make room."""
+def _message_texts(index: ScopeIndex) -> list[str]:
+    return [doc.text for doc in (index.docs[row] for row in range(len(index.docs))) if doc.id]
+
+
+async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
+    make_core: CoreFactory,
+) -> None:
+    """A scope too big for the whole cache is indexed over its newest messages that fit
+    (the others make room first): its bytes stay under the limit, the newest are found;
+    grown past the limit, it is built again over the newest; a forget elsewhere that
+    leaves every message in place does not rebuild it."""
     core = await make_core(offline=True)
+    huge = "console:huge"
     await _fill_log(core, "console:small", 50, "small")
-    await _fill_log(core, "console:huge", 3000, "huge")
-    recall = RecallIndex(core.store.client, core.store.keys, cache_bytes=20_000)
+    await _fill_log(core, huge, 3000, "huge")
+    probe = _recall_of(core)
+    await probe.search(huge, "huge note")
+    whole = probe.cache_stats.bytes
+    limit = whole // 3
+    recall = RecallIndex(core.store.client, core.store.keys, cache_bytes=limit)
     await recall.search("console:small", "small note")
-    hits = await recall.search("console:huge", "huge note 3")
-    assert hits and list(recall._indexes) == ["console:huge"]
-    assert recall.cache_stats.evictions == 1 and recall.cache_stats.bytes > 20_000
+    await recall.search(huge, "huge note 3")
+    assert list(recall._indexes) == [huge] and recall.cache_stats.evictions == 1
+    index = recall._indexes[huge]
+    assert 0 < index.messages < 3000 and index.skipped == 3000 - index.messages
+    assert index.nbytes() <= limit
+    said = [entry.text for entry in await core.repo.all_entries(huge)]
+    assert _message_texts(index) == said[-index.messages :]  # the newest, in order
+
+    # More said: the index grows past the limit, and is built again over the newest.
+    await _fill_log(core, huge, 3000, "later")
+    for _ in range(2):
+        hits = await recall.search(huge, "later note 7")
+    index = recall._indexes[huge]
+    assert index.nbytes() <= limit and index.skipped == 6000 - index.messages
+    said = [entry.text for entry in await core.repo.all_entries(huge)]
+    assert _message_texts(index) == said[-index.messages :]
+    assert hits and any("later note 7" in doc.text for hit in hits for doc in hit.docs)
+    builds = recall.cache_stats.builds
+
+    # The epoch moves (a forget that deleted nothing of it): the window stands.
+    await core.repo.bump_epoch(huge)
+    await recall.search(huge, "later note 8")
+    assert recall.cache_stats.builds == builds
