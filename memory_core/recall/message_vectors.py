@@ -80,7 +80,10 @@ class MessageVectors:
         if index.synced_vectors:
             return
         if index.vectors_done == 0 and index.docs:
-            await self._load_stored_vectors(scope, index)
+            if index.skipped:  # the scope's newest messages only: theirs by id, not all
+                await self._fetch_new_vectors(scope, index)
+            else:
+                await self._load_stored_vectors(scope, index)
             index.loaded_backlog = bool(index.unembedded)
         elif index.vectors_done < len(index.docs) or (self.worker and index.unembedded):
             await self._fetch_new_vectors(scope, index)
@@ -131,9 +134,11 @@ class MessageVectors:
         looked = again + new
         for start in range(0, len(looked), VECTOR_SCAN_BATCH):
             rows = looked[start : start + VECTOR_SCAN_BATCH]
-            put_stored(
-                index, rows, await self.store.vectors(scope, [index.docs.id(row) for row in rows])
-            )
+            stored = await self.store.vectors(scope, [index.docs.id(row) for row in rows])
+            if len(rows) > INLINE_ENTRIES:  # (a window's vectors, a long absence: off the loop)
+                await asyncio.to_thread(put_stored, index, rows, stored)
+            else:
+                put_stored(index, rows, stored)
 
     # -- the backlog ---------------------------------------------------------------------------
     def backlog_waits(self, index: ScopeIndex) -> bool:

@@ -255,7 +255,9 @@ class IndexSync:
         same round trip (``index.synced_vectors``)."""
         cached = self.cache.get(scope)
         if cached is not None and self.cache.outgrown(scope):
-            # Grown past the whole cache: built again over the newest messages that fit.
+            # Grown past the whole cache: built again over the newest messages that fit, at
+            # what a message takes in it, vectors included.
+            self._note_message_bytes(scope, cached)
             return await self._rebuild(scope, cached.epoch, cached.first_id)
         if cached is not None:
             return await self._sync(scope, cached, vectors=vectors)
@@ -281,7 +283,12 @@ class IndexSync:
 
     def _built(self, scope: str, index: ScopeIndex, seconds: float) -> None:
         self.cache.built(scope, seconds)
-        if index.messages:
+        if index.vectors is not None or not self.with_vectors:
+            self._note_message_bytes(scope, index)
+        # (Else its vectors come after the build: measured when they are in, see sync.)
+
+    def _note_message_bytes(self, scope: str, index: ScopeIndex) -> None:
+        if index.docs:
             self._message_bytes[scope] = index.nbytes() // len(index.docs)
             if len(self._message_bytes) > IndexCache.EVICTED_KEPT:
                 del self._message_bytes[next(iter(self._message_bytes))]

@@ -129,11 +129,20 @@ def put_stored(index: ScopeIndex, rows: list[int], stored: Sequence[str | None])
     """The stored vectors (as Redis holds them) of the message ``rows``; the rows with none
     are noted as waiting for one."""
     missing: list[int] = []
+    picked: list[int] = []
+    vectors: list[np.ndarray] = []
+    dims = index.vectors.shape[1] if index.vectors is not None else 0
     for row, blob in zip(rows, stored, strict=True):
-        if blob:
-            put_row(index, row, decode_vector(blob))
-        else:
+        vector = decode_vector(blob) if blob else None
+        if vector is not None and dims == 0:
+            dims = vector.shape[0]
+        if vector is None or vector.shape[0] != dims:  # (another model's: embedded again)
             missing.append(row)
+        else:
+            picked.append(row)
+            vectors.append(vector)
+    if picked:  # one matrix write for them all
+        put_rows(index, picked, np.stack(vectors))
     index.unembedded.extend(missing)
 
 
