@@ -41,7 +41,13 @@ from memory_core.recall.documents import (
     day_text,
     retire_day_record,
 )
-from memory_core.recall.vectors import put_stored, reserve_rows, room_to_grow
+from memory_core.recall.vectors import (
+    decode_vector,
+    put_stored,
+    reserve_rows,
+    room_to_grow,
+    vector_row_bytes,
+)
 from memory_core.store.recall_reads import Entries, LogSnapshot, RecallStore
 
 SYNC_BATCH = 2000  # entries per XRANGE: parsing a reply holds the loop, so keep them short
@@ -51,11 +57,12 @@ VECTOR_SCAN_BATCH = 1000  # vectors per HSCAN / HMGET round trip when loading th
 INLINE_ENTRIES = 256
 # A scope whose index would not fit in the whole cache indexes its newest messages only: as
 # many as fill this share of the cache (the rest is room to grow before the next window), at
-# the bytes a message took in the scope's last build; before any, at least these (a vector
-# and its sketch are ~650 bytes; a short message's text, postings and columns ~100): an
-# index found bigger is built again at what it measured.
+# the bytes a message took in the scope's last build; before any, estimated: its text,
+# postings and columns (~250 bytes for a chat message) and its vector's row (the stored
+# vectors' dimensions, plus the sketch). An index found bigger is built again at what it
+# measured.
 WINDOW_SHARE = 0.75
-MESSAGE_BYTES_AT_LEAST = {True: 900, False: 100}  # with vectors, without
+MESSAGE_BYTES_BUT_VECTOR = 250
 
 
 _paused_builds = 0
@@ -270,9 +277,12 @@ class IndexSync:
         """An empty index for a build: over the whole log, or, when the log would not fit
         in the cache, over its newest messages (from just after ``last_id``)."""
         index = ScopeIndex(epoch=epoch, first_id=first_id)
-        per_message = max(1, self._message_bytes.get(scope, 0))
-        if per_message == 1:
-            per_message = MESSAGE_BYTES_AT_LEAST[self.with_vectors]
+        per_message = self._message_bytes.get(scope, 0)
+        if not per_message:
+            per_message = MESSAGE_BYTES_BUT_VECTOR
+            stored = await self.store.a_vector(scope) if self.with_vectors else ""
+            if stored:
+                per_message += vector_row_bytes(len(decode_vector(stored)))
         if await self.store.log_length(scope) * per_message <= self.cache.max_bytes:
             return index
         fits = max(1, int(self.cache.max_bytes * WINDOW_SHARE) // per_message)

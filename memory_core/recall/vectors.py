@@ -65,6 +65,11 @@ def quantised(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.rint(rows / safe[:, None]).astype(np.int8), scales.astype(np.float32)
 
 
+def vector_row_bytes(dims: int) -> int:
+    """What one message's vector takes in an index: int8 numbers and a scale, its sketch's."""
+    return dims + 4 + SKETCH_DIMS + 4
+
+
 def put_row(index: ScopeIndex, row: int, vector: np.ndarray) -> None:
     put_rows(index, [row], vector[None, :])
 

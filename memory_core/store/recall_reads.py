@@ -124,6 +124,11 @@ class RecallStore:
         """The ids of the messages with a stored vector."""
         return set(await self.client.hkeys(self.keys.scope(scope).vectors))
 
+    async def a_vector(self, scope: str) -> str:
+        """One of the scope's stored vectors, any ("" when it has none)."""
+        picked = await self.client.hrandfield(self.keys.scope(scope).vectors, 1, withvalues=True)
+        return str(picked[1]) if picked else ""
+
     async def vectors(self, scope: str, ids: Sequence[str]) -> list[str | None]:
         """The stored vectors of the messages ``ids`` (None: none stored)."""
         return list(await self.client.hmget(self.keys.scope(scope).vectors, list(ids)))

@@ -619,8 +619,8 @@ def _message_texts(index: ScopeIndex) -> list[str]:
 async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
     make_core: CoreFactory,
 ) -> None:
-    """A scope too big for the whole cache is indexed over its newest messages that fit
-    (the others make room first): its bytes stay under the limit, the newest are found;
+    """A scope too big for the whole cache is indexed over its newest messages that fit:
+    the cache's bytes stay under the limit, the newest are found;
     grown past the limit, it is built again over the newest; a forget elsewhere that
     leaves every message in place does not rebuild it."""
     core = await make_core(offline=True)
@@ -634,7 +634,7 @@ async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
     recall = RecallIndex(core.store.client, core.store.keys, cache_bytes=limit)
     await recall.search("console:small", "small note")
     await recall.search(huge, "huge note 3")
-    assert list(recall._indexes) == [huge] and recall.cache_stats.evictions == 1
+    assert recall.sync.cache.cached_bytes <= limit
     index = recall._indexes[huge]
     assert 0 < index.messages < 3000 and index.skipped == 3000 - index.messages
     assert index.nbytes() <= limit
@@ -656,3 +656,30 @@ async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
     await core.repo.bump_epoch(huge)
     await recall.search(huge, "later note 8")
     assert recall.cache_stats.builds == builds
+
+
+async def test_a_windowed_index_loads_the_stored_vectors_of_its_own_messages(
+    make_core: CoreFactory,
+) -> None:
+    """With recall by meaning, a scope too big for the cache holds its newest messages with
+    their stored vectors (read by id, none embedded again), under the limit, and finds the
+    newest by meaning."""
+    core = await make_core(offline=True)
+    scope = "console:meaning"
+    await _fill_log(core, scope, 1200, "cat")
+    embedder = FakeEmbedder()
+    first = _recall_of(core, embedder)
+    assert await first.embed_backlog(scope) == 1200
+    await first.search(scope, "cat note")
+    whole = first.cache_stats.bytes
+    limit = whole // 3
+    later = FakeEmbedder()
+    recall = RecallIndex(core.store.client, core.store.keys, embedder=later, cache_bytes=limit)
+    hits = await recall.search(scope, "feline note 39")
+    index = recall._indexes[scope]
+    assert 0 < index.messages < 1200 and index.skipped == 1200 - index.messages
+    assert index.unembedded == [] and index.vectors is not None
+    assert index.nbytes() <= limit
+    assert later.texts == ["feline note 39"]  # the question only: no message embedded again
+    newest = {entry.id for entry in (await core.repo.all_entries(scope))[-index.messages :]}
+    assert hits and {doc_id for hit in hits for doc_id in hit.ids} <= newest
