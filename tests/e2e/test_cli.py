@@ -837,7 +837,7 @@ async def test_the_console_embeds_in_a_worker_and_stops_it_on_exit(
     worker process it started, with no extra command; when the console ends, the worker
     has left (its status is gone from the fleet's view) and no helper process remains."""
     env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
-    before = await asyncio.to_thread(helper_processes)
+    before = await asyncio.to_thread(helper_processes, clean_redis)
     lines = "".join(f"remember the garden note {i}\n" for i in range(6))
     run = await cli("console", stdin=lines, **env)
     assert run.code == 0, run.err
@@ -846,14 +846,18 @@ async def test_the_console_embeds_in_a_worker_and_stops_it_on_exit(
     assert vectors, "the console's messages were embedded"
     assert sum(client.hlen(k) for k in vectors) >= 6
     assert client.hgetall("mb:{fleet}:embedders") == {}
-    assert await asyncio.to_thread(helper_processes) - before == set()
+    assert await asyncio.to_thread(helper_processes, clean_redis) - before == set()
 
 
-def helper_processes() -> set[str]:
-    """The pids of the embedding helpers running on this machine."""
+def helper_processes(redis_url: str) -> set[str]:
+    """The pids of the embedding helpers running on this machine for the store at
+    ``redis_url`` (they inherit its REDIS_URL: another memorybot's helpers, started
+    meanwhile by someone else on the machine, are not this console's)."""
     found = set()
+    mark = f"REDIS_URL={redis_url}".encode()
     for proc in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
-            if b"memory_core.recall.worker" in (proc / "cmdline").read_bytes():
+            ours = mark in (proc / "environ").read_bytes().split(b"\0")
+            if ours and b"memory_core.recall.worker" in (proc / "cmdline").read_bytes():
                 found.add(proc.name)
     return found
