@@ -37,94 +37,88 @@ if TYPE_CHECKING:
 # message (its 'ts' field keeps its own time; its stream id is the newest one's),
 # 'duplicate' (nothing written), 'day_closed'.
 INGEST = """
-local st, root = KEYS[2], KEYS[4]
+local st, root, A = KEYS[2], KEYS[4], ARGV
 -- On one Redis, the writes that note where it was said, in this same step (KEYS[7..9]: the
 -- scopes index, the server's places and thread parents); on a cluster they are other
 -- shards' keys, sent beside this script instead. (pcall: as beside it, one that fails
 -- never fails the message; the scope's next message writes it again.)
-if KEYS[7] then redis.pcall('ZADD', KEYS[7], ARGV[1], ARGV[19]) end
-if KEYS[8] then redis.pcall('ZADD', KEYS[8], ARGV[1], ARGV[20]) end
-if KEYS[9] then redis.pcall('HSET', KEYS[9], ARGV[21], ARGV[20]) end
--- The state read once (a thread's channel's too): each redis.call costs, and this runs
--- for every message.
+if KEYS[7] then redis.pcall('ZADD', KEYS[7], A[1], A[19]) end
+if KEYS[8] then redis.pcall('ZADD', KEYS[8], A[1], A[20]) end
+if KEYS[9] then redis.pcall('HSET', KEYS[9], A[21], A[20]) end
+-- The state read once (a thread's channel's too), and written once below: each redis.call
+-- costs (a few µs), and this runs for every message.
 local s = redis.call('HMGET', st, 'paused', 'day', 'retry_at', 'unsum_tokens', 'unsum_count',
-  'last_ms', 'tz', 'mode', 'lang', 'created_ms')
-local r = {false, false, false, false}
-if root ~= st then r = redis.call('HMGET', root, 'paused', 'tz', 'mode', 'lang') end
-local function pick(own, inherited)
-  if (not own or own == '') and inherited then return inherited end
-  return own or ''
+  'last_ms', 'tz', 'mode', 'lang', 'created_ms', 'msg_count')
+local paused, tz, mode, lang = s[1], s[7] or '', s[8] or '', s[9] or ''
+if root ~= st then
+  -- A thread's settings it has not set itself are its channel's.
+  local r = redis.call('HMGET', root, 'paused', 'tz', 'mode', 'lang')
+  paused = paused or r[1]
+  if tz == '' and r[2] then tz = r[2] end
+  if mode == '' and r[3] then mode = r[3] end
+  if lang == '' and r[4] then lang = r[4] end
 end
-local tz, mode, lang = pick(s[7], r[2]), pick(s[8], r[3]), pick(s[9], r[4])
-local paused = s[1] or r[1]
-local retry_at = tonumber(s[3] or '0')
+local day_now, retry_at = s[2] or '', tonumber(s[3] or '0')
 if paused == '1' then
   -- Not stored, but the scope's settings still hold: a channel set to "off" stays silent.
-  return {'', 0, 0, s[2] or '', tz, mode, lang, retry_at, 1}
+  return {'', 0, 0, day_now, tz, mode, lang, retry_at, 1}
 end
-local function unchanged(status)
-  return {'', tonumber(s[4] or '0'), tonumber(s[5] or '0'), s[2] or '', tz, mode, lang,
-    retry_at, 0, status}
-end
+local unsum_tokens, unsum_count = tonumber(s[4] or '0'), tonumber(s[5] or '0')
 -- Store once per platform id (a platform's message id, a replayed line's identity): the
 -- ids stored lately are kept in KEYS[3], scored by stream time, the newest ARGV[13] of them.
-if ARGV[6] ~= '' and redis.call('ZSCORE', KEYS[3], ARGV[6]) then
-  return unchanged('duplicate')
+if A[6] ~= '' and redis.call('ZSCORE', KEYS[3], A[6]) then
+  return {'', unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, 'duplicate'}
 end
 local last = tonumber(s[6] or '0')
 -- Own day (a replayed line): the line is refused if it would be counted in a later day
 -- than its own, i.e. its day is closed already, or its stream id (the newest message's, to
 -- stay monotonic) would fall after the end of its day (ARGV[12]).
-if ARGV[12] ~= '' then
-  if (s[2] and ARGV[8] < s[2]) or last >= tonumber(ARGV[12]) then
-    return unchanged('day_closed')
-  end
+if A[12] ~= '' and ((s[2] and A[8] < s[2]) or last >= tonumber(A[12])) then
+  return {'', unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, 'day_closed'}
 end
-local held = ARGV[11] == '1'
-if held then
-  for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', 50)) do
+if A[11] == '1' then  -- held
+  for _, e in ipairs(redis.call('XRANGE', KEYS[1], A[1], '+', 'COUNT', 50)) do
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-    if f['ts'] == ARGV[1] and f['u'] == ARGV[4] and f['t'] == ARGV[5] then
-      local found = unchanged('')
-      found[1] = e[1]
-      return found
+    if f['ts'] == A[1] and f['u'] == A[4] and f['t'] == A[5] then
+      return {e[1], unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, ''}
     end
   end
 end
-local ms = tonumber(ARGV[1])
+local ms = tonumber(A[1])
 if ms < last then ms = last end
 -- %d: Lua would write a time past year 5138 (15+ digits) as 2.5e+14, not a stream id.
-local fields = {'r', ARGV[2], 'a', ARGV[3], 'u', ARGV[4], 't', ARGV[5], 'ts', ARGV[1],
-  'p', ARGV[6], 'k', ARGV[7]}
+local stamp = string.format('%d', ms)
+local fields = {'r', A[2], 'a', A[3], 'u', A[4], 't', A[5], 'ts', A[1], 'p', A[6], 'k', A[7]}
+local n = 14
 -- 'v': said in a place the whole guild or workspace can see (absent: private).
-if ARGV[14] == '1' then fields[#fields + 1] = 'v'; fields[#fields + 1] = '1' end
+if A[14] == '1' then fields[n + 1] = 'v'; fields[n + 2] = '1'; n = n + 2 end
 -- 'o': the bot's answer to this person (forget me takes it with their own messages).
-if ARGV[16] ~= '' then fields[#fields + 1] = 'o'; fields[#fields + 1] = ARGV[16] end
+if A[16] ~= '' then fields[n + 1] = 'o'; fields[n + 2] = A[16]; n = n + 2 end
 -- 'q': the message it answers (a thread started from it shows the answer too).
-if ARGV[18] ~= '' then fields[#fields + 1] = 'q'; fields[#fields + 1] = ARGV[18] end
-local id = redis.call('XADD', KEYS[1], string.format('%d', ms) .. '-*', unpack(fields))
-if ARGV[6] ~= '' then
-  redis.call('ZADD', KEYS[3], ms, ARGV[6])
-  if redis.call('ZCARD', KEYS[3]) > tonumber(ARGV[13]) then
-    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[13]) - 1)
+if A[18] ~= '' then fields[n + 1] = 'q'; fields[n + 2] = A[18]; n = n + 2 end
+local id = redis.call('XADD', KEYS[1], stamp .. '-*', unpack(fields, 1, n))
+if A[6] ~= '' then
+  redis.call('ZADD', KEYS[3], ms, A[6])
+  if redis.call('ZCARD', KEYS[3]) > tonumber(A[13]) then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(A[13]) - 1)
   end
 end
-if ARGV[9] ~= '' then redis.call('ZADD', KEYS[5], ms, ARGV[9]) end
-if ARGV[15] ~= '' then redis.call('ZADD', KEYS[6], 0, ARGV[15]) end
+if A[9] ~= '' then redis.call('ZADD', KEYS[5], ms, A[9]) end
+if A[15] ~= '' then redis.call('ZADD', KEYS[6], 0, A[15]) end
 -- One write of the state: the counters from what was read above (this script is atomic).
-local unsum_tokens = tonumber(s[4] or '0') + tonumber(ARGV[7])
-local unsum_count = tonumber(s[5] or '0') + 1
-local day = s[2] or ARGV[8]
-local set = {'last_ms', string.format('%d', ms), 'unsum_tokens',
-  string.format('%d', unsum_tokens), 'unsum_count', string.format('%d', unsum_count), 'day', day}
-if not s[10] then set[#set + 1] = 'created_ms'; set[#set + 1] = ARGV[1] end
-if ARGV[10] ~= '' then set[#set + 1] = 'name'; set[#set + 1] = ARGV[10] end
-if ARGV[17] ~= '' then set[#set + 1] = 'aud'; set[#set + 1] = ARGV[17] end
-redis.call('HSET', st, unpack(set))
-redis.call('HINCRBY', st, 'msg_count', 1)
+unsum_tokens, unsum_count = unsum_tokens + tonumber(A[7]), unsum_count + 1
+local day = s[2] or A[8]
+local set = {'last_ms', stamp, 'unsum_tokens', string.format('%d', unsum_tokens),
+  'unsum_count', string.format('%d', unsum_count), 'day', day,
+  'msg_count', string.format('%d', (tonumber(s[11]) or 0) + 1)}
+n = 10
+if not s[10] then set[n + 1] = 'created_ms'; set[n + 2] = A[1]; n = n + 2 end
+if A[10] ~= '' then set[n + 1] = 'name'; set[n + 2] = A[10]; n = n + 2 end
+if A[17] ~= '' then set[n + 1] = 'aud'; set[n + 2] = A[17]; n = n + 2 end
+redis.call('HSET', st, unpack(set, 1, n))
 return {id, unsum_tokens, unsum_count, day, tz, mode, lang, retry_at, 0,
-  tonumber(ARGV[1]) < last and 'older' or ''}
+  tonumber(A[1]) < last and 'older' or ''}
 """
 
 # Shared by the scripts below: subtract summarised work from the counters, never below zero.
