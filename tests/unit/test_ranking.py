@@ -9,7 +9,7 @@ import numpy as np
 
 from memory_core.models import DaySummary
 from memory_core.recall.documents import Doc, ScopeIndex, add_day_record
-from memory_core.recall.ranking import _top, query_days, query_months, rank
+from memory_core.recall.ranking import _members, _top, query_days, query_months, rank
 from memory_core.recall.textsearch import terms
 
 HOUR = 3_600_000
@@ -222,3 +222,15 @@ def test_the_top_of_the_scores_is_what_a_full_stable_sort_starts_with() -> None:
             scores = rng.integers(-1, 4, n).astype(np.float32)
             expected = [i for i in np.argsort(-scores, kind="stable")[:3] if scores[i] > 0]
             assert _top(scores, 3).tolist() == expected
+
+
+def test_membership_by_binary_search_agrees_with_numpy_isin() -> None:
+    """_members (what a hit's share of the question's words is counted with) is np.isin for
+    ascending postings: small and large, hits before, between and after them."""
+    rng = np.random.default_rng(11)
+    for size, span in [(1, 5), (3, 10), (40, 100), (5000, 100_000)]:
+        postings = np.unique(rng.integers(0, span, size=size)).astype(np.int32)
+        for _ in range(20):
+            found = rng.choice(span + 50, size=min(200, span), replace=False).astype(np.int64)
+            expected = np.isin(found, postings)
+            assert np.array_equal(_members(found, postings), expected)
