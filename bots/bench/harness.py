@@ -155,6 +155,7 @@ async def bench_ingest(
             await core.pipeline.recall.drain()
         caught_up = time.perf_counter()
         embedded = worker.status.get("embedded", 0) if worker is not None else 0
+        caught = core.store.lane.caught_spinning if core.store.lane is not None else 0
     finally:
         await core.discard()
     quiet = statistics.median(quiet_ms)
@@ -174,6 +175,8 @@ async def bench_ingest(
         # The same, by the connection messages are stored by (hiredis, no pool): the round
         # trip itself, without redis-py's Python per command (which the PING above includes).
         "lane_ping_ms": round(statistics.median(lane_ping_ms), 4) if lane_ping_ms else None,
+        # Messages whose reply the bot waited for on its CPU (FastLane.call's ``spin``).
+        "caught_spinning": int(caught),
         "embedding": "worker process" if worker is not None else "none or in-process",
         "embedded": int(embedded),
         "embed_lag_p50_s": round(_percentile(lag_s, 0.50), 3),

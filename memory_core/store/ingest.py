@@ -52,7 +52,7 @@ async def _ingest_round_trip(
         keys = where.keys + where.side_keys if side else where.keys
         script = (*head, len(keys), *keys, *args, *(where.side_args if side else ()))
         if lane is not None:  # one server, by the hot path's own connection
-            return await lane.call(*script), []
+            return await lane.call(*script, spin=True), []
         return await client.execute_command(*script), []
     script = (*head, len(where.keys), *where.keys, *args)
     result, *rest = await asyncio.gather(

@@ -6,6 +6,7 @@ classes, the URL's password and database, and a server that restarts, stalls or 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -200,12 +201,12 @@ async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
     core = await build_core(make_settings(redis_url=clean_redis))
     lane = core.store.lane
     assert lane is not None and core.pipeline.repo.lane is lane
-    sent: list[str] = []
+    sent: list[tuple[str, bool]] = []
     call = lane.call
 
-    async def spied(*args: object) -> object:
-        sent.append(str(args[0]))
-        return await call(*args)
+    async def spied(*args: object, spin: bool = False) -> object:
+        sent.append((str(args[0]), spin))
+        return await call(*args, spin=spin)
 
     lane.call = spied  # type: ignore[method-assign]
     try:
@@ -213,7 +214,7 @@ async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
             IncomingMessage(scope="console:lane", text="stored by the lane", author="ann")
         )
         assert result.stored
-        assert sent == ["EVALSHA"]
+        assert sent == [("EVALSHA", True)]  # (waiting for its reply on the CPU: below)
         assert [e.text for e in await core.pipeline.repo.recent("console:lane", 5)] == [
             "stored by the lane"
         ]
@@ -282,3 +283,90 @@ async def test_a_replys_reads_by_the_lane_are_what_redis_py_reads(clean_redis: s
         assert [e.text for e in by_lane.recent] == ["message 2 café"]
     finally:
         await core.discard()
+
+
+# -- waiting for a message's reply on the CPU (FastLane.call's ``spin``) ------------------
+
+
+async def _connected(lane: FastLane) -> lane_module._Connection:
+    await lane.call("PING")
+    conn = lane._conn
+    assert conn is not None
+    return conn
+
+
+def _wait_readable(conn: lane_module._Connection) -> None:
+    """Block (the loop too) until the reply is in the socket, unread by the loop."""
+    readable, _, _ = select.select([conn.fd], [], [], 10)
+    assert readable, "the server answered within 10 s"
+
+
+async def test_a_spun_call_reads_its_reply_without_the_event_loop(lane: FastLane) -> None:
+    """A reply already in the socket is read by the spin itself: the caller's future is
+    done before the loop has run once more, with the server's reply."""
+    conn = await _connected(lane)
+    conn.round_trip_s = 0.0001  # a local server's (set: the machine's timing is not tested)
+    future = conn.send(("ECHO", "read while spinning"))
+    _wait_readable(conn)
+    conn.spin(future)
+    assert future.done() and future.result() == "read while spinning"
+    assert lane.caught_spinning == 1
+    asked: list[object] = []
+    spin = conn.spin
+    conn.spin = lambda future: asked.append(future) or spin(future)  # type: ignore[method-assign]
+    assert await lane.call("ECHO", "and then as usual", spin=True) == "and then as usual"
+    assert await lane.call("ECHO", "not spun") == "not spun"
+    assert len(asked) == 1  # call() spins when asked to, and only then
+
+
+async def test_no_spin_for_a_slow_server_nor_beside_other_commands(lane: FastLane) -> None:
+    """A server whose replies take longer than a spin on average (across a network), or a
+    command that is not alone in flight: the reply is left to the event loop."""
+    conn = await _connected(lane)
+    conn.round_trip_s = lane_module.SPIN_MAX_S * 2
+    slow = conn.send(("ECHO", "slow"))
+    _wait_readable(conn)
+    conn.spin(slow)
+    assert not slow.done() and lane.caught_spinning == 0
+    assert await slow == "slow"
+    conn.round_trip_s = 0.0001
+    first, second = conn.send(("ECHO", "one")), conn.send(("ECHO", "two"))
+    _wait_readable(conn)
+    conn.spin(second)
+    assert not first.done() and not second.done() and lane.caught_spinning == 0
+    assert [await first, await second] == ["one", "two"]
+
+
+async def test_the_round_trip_average_follows_the_replies(lane: FastLane) -> None:
+    conn = await _connected(lane)
+    assert 0 < conn.round_trip_s <= lane_module.ROUND_TRIP_COUNTED_S
+    conn.round_trip_s = 1e-9
+    await lane.call("PING")  # one more reply moves it a tenth of the way toward its time
+    assert conn.round_trip_s > 1e-9
+
+
+async def test_a_connection_closed_while_spinning_fails_the_call_clearly(
+    lane: FastLane, clean_redis: str
+) -> None:
+    """The server drops the connection while a spun call waits: the spin stops at the
+    connection's end and the call fails as any call on a lost connection does."""
+    conn = await _connected(lane)
+    me = await lane.call("CLIENT", "ID")
+    conn.round_trip_s = 0.0001
+    waiting = conn.send(("BLPOP", "nothing-comes", "10"))
+    killer = redis.Redis.from_url(clean_redis)  # (blocking: the loop does not see it first)
+    assert killer.client_kill_filter(_id=me) == 1
+    killer.close()
+    _wait_readable(conn)  # (the connection's end)
+    conn.spin(waiting)
+    assert not waiting.done()  # the spin read the end and left it to the loop
+    with pytest.raises(RedisConnectionError, match="lost"):
+        await waiting
+    assert await lane.call("PING", spin=True) == "PONG"  # opened again on the next call
+
+
+def test_a_process_on_one_core_never_spins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lane_module.os, "sched_getaffinity", lambda pid: {0})
+    assert make_lane("redis://127.0.0.1:6379/0").spins is False
+    monkeypatch.setattr(lane_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert make_lane("redis://127.0.0.1:6379/0").spins is True
