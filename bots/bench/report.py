@@ -158,6 +158,11 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         *_side_by_side(
             results.get("question_tokens"), "A question's tokens kept by the query embedder"
         ),
+        *_side_by_side(
+            results.get("reply_spin"),
+            "A message's reply waited for on the CPU; one copy of the model (issue 26)",
+        ),
+        *_side_by_side(results.get("reply_spin_one_scope"), "The same in one busy scope"),
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
@@ -332,6 +337,8 @@ def _side_by_side(side: dict[str, Any] | None, heading: str) -> list[str]:
         ("embedded msgs/s", "embed_msgs_per_s"),
         ("catch-up s", "embed_catch_up_s"),
     ]
+    if any("caught_spinning" in row for row in side["rows"]):  # (FastLane.call's spin)
+        columns.append(("caught spinning", "caught_spinning"))
     after = [side["after"], ""] if side.get("after") else []
     return [
         f"### {heading}",
