@@ -47,6 +47,9 @@ def share(backend: Any, *, name: str, directory: Path | None = None) -> int:
     """Swap the big numpy arrays among ``backend``'s attributes (and in its lists of arrays)
     for read-only views of files in ``directory``/``name`` shared with other processes; the
     bytes now shared (0: none, and why is logged)."""
+    if not hasattr(os, "getuid"):  # (Windows: no owner to check the directory by)
+        log.info("the model's weights stay this process's own (not shared) on this system")
+        return 0
     root = directory or weights_dir()
     place = root / name
     try:

@@ -100,3 +100,12 @@ def test_a_directory_of_another_user_is_not_used(
 def test_the_default_directory_is_the_user_s_own_in_the_temporary_directory() -> None:
     where = shared_weights.weights_dir()
     assert where.parent == Path(tempfile.gettempdir()) / f"memorybot-{os.getuid()}"
+
+
+def test_where_there_are_no_user_ids_the_weights_stay_the_process_s_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(os, "getuid")
+    loaded = model()
+    assert shared_weights.share(loaded, name="m-1", directory=tmp_path) == 0
+    assert loaded.proj.flags.writeable and not (tmp_path / "m-1").exists()
