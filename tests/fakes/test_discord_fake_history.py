@@ -41,6 +41,11 @@ def manage_threads(fake: FakeDiscord, guild: FakeGuild) -> None:
     guild.roles[guild.bot_role_id].permissions |= int(Permission.MANAGE_THREADS)
 
 
+def denied_to_the_bot(fake: FakeDiscord, permission: Permission) -> PermissionOverwrite:
+    """A channel overwrite that takes ``permission`` from the bot's member."""
+    return PermissionOverwrite(id=fake.bot_user.id, type="member", deny=int(permission))
+
+
 # ------------------------------------------------------------------------ channel history
 
 
@@ -73,9 +78,7 @@ async def test_history_without_read_message_history_is_empty_not_an_error(
     fake: FakeDiscord, raw_http: aiohttp.ClientSession
 ) -> None:
     guild = fake.add_guild()
-    deny = PermissionOverwrite(
-        id=fake.bot_user.id, type="member", deny=int(Permission.READ_MESSAGE_HISTORY)
-    )
+    deny = denied_to_the_bot(fake, Permission.READ_MESSAGE_HISTORY)
     channel = fake.add_text_channel(guild.id, "quiet", overwrites=[deny])
     alice = fake.add_member(guild.id, name="alice")
     fake.past_message(channel.id, author_id=alice.user.id, content="said before")
@@ -299,9 +302,7 @@ async def test_get_channel_of_a_channel_the_bot_cannot_see_is_missing_access(
     fake: FakeDiscord, raw_http: aiohttp.ClientSession
 ) -> None:
     guild = fake.add_guild()
-    hidden = PermissionOverwrite(
-        id=fake.bot_user.id, type="member", deny=int(Permission.VIEW_CHANNEL)
-    )
+    hidden = denied_to_the_bot(fake, Permission.VIEW_CHANNEL)
     unseen = fake.add_text_channel(guild.id, "unseen", overwrites=[hidden])
     seen = fake.add_text_channel(guild.id, "general")
     status, error, _ = await get(raw_http, fake, f"/channels/{unseen.id}")
