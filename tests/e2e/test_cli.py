@@ -859,25 +859,34 @@ async def test_the_console_s_two_helpers_map_one_copy_of_the_model_s_weights(
     before = await asyncio.to_thread(helper_processes, clean_redis)
     console = await spawn_memorybot(tmp_path, "console", env=env)
     try:
+        # A helper maps the files one by one as it loads: wait until both have mapped
+        # every array they will (the same set twice in a row), or the deadline.
         deadline = time.monotonic() + 90
         mapped: dict[str, set[tuple[str, str]]] = {}
+        settled = 0
         while time.monotonic() < deadline:
             pids = await asyncio.to_thread(helper_processes, clean_redis) - before
-            mapped = {pid: weight_files(pid) for pid in pids}
-            if len(mapped) == 2 and all(
-                any(f.endswith("/table.npy") for _, f in m) for m in mapped.values()
-            ):
+            seen = {pid: weight_files(pid) for pid in pids}
+            whole = len(seen) == 2 and all(
+                {Path(f).name for _, f in m} >= WEIGHT_FILES for m in seen.values()
+            )
+            settled = settled + 1 if whole and seen == mapped else 0
+            mapped = seen
+            if settled >= 3:
                 break
             await asyncio.sleep(0.2)
         assert len(mapped) == 2, f"two helpers, each mapping the weights: {mapped}"
         worker, query = mapped.values()
         assert worker == query  # the same files (device and inode), not copies
-        assert {Path(f).name for _, f in worker} >= {"table.npy", "proj_W.npy", "cnn_W.npy"}
+        assert {Path(f).name for _, f in worker} >= WEIGHT_FILES
     finally:
         assert console.stdin is not None
         console.stdin.close()
         await asyncio.wait_for(console.wait(), timeout=60)
     assert await asyncio.to_thread(helper_processes, clean_redis) - before == set()
+
+
+WEIGHT_FILES = {"table.npy", "proj_W.npy", "cnn_W.npy", "w1.0.npy", "p3.npy"}
 
 
 def weight_files(pid: str) -> set[tuple[str, str]]:
