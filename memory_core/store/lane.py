@@ -132,16 +132,19 @@ class _Connection(asyncio.Protocol):
         ):
             return
         deadline = time.monotonic() + SPIN_MAX_S
-        while not future.done() and time.monotonic() < deadline:
+        while True:  # (one read at least: a reply already there is taken however late)
             try:
                 data = os.read(self.fd, 65536)
             except (BlockingIOError, InterruptedError):
-                continue
+                data = None
             except OSError:
                 return  # (the transport's own read meets it, and says what it was)
-            if not data:
+            if data == b"":
                 return  # the server closed the connection: likewise
-            self.data_received(data)
+            if data:
+                self.data_received(data)
+            if future.done() or time.monotonic() >= deadline:
+                break
         if future.done():
             self.caught_spinning += 1
 
