@@ -16,12 +16,10 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.pacing import CappedRateLimitRetry
 from config.settings import SlackSettings
 from memory_core.errors import ConfigError
 
@@ -37,10 +35,11 @@ def error_code(exc: Exception) -> str:
 
 
 def retry_handlers() -> list[AsyncRetryHandler]:
-    """Connection hiccups retried; ``ratelimited`` (HTTP 429) waited out per Retry-After."""
+    """Connection hiccups retried; ``ratelimited`` (HTTP 429) waited out per Retry-After, up
+    to :data:`~bots.slack.pacing.DOOR_MAX_WAIT_S` a time."""
     return [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+        CappedRateLimitRetry(max_retry_count=3),
     ]
 
 

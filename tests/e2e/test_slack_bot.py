@@ -310,6 +310,36 @@ async def test_an_edit_in_a_thread_is_read_like_a_new_message(slack: Harness) ->
     assert user_texts(await entries(slack.core)) == ["let's plan the offsite"]
 
 
+async def test_a_name_slack_rate_limits_briefly_is_waited_for(slack: Harness) -> None:
+    """users.info answers 429 with Retry-After 1: the door waits it out and asks again, and
+    the mention is stored by the person's name."""
+    await slack.say("hello", user=BOB)  # (Bob's own name, looked up and kept)
+    await slack.settle()
+    slack.fake.rate_limit_next(method="users.info", retry_after=1)
+    await slack.say(f"ask <@{CAROL}> about the dates", user=BOB)
+    await slack.settle()
+    assert user_texts(await entries(slack.core)) == ["hello", "ask @Carol about the dates"]
+    calls = [c for c in slack.fake.calls_of("users.info") if c.params.get("user") == CAROL]
+    assert [(c.status, c.error) for c in calls] == [(429, "ratelimited"), (200, None)]
+
+
+async def test_a_name_slack_rate_limits_for_long_does_not_hold_the_message(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """users.info answers 429 with Retry-After 600 (slack_sdk's own retry would sleep ten
+    minutes, the message unstored): the door does not wait beyond its cap; the message is
+    stored at once with the mention as the user's id, and the reason is logged."""
+    await slack.say("hello", user=BOB)  # (Bob's own name, looked up and kept)
+    await slack.settle()
+    slack.fake.rate_limit_next(method="users.info", retry_after=600)
+    await slack.say(f"ask <@{CAROL}> about the dates", user=BOB)
+    await slack.settle()
+    assert user_texts(await entries(slack.core)) == ["hello", f"ask @{CAROL} about the dates"]
+    calls = [c for c in slack.fake.calls_of("users.info") if c.params.get("user") == CAROL]
+    assert [(c.status, c.error) for c in calls] == [(429, "ratelimited")]
+    assert "rate limited for 600 s, longer than the 30 s the bot waits" in caplog.text
+
+
 async def test_a_file_share_is_remembered_and_recalled_by_the_files_name(
     small_window: Harness,
 ) -> None:
