@@ -21,8 +21,9 @@ the history.
 Requests are paced per method (``requests_per_minute``: 50 is Slack's Tier 3, the limit of
 internal and Marketplace apps; 1 for apps commercially distributed outside the Marketplace)
 and an HTTP 429's ``Retry-After`` is waited out, each wait at most ``max_wait_s``. The door's
-client retries 429s itself, sleeping whatever Slack asks; the source reads through a twin of
-that client without that retry, so no wait escapes the cap (:mod:`bots.slack.pacing`).
+client retries 429s itself (up to its own, shorter cap); the source reads through a twin of
+that client without that retry, so its pacing and ``max_wait_s`` alone decide
+(:mod:`bots.slack.pacing`).
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def retry_after(headers: Mapping[str, Any]) -> float:
 
 
 def without_rate_retries(client: AsyncWebClient) -> AsyncWebClient:
-    """The door's client without its 429 retry (which sleeps whatever Slack asks, uncapped):
+    """The door's client without its 429 retry (a learn's :class:`Pacer` does the waiting):
     same token, base URL, session and connection retries."""
     headers = {k: v for k, v in client.headers.items() if k.lower() != "user-agent"}
     reader = AsyncWebClient(
