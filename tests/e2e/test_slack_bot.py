@@ -340,6 +340,26 @@ async def test_a_name_slack_rate_limits_for_long_does_not_hold_the_message(
     assert "rate limited for 600 s, longer than the 30 s the bot waits" in caplog.text
 
 
+async def test_a_reply_slack_rate_limits_for_long_is_logged_and_the_question_kept(
+    slack: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """chat.postMessage answers 429 with Retry-After 600: the door does not sleep ten
+    minutes on it; the reply is not posted (nor remembered as said), the reason is logged,
+    and the question itself is in memory."""
+    slack.fake.rate_limit_next(method="chat.postMessage", retry_after=600)
+    await slack.mention("when is the launch?")
+    await slack.fake.wait_for_calls(method="chat.postMessage")
+    await slack.bot.drain()
+    assert slack.fake.posted_messages == []
+    assert [(c.status, c.error) for c in slack.fake.calls_of("chat.postMessage")] == [
+        (429, "ratelimited")
+    ]
+    log = await entries(slack.core)
+    assert [e.text for e in log if e.role == "user"] == ["@memorybot when is the launch?"]
+    assert [e for e in log if e.role == "assistant"] == []
+    assert "ratelimited" in caplog.text
+
+
 async def test_a_file_share_is_remembered_and_recalled_by_the_files_name(
     small_window: Harness,
 ) -> None:
