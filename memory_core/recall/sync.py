@@ -12,7 +12,9 @@ search at a time (a lock per scope), so concurrent replies never add an entry tw
 least recently used scopes are dropped when the cached indexes' bytes pass a limit
 (``memory.recall_cache_mb``); a dropped scope is built again, off the event loop, by its
 next search. A scope too big for the whole limit is indexed over its newest messages only
-(its older days recalled through their day records).
+(its older days recalled through their day records); retention trimming messages older
+than that window (a big channel's nightly trim) leaves it as it is, only a trim that reaches
+the window's first message builds it again.
 
 A search's sync also brings vectors when the index's are in step: those of the new entries
 and of the newest messages that had none at the last look, in the same round trip.
@@ -265,7 +267,7 @@ class IndexSync:
             # Grown past the whole cache: built again over the newest messages that fit, at
             # what a message takes in it, vectors included.
             self._note_message_bytes(scope, cached)
-            return await self._rebuild(scope, cached.epoch, cached.first_id)
+            return await self._rebuild(scope, cached.epoch)
         if cached is not None:
             return await self._sync(scope, cached, vectors=vectors)
         started = time.perf_counter()
@@ -273,10 +275,10 @@ class IndexSync:
         self._built(scope, index, time.perf_counter() - started)
         return index
 
-    async def _fresh(self, scope: str, epoch: int = -1, first_id: str = "") -> ScopeIndex:
+    async def _fresh(self, scope: str, epoch: int = -1) -> ScopeIndex:
         """An empty index for a build: over the whole log, or, when the log would not fit
         in the cache, over its newest messages (from just after ``last_id``)."""
-        index = ScopeIndex(epoch=epoch, first_id=first_id)
+        index = ScopeIndex(epoch=epoch)  # (its first id: from its first sync's snapshot)
         per_message = self._message_bytes.get(scope, 0)
         if not per_message:
             per_message = MESSAGE_BYTES_BUT_VECTOR
@@ -288,7 +290,7 @@ class IndexSync:
         fits = max(1, int(self.cache.max_bytes * WINDOW_SHARE) // per_message)
         before, skipped = await self.store.window_start(scope, fits)
         if before:
-            index.last_id, index.first_id, index.skipped = before, "", skipped
+            index.last_id, index.skipped = before, skipped
         return index
 
     def _built(self, scope: str, index: ScopeIndex, seconds: float) -> None:
@@ -319,11 +321,17 @@ class IndexSync:
         stale, kept_all = self._staleness(index, snapshot)
         if stale and index.docs:
             if not kept_all:
-                return await self._rebuild(scope, snapshot.epoch, snapshot.first_id)
+                return await self._rebuild(scope, snapshot.epoch)
             # The epoch moved but no message left the log (a tier or fact edit, a forget of
             # a fact): the index stands; only day records may have been rewritten.
             await self._sync_days(scope, index, compare_text=True)
-        index.epoch, index.first_id = snapshot.epoch, index.first_id or snapshot.first_id
+        if not stale and index.skipped and len(snapshot.fresh) < SYNC_BATCH:
+            # Retention may have trimmed messages before the window (none of its own): the
+            # log's length says how many are left before it.
+            index.skipped = snapshot.log_length - index.messages - len(snapshot.fresh)
+        index.epoch = snapshot.epoch
+        if not index.skipped:  # (a window's first is its own first message, set as indexed)
+            index.first_id = index.first_id or snapshot.first_id
         index.provisional = snapshot.forget_pending or (index.provisional and not stale)
         first_new = len(index.docs)
         await self._index_all_after(scope, index, snapshot.fresh)
@@ -358,10 +366,17 @@ class IndexSync:
         every message it holds is still there all the same (only the epoch moved, and the
         log is as long as what is indexed and what is new)."""
         moved = index.epoch != snapshot.epoch
-        trimmed = bool(index.first_id) and (
-            not snapshot.first_id
-            or _stream_id_key(snapshot.first_id) > _stream_id_key(index.first_id)
-        )
+        if not index.first_id:
+            trimmed = False
+        elif not snapshot.first_id:
+            trimmed = True
+        elif index.skipped:
+            # A window over the newest messages: trimmed only when retention reached its
+            # first message or the one before (the first's vector was made with it as
+            # context, and goes with it).
+            trimmed = _stream_id_key(snapshot.first_id) >= _stream_id_key(index.first_id)
+        else:
+            trimmed = _stream_id_key(snapshot.first_id) > _stream_id_key(index.first_id)
         settled = index.provisional and not snapshot.forget_pending
         kept_all = (
             not (trimmed or settled or snapshot.forget_pending)
@@ -400,14 +415,14 @@ class IndexSync:
             if row is None:
                 add_day_record(index, day)
 
-    async def _rebuild(self, scope: str, epoch: int, first_id: str) -> ScopeIndex:
+    async def _rebuild(self, scope: str, epoch: int) -> ScopeIndex:
         # (The old index is a few dozen arrays: freed at once, it holds nobody up. Its
         # caller still refers to it: emptied, it is not held beside the new one.)
         old = self.cache.drop(scope)
         if old is not None:
             await asyncio.to_thread(old.release)  # (freeing 1 GB of arrays is an munmap)
         started = time.perf_counter()
-        index = await self._fresh(scope, epoch, first_id)
+        index = await self._fresh(scope, epoch)
         index = await self._sync(scope, index, vectors=False)
         self._built(scope, index, time.perf_counter() - started)
         return index

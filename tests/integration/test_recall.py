@@ -658,6 +658,42 @@ async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
     assert recall.cache_stats.builds == builds
 
 
+async def test_retention_before_a_window_does_not_rebuild_it(make_core: CoreFactory) -> None:
+    """A scope indexed over its newest messages only: retention trimming messages older than
+    the window (the nightly trim of a big channel) leaves the index as it is, through a later
+    epoch move too; a trim that reaches into the window builds it again, without them."""
+    core = await make_core(offline=True)
+    huge = "console:huge"
+    await _fill_log(core, huge, 3000, "huge")
+    probe = _recall_of(core)
+    await probe.search(huge, "huge note")
+    recall = RecallIndex(
+        core.store.client, core.store.keys, cache_bytes=probe.cache_stats.bytes // 3
+    )
+    await recall.search(huge, "huge note 3")
+    index = recall._indexes[huge]
+    builds, window = recall.cache_stats.builds, index.messages
+    ids = [entry.id for entry in await core.repo.all_entries(huge)]
+    assert 0 < window < 2000
+
+    assert await core.repo.trim_log_before(huge, ids[1000]) == 1000  # before the window
+    await recall.search(huge, "huge note 4")
+    assert recall.cache_stats.builds == builds and recall._indexes[huge] is index
+    assert index.messages == window and index.skipped == 2000 - window
+    await core.repo.bump_epoch(huge)  # (a forget that deleted none of the messages)
+    await recall.search(huge, "huge note 5")
+    assert recall.cache_stats.builds == builds and recall._indexes[huge] is index
+
+    into = len(ids) - window + 10  # the window's ten oldest go
+    assert await core.repo.trim_log_before(huge, ids[into]) == into - 1000
+    hits = await recall.search(huge, "huge note 6")
+    assert recall.cache_stats.builds == builds + 1
+    rebuilt = recall._indexes[huge]
+    kept = {doc.id for doc in (rebuilt.docs[row] for row in range(len(rebuilt.docs))) if doc.id}
+    assert kept and kept <= set(ids[into:])
+    assert hits and {i for hit in hits for i in hit.ids} <= set(ids[into:])
+
+
 async def test_a_windowed_index_loads_the_stored_vectors_of_its_own_messages(
     make_core: CoreFactory,
 ) -> None:
