@@ -181,6 +181,15 @@ class MemorySettings(_Section):
         "least recently searched channels are dropped past it and built again by their next "
         "question. About 0.9 KB per message indexed (with vectors).",
     )
+    recall_wait_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=600,
+        description="The longest a reply waits for recall. A channel's index still being "
+        "built after that (its first question since the bot started, or a rebuild after a "
+        "forget: seconds at 100,000 messages) goes on in the background, and the reply is "
+        "made from the rest of memory without recalled messages.",
+    )
     new_message_tokens: int = Field(
         default=800, ge=50, description="The new message is cut to this many tokens in the prompt."
     )

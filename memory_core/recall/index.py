@@ -74,6 +74,7 @@ class RecallIndex:
             self.sync, embedder=embedder, worker=worker, embed_in_background=embed_in_background
         )
         self.sync.with_vectors = embedder is not None
+        self._late: set[asyncio.Task[list[Hit]]] = set()  # a reply's searches it left behind
 
     @property
     def embedder(self) -> Embedder | None:
@@ -136,11 +137,52 @@ class RecallIndex:
         return hits
 
     async def for_reply(
-        self, scope: str, text: str, *, exclude_id: str, tz: str, meaning: QueryVector | None
+        self,
+        scope: str,
+        text: str,
+        *,
+        exclude_id: str,
+        tz: str,
+        meaning: QueryVector | None,
+        wait_s: float | None = None,
     ) -> list[Hit]:
         """The best recalled groups for a reply's ``text``: a thread's own and, read-only,
         its channel's (the conversation it continues), best first; one question vector
-        for both."""
+        for both. ``wait_s``: the longest to wait (a live reply's, ``memory.recall_wait_s``).
+        An index still being built then (a channel's first question since the start, a
+        rebuild after a forget: seconds for a big one) goes on being built in the background
+        for the next question, and this one has no recalled groups."""
+        search = asyncio.ensure_future(
+            self._for_reply(scope, text, exclude_id=exclude_id, tz=tz, meaning=meaning)
+        )
+        if wait_s is None:
+            return await search
+        try:
+            return await asyncio.wait_for(asyncio.shield(search), wait_s)
+        except TimeoutError:
+            log.info(
+                "recall in %s: its index is still being built after %.1f s; this reply goes "
+                "without recalled messages",
+                scope,
+                wait_s,
+            )
+            return []
+        finally:
+            if not search.done():  # (built on for the next question, and awaited by drain)
+                self._late.add(search)
+                search.add_done_callback(self._late_done)
+
+    def _late_done(self, search: asyncio.Task[list[Hit]]) -> None:
+        self._late.discard(search)
+        if search.cancelled():  # (its reply had gone: the question's vector with it)
+            return
+        exc = search.exception()
+        if exc is not None:
+            log.warning("recall's background build failed: %s", exc)
+
+    async def _for_reply(
+        self, scope: str, text: str, *, exclude_id: str, tz: str, meaning: QueryVector | None
+    ) -> list[Hit]:
         own = self.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz, meaning=meaning)
         parent = Scope.of(scope).parent
         if parent is None:
@@ -207,7 +249,14 @@ class RecallIndex:
         return await self.message_vectors.embed_backlog(scope, limit=limit)
 
     async def drain(self) -> None:
+        """Wait for the background work: builds a reply did not wait for, embeddings."""
+        if self._late:
+            await asyncio.gather(*self._late, return_exceptions=True)
         await self.message_vectors.drain()
 
     async def close(self) -> None:
+        for search in list(self._late):
+            search.cancel()
+        if self._late:
+            await asyncio.gather(*self._late, return_exceptions=True)
         await self.message_vectors.close()

@@ -93,9 +93,11 @@ class Replier:
         exclude_id: str = "",
         text: str | None = None,
         prepared: Prepared | None = None,
+        recall_wait_s: float | None = None,
     ) -> AssemblyInput:
         """What memory holds for a reply to ``msg``: the scope's state, facts and window,
-        and what recall found for it (best first), ready to assemble."""
+        and what recall found for it (best first), ready to assemble. ``recall_wait_s``: the
+        longest to wait for recall (a live reply's; a dry run waits for it whole)."""
         prepared = (prepared or self.prepare(msg)) if text is None else None
         scope = prepared.scope if prepared else parse_scope(msg.scope)
         # What is known about the asker across the server, where it may be used: not in a
@@ -115,7 +117,12 @@ class Replier:
             started = thread_start(scope, snapshot.before_thread, snapshot.from_thread)
             recalled = (
                 await recall.for_reply(
-                    scope, new_text, exclude_id=exclude_id, tz=tz, meaning=meaning
+                    scope,
+                    new_text,
+                    exclude_id=exclude_id,
+                    tz=tz,
+                    meaning=meaning,
+                    wait_s=recall_wait_s,
                 )
                 if recall
                 else []
@@ -160,7 +167,12 @@ class Replier:
         ``bot.reply_max_chars`` long; the whole answer (retries, pieces, ``on_progress``)
         ends within ``llm.reply_deadline_s``, with what has streamed in and a marker."""
         try:
-            data = await self.read_memory(msg, exclude_id=exclude_id, prepared=prepared)
+            data = await self.read_memory(
+                msg,
+                exclude_id=exclude_id,
+                prepared=prepared,
+                recall_wait_s=self.settings.memory.recall_wait_s,
+            )
         except StoreError as exc:
             # Memory is out of reach (the message itself is held until Redis is back).
             log.warning("reply in %s without memory: %s", msg.scope, exc)

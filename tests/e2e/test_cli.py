@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -828,6 +828,43 @@ async def test_memory_remember_with_an_argument_that_is_not_utf8(
     assert run.err.startswith("warning: the command is not UTF-8 text")
     facts = await cli("memory", "show", "facts", "--scope", "n", **env)
     assert "caf\ufffd au lait" in facts.out
+
+
+async def test_a_console_reply_waits_for_recall_at_most_recall_wait_s(
+    cli: CLI, clean_redis: str
+) -> None:
+    """A channel of 4,000 messages (replayed): a console asked about its first line with
+    ``memory.recall_wait_s`` at 1 ms answers at once without recalling it (the index is
+    still being built) and ends cleanly with the build unfinished; a console with the
+    default 2 s recalls it."""
+    now = datetime.now(UTC)
+    lines = [{"ts": (now - timedelta(hours=3)).isoformat(), "user": "Carol", "text": PELICAN}]
+    lines += [
+        {
+            "ts": (now - timedelta(hours=2, seconds=-i)).isoformat(),
+            "user": f"u{i % 3}",
+            "text": f"chatter note {i % 40} about the {i % 7} plan",
+        }
+        for i in range(4000)
+    ]
+    path = cli.home / "big.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    env = {"REDIS_URL": clean_redis, "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "off"}
+    stored = await cli("replay", str(path), "--scope", "big", "--no-reply", **env)
+    assert stored.code == 0, stored.err
+    question = "what is the launch code word?\n"
+    hurried = await cli(
+        "console", "--scope", "big", stdin=question, MEMORYBOT_MEMORY__RECALL_WAIT_S="0.001", **env
+    )
+    assert hurried.code == 0, hurried.err
+    assert "No LLM is configured" in hurried.out and "pelican" not in hurried.out
+    assert "Traceback" not in hurried.err
+    patient = await cli("console", "--scope", "big", stdin=question, **env)
+    assert patient.code == 0, patient.err
+    assert PELICAN in patient.out
+
+
+PELICAN = "the launch code word is pelican"
 
 
 async def test_the_console_embeds_in_a_worker_and_stops_it_on_exit(

@@ -694,6 +694,48 @@ async def test_retention_before_a_window_does_not_rebuild_it(make_core: CoreFact
     assert hits and {i for hit in hits for i in hit.ids} <= set(ids[into:])
 
 
+async def test_a_reply_waits_for_an_index_being_built_at_most_recall_wait_s(
+    make_core: CoreFactory,
+) -> None:
+    """A channel of 6,000 messages whose index is not built yet (the bot just started): a
+    reply waits for it at most ``memory.recall_wait_s`` (here 1 ms: no build of 6,000
+    messages is done by then) and is made without recalled messages; the build goes on in
+    the background, and the next question finds it built and recalls. The rebuild after a
+    forget is not waited for either. A dry run (``ask --dry-run``, the evaluation) waits
+    for it whole."""
+    core = await make_core(offline=True)
+    recall = core.pipeline.recall
+    assert recall is not None
+    said = IncomingMessage(scope="big", text="the launch code word is pelican", author="Carol")
+    await core.pipeline.ingest(said)
+    await _fill_log(core, "console:big", 6000, "chatter")
+    ask = IncomingMessage(scope="big", text="what is the launch code word?", author="Dan")
+
+    async def reply(wait_s: float) -> str:
+        core.settings.memory.recall_wait_s = wait_s
+        answer = await core.pipeline.reply(ask, store=False)
+        assert answer.kind == "offline"
+        return answer.text
+
+    assert "pelican" not in await reply(0.001)
+    await core.pipeline.drain()  # (the build it left behind, finished)
+    assert recall.cache_stats.builds == 1
+    assert "pelican" in await reply(60)
+    assert recall.cache_stats.builds == 1  # (the build left behind served it)
+
+    await core.admin.forget_text("big", "chatter note 7 about the 0 plan")
+    assert "pelican" not in await reply(0.001)
+    await core.pipeline.drain()
+    assert recall.cache_stats.builds == 2
+    assert "pelican" in await reply(60)
+    assert recall.cache_stats.builds == 2
+
+    await core.admin.forget_text("big", "chatter note 8 about the 1 plan")
+    prompt = await core.pipeline.build_prompt(ask)  # waits for the rebuild
+    assert "pelican" in recalled(prompt.messages[0]["content"])
+    assert recall.cache_stats.builds == 3
+
+
 async def test_a_windowed_index_loads_the_stored_vectors_of_its_own_messages(
     make_core: CoreFactory,
 ) -> None:
