@@ -72,6 +72,10 @@ SEM_BASE = 0.2  # cosine at or below this adds nothing (unrelated sentences scor
 # conversation at or above; 1,500 tokens: 77.1% -> 77.8%). (A semantic-only experiment
 # there: 0.04-0.06 lifted evidence in the top 30 by meaning from 63.6% to 69-71%.)
 LENGTH_PRIOR = 0.06
+# An index this small has each document's share of the query's words worked out before
+# the vector comes (one pass per word over its postings), not after it for the hits found:
+# a reply waits for what runs after the vector (a tiny scope's ranking, ~0.1 ms of it).
+SHARES_AHEAD_MAX = 4096
 
 
 def _named_authors(index: ScopeIndex, query: str) -> set[str]:
@@ -154,6 +158,7 @@ class Words:
     by_named: np.ndarray | None
     floor: float
     forms: dict[str, float]  # the query's words its stems changed, by their stem's weight
+    shares: np.ndarray | None  # every document's share of ``telling`` (a small index), else None
 
 
 def rank(
@@ -209,6 +214,7 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         scores[by_named] *= SPEAKER_BOOST
     reachable = sum(bm25.idf(t) * weights.get(t, 1.0) for t in set(q_terms))
     telling = {t: bm25.answer_weight(t) * weights.get(t, 1.0) for t in set(q_terms)}
+    shares = _all_shares(index, telling) if len(index.docs) <= SHARES_AHEAD_MAX else None
     return Words(
         q_terms=q_terms,
         found=found,
@@ -220,6 +226,7 @@ def rank_words(index: ScopeIndex, query: str, *, tz: str = "UTC") -> Words | Non
         by_named=by_named,
         floor=max(FLOOR * reachable, 0.5),
         forms=_forms(index, query, named),
+        shares=shares,
     )
 
 
@@ -264,7 +271,10 @@ def ranked(
         group.sort()
         picked.append((group, doc_i))
     found = np.fromiter((doc_i for _, doc_i in picked), dtype=np.int64, count=len(picked))
-    shares = _shares(index, words.telling, found)
+    if words.shares is not None:
+        shares = words.shares[found]
+    else:
+        shares = _shares(index, words.telling, found)
     return [
         Hit(
             docs=tuple(docs[g] for g in group),
@@ -327,6 +337,20 @@ def _shares(index: ScopeIndex, telling: dict[str, float], found: np.ndarray) -> 
         postings = index.bm25.postings_of(term)
         if postings is not None:
             shares += weight * _members(found, postings)
+    shares /= total
+    return shares
+
+
+def _all_shares(index: ScopeIndex, telling: dict[str, float]) -> np.ndarray:
+    """:func:`_shares` of every document (the same sums, in the same order)."""
+    shares = np.zeros(len(index.docs), dtype=np.float64)
+    total = sum(telling.values())
+    if not total:
+        return shares
+    for term, weight in telling.items():
+        postings = index.bm25.postings_of(term)
+        if postings is not None:
+            shares[postings] += weight
     shares /= total
     return shares
 

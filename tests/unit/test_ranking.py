@@ -6,10 +6,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
 from memory_core.models import DaySummary
+from memory_core.recall import ranking
 from memory_core.recall.documents import Doc, ScopeIndex, add_day_record
-from memory_core.recall.ranking import _members, _top, query_days, query_months, rank
+from memory_core.recall.ranking import (
+    _members,
+    _shares,
+    _top,
+    query_days,
+    query_months,
+    rank,
+    rank_words,
+)
 from memory_core.recall.textsearch import terms
 
 HOUR = 3_600_000
@@ -234,3 +244,29 @@ def test_membership_by_binary_search_agrees_with_numpy_isin() -> None:
             found = rng.choice(span + 50, size=min(200, span), replace=False).astype(np.int64)
             expected = np.isin(found, postings)
             assert np.array_equal(_members(found, postings), expected)
+
+
+def test_a_small_index_s_shares_worked_out_ahead_are_the_hits_shares(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each document's share of the question's words, worked out before the vector comes
+    (a small index), is what counting it for the hits after gives, to the bit; and the hits
+    of a small index are the same either way."""
+    messages = [
+        ("2025-03-0" + str(1 + n % 9), 8 + n % 10, text)
+        for n, text in enumerate(
+            [*FILLER, "the deploy moved to friday", "friday lunch deploy?", "deploy notes"] * 30
+        )
+    ]
+    index = _index(sorted(messages), records=[("2025-03-02", "deploy plans and lunch")])
+    query = "when is the deploy on friday, and lunch?"
+    words = rank_words(index, query)
+    assert words is not None and words.shares is not None
+    every = np.arange(len(index.docs), dtype=np.int64)
+    assert np.array_equal(words.shares, _shares(index, words.telling, every))
+    assert words.shares.max() == 1.0 and words.shares.min() == 0.0
+    ahead = rank(index, query, exclude_ids=set(), limit=20)
+    monkeypatch.setattr(ranking, "SHARES_AHEAD_MAX", 0)  # (as a big index: counted after)
+    assert rank_words(index, query).shares is None  # type: ignore[union-attr]
+    after = rank(index, query, exclude_ids=set(), limit=20)
+    assert ahead == after and any(hit.words for hit in ahead)
