@@ -152,11 +152,10 @@ class RecallIndex:
         An index still being built then (a channel's first question since the start, a
         rebuild after a forget: seconds for a big one) goes on being built in the background
         for the next question, and this one has no recalled groups."""
-        search = asyncio.ensure_future(
-            self._for_reply(scope, text, exclude_id=exclude_id, tz=tz, meaning=meaning)
-        )
+        found = self._for_reply(scope, text, exclude_id=exclude_id, tz=tz, meaning=meaning)
         if wait_s is None:
-            return await search
+            return await found
+        search = asyncio.ensure_future(found)
         try:
             return await asyncio.wait_for(asyncio.shield(search), wait_s)
         except TimeoutError:
