@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -151,25 +151,51 @@ class RecallIndex:
         for both. ``wait_s``: the longest to wait (a live reply's, ``memory.recall_wait_s``).
         An index still being built then (a channel's first question since the start, a
         rebuild after a forget: seconds for a big one) goes on being built in the background
-        for the next question, and this one has no recalled groups."""
-        found = self._for_reply(scope, text, exclude_id=exclude_id, tz=tz, meaning=meaning)
-        if wait_s is None:
-            return await found
-        search = asyncio.ensure_future(found)
-        try:
-            return await asyncio.wait_for(asyncio.shield(search), wait_s)
-        except TimeoutError:
-            log.info(
-                "recall in %s: its index is still being built after %.1f s; this reply goes "
-                "without recalled messages",
-                scope,
-                wait_s,
+        for the next question, and this reply has none of its groups (a thread's own still
+        come when its channel's index is the one being built)."""
+        searches = {
+            scope: self.search(
+                scope, text, exclude_ids=[exclude_id], limit=200, tz=tz, meaning=meaning
             )
-            return []
+        }
+        parent = Scope.of(scope).parent
+        if parent is not None:
+            searches[parent.key] = self.search(parent.key, text, limit=200, tz=tz, meaning=meaning)
+        if wait_s is None:
+            found = dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
+        else:
+            found = await self._within(searches, wait_s)
+        if parent is None:
+            return found[scope]
+        merged = [*found[scope], *(replace(hit, scope=parent.key) for hit in found[parent.key])]
+        return sorted(merged, key=lambda hit: -hit.score)[:200]
+
+    async def _within(
+        self, searches: dict[str, Coroutine[Any, Any, list[Hit]]], wait_s: float
+    ) -> dict[str, list[Hit]]:
+        """Each scope's hits, those found within ``wait_s`` (the others: none, and their
+        searches go on, awaited by :meth:`drain`). A search that failed raises its error."""
+        tasks = {key: asyncio.ensure_future(search) for key, search in searches.items()}
+        try:
+            await asyncio.wait(tasks.values(), timeout=wait_s)
         finally:
-            if not search.done():  # (built on for the next question, and awaited by drain)
-                self._late.add(search)
-                search.add_done_callback(self._late_done)
+            for task in tasks.values():
+                if not task.done():  # (built on for the next question)
+                    self._late.add(task)
+                    task.add_done_callback(self._late_done)
+        found: dict[str, list[Hit]] = {}
+        for key, task in tasks.items():
+            if task.done():
+                found[key] = task.result()
+            else:
+                log.info(
+                    "recall in %s: its index is still being built after %.1f s; this reply "
+                    "goes without what it would recall",
+                    key,
+                    wait_s,
+                )
+                found[key] = []
+        return found
 
     def _late_done(self, search: asyncio.Task[list[Hit]]) -> None:
         self._late.discard(search)
@@ -178,19 +204,6 @@ class RecallIndex:
         exc = search.exception()
         if exc is not None:
             log.warning("recall's background build failed: %s", exc)
-
-    async def _for_reply(
-        self, scope: str, text: str, *, exclude_id: str, tz: str, meaning: QueryVector | None
-    ) -> list[Hit]:
-        own = self.search(scope, text, exclude_ids=[exclude_id], limit=200, tz=tz, meaning=meaning)
-        parent = Scope.of(scope).parent
-        if parent is None:
-            return await own
-        mine, channel = await asyncio.gather(
-            own, self.search(parent.key, text, limit=200, tz=tz, meaning=meaning)
-        )
-        merged = [*mine, *(replace(hit, scope=parent.key) for hit in channel)]
-        return sorted(merged, key=lambda hit: -hit.score)[:200]
 
     def embed_query(self, scope: str, query: str) -> QueryVector | None:
         """Start embedding a question (None without an embedder): the reply's other reads

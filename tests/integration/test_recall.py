@@ -736,6 +736,34 @@ async def test_a_reply_waits_for_an_index_being_built_at_most_recall_wait_s(
     assert recall.cache_stats.builds == 3
 
 
+async def test_a_thread_s_reply_keeps_its_own_recall_while_its_channel_s_index_is_built(
+    make_core: CoreFactory,
+) -> None:
+    """A reply in a thread waits ``memory.recall_wait_s`` for its channel's index (being
+    built: here its lock is held, as a build holds it) and is made with what the thread
+    itself recalls; the channel's search goes on and is done once the build lets go."""
+    core = await make_core(offline=True)
+    recall = core.pipeline.recall
+    assert recall is not None
+    channel, thread = "discord:1:2", "discord:1:2:3"
+    await core.pipeline.ingest(
+        IncomingMessage(scope=channel, text="the launch code word is pelican", author="Carol")
+    )
+    await core.pipeline.ingest(
+        IncomingMessage(scope=thread, text="the thread's code word is heron", author="Ben")
+    )
+    ask = IncomingMessage(scope=thread, text="what code word did we pick?", author="Dan")
+    core.settings.memory.recall_wait_s = 0.5
+    async with recall.sync.lock(channel):  # (the channel's index being built)
+        answer = await core.pipeline.reply(ask, store=False)
+        assert "heron" in answer.text and "pelican" not in answer.text
+        assert len(recall._late) == 1  # the channel's search, waiting for the build
+    await recall.drain()
+    assert not recall._late and channel in recall._indexes
+    answer = await core.pipeline.reply(ask, store=False)
+    assert "heron" in answer.text and "pelican" in answer.text
+
+
 async def test_a_windowed_index_loads_the_stored_vectors_of_its_own_messages(
     make_core: CoreFactory,
 ) -> None:
