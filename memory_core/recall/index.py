@@ -161,6 +161,8 @@ class RecallIndex:
         parent = Scope.of(scope).parent
         if parent is not None:
             searches[parent.key] = self.search(parent.key, text, limit=200, tz=tz, meaning=meaning)
+        if wait_s is None and parent is None:
+            return await searches[scope]  # (the usual dry run: no task made for it)
         if wait_s is None:
             found = dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
         else:
