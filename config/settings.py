@@ -247,23 +247,10 @@ class BotSettings(_Section):
         default=4000,
         ge=200,
         le=1_000_000,
-        description="A longer answer is cut to this many characters, with a marker "
-        "(Discord posts 2,000 a message).",
+        description="A longer answer is cut here, with a marker (Discord posts 2,000 a message).",
     )
-    catch_up_hours: int = Field(
-        default=48,
-        ge=0,
-        le=24 * 30,
-        description="After a start or a reconnect, the places active within this many hours "
-        "are read again from the platform and what was deleted or edited meanwhile is "
-        "applied to memory (0: off).",
-    )
-    catch_up_places: int = Field(
-        default=50,
-        ge=1,
-        le=10_000,
-        description="At most this many places (the most recently active) are caught up.",
-    )
+    catch_up_hours: int = Field(default=48, ge=0, le=720)  # after a start: read again (0: off)
+    catch_up_places: int = Field(default=50, ge=1, le=10_000)  # the most recently active
 
 
 class SchedulerSettings(_Section):

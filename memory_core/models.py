@@ -75,6 +75,7 @@ class IncomingMessage:
     audience: Audience = Audience.PRIVATE
     reply_to: str = ""  # the bot's answer: the user id of the person it answers
     answers: str = ""  # the bot's answer: the platform id of the message it answers
+    also_ids: tuple[str, ...] = ()  # the bot's answer: its other posted parts' platform ids
     # Files shared with the message: rendered into its stored text (a message may be only
     # files; its text is then the rendering).
     attachments: tuple[Attachment, ...] = ()
@@ -100,6 +101,12 @@ class LogEntry:
     public: bool = False  # said where the whole guild or workspace could see it
     reply_to: str = ""  # the bot's answer: the user id of the person it answered
     answers: str = ""  # the bot's answer: the platform id of the message it answered
+    parts: tuple[str, ...] = ()  # the bot's answer: its other posted parts' platform ids
+
+    @property
+    def platform_ids(self) -> tuple[str, ...]:
+        """Every platform id the message was posted under (an answer split over posts)."""
+        return tuple(p for p in (self.platform_id, *self.parts) if p)
 
     @property
     def ms(self) -> int:
@@ -121,6 +128,7 @@ class LogEntry:
             public=fields.get("v") == "1",
             reply_to=fields.get("o", ""),
             answers=fields.get("q", ""),
+            parts=tuple(fields.get("x", "").split()),
         )
 
 
@@ -320,7 +328,8 @@ class IngestResult:
     buffered: bool = False  # Redis was away: held in memory, stored when it is back
     # "" stored; "older": stored, older than the scope's newest message; "duplicate": its
     # platform id was stored before, nothing written; "day_closed": not stored (a replayed
-    # line whose day is closed already)
+    # line whose day is closed already); "forgotten": not stored, the erasure ledger says it
+    # was forgotten (its id, its author, a text in it, or its whole place)
     outcome: str = ""
 
 

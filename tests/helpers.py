@@ -63,7 +63,10 @@ async def scope_values(core: Core, scope: str, *, memory_only: bool = False) -> 
             continue
         if memory_only and key == core.store.keys.scope(scope).gone:
             gone = (await key_values(core, key))[1:]
-            marks = all(f == "all" or f.startswith(("all:", "m:", "u:")) for f in gone[0::2])
+            marks = all(
+                f in ("all", "v", "tmax") or f.startswith(("all:", "m:", "u:", "t:"))
+                for f in gone[0::2]
+            )
             assert marks and all(v.isdigit() for v in gone[1::2]), f"text in {key}: {gone}"
             continue
         values += await key_values(core, key)

@@ -100,7 +100,7 @@ class MemoryAdmin:
         self.budget = budget  # daily token limits: /memory config, show stats, forget me
         self.settings = settings
         self.clock = clock  # notes and exports are dated
-        self.requests = ForgetRequests(repo=repo, settings=settings, persist=persist)
+        self.requests = ForgetRequests(repo=repo, settings=settings, persist=persist, clock=clock)
         self.text = TextForgetting(self.requests)
         self.person = PersonForgetting(self.requests, clock=clock, budget=budget)
         self.place = PlaceForgetting(self.requests, clock=clock, budget=budget)

@@ -122,6 +122,7 @@ class StreamedReply(Generic[HandleT]):
         self.shown = ""  # what the first message shows now
         self.broken = False  # a draft post or edit failed: no more drafting
         self.first: HandleT | None = None  # the answer's first message that stayed
+        self.more: list[HandleT] = []  # its other messages (what overflowed the first)
 
     @property
     def streams(self) -> bool:
@@ -170,6 +171,8 @@ class StreamedReply(Generic[HandleT]):
                 return False
             if self.first is None:
                 self.first = posted
+            else:
+                self.more.append(posted)
         return True
 
 
@@ -304,8 +307,9 @@ class Conversation:
         if not await writer.finish(text):
             return Delivered(ok=False, reply=reply)  # nobody saw it: not conversation
         posted = sink.message_id(writer.first) if writer.first is not None else ""
-        try:  # without the source line
-            await pipeline.remember_answer(message, reply, platform_id=posted)
+        parts = tuple(sink.message_id(handle) for handle in writer.more)
+        try:  # without the source line; under every part's id (a delete of any forgets it)
+            await pipeline.remember_answer(message, reply, platform_id=posted, also_ids=parts)
         except StoreError as exc:
             log.error("could not store the answer in %s: %s", message.scope, exc)
         memory = pipeline.settings.memory

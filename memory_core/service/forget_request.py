@@ -79,7 +79,7 @@ class ForgetRequest:
         if self.kind == "text":
             return contains(entry.text, self.text)
         if self.kind in ("message", "edit"):
-            return bool(self.platform_id) and entry.platform_id == self.platform_id
+            return bool(self.platform_id) and self.platform_id in entry.platform_ids
         if self.kind != "user":
             return False
         if entry.role == "assistant":  # the bot's answers to them go with what they said

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from config.settings import Settings
 from memory_core import calendar
+from memory_core.clock import Clock
 from memory_core.models import TIER_FIELDS, LogEntry, WeekSummary
 from memory_core.scopes import Scope
 from memory_core.service.forget_request import ForgetReport, ForgetRequest, redact_day
@@ -36,13 +37,20 @@ class ForgetRequests:
         repo: MemoryRepo,
         settings: Settings,
         persist: Callable[..., Awaitable[None]],
+        clock: Clock,
     ) -> None:
         self.repo = repo
+        self.ledger = repo.ledger  # tombstones first: what goes never comes back
         self.settings = settings
+        self.clock = clock
         # Makes what was just done durable (Store.persist): a forget is reported done only
         # once a crash can no longer bring the text back, and (``erase=True``) once no file
         # of the embedded store still holds it.
         self.persist = persist
+
+    def now_ms(self) -> int:
+        """When a forget happens (its tombstones cover what was said before)."""
+        return calendar.to_ms(self.clock.now())
 
     async def subtree(self, scope: str) -> list[str]:
         """The places an operation in ``scope`` reaches: a channel's threads, then the
@@ -209,7 +217,8 @@ class ForgetRequests:
         """Carry out an edit; safe to run again after a crash (the old entries are deleted
         by id, the new text is stored only if no copy of it is there yet)."""
         report = ForgetReport()
-        report.messages = await self.repo.delete_entries(scope, request.entry_ids)
+        # (no tombstone: the message stays, with its new text, under its id)
+        report.messages = await self.repo.delete_entries(scope, request.entry_ids, tombstone=False)
         await self._store_edited(scope, request)
         removed = set(request.entry_ids)
         facts = await self.repo.facts(scope)
@@ -249,10 +258,10 @@ class ForgetRequests:
             window = await self.repo.entries_from(
                 scope, max(0, from_ms - LOOKUP_MARGIN_MS), limit=LOOKUP_WINDOW
             )
-            found = [e for e in window if e.platform_id == platform_id]
+            found = [e for e in window if platform_id in e.platform_ids]
             if found:
                 return found
-        return [e for e in await self.repo.all_entries(scope) if e.platform_id == platform_id]
+        return [e for e in await self.repo.all_entries(scope) if platform_id in e.platform_ids]
 
 
 def threads_first(scope: str) -> tuple[str, bool, str]:

@@ -43,6 +43,8 @@ class TextForgetting:
         if len(needle) < 2:
             raise InputError("give the text to forget (at least 2 characters)")
         places = await self.requests.subtree(scope)
+        # Older messages that contain it, never in memory yet (a learn, an import), too.
+        await self.requests.ledger.forget_text(scope, needle, self.requests.now_ms())
         return await self.requests.forget_in(places, ForgetRequest(kind="text", text=needle))
 
     async def forget_fact(self, scope: str, fact_id: str) -> bool:
@@ -102,12 +104,16 @@ class PersonForgetting:
         scope = parse_scope(scope)
         if not user_id:
             return await self.forget_user(scope, user_id=user_id, name=name)
-        places = await self.places_of_member(scope, user_id)
-        server = Scope.of(scope).server_key
-        if server is not None:  # (and in the server's places they never spoke in yet)
-            await self.repo.note_person_gone_everywhere(
-                server, user_id, calendar.to_ms(self.clock.now())
+        now_ms = calendar.to_ms(self.clock.now())
+        place = Scope.of(scope)
+        dm = place.dm_scope(user_id)
+        if dm is not None:  # their DM with the bot is theirs: all of it, whatever comes in
+            await self.requests.ledger.forget_place(dm.key, now_ms)
+        if place.server_key is not None:  # every place of the server, spoken in or not yet
+            await self.requests.ledger.forget_person_in_server(
+                place.server_key, user_id, now_ms, also=[dm.key] if dm else []
             )
+        places = await self.places_of_member(scope, user_id)
         return await self._forget_person(
             sorted({scope, *places}, key=threads_first), user_id=user_id, name=name
         )
@@ -135,13 +141,13 @@ class PersonForgetting:
         # could take a display name.
         named = not user_id or all(Scope.of(p).server_key is None for p in places)
         request = ForgetRequest(kind="user", user_id=user_id, name=name.strip() if named else "")
+        # No writer (a learn, an import, a message held while the store was away) brings
+        # back what they said before now: written before anything is removed.
+        await self.requests.ledger.forget_person(places, user_id, self.requests.now_ms())
         report = await self.requests.forget_in(places, request)
-        now_ms = calendar.to_ms(self.clock.now())
         for place in places:
             if user_id:
                 await self.repo.forget_speaker(place, user_id)
-                # Learning the place's past leaves out what they said before now.
-                await self.repo.note_person_gone(place, user_id, now_ms)
             if self.budget is not None:  # their share of the spend is about them too
                 await self.budget.ledger.forget_member(place, user_id)
         return report
@@ -167,9 +173,9 @@ class PlaceForgetting:
         fact counter survives, so no fact id comes back. Its budget limits are set again
         unless ``keep_settings`` is False (the place itself is gone). Returns how many keys
         went."""
+        # Nothing said there before now comes back (a learn, an import): written first.
+        await self.requests.ledger.forget_place(parse_scope(scope), self.requests.now_ms())
         deleted = await self._forget_all(scope, keep_settings=keep_settings)
-        # Learning the place's past never brings back what was said before now.
-        await self.repo.note_all_gone(parse_scope(scope), calendar.to_ms(self.clock.now()))
         await self.requests.persist(erase=True)
         return deleted
 

@@ -38,11 +38,12 @@ from memory_core.scopes import Audience, Scope
 from memory_core.service.past import LearnRefused, PastMessage, PastSource
 from memory_core.service.pipeline import MemoryPipeline
 from memory_core.store.learning import LearningStore, Staged, staged_member
-from memory_core.tiers.past_days import PastDays
+from memory_core.tiers.past_days import PastDays, PastReport
 
 log = logging.getLogger(__name__)
 
 STORE_BATCH = 2000  # kept messages read back per step of storing
+PUT_TRIES = 5  # a step that meets a forget is done again, against what is left, this often
 # A summary call's own tokens beside the messages it reads (instructions, the summary so
 # far, known facts, the answer): per chunk, and per week for its consolidation.
 CALL_OVERHEAD_TOKENS = 1200
@@ -102,6 +103,7 @@ class Learner:
     def __init__(self, pipeline: MemoryPipeline, store: LearningStore, clock: Clock) -> None:
         self.pipeline = pipeline
         self.store = store
+        self.ledger = pipeline.repo.ledger  # what was forgotten: never learned again
         self.clock = clock
         self.past_days = PastDays(pipeline.maintainer, store)
 
@@ -152,7 +154,8 @@ class Learner:
                     "since_ms": since_ms,
                 },
             )
-        gone = await self.store.gone(root)
+        await self.ledger.adopt_server(root)  # (the people forgotten across its server)
+        gone = await self.ledger.read(root)
         notes: list[str] = json.loads(job.get("notes") or "[]") if resuming else []
         async for page in source.pages(calendar.from_ms(since_ms), cursor):
             if (await self.store.job(root)).get("status") != "reading":
@@ -165,7 +168,9 @@ class Learner:
                 ts_ms = calendar.to_ms(message.ts)
                 if held or ts_ms < since_ms:
                     continue
-                if not gone.keeps(message.scope, message.platform_id, message.author_id, ts_ms):
+                if not gone.keeps(
+                    message.scope, message.platform_id, message.author_id, ts_ms, message.text
+                ):
                     forgotten += 1
                     continue
                 kept.append(
@@ -241,6 +246,9 @@ class Learner:
                 + (f" (its last learn is {job['status']})" if job.get("status") else "")
             )
         await self.store.set_job(root, {"status": "storing"})
+        # What it read is checked again where it is written: the ledger of its place, with
+        # the people forgotten across its server since it read them.
+        await self.ledger.adopt_server(root)
         by_scope: dict[str, list[tuple[Staged, PastMessage]]] = {}
         for item in await self.store.all_staged(root):
             by_scope.setdefault(item.member.split(" ", 1)[0], []).append(
@@ -281,7 +289,7 @@ class Learner:
             await self._store_past(root, scope, past, cutoff_day, tz)
             if progress is not None:
                 await _tell(progress, await self.status(root))
-        stored = not_stored = 0
+        stored = not_stored = forgotten = 0
         for staged, message in later:
             try:
                 result = await pipeline.ingest(_incoming(message), hold=False, own_day=True)
@@ -289,10 +297,14 @@ class Learner:
                 result = None
             if result is not None and result.outcome == "day_closed":
                 not_stored += 1
+            elif result is not None and result.outcome == "forgotten":
+                forgotten += 1  # forgotten since it was read
             elif result is not None and result.stored and result.outcome != "duplicate":
                 stored += 1
             await self.store.unstage(root, [staged.member])
-        await self.store.count(root, {"stored": stored, "not_stored": not_stored})
+        await self.store.count(
+            root, {"stored": stored, "not_stored": not_stored, "forgotten": forgotten}
+        )
         if later:
             await pipeline.schedule(scope)  # its days closed, as any place's
         worker = pipeline.recall.worker if pipeline.recall is not None else None
@@ -313,8 +325,7 @@ class Learner:
         summarised. Again after a crash half-way: those put in place already (their ids are
         noted with them, in one step) are not put again, and their days are summarised (a
         day summarised already is not: its record is marked)."""
-        entries: list[tuple[int, dict[str, str]]] = []
-        speakers: set[str] = set()
+        fields_of: list[tuple[int, dict[str, str], PastMessage]] = []
         thread = Scope.of(scope).thread
         held = await self.store.stored_already([(scope, m.platform_id) for _, m in past])
         for (staged, message), stored in zip(past, held, strict=True):
@@ -335,18 +346,44 @@ class Learner:
             }
             if message.audience.lets_facts_out:
                 fields["v"] = "1"
-            entries.append((staged.ts_ms, fields))
-            if message.role == "user" and message.author_id:
-                speakers.add(f"{message.author_id}|{thread}")
-        ids = await self.store.prepend(scope, entries, speakers=sorted(speakers))
+            fields_of.append((staged.ts_ms, fields, message))
+        for _ in range(PUT_TRIES):
+            # Checked against the ledger as it is now, and put in place only while it is
+            # still so (the script compares its version): a forget meanwhile, again.
+            ledger = await self.ledger.read(scope)
+            kept = [
+                (ts_ms, fields, message)
+                for ts_ms, fields, message in fields_of
+                if ledger.keeps(scope, message.platform_id, message.author_id, ts_ms, fields["t"])
+            ]
+            speakers = sorted(
+                {f"{m.author_id}|{thread}" for _, _, m in kept if m.role == "user" and m.author_id}
+            )
+            entries = [(ts_ms, fields) for ts_ms, fields, _ in kept]
+            ids = await self.store.prepend(
+                scope, entries, ledger_version=ledger.version, speakers=speakers
+            )
+            if ids is not None:
+                break
+        else:
+            raise LearnRefused(f"{scope}: things kept being forgotten while it was learned")
         if entries and not ids:
             raise LearnRefused(
                 f"{scope} kept changing while its past was put in place: run learn again"
             )
-        await self.store.count(root, {"stored": len(ids)})
+        await self.store.count(root, {"stored": len(ids), "forgotten": len(fields_of) - len(kept)})
         cutoff_ms = calendar.to_ms(calendar.day_start(cutoff_day, tz))
-        put = await self.store.entries_between(scope, past[0][0].ts_ms, cutoff_ms)
-        report = await self.past_days.summarise(scope, put, cutoff_day=cutoff_day)
+        for _ in range(PUT_TRIES):
+            # The summaries are written only while nothing was forgotten since their messages
+            # were read (the epoch, compared where they are written); else read again.
+            epoch = (await self.pipeline.repo.state(scope)).epoch
+            put = await self.store.entries_between(scope, past[0][0].ts_ms, cutoff_ms)
+            report = await self.past_days.summarise(scope, put, cutoff_day=cutoff_day, epoch=epoch)
+            if report is not None:
+                break
+        else:
+            report = PastReport()
+            log.warning("%s: its past's summaries kept meeting forgets: left to maintenance", scope)
         await self.store.unstage(root, [staged.member for staged, _ in past])
         await self.store.count(root, {"day_records": report.days, "weeks": report.weeks})
         await self.pipeline.schedule(scope)  # mid and overview made again with the past in

@@ -37,6 +37,9 @@ class MessageChanges:
         scope = parse_scope(scope)
         if not platform_id:
             return 0
+        # Never stored again, by any writer (a learn that read it, a redelivery), whether
+        # memory holds it now or not.
+        await self.requests.ledger.forget_messages(scope, [platform_id], self.requests.now_ms())
         from_ms = calendar.to_ms(when) if when is not None else 0
         doomed = await self.requests.message_entries(scope, platform_id, from_ms)
         parent = Scope.of(scope).parent

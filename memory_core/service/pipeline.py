@@ -184,6 +184,7 @@ class MemoryPipeline:
             reply_to=msg.reply_to,
             audience=msg.audience.value,
             answers=msg.answers,
+            also_ids=msg.also_ids,
         )
         if prepared.truncated:
             result = replace(result, truncated=True)
@@ -260,7 +261,7 @@ class MemoryPipeline:
 
     # -- reply -------------------------------------------------------------------------
     def should_reply(self, msg: IncomingMessage, result: IngestResult) -> bool:
-        if result.outcome in ("duplicate", "day_closed"):
+        if result.outcome in ("duplicate", "day_closed", "forgotten"):
             return False  # a repeat delivery (answered the first time), or not stored
         if msg.direct:
             return True
@@ -313,10 +314,17 @@ class MemoryPipeline:
         )
 
     async def remember_answer(
-        self, msg: IncomingMessage, reply: Reply, *, platform_id: str = ""
+        self,
+        msg: IncomingMessage,
+        reply: Reply,
+        *,
+        platform_id: str = "",
+        also_ids: tuple[str, ...] = (),
     ) -> str:
         """Store the bot's delivered answer to ``msg`` (:meth:`Replier.remember_answer`)."""
-        return await self.replies.remember_answer(msg, reply, platform_id=platform_id)
+        return await self.replies.remember_answer(
+            msg, reply, platform_id=platform_id, also_ids=also_ids
+        )
 
     async def offline_text(self, msg: IncomingMessage) -> str:
         """The offline reply to ``msg``, nothing stored (:meth:`Replier.offline_text`)."""

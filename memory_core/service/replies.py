@@ -245,11 +245,17 @@ class Replier:
         return self.count(reply)
 
     async def remember_answer(
-        self, msg: IncomingMessage, reply: Reply, *, platform_id: str = ""
+        self,
+        msg: IncomingMessage,
+        reply: Reply,
+        *,
+        platform_id: str = "",
+        also_ids: tuple[str, ...] = (),
     ) -> str:
         """Store the bot's answer to ``msg`` (a model's answer only: an apology or the
         offline note is not conversation), under ``platform_id``, the posted answer's (a
-        delete on the platform forgets it), noting whom and which message it answers.
+        delete on the platform forgets it), and ``also_ids``, its other posted parts',
+        noting whom and which message it answers.
         Returns its entry id ("" when not stored)."""
         if reply.kind != "llm":
             return ""
@@ -265,6 +271,7 @@ class Replier:
                 reply_to=msg.author_id,
                 answers=msg.platform_id,
                 platform_id=platform_id,
+                also_ids=also_ids,
             )
         )
         return stored.id

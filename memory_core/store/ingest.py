@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
+from memory_core.errors import StoreError
 from memory_core.models import IngestResult
 from memory_core.scopes import Scope
+from memory_core.store.gone import Ledger, gone_message, gone_person
 from memory_core.store.keys import KeySchema
 from memory_core.store.lane import FastLane
 from memory_core.store.redis_errors import redis_errors_translated, translates_redis_errors
@@ -71,7 +73,7 @@ class _Where:
     script's keys; where the message is noted as it is stored (the scope in the activity
     index; in a server, its channel among the server's places and a thread's channel)."""
 
-    keys: tuple[str, ...]  # log, state, ids, root state, threads, speakers
+    keys: tuple[str, ...]  # log, state, ids, root state, threads, speakers, ledger
     side_keys: tuple[str, ...]  # index[, places[, parents]]
     side_args: tuple[str, str, str]  # scope, channel, thread (as the ingest script takes them)
     thread_key: str  # the scope's name when it is a thread, else ""
@@ -90,15 +92,31 @@ class _Where:
 
 # Scopes whose _Where is kept (a few hundred bytes each); past it, worked out again.
 WHERE_CACHED = 20_000
+# A message older than the newest forgotten text is checked against the ledger's texts and
+# written only while the ledger is still as checked; a ledger changing all the time (forgets
+# in a burst) is checked again this many times before the store gives up on the message.
+RECHECKS = 8
+LEDGERS_CACHED = 256  # subtrees whose ledger is kept while current (a learn's, an import's)
 
 
 @translates_redis_errors
 class MessageIngest:
-    def __init__(self, client: Any, keys: KeySchema, *, lane: FastLane | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        keys: KeySchema,
+        *,
+        lane: FastLane | None = None,
+        ledger: Callable[[str], Awaitable[Ledger]] | None = None,
+    ) -> None:
         self.client = client
         self.keys = keys
         self.lane = lane  # the store's own connection (one server; none on a cluster)
         self._where: dict[str, _Where] = {}
+        # Reads a subtree's erasure ledger (ErasureLedger.read): what a message older than
+        # the newest forgotten text is checked against.
+        self.ledger = ledger
+        self._ledgers: dict[str, Ledger] = {}
 
     async def ingest(
         self,
@@ -120,6 +138,8 @@ class MessageIngest:
         reply_to: str = "",
         audience: str = "",
         answers: str = "",
+        also_ids: Sequence[str] = (),
+        ledger: Ledger | None = None,
     ) -> IngestResult:
         """Store one message, and note where it was said: one round trip. ``held``: a
         message held while the store was away and stored late, which must not be stored
@@ -129,7 +149,12 @@ class MessageIngest:
         the message is refused (``outcome`` "day_closed") rather than counted in a later day.
         ``touch_index=False``: an edited message stored again, which is no new activity.
         ``reply_to``, ``answers``: the bot's answer, to this user id and this platform
-        message. ``audience``: the place's."""
+        message. ``audience``: the place's. ``also_ids``: the platform ids of the answer's
+        other posted parts (each known as stored; a delete of any forgets the answer).
+
+        Nothing forgotten is stored (``outcome`` "forgotten"): the erasure ledger is checked
+        in the same step (:mod:`memory_core.store.gone`). ``ledger``: the one the caller
+        checked the message against already (a learn), used while it is current."""
         where = self._where.get(scope) or self._where_of(scope)
         speaker = f"{author_id}|{where.thread}" if role == "user" and author_id else ""
         args = [
@@ -151,9 +176,38 @@ class MessageIngest:
             reply_to,
             audience,
             answers,
+            gone_person(author_id) if author_id else "",
+            gone_message(platform_id) if platform_id else "",
+            ledger.version if ledger is not None else "",
+            " ".join(p for p in also_ids if p),
         ]
-        result = await self._store(scope, where, args, ts_ms, side=touch_index)
-        return _ingest_result(result)
+        for _ in range(RECHECKS):
+            result = await self._store(scope, where, args, ts_ms, side=touch_index)
+            if len(result) < 11 or str(result[9]) != "recheck":
+                return _ingest_result(result)
+            # Said before a text was forgotten: its text against the ledger as it is now.
+            version = str(result[10])
+            if ledger is None or ledger.version != version:
+                ledger = await self._read_ledger(scope, version)
+            if ledger.forgotten_text(text, ts_ms):
+                return _ingest_result([*result[:9], "forgotten"])
+            args[20] = ledger.version
+        raise StoreError(f"could not store a message in {scope}: its forgets kept changing")
+
+    async def _read_ledger(self, scope: str, version: str) -> Ledger:
+        """The subtree's ledger at ``version`` or later (the last one read, while current:
+        a learn stores thousands of past messages against one)."""
+        root = Scope.of(scope).root.key
+        known = self._ledgers.get(root)
+        if known is not None and known.version == version:
+            return known
+        if self.ledger is None:
+            raise StoreError("the message store was built without its erasure ledger")
+        read = await self.ledger(root)
+        if len(self._ledgers) >= LEDGERS_CACHED:
+            self._ledgers.clear()
+        self._ledgers[root] = read
+        return read
 
     async def _store(
         self, scope: str, where: _Where, args: list[Any], ts_ms: int, *, side: bool
@@ -190,7 +244,7 @@ class MessageIngest:
             if place.is_thread:
                 side += (server.parents,)
         where = _Where(
-            keys=(k.log, k.state, k.ids, k.root_state, k.threads, k.speakers),
+            keys=(k.log, k.state, k.ids, k.root_state, k.threads, k.speakers, k.gone),
             side_keys=side,
             side_args=(place.key, place.root.key, place.thread),
             thread_key=place.key if place.is_thread else "",
@@ -207,7 +261,7 @@ def _ingest_result(result: Sequence[Any]) -> IngestResult:
     entry_id, unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, paused = result[:9]
     outcome = str(result[9]) if len(result) > 9 else ""
     return IngestResult(
-        stored=not int(paused) and outcome != "day_closed",
+        stored=not int(paused) and outcome not in ("day_closed", "forgotten"),
         id=str(entry_id),
         state_day=str(day_now),
         tz=str(tz),

@@ -17,7 +17,6 @@ from typing import Any
 
 from memory_core.models import DaySummary, LogEntry, WeekSummary
 from memory_core.scopes import Scope
-from memory_core.store.gone import gone_message, gone_person
 from memory_core.store.keys import KeySchema
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.redis_errors import translates_redis_errors
@@ -34,24 +33,6 @@ class Staged:
     member: str  # "<scope> <platform id>"
     ts_ms: int
     data: str
-
-
-@dataclass(frozen=True, slots=True)
-class Gone:
-    """What was forgotten in a place, as learning checks a page of its past against it."""
-
-    messages: frozenset[str]  # digests of the forgotten messages' platform ids found
-    people: Mapping[str, int]  # digest of a user id -> forgotten at (ms)
-    all_before_ms: int  # everything said before was forgotten (0: never)
-    threads_before_ms: Mapping[str, int]  # a thread's own forget of everything
-
-    def keeps(self, scope: str, platform_id: str, author_id: str, ts_ms: int) -> bool:
-        """Whether a message of the past may be learned."""
-        if ts_ms < max(self.all_before_ms, self.threads_before_ms.get(scope, 0)):
-            return False
-        if platform_id and gone_message(platform_id) in self.messages:
-            return False
-        return not (author_id and ts_ms < self.people.get(gone_person(author_id), 0))
 
 
 def staged_member(scope: str, platform_id: str) -> str:
@@ -161,26 +142,6 @@ class LearningStore:
         await pipe.execute()
 
     # -- what is known already, what was forgotten --------------------------------------
-    async def gone(self, place: str) -> Gone:
-        """What was forgotten in ``place``'s channel and, for people, in its server."""
-        root = Scope.of(place).root
-        own: dict[str, str] = await self.client.hgetall(self.keys.scope(root.key).gone)
-        server: dict[str, str] = {}
-        if root.server_key is not None:
-            server = await self.client.hgetall(self.keys.server(root.server_key).gone)
-        people: dict[str, int] = {}
-        for field, value in [*server.items(), *own.items()]:
-            if field.startswith("u:"):
-                people[field] = max(people.get(field, 0), int(value))
-        return Gone(
-            messages=frozenset(f for f in own if f.startswith("m:")),
-            people=people,
-            all_before_ms=int(own.get("all", 0)),
-            threads_before_ms={
-                f.removeprefix("all:"): int(v) for f, v in own.items() if f.startswith("all:")
-            },
-        )
-
     async def stored_already(self, pairs: Sequence[tuple[str, str]]) -> list[bool]:
         """For each (scope, platform id): whether the scope holds that message already."""
         if not pairs:
@@ -211,14 +172,25 @@ class LearningStore:
         scope: str,
         entries: Sequence[tuple[int, Mapping[str, str]]],
         *,
+        ledger_version: str,
         speakers: Sequence[str] = (),
-    ) -> list[str]:
+    ) -> list[str] | None:
         """Put ``entries`` (time in ms, fields; oldest first, all older than the log's first
         entry) before the scope's log, in one rewrite of it; their platform ids are noted as
-        stored. Returns their ids (empty when the log kept changing under the rewrite)."""
+        stored. Only while the erasure ledger is still at ``ledger_version`` (the entries
+        were checked against it): None when it moved (check them again). Returns their ids
+        (empty when the log kept changing under the rewrite)."""
         if not entries:
             return []
         k = self.keys.scope(scope)
+        # Who spoke, noted first: a forget of one of them that comes while the past is put
+        # in place finds it there (a speaker with nothing said yet costs it nothing).
+        pipe = await atomic_pipeline(self.client)
+        if speakers:
+            pipe.zadd(k.speakers, {speaker: 0 for speaker in speakers})
+        if Scope.of(scope).is_thread:
+            pipe.zadd(k.threads, {scope: entries[-1][0]}, gt=True)
+        await pipe.execute()
         ids: list[str] = []
         seq, last_ms = 0, -1
         for ms, _ in entries:
@@ -239,37 +211,53 @@ class LearningStore:
                     self.client, "rewrite_log_slice", [k.log, k.log_rewrite], [last, SLICE]
                 )
                 last, done = str(last), bool(int(finished))
-            if await run_script(
-                self.client,
-                "prepend_finish",
-                [k.log, k.log_rewrite, k.state, k.ids],
-                [last if last != "0-0" else "", len(entries), ids[-1], entries[-1][0], *stored],
-            ):
+            finished = int(
+                await run_script(
+                    self.client,
+                    "prepend_finish",
+                    [k.log, k.log_rewrite, k.state, k.ids, k.gone],
+                    [
+                        last if last != "0-0" else "",
+                        len(entries),
+                        ids[-1],
+                        entries[-1][0],
+                        ledger_version,
+                        *stored,
+                    ],
+                )
+            )
+            if finished < 0:
+                return None
+            if finished:
                 break
         else:
             await self.client.delete(k.log_rewrite)
             return []
-        pipe = await atomic_pipeline(self.client)
-        if speakers:
-            pipe.zadd(k.speakers, {speaker: 0 for speaker in speakers})
-        place = Scope.of(scope)
-        if place.is_thread:
-            pipe.zadd(k.threads, {scope: entries[-1][0]}, gt=True)
-        await pipe.execute()
         return ids
 
-    async def write_facts(self, scope: str, ops: Sequence[Sequence[str]]) -> None:
-        """Facts the past's summaries learned about the place (merge_ops' operations)."""
+    async def write_facts(self, scope: str, ops: Sequence[Sequence[str]], *, epoch: int) -> bool:
+        """Facts the past's summaries learned about the place (merge_ops' operations), only
+        while nothing was forgotten since they were read at ``epoch``."""
         if not ops:
-            return
+            return True
         k = self.keys.scope(scope)
         payload = json.dumps([list(op) for op in ops], ensure_ascii=False)
-        await run_script(self.client, "write_facts", [k.state, k.facts], [payload])
+        done = await run_script(
+            self.client, "write_facts_at", [k.state, k.facts, k.forgets], [payload, epoch]
+        )
+        return bool(done)
 
     async def insert_days(
-        self, scope: str, days: Sequence[DaySummary], *, days_max: int, episodes_max: int
-    ) -> int:
-        """Past days' records among the scope's days and day records, in order."""
+        self,
+        scope: str,
+        days: Sequence[DaySummary],
+        *,
+        days_max: int,
+        episodes_max: int,
+        epoch: int,
+    ) -> int | None:
+        """Past days' records among the scope's days and day records, in order, only while
+        nothing was forgotten since they were read at ``epoch`` (None otherwise)."""
         if not days:
             return 0
         k = self.keys.scope(scope)
@@ -277,27 +265,50 @@ class LearningStore:
         added = await run_script(
             self.client,
             "insert_records",
-            [k.days, k.done],
-            ["day", "day:", "learned-day:", days_max, *records],
+            [k.days, k.done, k.state, k.forgets, k.episodes],
+            [
+                "day",
+                "day:",
+                "learned-day:",
+                days_max,
+                epoch,
+                "learned-episode:",
+                episodes_max,
+                *records,
+            ],
         )
-        await run_script(
-            self.client,
-            "insert_records",
-            [k.episodes, k.done],
-            ["day", "day:", "learned-episode:", episodes_max, *records],
-        )
-        return int(added)
+        return None if int(added) < 0 else int(added)
 
     async def insert_weeks(
-        self, scope: str, weeks: Sequence[WeekSummary], *, weeks_max: int
-    ) -> int:
+        self, scope: str, weeks: Sequence[WeekSummary], *, weeks_max: int, epoch: int
+    ) -> int | None:
+        """Past weeks among the scope's, as :meth:`insert_days`."""
         if not weeks:
             return 0
         k = self.keys.scope(scope)
         added = await run_script(
             self.client,
             "insert_records",
-            [k.weeks, k.done],
-            ["week", "week:", "learned-week:", weeks_max, *[w.to_json() for w in weeks]],
+            [k.weeks, k.done, k.state, k.forgets],
+            [
+                "week",
+                "week:",
+                "learned-week:",
+                weeks_max,
+                epoch,
+                "",
+                0,
+                *[w.to_json() for w in weeks],
+            ],
         )
-        return int(added)
+        return None if int(added) < 0 else int(added)
+
+    async def set_fields_at(
+        self, scope: str, fields: Mapping[str, str | int], *, epoch: int
+    ) -> bool:
+        """State fields made from the past (its long-term tier), only while nothing was
+        forgotten since it was read at ``epoch``."""
+        k = self.keys.scope(scope)
+        flat = [str(x) for name, value in fields.items() for x in (name, value)]
+        done = await run_script(self.client, "set_fields_at", [k.state, k.forgets], [epoch, *flat])
+        return bool(done)

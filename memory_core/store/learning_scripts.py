@@ -1,10 +1,16 @@
-"""The Lua of learning a channel's past (:mod:`memory_core.store.learning`)."""
+"""The Lua of learning a channel's past (:mod:`memory_core.store.learning`) and of the
+erasure ledger its writes check (:mod:`memory_core.store.ledger`)."""
 
 from __future__ import annotations
 
-# KEYS: log, rewrite, state, ids. ARGV: the id the slices copied last, how many past entries
-# the rewrite was seeded with, the last past entry's id, its time (ms), then each past
-# entry's platform id and time (ms), noted as stored in the same step.
+from memory_core.store.lua_common import CONSUME, nothing_forgotten_since
+
+# KEYS: log, rewrite, state, ids, ledger. ARGV: the id the slices copied last, how many past
+# entries the rewrite was seeded with, the last past entry's id, its time (ms), the erasure
+# ledger's version the entries were checked at, then each past entry's platform id and time
+# (ms), noted as stored in the same step.
+# Refused (-1, the rewrite dropped) when the ledger moved since: something was forgotten
+# meanwhile, and the entries are checked against it again before they are put in place.
 # The last step of putting a place's past before its log: the log's entries stored since
 # the last slice are copied too, and the rewrite (the past, then the log) takes the log's
 # place, keeping what the stream knows of its own past (no id is ever given twice).
@@ -14,6 +20,10 @@ from __future__ import annotations
 # recall index or a summary made from the log before is made again).
 PREPEND_FINISH = """
 local log, rewrite, st, ids = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if (redis.call('HGET', KEYS[5], 'v') or '0') ~= ARGV[5] then
+  redis.call('DEL', rewrite)
+  return -1
+end
 local extra = tonumber(ARGV[2])
 local present = redis.call('EXISTS', log) == 1
 if present then
@@ -38,35 +48,88 @@ if tonumber(s[2] or '0') < tonumber(ARGV[4]) then redis.call('HSET', st, 'last_m
 if not s[3] then redis.call('HSET', st, 'created_ms', ARGV[4]) end
 redis.call('HINCRBY', st, 'msg_count', extra)
 redis.call('HINCRBY', st, 'epoch', 1)
-for i = 5, #ARGV, 2 do redis.call('ZADD', ids, ARGV[i + 1], ARGV[i]) end
+for i = 6, #ARGV, 2 do redis.call('ZADD', ids, ARGV[i + 1], ARGV[i]) end
 return 1
 """
 
-# KEYS: a list of JSON records (days, day records or weeks), done. ARGV: the records' field
-# that orders them ('day' or 'week'), the marker of one closed live ('day:', 'week:'), the
-# marker of one learned into this list, how many the list keeps, then the records. Each
-# record neither closed live nor learned before is put in its place among the list's,
-# oldest first, and marked; the list keeps its newest. Returns how many went in.
+# KEYS: a list of JSON records (days or weeks), done, state, forgets[, a second list: the day
+# records beside the days]. ARGV: the records' field that orders them ('day' or 'week'), the
+# marker of one closed live ('day:', 'week:'), the marker of one learned into the list, how
+# many the list keeps, the epoch the records were made at, the second list's learned marker
+# and how many it keeps, then the records. Refused (-1) when anything was forgotten since
+# the records were made (the epoch moved, or a forget is pending): they may hold it. Else
+# each record neither closed live nor learned before is put in its place among the list's,
+# oldest first, and marked; a list keeps its newest. Returns how many went in the first.
 INSERT_RECORDS = """
-local list, done, field = KEYS[1], KEYS[2], ARGV[1]
-local closed, learned, keep = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local all, added = {}, 0
-for _, raw in ipairs(redis.call('LRANGE', list, 0, -1)) do
-  all[#all + 1] = {cjson.decode(raw)[field] or '', raw}
+local done, st, field, closed = KEYS[2], KEYS[3], ARGV[1], ARGV[2]
+if (redis.call('HGET', st, 'epoch') or '0') ~= ARGV[5] then return -1 end
+if redis.call('HGET', st, 'forgets_pending') == '1' or redis.call('LLEN', KEYS[4]) > 0 then
+  return -1
 end
-for i = 5, #ARGV do
-  local key = cjson.decode(ARGV[i])[field]
-  if redis.call('SISMEMBER', done, closed .. key) == 0
-    and redis.call('SADD', done, learned .. key) == 1 then
-    all[#all + 1] = {key, ARGV[i]}
-    added = added + 1
+local function insert(list, learned, keep)
+  local all, added = {}, 0
+  for _, raw in ipairs(redis.call('LRANGE', list, 0, -1)) do
+    all[#all + 1] = {cjson.decode(raw)[field] or '', raw}
   end
+  for i = 8, #ARGV do
+    local key = cjson.decode(ARGV[i])[field]
+    if redis.call('SISMEMBER', done, closed .. key) == 0
+      and redis.call('SADD', done, learned .. key) == 1 then
+      all[#all + 1] = {key, ARGV[i]}
+      added = added + 1
+    end
+  end
+  if added == 0 then return 0 end
+  table.sort(all, function(a, b) return a[1] < b[1] end)
+  redis.call('DEL', list)
+  for i = math.max(1, #all - keep + 1), #all do redis.call('RPUSH', list, all[i][2]) end
+  return added
 end
-if added == 0 then return 0 end
-table.sort(all, function(a, b) return a[1] < b[1] end)
-redis.call('DEL', list)
-for i = math.max(1, #all - keep + 1), #all do redis.call('RPUSH', list, all[i][2]) end
+local added = insert(KEYS[1], ARGV[3], tonumber(ARGV[4]))
+if KEYS[5] then insert(KEYS[5], ARGV[6], tonumber(ARGV[7])) end
 return added
 """
 
-LEARNING_SCRIPTS = {"prepend_finish": PREPEND_FINISH, "insert_records": INSERT_RECORDS}
+# KEYS: state, facts, forgets. ARGV: fact ops (JSON list), the epoch they were made at.
+# Facts a learn's summaries made of the place's past: written only if nothing was forgotten
+# since (the epoch has not moved, no forget is pending). Returns 1 written, 0 refused.
+WRITE_FACTS_AT = (
+    CONSUME
+    + "local st = KEYS[1]"
+    + nothing_forgotten_since("st", "KEYS[3]", "ARGV[2]")
+    + """
+write_facts(st, st, KEYS[2], ARGV[1])
+return 1
+"""
+)
+
+# KEYS: state, forgets. ARGV: the epoch, then field, value, ... State fields made from what
+# was read at that epoch (a learned past's long-term tier): written only if nothing was
+# forgotten since. Returns 1 written, 0 refused.
+SET_FIELDS_AT = (
+    "local st = KEYS[1]"
+    + nothing_forgotten_since("st", "KEYS[2]", "ARGV[1]")
+    + """
+redis.call('HSET', st, unpack(ARGV, 2))
+return 1
+"""
+)
+
+# KEYS: a ledger (memory_core.store.gone). ARGV: field, time (ms), ... Each tombstone keeps
+# the later of its two times (it never moves back), and the ledger's version moves, so a
+# writer that checked against the ledger before this re-checks before it writes.
+LEDGER_LATER = """
+for i = 1, #ARGV, 2 do
+  local now = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
+  if tonumber(ARGV[i + 1]) > now then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return redis.call('HINCRBY', KEYS[1], 'v', 1)
+"""
+
+LEARNING_SCRIPTS = {
+    "prepend_finish": PREPEND_FINISH,
+    "insert_records": INSERT_RECORDS,
+    "write_facts_at": WRITE_FACTS_AT,
+    "set_fields_at": SET_FIELDS_AT,
+    "ledger_later": LEDGER_LATER,
+}

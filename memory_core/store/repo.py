@@ -19,6 +19,7 @@ from memory_core.store.ingest import MessageIngest
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.lane import FastLane
 from memory_core.store.learning import LearningStore
+from memory_core.store.ledger import ErasureLedger
 from memory_core.store.repo_reads import ScopeReads
 from memory_core.store.repo_writes import ScopeWrites
 from memory_core.store.tier_steps import TierSteps
@@ -33,7 +34,9 @@ class MemoryRepo:
         self.reads = ScopeReads(client, keys, lane=lane)
         self.writes = ScopeWrites(client, keys, reads=self.reads)
         self.steps = TierSteps(client, keys, reads=self.reads, writes=self.writes)
-        self.messages = MessageIngest(client, keys, lane=lane)
+        # What was forgotten, checked by every writer (memory_core.store.gone).
+        self.ledger = ErasureLedger(client, keys)
+        self.messages = MessageIngest(client, keys, lane=lane, ledger=self.ledger.read)
         self.learning = LearningStore(client, keys)  # a channel's past being learned
         # The parts' methods as the repository's own: bound once, so a call costs nothing
         # more than the part's.
@@ -103,9 +106,6 @@ class MemoryRepo:
         self.replace_fact = writes.replace_fact
         self.delete_facts = writes.delete_facts
         self.delete_entries = writes.delete_entries
-        self.note_person_gone = writes.note_person_gone
-        self.note_person_gone_everywhere = writes.note_person_gone_everywhere
-        self.note_all_gone = writes.note_all_gone
         self.rewrite_log = writes.rewrite_log
         self.release_platform_id = writes.release_platform_id
         self.trim_log_before = writes.trim_log_before

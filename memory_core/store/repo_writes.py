@@ -11,7 +11,7 @@ from typing import Any
 from memory_core.errors import StoreError
 from memory_core.models import DaySummary, Fact, WeekSummary
 from memory_core.scopes import Scope
-from memory_core.store.gone import gone_message, gone_person
+from memory_core.store.gone import VERSION, gone_message
 from memory_core.store.keys import KeySchema, ScopeKeys
 from memory_core.store.pipelines import atomic_pipeline
 from memory_core.store.records import ScopeDump
@@ -162,11 +162,14 @@ class ScopeWrites:
             return 0
         return int(await self.client.hdel(self.k(scope).facts, *ids))
 
-    async def delete_entries(self, scope: str, ids: Sequence[str]) -> int:
+    async def delete_entries(
+        self, scope: str, ids: Sequence[str], *, tombstone: bool = True
+    ) -> int:
         """Delete raw messages, and their embeddings with them, and those of the messages
         right after them (embedded with a deleted one as context: made again without it).
-        Each deleted message's platform id is noted as gone (a digest), so learning the
-        place's past never brings it back."""
+        ``tombstone``: each deleted message's platform ids (every posted part of an answer)
+        go into the erasure ledger in the same step, so no writer brings them back (an edit,
+        which stores the message again under its id, passes False)."""
         if not ids:
             return 0
         k = self.k(scope)
@@ -176,31 +179,23 @@ class ScopeWrites:
             look.xrange(k.log, min=entry_id, max=entry_id)
         found = await look.execute()
         following = [after[0][0] for after in found[0::2] if after]
-        platform_ids = [fields.get("p", "") for itself in found[1::2] for _, fields in itself[:1]]
+        platform_ids = [
+            p
+            for itself in found[1::2]
+            for _, fields in itself[:1]
+            for p in (fields.get("p", ""), *fields.get("x", "").split())
+            if p
+        ]
         pipe = await atomic_pipeline(self.client)
         pipe.xdel(k.log, *ids)
         pipe.hdel(k.vectors, *ids, *following)
-        if gone := {gone_message(p): 1 for p in platform_ids if p}:
-            pipe.hset(k.gone, mapping=gone)
+        if tombstone and platform_ids:
+            pipe.hset(k.gone, mapping={gone_message(p): 1 for p in platform_ids})
+            pipe.hincrby(k.gone, VERSION, 1)
         deleted, *_ = await pipe.execute()
         if deleted:
             await self.rewrite_log(scope)
         return int(deleted)
-
-    async def note_person_gone(self, scope: str, user_id: str, at_ms: int) -> None:
-        """``user_id`` was forgotten in ``scope``'s channel (and its threads) at ``at_ms``:
-        learning its past leaves out what they said before."""
-        await self.client.hset(self.k(scope).gone, gone_person(user_id), at_ms)
-
-    async def note_person_gone_everywhere(self, server_key: str, user_id: str, at_ms: int) -> None:
-        """The same for every place of a server (``forget me everywhere``)."""
-        await self.client.hset(self.keys.server(server_key).gone, gone_person(user_id), at_ms)
-
-    async def note_all_gone(self, scope: str, at_ms: int) -> None:
-        """Everything said in ``scope`` (a channel: and its threads) before ``at_ms`` was
-        forgotten."""
-        field = f"all:{scope}" if Scope.of(scope).is_thread else "all"
-        await self.client.hset(self.k(scope).gone, field, at_ms)
 
     async def rewrite_log(self, scope: str, *, slice_size: int = 1000) -> bool:
         """Rewrite the scope's log without the entries deleted from it: XDEL only flags an

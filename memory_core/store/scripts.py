@@ -15,12 +15,13 @@ from redis.exceptions import NoScriptError
 
 from memory_core.store.fleet_scripts import FLEET_SCRIPTS
 from memory_core.store.learning_scripts import LEARNING_SCRIPTS
+from memory_core.store.lua_common import CONSUME, nothing_forgotten_since
 
 if TYPE_CHECKING:
     from memory_core.store.lane import FastLane
 
-# KEYS: log, state, ids, root state, threads, speakers (the last three are the subtree's:
-# a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
+# KEYS: log, state, ids, root state, threads, speakers, ledger (the last four are the
+# subtree's: a thread's channel's; a channel's own). ARGV: ts_ms, role, author, author_id, text,
 # platform_id, tokens, day, thread ('' for a channel; else the thread's scope, recorded in
 # the channel's threads), place name, held ("1": a message held while Redis was away and
 # stored late; if it did get stored before the connection broke, return that entry instead
@@ -28,7 +29,15 @@ if TYPE_CHECKING:
 # place is visible to the whole guild or workspace), speaker ("<user id>|<thread>" recorded
 # in the subtree's speakers; '' = none), reply-to (the user id the bot's answer answers;
 # '' = none), audience (the place's, kept in its state; '' = unknown), answers (the platform
-# id of the message the bot's answer answers; '' = none).
+# id of the message the bot's answer answers; '' = none), the author's ledger field
+# ('u:<digest>'; '' = none), the message's ledger field ('m:<digest>'; '' = none), the
+# ledger version its text was checked at ('' = not checked), the platform ids of the
+# answer's other posted parts (space-separated; '' = none).
+# The erasure ledger (memory_core.store.gone) is checked before anything is written: a
+# message forgotten by its id, said by a person before they were forgotten, or said before
+# its place was forgotten is not stored ('forgotten'); one said before the newest forgotten
+# text is stored only if the caller checked its text against the ledger as it is now
+# ('recheck', with the ledger's version, otherwise).
 # Stores one message with a monotonic stream id (its ms never goes backwards, so day maths on
 # ids is safe even when platforms deliver out of order) and returns what the caller needs to
 # decide on maintenance, all in the same round trip. A thread's settings it has not set
@@ -38,13 +47,13 @@ if TYPE_CHECKING:
 # 'duplicate' (nothing written), 'day_closed'.
 INGEST = """
 local st, root, A = KEYS[2], KEYS[4], ARGV
--- On one Redis, the writes that note where it was said, in this same step (KEYS[7..9]: the
+-- On one Redis, the writes that note where it was said, in this same step (KEYS[8..10]: the
 -- scopes index, the server's places and thread parents); on a cluster they are other
 -- shards' keys, sent beside this script instead. (pcall: as beside it, one that fails
 -- never fails the message; the scope's next message writes it again.)
-if KEYS[7] then redis.pcall('ZADD', KEYS[7], A[1], A[19]) end
-if KEYS[8] then redis.pcall('ZADD', KEYS[8], A[1], A[20]) end
-if KEYS[9] then redis.pcall('HSET', KEYS[9], A[21], A[20]) end
+if KEYS[8] then redis.pcall('ZADD', KEYS[8], A[1], A[23]) end
+if KEYS[9] then redis.pcall('ZADD', KEYS[9], A[1], A[24]) end
+if KEYS[10] then redis.pcall('HSET', KEYS[10], A[25], A[24]) end
 -- The state read once (a thread's channel's too), and written once below: each redis.call
 -- costs (a few µs), and this runs for every message.
 local s = redis.call('HMGET', st, 'paused', 'day', 'retry_at', 'unsum_tokens', 'unsum_count',
@@ -68,6 +77,18 @@ local unsum_tokens, unsum_count = tonumber(s[4] or '0'), tonumber(s[5] or '0')
 -- ids stored lately are kept in KEYS[3], scored by stream time, the newest ARGV[13] of them.
 if A[6] ~= '' and redis.call('ZSCORE', KEYS[3], A[6]) then
   return {'', unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, 'duplicate'}
+end
+-- The ledger: what was forgotten never comes back, whoever writes it.
+local g = redis.call('HMGET', KEYS[7], 'all', A[9] == '' and 'all' or 'all:' .. A[9], A[20],
+  A[19], 'tmax', 'v')
+local said = tonumber(A[1])
+local function before(at) return at and said < tonumber(at) end
+if before(g[1]) or before(g[2]) or g[3] or before(g[4]) then
+  return {'', unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, 'forgotten'}
+end
+if before(g[5]) and A[21] ~= (g[6] or '0') then
+  return {'', unsum_tokens, unsum_count, day_now, tz, mode, lang, retry_at, 0, 'recheck',
+    g[6] or '0'}
 end
 local last = tonumber(s[6] or '0')
 -- Own day (a replayed line): the line is refused if it would be counted in a later day
@@ -97,7 +118,10 @@ if A[14] == '1' then fields[n + 1] = 'v'; fields[n + 2] = '1'; n = n + 2 end
 if A[16] ~= '' then fields[n + 1] = 'o'; fields[n + 2] = A[16]; n = n + 2 end
 -- 'q': the message it answers (a thread started from it shows the answer too).
 if A[18] ~= '' then fields[n + 1] = 'q'; fields[n + 2] = A[18]; n = n + 2 end
+-- 'x': the answer's other posted parts (a delete of any, or a learn, knows them).
+if A[22] ~= '' then fields[n + 1] = 'x'; fields[n + 2] = A[22]; n = n + 2 end
 local id = redis.call('XADD', KEYS[1], stamp .. '-*', unpack(fields, 1, n))
+for part in string.gmatch(A[22], '%S+') do redis.call('ZADD', KEYS[3], ms, part) end
 if A[6] ~= '' then
   redis.call('ZADD', KEYS[3], ms, A[6])
   if redis.call('ZCARD', KEYS[3]) > tonumber(A[13]) then
@@ -119,42 +143,6 @@ if A[17] ~= '' then set[n + 1] = 'aud'; set[n + 2] = A[17]; n = n + 2 end
 redis.call('HSET', st, unpack(set, 1, n))
 return {id, unsum_tokens, unsum_count, day, tz, mode, lang, retry_at, 0,
   tonumber(A[1]) < last and 'older' or ''}
-"""
-
-# Shared by the scripts below: subtract summarised work from the counters, never below zero.
-_CONSUME = """
-local function consume(st, tokens, count)
-  -- (0 - x), not -x: Lua would turn -0 into the string "-0", which HINCRBY refuses.
-  local t = redis.call('HINCRBY', st, 'unsum_tokens', 0 - tonumber(tokens))
-  if t < 0 then redis.call('HSET', st, 'unsum_tokens', 0) end
-  local n = redis.call('HINCRBY', st, 'unsum_count', 0 - tonumber(count))
-  if n < 0 then redis.call('HSET', st, 'unsum_count', 0) end
-end
--- ops: {"new", "", json} | {"upd", id, json} (only if it still exists) | {"del", id, ""}.
--- New ids come from the counter in `counter` (the subtree's root state: a channel's and
--- its threads' facts never share an id; a forget keeps the counter, so none comes back).
--- Returns the ids of the new facts.
--- The scope's own state (`st`) keeps the last id given here: 0 still says "no fact ever".
-local function write_facts(counter, st, facts_key, ops_json)
-  local made = {}
-  if ops_json == '' then return made end
-  for _, op in ipairs(cjson.decode(ops_json)) do
-    if op[1] == 'new' then
-      local n = redis.call('HINCRBY', counter, 'fact_seq', 1)
-      if counter ~= st then redis.call('HSET', st, 'fact_seq', n) end
-      local id = 'f' .. n
-      local fact = cjson.decode(op[3])
-      fact['id'] = id
-      redis.call('HSET', facts_key, id, cjson.encode(fact))
-      made[#made + 1] = id
-    elseif op[1] == 'del' then
-      redis.call('HDEL', facts_key, op[2])
-    elseif redis.call('HEXISTS', facts_key, op[2]) == 1 then
-      redis.call('HSET', facts_key, op[2], op[3])
-    end
-  end
-  return made
-end
 """
 
 # Shared by the scripts that apply retention: drop raw messages with ids below a MINID and
@@ -261,7 +249,7 @@ return {state, first, fresh, newest, length, again, fresh_vectors}
 # thrown away instead of writing it back.
 # Advances "summarised up to" only if nobody else did meanwhile. Returns {1, new state} or 0.
 ADVANCE_SHORT = (
-    _CONSUME
+    CONSUME
     + """
 local st = KEYS[1]
 if (redis.call('HGET', st, 'short_upto') or '') ~= ARGV[1] then return 0 end
@@ -285,7 +273,7 @@ return {1, redis.call('HGETALL', st)}
 # Appends one finished day exactly once: the marker and the day pointer both guard it.
 # Returns {1, new state, days list}, {-1, state} (a week must be consolidated first) or 0.
 CLOSE_DAY = (
-    _CONSUME
+    CONSUME
     + _TRIM
     + """
 local st, days, done = KEYS[1], KEYS[2], KEYS[3]
@@ -354,7 +342,7 @@ return {1, redis.call('HGETALL', st)}
 # KEYS: state, facts. ARGV: fact ops (JSON list). Facts about a person, in their scope.
 # Returns the ids of the new facts.
 WRITE_FACTS = (
-    _CONSUME
+    CONSUME
     + """
 return write_facts(KEYS[1], KEYS[1], KEYS[2], ARGV[1])
 """
@@ -386,23 +374,13 @@ return 1
 """
 
 
-def _nothing_forgotten_since(state: str, forgets: str, epoch: str) -> str:
-    """The guard of writes made from what was read at ``epoch`` (Lua, returning 0 when
-    refused): the epoch has not moved and no forget is pending or written down."""
-    return f"""
-if (redis.call('HGET', {state}, 'epoch') or '0') ~= {epoch} then return 0 end
-if redis.call('HGET', {state}, 'forgets_pending') == '1' or redis.call('LLEN', {forgets}) > 0 then
-  return 0
-end"""
-
-
 # KEYS: forgets, state. ARGV: the request, the epoch it was decided at. Writes a change down
 # (as begin_forget does) only if nothing was forgotten since: the epoch has not moved and no
 # forget is pending. Background work (an image's caption) cannot bring back what a forget
 # took away while it ran. Returns 1 written, 0 refused.
 BEGIN_FORGET_AT = (
     "local st = KEYS[2]"
-    + _nothing_forgotten_since("st", "KEYS[1]", "ARGV[2]")
+    + nothing_forgotten_since("st", "KEYS[1]", "ARGV[2]")
     + """
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('HINCRBY', st, 'epoch', 1)
@@ -417,7 +395,7 @@ return 1
 # leave a record of the text it removed. Returns 1 written, 0 refused.
 PUT_ANSWER_RECORD = (
     "local st = KEYS[1]"
-    + _nothing_forgotten_since("st", "KEYS[2]", "ARGV[3]")
+    + nothing_forgotten_since("st", "KEYS[2]", "ARGV[3]")
     + """
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
 return 1

@@ -33,6 +33,10 @@ from memory_core.tiers.steps import iso
 from memory_core.tiers.summarize import CompactOutcome, RefreshOutcome
 
 
+class _Forgotten(Exception):
+    """Something was forgotten while the past was summarised: what was made is not written."""
+
+
 @dataclass
 class PastReport:
     days: int = 0  # day records made
@@ -46,15 +50,35 @@ class PastDays:
         self.learning = learning
 
     async def summarise(
-        self, scope: str, entries: Sequence[LogEntry], *, cutoff_day: str
-    ) -> PastReport:
+        self, scope: str, entries: Sequence[LogEntry], *, cutoff_day: str, epoch: int
+    ) -> PastReport | None:
         """Summarise ``entries`` (the scope's past, oldest first, all before ``cutoff_day``,
-        the place's first day) into day records and weeks, put before the scope's own."""
+        the place's first day, read at ``epoch``) into day records and weeks, put before
+        the scope's own. None when something was forgotten since they were read: nothing
+        made of them is written after that (each write compares the epoch), and the caller
+        reads what is left and summarises it again."""
         m = self.maintainer
         report = PastReport()
         if not entries:
             return report
         state = await m.repo.state(scope)
+        if state.epoch != epoch:
+            return None
+        try:
+            return await self._summarise(scope, state, entries, cutoff_day, report)
+        except _Forgotten:
+            return None
+
+    async def _summarise(
+        self,
+        scope: str,
+        state: ScopeState,
+        entries: Sequence[LogEntry],
+        cutoff_day: str,
+        report: PastReport,
+    ) -> PastReport:
+        m = self.maintainer
+        epoch = state.epoch
         parent = Scope.of(scope).parent
         state = state.inherit(await m.repo.state(parent.key) if parent else None)
         tz = m.policy.tz(state)
@@ -67,12 +91,16 @@ class PastDays:
                     if m.over_budget is not None and await m.over_budget(scope):
                         m.policy.budget_reached.add(scope)
                     days.append(await self._day(scope, state, day, group, tz, report))
-                report.days = await self.learning.insert_days(
+                added = await self.learning.insert_days(
                     scope,
                     days,
                     days_max=m.settings.days_max,
                     episodes_max=m.settings.weeks_max * 7,
+                    epoch=epoch,
                 )
+                if added is None:
+                    raise _Forgotten
+                report.days = added
                 await self._weeks(scope, state, days, cutoff_day, report)
         finally:
             m.policy.budget_reached.discard(scope)
@@ -116,7 +144,8 @@ class PastDays:
                     facts_max=settings.facts_max,
                     origin=scope,
                 )
-                await self.learning.write_facts(scope, ops)
+                if not await self.learning.write_facts(scope, ops, epoch=state.epoch):
+                    raise _Forgotten
             await m.compactor.learn_about_people(scope, state, known, personal, said_iso)
         facts = await m.repo.facts(scope)
         return episode(day, short, messages=len(entries), degraded=degraded, facts=facts)
@@ -187,11 +216,20 @@ class PastDays:
                     week=week, summary=outcome.week, days=len(week_days), degraded=outcome.degraded
                 )
             )
-        report.weeks = await self.learning.insert_weeks(scope, made, weeks_max=settings.weeks_max)
-        if long and not state.long.strip():
-            # A place younger than a week has no long-term tier yet: its past's is it.
-            # (An older place keeps its own; its past is in its weeks and day records.)
-            await m.repo.set_fields(scope, {"long": long})
+        added = await self.learning.insert_weeks(
+            scope, made, weeks_max=settings.weeks_max, epoch=state.epoch
+        )
+        if added is None:
+            raise _Forgotten
+        report.weeks = added
+        # A place younger than a week has no long-term tier yet: its past's is it. (An
+        # older place keeps its own; its past is in its weeks and day records.)
+        if (
+            long
+            and not state.long.strip()
+            and not await self.learning.set_fields_at(scope, {"long": long}, epoch=state.epoch)
+        ):
+            raise _Forgotten
 
     async def _fold(
         self, week: str, week_days: list[DaySummary], long: str, lang: str, force: bool
