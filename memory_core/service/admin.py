@@ -12,6 +12,7 @@ crash interrupted); what a forget removes is
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -21,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from config.settings import Settings
 from memory_core import calendar
 from memory_core.clock import Clock
-from memory_core.errors import InputError
+from memory_core.errors import InputError, StoreError
 from memory_core.models import (
     LANGUAGE_SETTINGS,
     MAX_FACT_CHARS,
@@ -41,9 +42,14 @@ from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_
 from memory_core.service.forget_request import ForgetReport
 from memory_core.service.forget_requests import ForgetRequests
 from memory_core.service.forgetting import PersonForgetting, PlaceForgetting, TextForgetting
+from memory_core.service.import_check import without_forgotten
 from memory_core.service.learning import LearnProgress
 from memory_core.service.message_changes import MessageChanges
 from memory_core.store.repo import MemoryRepo
+
+log = logging.getLogger(__name__)
+
+IMPORT_TRIES = 5  # an import that meets a forget while it writes is written again
 
 
 @dataclass
@@ -414,9 +420,23 @@ class MemoryAdmin:
         if replace:
             await self.repo.forget_scope(scope)
         last_ms = int(dump.state.get("last_ms") or 0) or calendar.to_ms(self.clock.now())
-        await self.repo.restore(scope, dump, last_activity_ms=last_ms)
+        ledger = self.repo.ledger
+        await ledger.adopt_server(scope)  # (the people forgotten across its server)
+        for _ in range(IMPORT_TRIES):
+            # Nothing forgotten comes back: checked against the ledger as it is, and written
+            # again (the scope was empty) if it moved while the export was being written.
+            known = await ledger.read(scope)
+            kept, dropped = without_forgotten(dump, known, scope=scope)
+            await self.repo.restore(scope, kept, last_activity_ms=last_ms)
+            if await ledger.version(scope) == known.version:
+                break
+            await self.repo.forget_scope(scope)
+        else:
+            raise StoreError(f"{scope} kept forgetting while the export was loaded: load it again")
+        if dropped:
+            log.info("left %d forgotten messages of the export to %s out", dropped, scope)
         await self.repo.resync_counters(scope)
-        return len(dump.log)
+        return len(kept.log)
 
 
 def _fact_text(text: str, if_empty: str) -> str:

@@ -33,7 +33,7 @@ def redact(text: str, needles: Sequence[str]) -> str:
     needles = [n for n in needles if n.strip()]
     if not text or not needles or not any(contains(text, n) for n in needles):
         return text
-    result = _without_sentences(text, lambda s: any(contains(s, n) for n in needles))
+    result = without_sentences(text, lambda s: any(contains(s, n) for n in needles))
     for needle in needles:  # a match spanning sentences: blank it out
         result = re.sub(re.escape(needle), REDACTED, result, flags=re.I)
     return result
@@ -81,10 +81,10 @@ def redact_quotes(text: str, sources: Sequence[str]) -> str:
     sources = [s for s in sources if s.strip()]
     if not text or not sources:
         return text
-    return _without_sentences(text, lambda s: quotes_any(s, sources))
+    return without_sentences(text, lambda s: quotes_any(s, sources))
 
 
-def _without_sentences(text: str, unwanted: Callable[[str], bool]) -> str:
+def without_sentences(text: str, unwanted: Callable[[str], bool]) -> str:
     """``text`` without its ``unwanted`` sentences. Line by line, so that a line keeps its
     break while any of it is left, and a line left empty goes whole."""
     japanese = detect(text) == "ja"
