@@ -42,7 +42,7 @@ def _as_client_reply(command: str, reply: Any) -> Any:
 
 
 # What a scope's state keeps when its memory is forgotten (see the forget_scope script).
-KEPT_BY_FORGET = frozenset({"epoch", "fact_seq"})
+KEPT_BY_FORGET = frozenset({"epoch", "fact_seq", "forgets_pending"})
 
 
 @translates_redis_errors
