@@ -186,3 +186,21 @@ async def spend_budget(fake: FakeDiscord, path: str) -> None:
         ) as response,
     ):
         assert response.status == 200, await response.text()
+
+
+def answers(fake: FakeDiscord, interaction: FakeInteraction) -> list[str]:
+    """What the bot said in the command's private answer, edit after edit."""
+    return [
+        edit.content
+        for edit in fake.edits
+        if edit.interaction_id == interaction.id and edit.content is not None
+    ]
+
+
+async def said(fake: FakeDiscord, interaction: FakeInteraction, start: str) -> str:
+    await fake.wait_for(
+        lambda: any(text.startswith(start) for text in answers(fake, interaction)),
+        timeout=20,
+        what=f"an answer starting {start!r}",
+    )
+    return next(text for text in answers(fake, interaction) if text.startswith(start))

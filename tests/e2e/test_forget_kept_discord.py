@@ -14,8 +14,7 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
-from tests.discord_world import World, command, say, serving
-from tests.e2e.test_learn_discord import said
+from tests.discord_world import World, command, said, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import CoreFactory, all_keys, key_values

@@ -10,31 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory_core.clock import ManualClock
-from tests.discord_world import World, command, serving
-from tests.fakes.discord import FakeDiscord, FakeInteraction
+from tests.discord_world import World, command, said, serving
+from tests.fakes.discord import FakeDiscord
 from tests.helpers import CoreFactory
 
 pytestmark = pytest.mark.fake("discord")
 
 JOIN = 7
-
-
-def answers(fake: FakeDiscord, interaction: FakeInteraction) -> list[str]:
-    """What the bot said in the command's private answer, edit after edit."""
-    return [
-        edit.content
-        for edit in fake.edits
-        if edit.interaction_id == interaction.id and edit.content is not None
-    ]
-
-
-async def said(fake: FakeDiscord, interaction: FakeInteraction, start: str) -> str:
-    await fake.wait_for(
-        lambda: any(text.startswith(start) for text in answers(fake, interaction)),
-        timeout=20,
-        what=f"an answer starting {start!r}",
-    )
-    return next(text for text in answers(fake, interaction) if text.startswith(start))
 
 
 async def test_an_admin_learns_a_channel_s_past_with_its_thread_once(
