@@ -100,12 +100,16 @@ class MemoryBot(discord.AutoShardedClient):
     # -- a fresh session ---------------------------------------------------------------
     async def on_ready(self) -> None:
         """A fresh gateway session (a start, or a RESUME Discord refused): what was deleted
-        or edited meanwhile reached no event, so the active places' recent history is read
-        again (:mod:`bots.discord.recheck`), in the background."""
-        if self.rechecking is None or self.rechecking.done():
-            self.rechecking = asyncio.create_task(
-                recheck_recent(self, self.core, bot_name=self.bot_name)
-            )
+        or edited meanwhile reached no event (messages, channels, threads, a server that
+        removed the bot), so memory is brought in line with this session's view of Discord
+        (:mod:`bots.discord.recheck`), in the background; after the previous session's
+        catch-up, if that one is still running."""
+        self.rechecking = asyncio.create_task(self._catch_up(self.rechecking))
+
+    async def _catch_up(self, previous: asyncio.Task[int] | None) -> int:
+        if previous is not None and not previous.done():
+            await asyncio.gather(previous, return_exceptions=True)
+        return await recheck_recent(self, self.core, bot_name=self.bot_name)
 
     async def close(self) -> None:
         if self.rechecking is not None and not self.rechecking.done():

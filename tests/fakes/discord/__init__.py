@@ -39,8 +39,9 @@ member of (or may manage).
 
 Beyond messages and slash commands the fake plays what people and Discord do to a bot: message
 context-menu commands (``invoke_message_command``), forwards (``message_snapshots``), polls and
-their POLL_RESULT message, voice messages, forum tags, deleted channels and threads, the bot
-being removed from a guild or a guild going through an outage, the past a bot can only
+their POLL_RESULT message, voice messages, forum tags, deleted channels and threads, a
+channel's permission overwrites changed (``set_overwrites``: the bot losing sight of it), the
+bot being removed from a guild or a guild going through an outage, the past a bot can only
 read in history (``past_message``: members, other bots, the bot itself, system messages) and
 the threads it lists, and the bot losing its gateway
 connection (``disconnect_bot`` / ``wait_for_reconnect``) while things happen that it is never
@@ -82,7 +83,8 @@ Where things are (``FakeDiscord`` is put together from one mixin per concern):
 * ``gateway.py``: compression, sessions (identify, resume, ready, member chunks, reconnects)
   and dispatching to the shard that owns a guild;
 * ``interactions.py``: invoking commands and components, registration and context checks;
-* ``state.py``: building the world (``add_*``, deletions, outages, failure injection);
+* ``state.py``: building the world (``add_*``, overwrites, deletions, outages, failure
+  injection: ``fail_next`` by kind of route, ``fail_route`` for one route and resource);
   ``people.py``: what users do (messages, edits, forwards, DMs, polls, voice messages);
 * ``rest_threads.py``: listing threads (a guild's active ones, a channel's or forum's archived
   public and private ones, with Discord's permission rules and paging);

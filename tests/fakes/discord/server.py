@@ -54,7 +54,7 @@ from .models import (
 )
 from .payloads import PayloadsMixin
 from .people import PeopleMixin
-from .ratelimits import RouteBudgetsMixin
+from .ratelimits import MAJOR_PARAMETERS, RouteBudgetsMixin, route_template
 from .rest import RestMixin
 from .rest_interactions import InteractionRoutesMixin
 from .rest_threads import ThreadListingMixin
@@ -612,7 +612,7 @@ class FakeDiscord(
         ) is not None:
             response = limited
             body_for_record = json.loads(limited.text or "{}")
-        elif (rule := self._take_failure(route.kind)) is not None:
+        elif (rule := self._take_failure(route, params)) is not None:
             headers = {"Content-Type": "application/json", "Via": "1.1 google", **rule.headers()}
             response = web.Response(
                 status=rule.status, body=json.dumps(rule.body).encode(), headers=headers
@@ -632,9 +632,11 @@ class FakeDiscord(
         )
         return response
 
-    def _take_failure(self, kind: RouteKind) -> _FailureRule | None:
+    def _take_failure(self, route: _Route, params: dict[str, str]) -> _FailureRule | None:
+        template = route_template(route)
+        resource = next((params[p] for p in MAJOR_PARAMETERS if p in params), "")
         for rule in self._failures:
-            if rule.kind in (kind, "any") and rule.remaining > 0:
+            if rule.matches(route.kind, template, resource) and rule.remaining > 0:
                 rule.remaining -= 1
                 if rule.remaining == 0:
                     self._failures.remove(rule)

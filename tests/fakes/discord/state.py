@@ -37,6 +37,7 @@ from .models import (
     RouteKind,
     _now_iso,
 )
+from .ratelimits import route_template
 from .validation import _ApiError, _FailureRule
 
 if TYPE_CHECKING:
@@ -469,6 +470,29 @@ class WorldMixin:
             payload = self._channel_payload(thread)
             self._dispatch("THREAD_UPDATE", payload, guild_id=thread.guild_id, intent=Intent.GUILDS)
 
+    def set_overwrites(self, channel_id: int, overwrites: Sequence[PermissionOverwrite]) -> None:
+        """Someone edits a guild channel's permission overwrites (Edit Channel Permissions):
+        CHANNEL_UPDATE with the channel object to every session with the GUILDS intent, as
+        for a deletion (bots are told of every channel of their guilds, even those they
+        cannot view). What the bot may do there follows: take View Channel from it and every
+        REST read of the channel and its threads answers 403 Missing Access (50001), its
+        messages and its threads' no longer reach it, and a new session's GUILD_CREATE still
+        lists the channel but not its threads ("active threads ... the current user is able
+        to view"). A thread has no overwrites of its own: it follows its parent's."""
+        channel = self._channel(channel_id)
+        if channel.guild_id is None or channel.is_thread:
+            raise FakeDiscordError(
+                f"channel {channel_id} has no overwrites of its own (a DM, or a thread: set its "
+                "parent's)"
+            )
+        channel.overwrites = list(overwrites)
+        self._dispatch(
+            "CHANNEL_UPDATE",
+            self._channel_payload(channel),
+            guild_id=channel.guild_id,
+            intent=Intent.GUILDS,
+        )
+
     def delete_channel(self, channel_id: int) -> None:
         """Someone deletes a guild channel: a text channel, a forum, a thread or a forum post.
 
@@ -705,6 +729,33 @@ class WorldMixin:
         """
         body = {"message": message, "code": code}
         self._failures.append(_FailureRule(route_kind, count, status, body, dict))
+
+    def fail_route(
+        self,
+        route: str,
+        *,
+        resource: int | str | None = None,
+        status: int = 500,
+        code: int = 0,
+        message: str = "500: Internal Server Error",
+        count: int = 1,
+    ) -> None:
+        """Answer the next ``count`` requests of one route (named as for
+        :meth:`set_route_budget`: ``"GET /channels/{channel_id}"``) with an error; with
+        ``resource``, only those for that channel, guild or webhook (the route's top-level
+        resource), so that one channel fails while the others answer.
+
+        discord.py retries 500, 502, 504 and 524 itself, sleeping 1 s, 3 s, ... in between;
+        a 503 (Discord's "Service Unavailable") it raises at once as ``DiscordServerError``.
+        """
+        known = {route_template(r) for r in self._routes}
+        if route not in known:
+            raise FakeDiscordError(f"no route {route!r}; the fake has {sorted(known)}")
+        body = {"message": message, "code": code}
+        major = None if resource is None else str(resource)
+        self._failures.append(
+            _FailureRule("any", count, status, body, dict, route=route, resource=major)
+        )
 
     def forbid_channel(self, channel_id: int) -> None:
         """Make posting, editing, typing and reacting in a channel fail with 403 / 50013."""

@@ -151,6 +151,13 @@ class _FailureRule:
     status: int
     body: JSON
     headers: Callable[[], dict[str, str]]
+    route: str | None = None  # a route template (fail_route): only its requests
+    resource: str | None = None  # and of those, only for this top-level resource
+
+    def matches(self, kind: RouteKind, route: str, resource: str) -> bool:
+        if self.route is not None:
+            return self.route == route and self.resource in (None, resource)
+        return self.kind in (kind, "any")
 
 
 @dataclass
