@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,6 +31,7 @@ import aiohttp
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.catch_up import CatchUpReport, SlackCatchUp
 from bots.slack.commands import ScopeQueue, SlackCommands
 from bots.slack.connect import (
     SlackIdentity,
@@ -351,8 +352,13 @@ def build_app(
     return app
 
 
-async def run_slack(core: Core) -> None:
-    """Serve Slack until cancelled; then stop taking events, let handlers finish, close."""
+async def run_slack(
+    core: Core, *, on_caught_up: Callable[[CatchUpReport], object] | None = None
+) -> None:
+    """Serve Slack until cancelled; then stop taking events, let handlers finish, close.
+    Once connected, and after each Socket Mode reconnection, what was deleted or edited
+    while the bot was away is caught up in the background (:mod:`bots.slack.catch_up`;
+    ``on_caught_up``: told what each catch-up did)."""
     settings = core.settings.slack
     mode = connection_mode(settings)
     async with aiohttp.ClientSession() as session:
@@ -360,20 +366,25 @@ async def run_slack(core: Core) -> None:
         me = await authenticate(client)
         bot = SlackBot(core)
         app = build_app(core, client=client, bot=bot)
+        catch_up = SlackCatchUp(bot, client, identity=me, queue=bot._queue, on_done=on_caught_up)
         try:
             if mode == "socket":
                 assert settings.app_token is not None
                 handler = await connect_socket(app, settings.app_token.get_secret_value())
                 try:
                     log.warning(_ready_line(me, "Socket Mode"))
+                    catch_up.start()
+                    catch_up.follow(handler.client)
                     await asyncio.Event().wait()
                 finally:
                     await handler.close_async()  # type: ignore[no-untyped-call]
             else:
                 async with serve_http(app, host=settings.http_host, port=settings.http_port) as url:
                     log.warning(_ready_line(me, f"HTTP, listening on {url}"))
+                    catch_up.start()
                     await asyncio.Event().wait()
         finally:
+            await catch_up.close()  # (what it did not reach, the next start catches up)
             await bot.drain()
             await bot.commands.learns.close()  # (a learn goes on with the next one)
 

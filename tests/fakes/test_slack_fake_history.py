@@ -1,7 +1,8 @@
 """The fake Slack's history as a reader of a channel's past meets it: per-method rates (Slack's
 tiers: so many requests a minute, then HTTP 429 with ``Retry-After``), and the messages of other
-bots and of Slack itself (joins, topics...) as conversations.history shows them. Pages, bounds,
-threads, scopes and the restricted tier are in test_slack_fake_strict.py.
+bots and of Slack itself (joins, topics...) as conversations.history shows them, and messages
+deleted or edited while the app was away (no event reaches it; the Web API shows the change).
+Pages, bounds, threads, scopes and the restricted tier are in test_slack_fake_strict.py.
 
 Each check goes through slack_sdk's real client, without its retry handlers (a 429 is raised).
 """
@@ -127,3 +128,52 @@ async def test_history_shows_other_bots_and_slacks_own_messages_as_slack_does(
         assert not {"channel", "event_ts", "channel_type"} & set(message)
     with pytest.raises(ValueError, match="not a system message subtype"):
         fake.system_message_event(subtype="message_changed", user_id=ALICE, channel_id=CHANNEL)
+
+
+# ---------------------------------------------------------------- changes made while away
+
+
+async def test_a_message_deleted_or_edited_while_the_app_is_away_changes_only_the_web_api(
+    fake: FakeSlack, web_client: AsyncWebClient
+) -> None:
+    """No event reaches the app; what conversations.history and .replies show changes as in
+    Slack: an edit with its ``edited`` stamp, a delete gone, a deleted parent with replies a
+    tombstone, and the tombstone gone with its last reply (the thread is then not found)."""
+    said = [
+        fake.message_event(text=text, user_id=ALICE, channel_id=CHANNEL)
+        for text in ("kept", "typo", "oops", "plan?")
+    ]
+    for event in said:
+        fake.event_payload(event=event)
+    _, typo, oops, parent = said
+    reply = fake.message_event(
+        text="friday", user_id=BOB, channel_id=CHANNEL, thread_ts=parent["ts"]
+    )
+    fake.event_payload(event=reply)
+
+    edit = fake.edit_quietly(typo, text="fixed")
+    deletion = fake.delete_quietly(oops)
+    assert (edit["subtype"], edit["message"]["text"]) == ("message_changed", "fixed")
+    assert (deletion["subtype"], deletion["deleted_ts"]) == ("message_deleted", oops["ts"])
+    history = (await web_client.conversations_history(channel=CHANNEL))["messages"]
+    assert [m["text"] for m in history] == ["plan?", "fixed", "kept"]
+    assert history[1]["edited"] == {"user": ALICE, "ts": edit["message"]["edited"]["ts"]}
+    assert "edited" not in history[2]
+
+    tombstone = fake.delete_quietly(parent)  # it has a reply: a tombstone stays
+    assert tombstone["message"]["subtype"] == "tombstone"
+    history = (await web_client.conversations_history(channel=CHANNEL))["messages"]
+    assert [m.get("subtype") for m in history] == ["tombstone", None, None]
+    thread = await web_client.conversations_replies(channel=CHANNEL, ts=parent["ts"])
+    assert [m["text"] for m in thread["messages"]] == ["This message was deleted.", "friday"]
+
+    fake.delete_quietly(reply)  # the last reply: the tombstone goes with it
+    history = (await web_client.conversations_history(channel=CHANNEL))["messages"]
+    assert [m["text"] for m in history] == ["fixed", "kept"]
+    for ts in (parent["ts"], reply["ts"]):
+        with pytest.raises(SlackApiError) as caught:
+            await web_client.conversations_replies(channel=CHANNEL, ts=ts)
+        assert caught.value.response["error"] == "thread_not_found"
+    assert fake.socket_envelopes == []
+    with pytest.raises(ValueError, match="no message"):
+        fake.delete_quietly(oops)

@@ -480,7 +480,8 @@ class WebApiMixin:
     def _conversations_replies(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         """conversations.replies: the thread of ``ts`` (its parent or any reply), oldest
         first with the parent first (on the first page); just the message if it has no
-        replies, ``thread_not_found`` if there is no such message. ``limit`` defaults to
+        replies, ``thread_not_found`` if there is no such message (or only the tombstone of a
+        deleted parent whose replies are all deleted too). ``limit`` defaults to
         1000 (at most 1000; 15 and 15 for a "restricted" app); ``oldest``/``latest``/
         ``inclusive``/``cursor`` as for conversations.history."""
         channel, error = self._history_access(params, token)
@@ -493,9 +494,12 @@ class WebApiMixin:
         message = self._known_message(channel.id, str(params["ts"]))
         if message is not None and message.get("thread_ts") not in (None, message["ts"]):
             message = self._known_message(channel.id, str(message["thread_ts"]))
+        threads = self._threads(channel.id)
+        if message is not None and message.get("subtype") == "tombstone":
+            # A deleted parent stays only while its thread has replies.
+            message = message if threads.get(str(message["ts"])) else None
         if message is None:
             return {"ok": False, "error": "thread_not_found"}
-        threads = self._threads(channel.id)
         replies = [
             r
             for r in threads.get(str(message["ts"]), [])

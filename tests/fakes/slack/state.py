@@ -246,6 +246,32 @@ class WorkspaceMixin:
             # Keep new timestamps after everything already said.
             self._last_ts = max(self._last_ts, float(ts))
 
+    def delete_quietly(self, original: Mapping[str, Any]) -> dict[str, Any]:
+        """Its author deletes ``original`` (a message the fake knows) while the app is away:
+        Slack changes what the Web API shows (gone; a thread parent with replies becomes a
+        ``tombstone``) and the event never reaches the app. Returns the event Slack would
+        have sent (``message_deleted``, or the ``message_changed`` to a tombstone)."""
+        channel_id, ts = str(original["channel"]), str(original["ts"])
+        if self._known_message(channel_id, ts) is None:
+            raise ValueError(f"no message {ts} in {channel_id} to delete")
+        if self._replies_of(channel_id, ts):
+            event = self.tombstone_event(parent=original)
+        else:
+            event = self.message_deleted_event(original=original)
+        self._learn_message(channel_id, event)
+        return event
+
+    def edit_quietly(self, original: Mapping[str, Any], *, text: str) -> dict[str, Any]:
+        """Its author edits ``original`` while the app is away: the Web API shows the new text
+        with an ``edited`` stamp; no event reaches the app. Returns the ``message_changed``
+        event Slack would have sent."""
+        channel_id, ts = str(original["channel"]), str(original["ts"])
+        if self._known_message(channel_id, ts) is None:
+            raise ValueError(f"no message {ts} in {channel_id} to edit")
+        event = self.message_changed_event(original=original, text=text)
+        self._learn_message(channel_id, event)
+        return event
+
     def rate_limit_next(self, *, method: str, count: int = 1, retry_after: int = 1) -> None:
         """Answer the next ``count`` calls of ``method`` with HTTP 429 and ``Retry-After``.
 
