@@ -6,7 +6,7 @@ Socket Mode or both), the CLI in a private home. The fake platforms themselves (
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from tests.helpers import (
 )
 from tests.slack_harness import (
     PHONE,
+    SINCE,
     SMALL,
     Harness,
     VirtualTime,
@@ -87,3 +88,18 @@ async def slack_door(fake: FakeSlack, make_core: CoreFactory) -> SlackBot:
 def virtual_time(fake: FakeSlack) -> VirtualTime:
     """Waits that move a clock and the fake Slack's rate windows instead of sleeping."""
     return VirtualTime(fake)
+
+
+@pytest.fixture(params=["http", "socket"])
+async def learning(
+    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
+) -> AsyncIterator[Harness]:
+    """The app over a core ten days after the channel's past (its history paced fast)."""
+    core = await make_core(
+        slack=slack_settings(fake),
+        clock=ManualClock(SINCE + timedelta(days=10)),
+        learn={"slack_requests_per_minute": 1000},
+        offline=True,
+    )
+    async for harness in start_harness(request.param, fake, core, fake_llm):
+        yield harness

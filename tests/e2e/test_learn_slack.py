@@ -31,21 +31,6 @@ from tests.slack_harness import (
 pytestmark = pytest.mark.fake("slack")
 
 
-@pytest.fixture(params=["http", "socket"])
-async def learning(
-    request: pytest.FixtureRequest, fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
-) -> AsyncIterator[Harness]:
-    """The app over a core ten days after the channel's past (its history paced fast)."""
-    core = await make_core(
-        slack=slack_settings(fake),
-        clock=ManualClock(SINCE + timedelta(days=10)),
-        learn={"slack_requests_per_minute": 1000},
-        offline=True,
-    )
-    async for harness in start_harness(request.param, fake, core, fake_llm):
-        yield harness
-
-
 async def said(slack: Harness, response_id: str, start: str) -> str:
     """The answer to one command that starts with ``start`` (its answer is replaced as the
     learn goes)."""
