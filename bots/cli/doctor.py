@@ -13,7 +13,8 @@ from bots.cli.common import out
 from bots.cli.common import settings as cli_settings
 from config.settings import Settings
 from memory_core.errors import MemorybotError
-from memory_core.store.embedded import server_binary
+from memory_core.store.embedded import ServerFiles, server_binary
+from memory_core.store.erasure_record import erasure_owed, erasure_pending
 from memory_core.store.server import open_store
 from memory_core.text.tokens import TokenCounter
 
@@ -49,7 +50,12 @@ async def run_checks(settings: Settings) -> list[Row]:
             f"language {m.language}, reply mode {m.default_mode}",
         )
     )
+    embedded = settings.store.redis_url is None
+    # Looked at before the store opens: opening it finishes a rewrite a crash interrupted.
+    owed_before = embedded and erasure_owed(settings.store.data_dir)
     rows.append(await _store(settings))
+    if embedded:
+        rows.append(_erasure(ServerFiles.of(settings.store.data_dir), owed_before=owed_before))
     rows.append(await _llm(settings))
     try:
         TokenCounter().count("memorybot")
@@ -85,6 +91,15 @@ async def _store(settings: Settings) -> Row:
         return ("store", "ok", f"{store.description}; PING {ms:.2f} ms; version {version}")
     finally:
         await store.close()
+
+
+def _erasure(files: ServerFiles, *, owed_before: bool) -> Row:
+    """Whether a forget's rewrite of the embedded store's files is still owed."""
+    if files.erase_owed.exists():
+        return ("erasure", "warn", erasure_pending(files))
+    if owed_before:
+        return ("erasure", "ok", "a rewrite a crash had interrupted was finished at this start")
+    return ("erasure", "ok", "none pending")
 
 
 async def _llm(settings: Settings) -> Row:

@@ -5,8 +5,9 @@ the first memorybot process and stops with the last one. ``status`` says whether
 whom, and where its files are; ``stop`` stops one left behind (its last memorybot process was
 killed), and refuses while a memorybot process uses it. ``compact`` has the store's server
 (the embedded one, or the Redis at ``REDIS_URL``) rewrite its files now, so what was forgotten
-leaves them too (see ``docs/erasure.md``). ``bots/cli/main.py`` adds this with
-``register(app)``.
+leaves them too (see ``docs/erasure.md``); on the embedded store that also settles a forget's
+rewrite a crash left owed (``status`` and ``doctor`` show one). ``bots/cli/main.py`` adds this
+with ``register(app)``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import typer
 from bots.cli.common import err, fail, out, settings
 from memory_core.errors import StoreError, StoreUnavailable
 from memory_core.store import embedded
+from memory_core.store.erasure_record import erasure_pending
 from memory_core.store.server import compact as compact_store
 
 store_app = typer.Typer(
@@ -50,6 +52,8 @@ def status(ctx: typer.Context) -> None:
         raise fail(str(exc), 2) from exc
     for line in report.lines():
         out.print(line, markup=False)
+    if report.erasure_owed:
+        out.print(f"erasure pending: {erasure_pending(report.files)}", markup=False)
 
 
 @store_app.command("stop")

@@ -24,6 +24,10 @@ Design notes, each one answering "why":
 * **Private.** No TCP port (``port 0``); the socket is ``0700``; the data directory is made
   ``0700`` and its files owner-only at each start, however they were made, and the server runs
   with umask ``077`` (see :func:`_make_private`).
+* **Erasure survives a crash.** A forget's rewrite of the files is recorded as owed in
+  ``erase-owed`` before it starts, and the record goes only once a rewrite that started after
+  it has succeeded: a crash in between leaves it, and the next start finishes the rewrite
+  (:mod:`memory_core.store.erasure_record`, ``Store.persist``).
 * **Visible.** ``describe()``: the server, its pid, socket and files (start-up line, doctor).
 """
 
@@ -61,6 +65,8 @@ AOF_FILENAME: Final = "appendonly.aof"  # its manifest: valkey-aof/appendonly.ao
 DUMP_FILENAME: Final = "valkey-dump.rdb"  # written only by a SAVE someone runs by hand
 START_LOCK_FILENAME: Final = "valkey.lock"
 USERS_LOCK_FILENAME: Final = "valkey.users"
+# Present while a rewrite of the files is owed to a forget: its text may still be in them.
+ERASE_OWED_FILENAME: Final = "erase-owed"
 
 # The longest Unix socket path every supported system accepts (macOS: 104 bytes with the NUL).
 _MAX_SOCKET_PATH: Final = 100
@@ -115,6 +121,10 @@ class ServerFiles:
         return self.data_dir / USERS_LOCK_FILENAME
 
     @property
+    def erase_owed(self) -> Path:
+        return self.data_dir / ERASE_OWED_FILENAME
+
+    @property
     def url(self) -> str:
         return f"unix://{self.socket}?db=0"
 
@@ -127,6 +137,7 @@ class ServerStatus:
     pid: int | None  # the running server's, None when none answers
     version: str | None
     in_use: bool  # a memorybot process holds the server
+    erasure_owed: bool = False  # a forget's rewrite of the files is not done yet
 
     def lines(self) -> list[str]:
         if self.pid is None:
@@ -561,7 +572,8 @@ def status(data_dir: Path) -> ServerStatus:
     with _start_lock(files):
         version = _ping(files)
         pid = _read_pid(files) if version is not None else None
-        return ServerStatus(files, pid, version, in_use=_in_use(files))
+        owed = files.erase_owed.exists()
+        return ServerStatus(files, pid, version, in_use=_in_use(files), erasure_owed=owed)
 
 
 def stop(data_dir: Path) -> int | None:

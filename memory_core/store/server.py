@@ -31,6 +31,7 @@ from memory_core.store.embedded import (
     EmbeddedServer,
     ServerFiles,
 )
+from memory_core.store.erasure_record import owe_erasure, owed_erasure, settle_erasure
 from memory_core.store.keys import KeySchema
 from memory_core.store.lane import FastLane
 from memory_core.store.packing import packed_connection_class
@@ -49,6 +50,7 @@ _MIN_SCRUBBED = 4  # shorter passwords cannot be told apart from the words of a 
 ERASE_TIMEOUT_S: Final = 300.0
 COMPACT_TIMEOUT_S: Final = 3600.0
 ERASURE_DOC: Final = "docs/erasure.md"
+COMPACT_COMMAND: Final = "memorybot store compact"
 
 Ask = Callable[..., Awaitable[Any]]  # runs one command on one server: execute_command
 
@@ -178,6 +180,15 @@ class _KnownCommands(AsyncCommandsParser):
 
 
 @dataclass
+class _Erasure:
+    """One rewrite of the embedded store's files, shared by the forgets that join it before it
+    is asked for, each with its record of the rewrite being owed (being written to disk)."""
+
+    records: list[asyncio.Future[str]] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
 class Store:
     client: Redis
     keys: KeySchema
@@ -191,7 +202,7 @@ class Store:
     # Storing a message's own connection to a single server (None: a cluster, TLS).
     lane: FastLane | None = None
 
-    _next_erase: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _next_erase: _Erasure | None = field(default=None, init=False, repr=False)
     _erase_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     _erasing: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
 
@@ -217,7 +228,10 @@ class Store:
         server has deleted the files it replaced (no history is kept: ``aof-disable-auto-gc
         no``); a ``valkey-dump.rdb`` someone made by hand (``SAVE``) is deleted too. Forgets
         arriving while one rewrite runs share the next one. A failed rewrite (a full disk) is
-        a StoreError that says what to fix. Covered: the files of the data directory as the
+        a StoreError that says what to fix. Before any of it, the rewrite is recorded as owed
+        in the data directory (``erase-owed``, fsync'ed), and the record goes once a rewrite
+        that started after it has succeeded: after a crash, the next start finishes it
+        (:meth:`finish_owed_erasure`). Covered: the files of the data directory as the
         file system shows them. Not covered, out of reach of a process: the operating
         system's page cache, the file system's journal and free blocks (a deleted file's
         bytes stay on the disk until they are overwritten; an SSD remaps them), snapshots of
@@ -228,13 +242,54 @@ class Store:
         if not erase:
             await self._fsync()
             return
-        batch = self._next_erase
-        if batch is None:  # the next rewrite to ask for: callers join until it is asked for
-            batch = self._next_erase = asyncio.create_task(self._erase_batch())
+        # Written in a thread (two fsyncs) while the caller joins the next rewrite at once, so
+        # forgets at the same moment still share one.
+        recorded = asyncio.ensure_future(asyncio.to_thread(owe_erasure, self.embedded.files))
+        await self._join_erasure(recorded)
+
+    async def finish_owed_erasure(self) -> None:
+        """At start: finish a forget's rewrite of the files that a crash interrupted (the
+        record of it is in the data directory), as :meth:`persist` does. One that fails does
+        not stop the start: a warning says what to run, and the record stays."""
+        assert self.embedded is not None
+        files = self.embedded.files
+        try:
+            if await asyncio.to_thread(owed_erasure, files) is None:
+                return
+            await self._join_erasure()
+        except StoreError as exc:
+            todo = "" if COMPACT_COMMAND in str(exc) else f"; then run: {COMPACT_COMMAND}"
+            log.warning(
+                "the embedded store could not finish a forget's rewrite of its files that was "
+                "still owed at start (%s stays; forgotten text may still be in %s): %s%s",
+                files.erase_owed,
+                files.aof,
+                exc,
+                todo,
+            )
+            return
+        log.warning(  # a warning: it tells of a crash, and the default level shows it
+            "the embedded store finished a forget's rewrite of its files that was still owed "
+            "at start (%s: a crash interrupted it, or another memorybot process is at it): "
+            "forgotten text is out of %s now",
+            files.erase_owed,
+            files.aof,
+        )
+
+    async def _join_erasure(self, recorded: asyncio.Future[str] | None = None) -> None:
+        erasure = self._next_erase
+        if erasure is None:  # the next rewrite to ask for: callers join until it is asked for
+            erasure = self._next_erase = _Erasure()
+            batch = erasure.task = asyncio.create_task(self._erase_batch(erasure))
             self._erasing.add(batch)
             batch.add_done_callback(self._erasing.discard)
             batch.add_done_callback(lambda done: done.cancelled() or done.exception())
-        await asyncio.shield(batch)  # a caller that gives up does not stop it for the others
+        assert erasure.task is not None
+        if recorded is not None:
+            erasure.records.append(recorded)
+            # Not recorded (a full disk): this forget fails before it erases; the others go on.
+            await asyncio.shield(recorded)
+        await asyncio.shield(erasure.task)  # a caller that gives up does not stop it for others
 
     async def _fsync(self) -> None:
         # WAITAOF waits for the writes of the connection it is sent on; this process's writes
@@ -254,15 +309,21 @@ class Store:
                 f"{self.embedded.files.log})"
             )
 
-    async def _erase_batch(self) -> None:
+    async def _erase_batch(self, erasure: _Erasure) -> None:
         async with self._erase_lock:  # one batch at a time; the next one gathers meanwhile
-            if self._next_erase is asyncio.current_task():
+            if self._next_erase is erasure:
                 self._next_erase = None  # closed: later callers' writes may follow its start
+            # Its forgets' records on disk before the rewrite is asked for: it then starts
+            # after them, and may remove the last of them once it has succeeded.
+            await asyncio.gather(*erasure.records, return_exceptions=True)
             await self._erase()
 
     async def _erase(self) -> None:
         assert self.embedded is not None
         files = self.embedded.files
+        # Read before the rewrite is asked for, so the rewrite starts after it was written;
+        # one written later (a forget of now, here or in another process) is not ours to drop.
+        owed = await asyncio.to_thread(owed_erasure, files)
         # Durable whatever becomes of the rewrite (WAITAOF), at the same time as the rewrite.
         for outcome in await asyncio.gather(
             self._fsync(), self._rewrite_files(files), return_exceptions=True
@@ -273,6 +334,8 @@ class Store:
         if dump.exists():  # never read (the append-only file is the persistence)
             dump.unlink(missing_ok=True)
             log.warning("deleted %s, a snapshot made by hand that held forgotten text", dump)
+        if owed is not None:
+            await asyncio.to_thread(settle_erasure, files, owed)
 
     async def _rewrite_files(self, files: ServerFiles) -> None:
         """A rewrite that started after the forget's writes, done, and the files it replaced
@@ -302,9 +365,18 @@ class Store:
             await self.embedded.close()
 
 
-async def open_store(settings: StoreSettings) -> Store:
+async def open_store(settings: StoreSettings, *, finish_erasure: bool = True) -> Store:
+    """The store of ``settings``. The embedded one first finishes a forget's rewrite that a
+    crash interrupted (``finish_erasure``: compact, which rewrites anyway, opts out)."""
     if settings.redis_url is None:
-        return await _open_embedded(settings)
+        store = await _open_embedded(settings)
+        if finish_erasure:
+            try:
+                await store.finish_owed_erasure()
+            except BaseException:
+                await store.close()
+                raise
+        return store
     url = settings.redis_url.get_secret_value()
     client = await _connect(settings, url, cluster=settings.cluster)
     return Store(
@@ -431,16 +503,20 @@ async def compact(settings: StoreSettings) -> list[str]:
     append-only file, ``BGSAVE`` when it takes RDB snapshots (``CONFIG GET appendonly`` /
     ``save``), on each node of a cluster; waited for. Its backups, replicas' files and older
     snapshots are its operator's: ``docs/erasure.md``."""
-    store = await open_store(settings)
+    store = await open_store(settings, finish_erasure=False)  # its own rewrite does that
     try:
         if store.embedded is not None:
             began = asyncio.get_running_loop().time()
+            owed = await asyncio.to_thread(owed_erasure, store.embedded.files)
             await store.persist(erase=True)
             took = asyncio.get_running_loop().time() - began
-            return [
+            done = [
                 f"embedded store: append-only file rewritten ({took:.1f} s); the files it "
                 f"replaced in {store.embedded.files.aof} are deleted"
             ]
+            if owed is not None:
+                done.append("embedded store: the forget's rewrite that was pending is done")
+            return done
         client: Any = store.client
         if isinstance(client, RedisCluster):
             return [
