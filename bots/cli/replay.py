@@ -92,6 +92,7 @@ def replay(
                 "lines": report.lines,
                 "stored": report.stored,
                 "duplicates": report.duplicates,
+                "forgotten": report.forgotten,
                 "replies": report.replies,
                 "apologies": report.apologies,
                 "skipped": [{"line": e.line_no, "reason": e.reason} for e in report.skipped],
@@ -113,7 +114,7 @@ def replay(
         print_json(result)
     else:
         _print_replay(file, target, result)
-    if result["skipped"] and not result["stored"] and not result["duplicates"]:
+    if result["skipped"] and not (result["stored"] or result["duplicates"] or result["forgotten"]):
         raise fail(f"no line of {file} could be replayed", 1)
 
 
@@ -121,6 +122,7 @@ def _print_replay(file: Path, target: str, result: dict[str, Any]) -> None:
     out.print(
         f"Replayed {result['lines']} lines into {', '.join(result['scopes']) or target}: "
         f"{result['stored']} stored, {result['duplicates']} already stored, "
+        f"{result['forgotten']} forgotten before, "
         f"{result['replies']} replies, "
         f"{result['days_rolled_over']} days rolled over, "
         f"{result['llm_calls']['total']} LLM calls "

@@ -114,6 +114,9 @@ class PersonForgetting:
                 place.server_key, user_id, now_ms, also=[dm.key] if dm else []
             )
         places = await self.places_of_member(scope, user_id)
+        for dm_place in places:  # (a Slack DM with the bot is its own D... place)
+            if Scope.of(dm_place).is_dm and (dm is None or dm_place != dm.key):
+                await self.requests.ledger.forget_place(dm_place, now_ms)
         return await self._forget_person(
             sorted({scope, *places}, key=threads_first), user_id=user_id, name=name
         )

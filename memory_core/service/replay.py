@@ -67,6 +67,7 @@ class ReplayReport:
     lines: int = 0
     stored: int = 0
     duplicates: int = 0  # lines stored by an earlier replay: not stored again
+    forgotten: int = 0  # lines memory was told to forget (the erasure ledger): not stored
     replies: int = 0
     apologies: int = 0
     skipped: list[ReplayLineError] = field(default_factory=list)
@@ -347,6 +348,9 @@ async def _replay_line(
     if result.outcome == "duplicate" and not retried:
         report.duplicates += 1
         return  # not answered again: the answer was stored with it (or never will be)
+    if result.outcome == "forgotten":
+        report.forgotten += 1
+        return
     if result.outcome == "day_closed":
         report.out_of_order += 1
         report.skipped.append(
