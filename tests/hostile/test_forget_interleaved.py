@@ -3,8 +3,9 @@ writer's round trips to Redis, and afterwards nothing it forgot is in any key, a
 any export, whichever way in wrote it.
 
 The writers: learning a channel's past (read, staged, stored, summarised), loading an export,
-messages held while the store was away and stored late, maintenance (compaction, the day's
-rollover, the tiers made from the days). A new way into memory joins :data:`WRITERS` to be
+messages held while the store was away and stored late, images' captions (the model asked,
+the message's text rewritten), maintenance (compaction, the day's rollover, the tiers made
+from the days). A new way into memory joins :data:`WRITERS` to be
 allowed in. The forgets: a text, a person here, a person everywhere in the server (with their
 DM), a platform delete of one message, a whole channel.
 
@@ -32,6 +33,7 @@ from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION
 from memory_core.service.past import LearnRefused, PastMessage
+from tests.captions_data import VISION, Image
 from tests.helpers import START, CoreFactory, ListSource, all_keys, key_values
 
 CHANNEL = "discord:1:2"
@@ -143,18 +145,40 @@ async def held(core: Core, world: World) -> None:
         )
 
 
+async def captioned(core: Core, world: World) -> None:
+    """Messages with an image, each captioned by the vision model as it is stored (a core
+    without background work captions at once): the caption rewrites the message's text."""
+    for i, said in enumerate(world.past):
+        past = world.message(said, i)
+        await core.pipeline.ingest(
+            IncomingMessage(
+                scope=said.scope,
+                text=said.text,
+                author=past.author,
+                author_id=said.author_id,
+                ts=past.ts,
+                platform_id=said.platform_id,
+                audience=Audience.SERVER,
+                attachments=(Image().attachment(),),
+            ),
+            hold=False,
+        )
+
+
 async def maintenance(core: Core, world: World) -> None:
     for scope in (THREAD, CHANNEL):
         await core.pipeline.maintain(scope)
 
 
 Writer = Callable[[Core, World], Awaitable[None]]
-# Every way into memory, with what it needs in memory before it runs ("" nothing).
-WRITERS: dict[str, tuple[Writer, str]] = {
-    "learn": (learn, ""),
-    "import": (import_export, ""),
-    "held": (held, ""),
-    "maintenance": (maintenance, "stored"),
+# Every way into memory, with what it needs in memory before it runs ("" nothing) and
+# whether it needs the model (the fake one: a vision model for captions).
+WRITERS: dict[str, tuple[Writer, str, bool]] = {
+    "learn": (learn, "", False),
+    "import": (import_export, "", False),
+    "held": (held, "", False),
+    "caption": (captioned, "", True),
+    "maintenance": (maintenance, "stored", False),
 }
 
 
@@ -269,15 +293,16 @@ async def test_nothing_forgotten_comes_back_by_any_writer(
     make_core: CoreFactory, writer: str, kind: str, at: int
 ) -> None:
     clock = ManualClock(NOW)
+    write, needs, online = WRITERS[writer]
     core = await make_core(
         clock=clock,
-        offline=True,
+        offline=not online,
+        llm=VISION if online else None,
         memory={"compact_trigger_tokens": 100, "compact_min_messages": 2, "compact_keep_tokens": 0},
     )
     await core.store.client.flushdb()
     core.repo.lane = None  # every command through the client the gate wraps
     world = build_world()
-    write, needs = WRITERS[writer]
     await prepare(core, world, needs, clock)
 
     gate = Gate(at, lambda: forget(core, kind))
