@@ -27,12 +27,16 @@ def without_forgotten(dump: ScopeDump, ledger: Ledger, *, scope: str) -> tuple[S
             scope, entry.platform_id, entry.author_id, said, entry.text, also_ids=entry.parts
         )
         (kept if keeps else dropped).append(entry)
+    if not dropped and not ledger.texts and not ledger.people:
+        return dump, 0  # nothing was ever forgotten here: the export as it is
     quotes = [e.text for e in dropped]
     gone_ids = {e.id for e in dropped}
 
     def clean(text: str) -> str:
         # A summary is newer than what it summarises: any text forgotten here goes from it.
         text = redact_quotes(text, quotes)
+        if not ledger.forgotten_text(text, 0):
+            return text
         return without_sentences(text, lambda sentence: ledger.forgotten_text(sentence, 0))
 
     state = dict(dump.state)
