@@ -382,3 +382,30 @@ def learned(pages: list[PastPage]) -> list[tuple[str, str, str, str]]:
 
 def past_messages(pages: list[PastPage]) -> list[PastMessage]:
     return [message for page in pages for message in page.messages]
+
+
+async def said(slack: Harness, response_id: str, start: str) -> str:
+    """The answer to one command that starts with ``start`` (its answer is replaced as the
+    learn goes)."""
+
+    def found() -> str | None:
+        return next(
+            (
+                r.text
+                for r in slack.fake.responses
+                if r.response_id == response_id and (r.text or "").startswith(start)
+            ),
+            None,
+        )
+
+    return await slack.fake.wait_for(found, timeout=20, description=f"an answer {start!r}")
+
+
+async def learn(slack: Harness, words: str, start: str, *, user: str = ALICE) -> str:
+    """``/memory ...`` by ``user`` in C1 (``learn 30``, ``learn confirm``); its answer that
+    starts with ``start``."""
+    fields = slack.fake.slash_command_payload(
+        text=words, user_id=user, channel_id="C1", team_id="T1"
+    )
+    await slack.send_command(fields)
+    return await said(slack, fields["response_url"].rsplit("/", 1)[1], start)

@@ -43,11 +43,16 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bots.slack.commands import ScopeQueue
 from bots.slack.connect import SlackIdentity, error_code
-from bots.slack.history import PAGE_SIZE, RESTRICTED_PAGE_SIZE, slack_ts
+from bots.slack.history import (
+    PAGE_SIZE,
+    RESTRICTED_PAGE_SIZE,
+    messages_of,
+    next_cursor,
+    slack_ts,
+)
 from bots.slack.pacing import Clock, Pacer, Sleep, without_rate_retries
 from bots.slack.text import parse_message, slack_time
 from memory_core.bootstrap import Core
@@ -321,9 +326,9 @@ class SlackCatchUp:
                 raise _Stop(f"Slack rate limited {method}: {exc}") from exc
             except _NETWORK_ERRORS as exc:
                 raise _Stop(f"could not reach Slack ({exc!r})") from exc
-            for message in _messages(response):
+            for message in messages_of(response):
                 seen[str(message["ts"])] = message
-            cursor = _next_cursor(response)
+            cursor = next_cursor(response)
             if not cursor:
                 return seen
 
@@ -482,19 +487,3 @@ def _unique(entries: list[LogEntry]) -> list[LogEntry]:
     for entry in entries:
         by_id.setdefault(entry.platform_id, entry)
     return list(by_id.values())
-
-
-def _messages(response: AsyncSlackResponse) -> list[dict[str, Any]]:
-    messages = response.get("messages")
-    if not isinstance(messages, list):
-        return []
-    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("ts"), str)]
-
-
-def _next_cursor(response: AsyncSlackResponse) -> str:
-    """Slack's cursor to the next page, "" after the last (``has_more`` false)."""
-    metadata = response.get("response_metadata")
-    following = metadata.get("next_cursor") if isinstance(metadata, dict) else None
-    if response.get("has_more") is not True or not isinstance(following, str):
-        return ""
-    return following

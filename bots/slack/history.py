@@ -236,8 +236,8 @@ class SlackHistory:
                 limit=self.page_size,
             ),
         )
-        messages = _messages(response)
-        following = _next_cursor(response)
+        messages = messages_of(response)
+        following = next_cursor(response)
         after = replace(
             place,
             history=following,
@@ -267,10 +267,10 @@ class SlackHistory:
         # channel was read there too.
         replies = [
             m
-            for m in _messages(response)
+            for m in messages_of(response)
             if m.get("ts") != parent and m.get("subtype") != "thread_broadcast"
         ]
-        following = _next_cursor(response)
+        following = next_cursor(response)
         if following:
             after = replace(place, replies=following)
         else:
@@ -421,14 +421,14 @@ class _ThreadGone(Exception):
     """conversations.replies found no such thread any more."""
 
 
-def _messages(response: AsyncSlackResponse) -> list[dict[str, Any]]:
+def messages_of(response: AsyncSlackResponse) -> list[dict[str, Any]]:
     messages = response.get("messages")
     if not isinstance(messages, list):
         return []
     return [m for m in messages if isinstance(m, dict) and isinstance(m.get("ts"), str)]
 
 
-def _next_cursor(response: AsyncSlackResponse) -> str:
+def next_cursor(response: AsyncSlackResponse) -> str:
     """Slack's cursor to the next page, "" after the last (``has_more`` false)."""
     metadata = response.get("response_metadata")
     following = metadata.get("next_cursor") if isinstance(metadata, Mapping) else None

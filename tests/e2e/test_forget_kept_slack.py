@@ -18,6 +18,7 @@ from tests.slack_harness import (
     Harness,
     block_texts,
     entries,
+    learn,
     past_ts,
 )
 
@@ -35,28 +36,6 @@ HISTORY = [
 
 def shown(response: ResponseUrlPost) -> str:
     return f"{response.text or ''}\n{block_texts(response)}"
-
-
-async def learn(slack: Harness, words: str, start: str) -> str:
-    """``/memory learn ...`` by Alice (an admin); its answer that starts with ``start`` (the
-    answer is replaced as the learn goes)."""
-    fields = slack.fake.slash_command_payload(
-        text=words, user_id=ALICE, channel_id=C1, team_id="T1"
-    )
-    await slack.send_command(fields)
-    response_id = fields["response_url"].rsplit("/", 1)[1]
-
-    def found() -> str | None:
-        return next(
-            (
-                r.text
-                for r in slack.fake.responses
-                if r.response_id == response_id and (r.text or "").startswith(start)
-            ),
-            None,
-        )
-
-    return await slack.fake.wait_for(found, timeout=20, description=f"an answer {start!r}")
 
 
 async def test_a_forgotten_text_is_not_learned_from_older_history(learning: Harness) -> None:

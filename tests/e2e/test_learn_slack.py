@@ -22,6 +22,7 @@ from tests.slack_harness import (
     SINCE,
     Harness,
     entries,
+    learn,
     past_ts,
     seed_past,
     slack_settings,
@@ -29,31 +30,6 @@ from tests.slack_harness import (
 )
 
 pytestmark = pytest.mark.fake("slack")
-
-
-async def said(slack: Harness, response_id: str, start: str) -> str:
-    """The answer to one command that starts with ``start`` (its answer is replaced as the
-    learn goes)."""
-
-    def found() -> str | None:
-        return next(
-            (
-                r.text
-                for r in slack.fake.responses
-                if r.response_id == response_id and (r.text or "").startswith(start)
-            ),
-            None,
-        )
-
-    return await slack.fake.wait_for(found, timeout=20, description=f"an answer {start!r}")
-
-
-async def learn(slack: Harness, words: str, start: str, *, user: str = ALICE) -> str:
-    fields = slack.fake.slash_command_payload(
-        text=words, user_id=user, channel_id="C1", team_id="T1"
-    )
-    await slack.send_command(fields)
-    return await said(slack, fields["response_url"].rsplit("/", 1)[1], start)
 
 
 async def test_an_admin_learns_the_channel_s_past_with_its_threads_once(
