@@ -127,42 +127,34 @@ async def import_export(core: Core, world: World) -> None:
     await core.admin.import_(CHANNEL, world_export(world))
 
 
+def late(world: World, i: int, said: Said, **extra: Any) -> IncomingMessage:
+    """A message of the past arriving now, with its own time (held while the store was
+    away, or an image's message stored before its caption)."""
+    past = world.message(said, i)
+    return IncomingMessage(
+        scope=said.scope,
+        text=said.text,
+        author=past.author,
+        author_id=said.author_id,
+        ts=past.ts,
+        platform_id=said.platform_id,
+        audience=Audience.SERVER,
+        **extra,
+    )
+
+
 async def held(core: Core, world: World) -> None:
     """Messages held while the store was away, stored late with their own times."""
     for i, said in enumerate(world.past):
-        past = world.message(said, i)
-        await core.pipeline.ingest(
-            IncomingMessage(
-                scope=said.scope,
-                text=said.text,
-                author=past.author,
-                author_id=said.author_id,
-                ts=past.ts,
-                platform_id=said.platform_id,
-                audience=Audience.SERVER,
-            ),
-            hold=False,
-        )
+        await core.pipeline.ingest(late(world, i, said), hold=False)
 
 
 async def captioned(core: Core, world: World) -> None:
     """Messages with an image, each captioned by the vision model as it is stored (a core
     without background work captions at once): the caption rewrites the message's text."""
     for i, said in enumerate(world.past):
-        past = world.message(said, i)
-        await core.pipeline.ingest(
-            IncomingMessage(
-                scope=said.scope,
-                text=said.text,
-                author=past.author,
-                author_id=said.author_id,
-                ts=past.ts,
-                platform_id=said.platform_id,
-                audience=Audience.SERVER,
-                attachments=(Image().attachment(),),
-            ),
-            hold=False,
-        )
+        image = late(world, i, said, attachments=(Image().attachment(),))
+        await core.pipeline.ingest(image, hold=False)
 
 
 async def maintenance(core: Core, world: World) -> None:
