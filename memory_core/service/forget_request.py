@@ -105,8 +105,8 @@ class ForgetRequest:
 
     def redact(self, text: str) -> str:
         """A summary without what this forget removes."""
-        if self.kind == "text":
-            return redact(text, [self.text])
+        if self.kind == "text":  # and what quotes the messages it removed
+            return redact(redact_quotes(text, self.quotes), [self.text])
         if self.kind == "edit":  # what stayed in the message may stay in the summaries
             return redact(text, self.needles)
         return redact(redact_quotes(text, self.quotes), self.needles)

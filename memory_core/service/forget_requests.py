@@ -94,13 +94,19 @@ class ForgetRequests:
             doomed = (found or {}).get(place)
             if doomed is None:
                 doomed = [e for e in await self.repo.all_entries(place) if request.drop_entry(e)]
+                # A summary sentence that quotes a removed message goes, even when it cut
+                # the text short; so does one quoting a message being edited right now (an
+                # edit or a caption takes it out of the log a moment before it stores it).
+                quoted = [e.text for e in doomed]
+                editing = await self.edits_under_way(place)
+                quoted += [e.text for e in editing if request.drop_entry(e)]
                 planned.append(
                     (
                         place,
                         replace(
                             request,
                             entry_ids=tuple(e.id for e in doomed),
-                            quotes=tuple(e.text for e in doomed) if request.kind == "user" else (),
+                            quotes=tuple(quoted) if request.kind in ("user", "text") else (),
                         ),
                     )
                 )
@@ -117,6 +123,25 @@ class ForgetRequests:
                 report.add(place, done)
         await self.persist(erase=True)
         return report
+
+    async def edits_under_way(self, scope: str) -> list[LogEntry]:
+        """The messages an edit written down and not finished is storing again, as they
+        will be stored (their new text)."""
+        edits = [ForgetRequest.from_json(raw) for raw in await self.repo.pending_forgets(scope)]
+        return [
+            LogEntry(
+                id="",
+                ts=calendar.from_ms(edit.ts_ms),
+                role="assistant" if edit.role == "assistant" else "user",
+                author=edit.author,
+                author_id=edit.author_id,
+                text=edit.text,
+                tokens=0,
+                platform_id=edit.platform_id,
+            )
+            for edit in edits
+            if edit.kind == "edit"
+        ]
 
     async def resume(self, scope: str) -> int:
         """Finish the forgets a crash interrupted (maintenance calls this). Idempotent."""

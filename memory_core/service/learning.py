@@ -37,6 +37,7 @@ from memory_core.models import Attachment, IncomingMessage
 from memory_core.scopes import Audience, Scope
 from memory_core.service.past import LearnRefused, PastMessage, PastSource
 from memory_core.service.pipeline import MemoryPipeline
+from memory_core.store.gone import Ledger
 from memory_core.store.learning import LearningStore, Staged, staged_member
 from memory_core.tiers.past_days import PastDays, PastReport
 
@@ -162,39 +163,29 @@ class Learner:
                 return await self.status(root)  # cancelled (or a forget dropped it)
             messages = [m for m in page.messages if _within(m, root)]
             known = await self.store.stored_already([(m.scope, m.platform_id) for m in messages])
-            kept: list[Staged] = []
-            forgotten = 0
-            for message, held in zip(messages, known, strict=True):
-                ts_ms = calendar.to_ms(message.ts)
-                if held or ts_ms < since_ms:
-                    continue
-                if not gone.keeps(
-                    message.scope, message.platform_id, message.author_id, ts_ms, message.text
-                ):
-                    forgotten += 1
-                    continue
-                kept.append(
-                    Staged(
-                        member=staged_member(message.scope, message.platform_id),
-                        ts_ms=ts_ms,
-                        data=_to_json(message),
-                    )
-                )
             for note in page.notes:
                 if note not in notes:
                     notes.append(note)
-            await self.store.stage(
-                root,
-                kept,
-                cursor=page.cursor,
-                counts={
-                    "read": len(page.messages),
-                    "new": len(kept),
-                    "known": sum(known),
-                    "forgotten": forgotten,
-                    "skipped": page.skipped,
-                },
-            )
+            while True:  # kept only as checked against the ledger as it is when kept
+                kept, forgotten = _keep(messages, known, gone, since_ms)
+                done = await self.store.stage(
+                    root,
+                    kept,
+                    cursor=page.cursor,
+                    counts={
+                        "read": len(page.messages),
+                        "new": len(kept),
+                        "known": sum(known),
+                        "forgotten": forgotten,
+                        "skipped": page.skipped,
+                    },
+                    ledger_version=gone.version,
+                )
+                if done >= 0:
+                    break
+                gone = await self.ledger.read(root)  # something was forgotten meanwhile
+            if not done:
+                return await self.status(root)  # a forget dropped it, or it was cancelled
             if page.notes:
                 await self.store.set_job(root, {"notes": json.dumps(notes)})
             if progress is not None:
@@ -387,6 +378,32 @@ class Learner:
         await self.store.unstage(root, [staged.member for staged, _ in past])
         await self.store.count(root, {"day_records": report.days, "weeks": report.weeks})
         await self.pipeline.schedule(scope)  # mid and overview made again with the past in
+
+
+def _keep(
+    messages: list[PastMessage], known: list[bool], gone: Ledger, since_ms: int
+) -> tuple[list[Staged], int]:
+    """Of a page's messages, those to keep (new, in the window, not forgotten), and how many
+    were left out as forgotten."""
+    kept: list[Staged] = []
+    forgotten = 0
+    for message, held in zip(messages, known, strict=True):
+        ts_ms = calendar.to_ms(message.ts)
+        if held or ts_ms < since_ms:
+            continue
+        if not gone.keeps(
+            message.scope, message.platform_id, message.author_id, ts_ms, message.text
+        ):
+            forgotten += 1
+            continue
+        kept.append(
+            Staged(
+                member=staged_member(message.scope, message.platform_id),
+                ts_ms=ts_ms,
+                data=_to_json(message),
+            )
+        )
+    return kept, forgotten
 
 
 async def _tell(progress: Progress, now: LearnProgress) -> None:

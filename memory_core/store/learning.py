@@ -87,19 +87,24 @@ class LearningStore:
         *,
         cursor: str,
         counts: Mapping[str, int],
-    ) -> None:
+        ledger_version: str,
+    ) -> int:
         """One page read: its messages kept, and the source's cursor after it with the
-        counts, in one step (a learn that stops resumes after the last page kept)."""
+        counts, in one step (a learn that stops resumes after the last page kept). Only
+        while the learn is still reading (0: a forget dropped it, or it was cancelled) and
+        the erasure ledger is still at ``ledger_version`` (-1: check the page again).
+        Returns 1 when kept."""
         k = self.keys.learning(place)
-        pipe = await atomic_pipeline(self.client)
-        if staged:
-            pipe.hset(k.texts, mapping={s.member: s.data for s in staged})
-            pipe.zadd(k.staged, {s.member: s.ts_ms for s in staged})
-        pipe.hset(k.job, "cursor", cursor)
-        for name, count in counts.items():
-            if count:
-                pipe.hincrby(k.job, name, count)
-        await pipe.execute()
+        flat_counts = [x for name, count in counts.items() for x in (name, count)]
+        flat_staged = [x for s in staged for x in (s.member, s.ts_ms, s.data)]
+        return int(
+            await run_script(
+                self.client,
+                "stage_page",
+                [k.job, k.staged, k.texts, self.keys.scope(Scope.of(place).root).gone],
+                [ledger_version, cursor, len(counts), *flat_counts, *flat_staged],
+            )
+        )
 
     async def staged(self, place: str, *, count: int) -> list[Staged]:
         """The oldest messages kept and not stored yet."""

@@ -126,7 +126,30 @@ end
 return redis.call('HINCRBY', KEYS[1], 'v', 1)
 """
 
+# KEYS: the learn's job, staged, texts, the erasure ledger. ARGV: the ledger's version the
+# page was checked at, the source's cursor after the page, how many counts, then each count's
+# name and value, then each message's member, time (ms) and JSON.
+# One page of a learn's reading kept, only while the learn is still reading (a forget drops
+# it: 0) and the ledger is as the page was checked against (-1: check it again): what a
+# forget took is never kept for a later confirm. Returns 1 kept.
+STAGE_PAGE = """
+local job, staged, texts = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('HGET', job, 'status') ~= 'reading' then return 0 end
+if (redis.call('HGET', KEYS[4], 'v') or '0') ~= ARGV[1] then return -1 end
+local n = tonumber(ARGV[3])
+for i = 4, 3 + 2 * n, 2 do
+  if tonumber(ARGV[i + 1]) ~= 0 then redis.call('HINCRBY', job, ARGV[i], ARGV[i + 1]) end
+end
+for i = 4 + 2 * n, #ARGV, 3 do
+  redis.call('HSET', texts, ARGV[i], ARGV[i + 2])
+  redis.call('ZADD', staged, ARGV[i + 1], ARGV[i])
+end
+redis.call('HSET', job, 'cursor', ARGV[2])
+return 1
+"""
+
 LEARNING_SCRIPTS = {
+    "stage_page": STAGE_PAGE,
     "prepend_finish": PREPEND_FINISH,
     "insert_records": INSERT_RECORDS,
     "write_facts_at": WRITE_FACTS_AT,

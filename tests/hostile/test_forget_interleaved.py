@@ -279,7 +279,7 @@ def forgotten_marks(kind: str, world: World) -> set[str]:
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     kind=st.sampled_from(("text", "me", "everywhere", "delete", "all")),
-    at=st.integers(1, 90),
+    at=st.integers(1, 160),
 )
 async def test_nothing_forgotten_comes_back_by_any_writer(
     make_core: CoreFactory, writer: str, kind: str, at: int
