@@ -12,6 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bots.acting import ADMIN_ACTIONS as ADMIN_ACTIONS  # re-exported: the doors use both
+from bots.acting import Actor as Actor
+from bots.acting import refusal
 from bots.why import Linker as Linker  # re-exported: what a door passes to run_command
 from bots.why import links_for, render_why
 from config.prompts import PromptSet, load_prompts
@@ -44,20 +47,6 @@ Action = Literal[
 SHOW_SECTIONS = ("overview", "tiers", "facts", "stats")
 CONFIG_KEYS = ("mode", "timezone", "language", "daily_tokens", "user_daily_tokens", "sources")
 BUDGET_KEYS = ("daily_tokens", "user_daily_tokens")
-# Admin-only where the command changes a memory the whole channel shares.
-ADMIN_ACTIONS = frozenset(
-    {
-        "forget_all",
-        "forget_text",
-        "forget_fact",
-        "remember",
-        "export",
-        "pause",
-        "resume",
-        "config",
-        "learn",
-    }
-)
 CONFIRM_WORDS = ("confirm", "yes", "はい")
 
 USAGE = """/memory show [overview|tiers|facts|stats]
@@ -79,13 +68,6 @@ class Command:
     arg: str = ""  # show: the section; forget: text, fact id or message id; remember: text
     key: str = ""  # config: mode | timezone | language; forget_message: its author's id
     confirmed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    user_id: str
-    name: str
-    is_admin: bool
 
 
 @dataclass
@@ -195,10 +177,6 @@ def _learn_command(rest: list[str]) -> Command:
     raise _usage("learn takes a number of days (e.g. /memory learn 30), confirm, cancel or status")
 
 
-def _action_name(command: Command) -> str:
-    return command.action.replace("_", " ")
-
-
 async def execute(
     admin: MemoryAdmin,
     *,
@@ -211,12 +189,10 @@ async def execute(
     """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError.
     ``link``: the front door's links to its messages (``/memory why``)."""
     p = load_prompts(language)
-    own_fact = command.action == "forget_fact" and command.arg.startswith("me:")
-    if command.action in ADMIN_ACTIONS and not actor.is_admin and not own_fact:
-        raise PermissionDenied(p.say("not_admin", action=_action_name(command)))
-    author = bool(actor.user_id) and actor.user_id == command.key
-    if command.action == "forget_message" and not actor.is_admin and not author:
-        raise PermissionDenied(p.say("not_author"))  # its author, or an admin
+    denied = refusal(actor, command)  # who may act, and where: bots.acting
+    if denied is not None:
+        key, values = denied
+        raise PermissionDenied(p.say(key, **values))
     match command.action:
         case "learn":  # (a door with a platform history takes it before it comes here)
             return CommandResult(title=p.say("learn_not_here"))

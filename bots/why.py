@@ -29,6 +29,7 @@ SECTION_ORDER = (
     "mid",
     "short",
     "parent",
+    "also_read",
     "thread_start",
     "facts",
     "recall",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from config.settings import Settings
 from memory_core.clock import Clock, SystemClock
 from memory_core.fleet.metrics import Metrics
+from memory_core.fleet.pacing import Pacing
 from memory_core.fleet.queue import FleetQueue
 from memory_core.fleet.ratelimit import FleetRateLimiter
 from memory_core.fleet.scheduler import RolloverScheduler
@@ -57,6 +58,7 @@ class Core:
     metrics: Metrics
     budget: Budget
     learner: Learner  # a channel's past, learned
+    pacing: Pacing  # the platforms' limits, counted fleet-wide (the doors' calls)
 
     def describe(self) -> list[str]:
         """Start-up lines for humans: where memory lives and which LLM answers (no secrets)."""
@@ -228,4 +230,5 @@ async def build_core(
         metrics=metrics,
         budget=budget,
         learner=Learner(pipeline, repo.learning, clock),
+        pacing=Pacing(store.client, store.keys),
     )

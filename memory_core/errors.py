@@ -12,6 +12,7 @@ message says what to fix: the environment variable, the setting, the line of the
     │   ├── LLMUnavailable     network error, timeout, 5xx, rate limit after retries
     │   ├── LLMBadOutput       empty text or malformed JSON (the caller falls back)
     │   └── LLMOffline         no key and no base URL: there is no model to call
+    ├── ContextUnavailable     a front door cannot read a thread's first message now
     ├── InputError             bad user input (the message says what to fix)
     │   ├── EmptyMessage
     │   ├── InvalidScope
@@ -73,6 +74,12 @@ class LLMBadOutput(LLMError):
 
 class LLMOffline(LLMError):
     """No model is configured (neither OPENAI_API_KEY nor OPENAI_BASE_URL)."""
+
+
+class ContextUnavailable(MemorybotError):
+    """A front door could not read, from its platform, the first message of a thread whose
+    start memory lacks (unreachable, rate limited, refused); the prompt goes without it and
+    it is asked for again at the next reply there."""
 
 
 class AttachmentUnavailable(MemorybotError):

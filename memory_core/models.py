@@ -55,6 +55,32 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadStarter:
+    """The first message of a thread as its platform shows it, for a thread whose start
+    memory lacks (it was posted before the bot was there): context for the thread's
+    prompts, never stored as said (see :mod:`memory_core.store.thread_starters`)."""
+
+    platform_id: str
+    ts: datetime
+    text: str  # as memory would keep a message: mentions by name (files: ``attachments``)
+    author: str
+    author_id: str = ""
+    role: Role = "user"  # "assistant": the bot's own
+    attachments: tuple[Attachment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StarterSource:
+    """How a front door lets the core read a thread's first message from the platform when
+    memory lacks it, without the core knowing the platform: ``fetch()`` returns it, None
+    when the platform shows none that memory would keep (no such message, another bot's,
+    a join), or raises :class:`~memory_core.errors.ContextUnavailable` when it cannot tell
+    now. The core calls it at most once a thread and keeps what it got for a while."""
+
+    fetch: Callable[[], Awaitable[ThreadStarter | None]]
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """A message as a front door hands it to the core."""
 
@@ -79,6 +105,13 @@ class IncomingMessage:
     # Files shared with the message: rendered into its stored text (a message may be only
     # files; its text is then the rendering).
     attachments: tuple[Attachment, ...] = ()
+    # Another place of the same server whose memory the answer may read, never write
+    # (Slack's assistant panel: the channel the member is looking at). The door sets it only
+    # once the platform said the person asking can read that place; "" none. Never stored.
+    also_reads: str = ""
+    # A message in a thread: how to read the thread's first message from the platform when
+    # memory lacks it (posted before the bot was there), for the prompt. Never stored.
+    thread_starter: StarterSource | None = field(default=None, compare=False, repr=False)
 
     @property
     def public(self) -> bool:

@@ -59,7 +59,8 @@ SCOPE = f"slack:{T1}:{C1}"
 
 def slack_app_options() -> dict[str, Any]:
     """The fake Slack as the manifest installs the app: its scopes, the events it subscribes
-    to, its Home tab."""
+    to, its Home tab, its assistant panel."""
+    manifest = SLACK_MANIFEST.read_text(encoding="utf-8")
     return {
         "bot_token": BOT_TOKEN,
         "app_token": APP_TOKEN,
@@ -67,7 +68,8 @@ def slack_app_options() -> dict[str, Any]:
         "bot_user_id": BOT,
         "scopes": slack_bot_scopes(),
         "bot_events": slack_manifest_list("bot_events"),
-        "home_tab_enabled": "home_tab_enabled: true" in SLACK_MANIFEST.read_text(encoding="utf-8"),
+        "home_tab_enabled": "home_tab_enabled: true" in manifest,
+        "assistant_view": "\n  assistant_view:" in manifest,
     }
 
 
@@ -222,7 +224,9 @@ class Harness:
         await self.bot.drain()
 
     async def replies(self, count: int) -> list[Any]:
-        messages = await self.fake.wait_for_messages(count=count)
+        """Wait until ``count`` messages were posted in all (the app posts a new message in
+        a channel at most once a second, as Slack asks: answers at once come a second apart)."""
+        messages = await self.fake.wait_for_messages(count=count, timeout=5.0 + 1.5 * count)
         await self.bot.drain()
         return messages
 

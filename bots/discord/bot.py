@@ -37,16 +37,19 @@ from bots.discord.commands import (
 )
 from bots.discord.events import (
     CONVERSATION_TYPES,
+    Forwarded,
     Place,
     attachments_of,
     guild_id_of,
     incoming_message,
     is_allowed,
     is_content_edit,
+    is_forward,
     message_text,
     place_for,
     place_of,
 )
+from bots.discord.forwards import forward_of
 from bots.discord.places import known_thread, resolved
 from bots.discord.recheck import recheck_recent
 from bots.discord.replies import ChannelProblems, DiscordReply
@@ -121,6 +124,8 @@ class MemoryBot(discord.AutoShardedClient):
     # -- messages ------------------------------------------------------------------------
     async def on_message(self, message: discord.Message) -> None:
         translated = self.translate(message)
+        if translated is not None and is_forward(message):  # names and origin looked up
+            translated = self.translate(message, forwarded=await forward_of(self, message))
         if translated is None:
             return
         place, incoming = translated
@@ -135,9 +140,12 @@ class MemoryBot(discord.AutoShardedClient):
             # The store is down or refused the message: say where, keep serving the rest.
             log.error("message %s in %s not handled: %s", message.id, place.scope, exc)
 
-    def translate(self, message: discord.Message) -> tuple[Place, IncomingMessage] | None:
+    def translate(
+        self, message: discord.Message, *, forwarded: Forwarded | None = None
+    ) -> tuple[Place, IncomingMessage] | None:
         """The core's view of a message, or None for what memorybot ignores: bots (itself
-        included), system messages, places outside the allow-lists, attachments only."""
+        included), system messages, places outside the allow-lists, attachments only.
+        ``forwarded``: what was looked up for a forward (:mod:`bots.discord.forwards`)."""
         me = self.user
         if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
             return None
@@ -149,7 +157,9 @@ class MemoryBot(discord.AutoShardedClient):
         )
         if not is_allowed(place, self.settings):
             return None
-        incoming = incoming_message(message, place, bot_id=me.id, bot_name=self.bot_name)
+        incoming = incoming_message(
+            message, place, bot_id=me.id, bot_name=self.bot_name, forwarded=forwarded
+        )
         return None if incoming is None else (place, incoming)
 
     @property
@@ -162,7 +172,10 @@ class MemoryBot(discord.AutoShardedClient):
         if turn is None:
             return
         sink = DiscordReply(
-            message, mention=incoming.addressed or incoming.direct, problems=self.problems
+            message,
+            mention=incoming.addressed or incoming.direct,
+            problems=self.problems,
+            pacing=self.core.pacing,
         )
         stream = self.settings.stream_interval_s if self.settings.stream_replies else None
         await self.conversation.answer(turn, sink, stream_interval_s=stream, links=sink)

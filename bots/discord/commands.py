@@ -1,10 +1,15 @@
 """``/memory`` on Discord: an ``app_commands.Group`` whose subcommands build
 :class:`bots.commands.Command` objects and run them through :func:`bots.frontdoor.run_command`.
 
-Permission is checked here, at run time, for every invocation (Manage Server, a configured
-admin role, or a configured admin user; in a DM the user owns the memory). The group sets no
-``default_permissions``: ``show`` and ``forget me`` are for everyone, and Discord's command
-permissions can be changed by server admins anyway, so they are never relied upon.
+Permission is checked at run time, for every invocation, by the one rule of
+:mod:`bots.acting`: Manage Server, a configured admin role or admin user makes an admin of a
+server the bot serves; the bot's own DM is its person's; a DM or group DM between people
+(the interaction's ``context`` 2, which only a user install reaches) and a server the bot
+was not added to (``authorizing_integration_owners`` without the guild install) are places
+it does not serve, where nobody changes anything. The group sets no ``default_permissions``:
+``show`` and ``forget me`` are for everyone, and Discord's command permissions can be
+changed by server admins anyway, so they are never relied upon; nor are the commands'
+registered contexts and installs, which another version's sync may have left wider.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Literal
 import discord
 from discord import app_commands
 
-from bots.commands import Actor, Command, CommandResult
+from bots.acting import Actor, Where, actor_for
+from bots.commands import Command, CommandResult
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_of
 from bots.discord.history import discord_past
 from bots.discord.links import message_url
@@ -59,10 +65,23 @@ def seconds_until_defer(interaction: discord.Interaction) -> float:
     return min(DEFER_AFTER_S, max(0.0, DEFER_AFTER_S - age))
 
 
-def is_admin(user: discord.User | discord.Member, place: Place, settings: DiscordSettings) -> bool:
-    """Manage Server, a configured admin role or user; anyone in their own DM."""
-    if place.is_dm:
-        return True  # a DM scope is keyed by this very user
+def where_of(interaction: discord.Interaction) -> Where:
+    """Where an interaction runs, as Discord says (Interaction Context Types, and
+    ``authorizing_integration_owners``): a DM or group DM between people (PRIVATE_CHANNEL,
+    reached only through a user install) or a server the bot was not added to (a user
+    install alone authorised it) is no place of the bot's; the bot's own DM (BOT_DM) is
+    the person's; a server with the bot in it is a place."""
+    if interaction.context.private_channel:
+        return Where.NOT_SERVED
+    if interaction.guild_id is None:
+        return Where.OWN_DM
+    if interaction.is_user_integration() and not interaction.is_guild_integration():
+        return Where.NOT_SERVED
+    return Where.PLACE
+
+
+def is_admin(user: discord.User | discord.Member, settings: DiscordSettings) -> bool:
+    """An admin of the server: Manage Server, a configured admin role or user."""
     if user.id in settings.admin_user_ids:
         return True
     if not isinstance(user, discord.Member):
@@ -95,12 +114,13 @@ class MemoryCommands:
             user_id=interaction.user.id,
         )
 
-    def actor(self, interaction: discord.Interaction, place: Place) -> Actor:
+    def actor(self, interaction: discord.Interaction) -> Actor:
         user = interaction.user
-        return Actor(
+        return actor_for(
             user_id=str(user.id),
             name=user.display_name,
-            is_admin=is_admin(user, place, self.settings),
+            where=where_of(interaction),
+            server_admin=is_admin(user, self.settings),
         )
 
     async def run(self, interaction: discord.Interaction, command: Command) -> None:
@@ -111,15 +131,16 @@ class MemoryCommands:
         if not is_allowed(place, self.settings):
             await send_ephemeral(interaction, content=texts["not_here"])
             return
-        actor = self.actor(interaction, place)
+        actor = self.actor(interaction)
         if command.action == "learn" and actor.is_admin and place.guild_id:
             await self._learn(interaction, place, command, language)
             return
         result = await self._in_time(interaction, self._execute(place, command, actor, language))
         log.info(
-            "/memory %s in %s by %s: ok=%s",
+            "/memory %s in %s (%s) by %s: ok=%s",
             command.action,
             place.scope,
+            actor.where,
             interaction.user.id,
             result.ok,
         )
@@ -171,7 +192,7 @@ class MemoryCommands:
         async def confirm(click: discord.Interaction) -> str:
             # Permission is checked again at the click: it may have changed meanwhile.
             confirmed = replace(command, confirmed=True)
-            result = await self._execute(place, confirmed, self.actor(click, place), language)
+            result = await self._execute(place, confirmed, self.actor(click), language)
             log.info(
                 "/memory %s confirmed in %s by %s: ok=%s",
                 command.action,

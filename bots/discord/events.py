@@ -8,8 +8,8 @@ functions that read a discord.py object and return a value.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import discord
 
@@ -154,11 +154,36 @@ def visible_to_everyone(channel: object, guild: discord.Guild | None) -> bool:
     return bool(channel.permissions_for(guild.default_role).view_channel)
 
 
-def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """What the door looked up for a forwarded message (this module does no I/O): the names
+    of the people, roles and channels its snapshots mention, and where it was forwarded
+    from (``origin``: "#random", "#news (Other Server)", "another server", "a DM"; "" not
+    known). See :mod:`bots.discord.forwards`."""
+
+    users: Mapping[int, str] = field(default_factory=dict)
+    roles: Mapping[int, str] = field(default_factory=dict)
+    channels: Mapping[int, str] = field(default_factory=dict)
+    origin: str = ""
+
+
+def is_forward(message: discord.Message) -> bool:
+    reference = message.reference
+    return reference is not None and reference.type is discord.MessageReferenceType.forward
+
+
+def message_text(
+    message: discord.Message,
+    *,
+    bot_id: int,
+    bot_name: str,
+    forwarded: Forwarded | None = None,
+) -> str:
     """A message's text as memory keeps it (mentions as names), new or edited alike, after
     what the message is when it is more than its words: a forum post's title and tags, a
-    forwarded message (its own text; its author is not given), a poll, a poll's result, a
-    voice message. Those notes are data, bounded like a file's line."""
+    forwarded message (what it said: its text, embeds and Components V2 text, mentions by
+    the names in ``forwarded``; where from; its author is not given), a poll, a poll's
+    result, a voice message. Those notes are data, bounded like a file's line."""
     said = readable_text(
         message.content,
         bot_id=bot_id,
@@ -167,7 +192,8 @@ def message_text(message: discord.Message, *, bot_id: int, bot_name: str) -> str
         roles={role.id: role.name for role in message.role_mentions},
         channels={channel.id: channel.name for channel in message.channel_mentions},
     )
-    notes = [_forum_post(message), *_forwarded(message), _poll(message), _poll_result(message)]
+    forwards = _forwarded(message, forwarded or Forwarded(), bot_id=bot_id, bot_name=bot_name)
+    notes = [_forum_post(message), *forwards, _poll(message), _poll_result(message)]
     notes.append(_voice(message))
     return "\n".join(part for part in (*notes, said) if part).strip()
 
@@ -183,16 +209,82 @@ def _forum_post(message: discord.Message) -> str:
     return f"[forum post: {_data(channel.name, 100)}" + (f"; tags: {tags}]" if tags else "]")
 
 
-def _forwarded(message: discord.Message) -> list[str]:
-    """A forwarded message: what it said, from the member who forwarded it."""
-    reference = message.reference
-    if reference is None or reference.type is not discord.MessageReferenceType.forward:
+def forward_note(origin: str = "") -> str:
+    """What marks a forwarded message's text: where it was forwarded from, when known (the
+    same words for a DiscordChatExporter file's forwards, which say no origin)."""
+    where = f"from {_data(origin, 150)}" if origin else "message"
+    return f"[forwarded {where}, its author not given]"
+
+
+def _forwarded(
+    message: discord.Message, forwarded: Forwarded, *, bot_id: int, bot_name: str
+) -> list[str]:
+    """A forwarded message: what it said (its text, its embeds', its Components V2 text),
+    mentions by name, from the member who forwarded it."""
+    if not is_forward(message):
         return []
-    texts = (
-        readable_text(snapshot.content, bot_id=0, bot_name="", users={}, roles={}, channels={})
-        for snapshot in message.message_snapshots
-    )
-    return [f"[forwarded message, its author not given] {text}".rstrip() for text in texts]
+
+    def readable(text: str) -> str:
+        return readable_text(
+            text,
+            bot_id=bot_id,
+            bot_name=bot_name,
+            users=forwarded.users,
+            roles=forwarded.roles,
+            channels=forwarded.channels,
+        )
+
+    note = forward_note(forwarded.origin)
+    found = []
+    for snapshot in message.message_snapshots:
+        parts = [snapshot.content, *_embed_texts(snapshot.embeds)]
+        parts += _component_texts(snapshot.components)
+        text = "\n".join(said for said in map(readable, parts) if said)
+        found.append(f"{note} {text}".rstrip())
+    return found
+
+
+def forwarded_texts(message: discord.Message) -> Iterator[str]:
+    """Every text of a forward's snapshots that may hold mentions (what the door looks up)."""
+    if not is_forward(message):
+        return
+    for snapshot in message.message_snapshots:
+        yield snapshot.content
+        yield from _embed_texts(snapshot.embeds)
+        yield from _component_texts(snapshot.components)
+
+
+def mentioned_ids(texts: Iterable[str]) -> tuple[set[int], set[int], set[int]]:
+    """The ids of the users, roles and channels ``<@id>``, ``<@&id>``, ``<#id>`` name."""
+    users: set[int] = set()
+    roles: set[int] = set()
+    channels: set[int] = set()
+    for text in texts:
+        for kind, ident in _MENTION.findall(text):
+            {"@": users, "@!": users, "@&": roles}.get(kind, channels).add(int(ident))
+    return users, roles, channels
+
+
+def _embed_texts(embeds: Sequence[discord.Embed]) -> list[str]:
+    """An embed's words: its author, title, description, fields ("name: value"), footer."""
+    texts: list[str] = []
+    for embed in embeds:
+        texts += [embed.author.name or "", embed.title or "", embed.description or ""]
+        texts += [f"{f.name}: {f.value}" if f.name else str(f.value or "") for f in embed.fields]
+        texts.append(embed.footer.text or "")
+    return [text.strip() for text in texts if text and text.strip()]
+
+
+def _component_texts(components: Sequence[object]) -> list[str]:
+    """The text of Components V2 (its Text Displays, in containers and sections too), in
+    order; buttons, menus, media and separators say nothing to remember."""
+    texts: list[str] = []
+    for component in components:
+        if isinstance(component, discord.TextDisplay):
+            texts.append(component.content)
+        elif isinstance(component, discord.SectionComponent | discord.Container):
+            texts += _component_texts(component.children)
+    return [text.strip() for text in texts if text and text.strip()]
 
 
 def _poll(message: discord.Message) -> str:
@@ -267,11 +359,17 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
 
 
 def incoming_message(
-    message: discord.Message, place: Place, *, bot_id: int, bot_name: str
+    message: discord.Message,
+    place: Place,
+    *,
+    bot_id: int,
+    bot_name: str,
+    forwarded: Forwarded | None = None,
 ) -> IncomingMessage | None:
     """The core's view of a message, or None when there is nothing to remember (stickers
-    only). A message of files only is remembered by its files."""
-    text = message_text(message, bot_id=bot_id, bot_name=bot_name)
+    only). A message of files only is remembered by its files. ``forwarded``: what the
+    door looked up for a forward (see :func:`message_text`)."""
+    text = message_text(message, bot_id=bot_id, bot_name=bot_name, forwarded=forwarded)
     attachments = attachments_of(message)
     if not text and not attachments:
         return None

@@ -30,6 +30,7 @@ import aiohttp
 import discord
 
 from bots.discord.events import CONVERSATION_TYPES, Place, incoming_message, place_for
+from bots.discord.forwards import forward_of
 from memory_core.service.past import LearnRefused, PastMessage, PastPage
 
 PAGE_SIZE = 100  # messages read per page: one history request's worth
@@ -289,7 +290,11 @@ class DiscordPast:
             return
         place = _place_of(message, self.channel.guild.id)
         incoming = incoming_message(
-            message, place, bot_id=me.id if me else 0, bot_name=self.bot_name
+            message,
+            place,
+            bot_id=me.id if me else 0,
+            bot_name=self.bot_name,
+            forwarded=await forward_of(self.client, message),  # (as live: the same text)
         )
         if incoming is None:  # stickers only: nothing to remember
             batch.skipped += 1

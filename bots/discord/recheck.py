@@ -36,6 +36,7 @@ from datetime import timedelta
 import discord
 
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_for
+from bots.discord.forwards import forward_of
 from config.settings import DiscordSettings
 from memory_core import calendar
 from memory_core.bootstrap import Core
@@ -304,7 +305,8 @@ async def _recheck(
         if message is None:
             changed += await core.conversation.delete(scope, [(entry.platform_id, entry.ts)])
         elif entry.role == "user" and me is not None:
-            text = message_text(message, bot_id=me.id, bot_name=bot_name)
+            forwarded = await forward_of(bot, message)  # (as live: the same text)
+            text = message_text(message, bot_id=me.id, bot_name=bot_name, forwarded=forwarded)
             if await core.conversation.edit(
                 scope, entry.platform_id, text, when=entry.ts, attachments=attachments_of(message)
             ):

@@ -1,11 +1,14 @@
 """Posting answers on Discord: :class:`DiscordReply` is the core's ``ReplySink`` for one
 answer (the typing indicator, the first message a reply to the one that asked, edits of the
 streamed draft), and channels the bot may not write in are reported once. Streaming,
-splitting under 2,000 characters and what is remembered are decided in
-:mod:`memory_core.service.conversation`.
+splitting under 2,000 characters, never posting an answer twice and what is remembered are
+decided in :mod:`memory_core.service.streaming` and :mod:`memory_core.service.conversation`.
 
-Rate limits (HTTP 429) are not handled here on purpose: discord.py waits them out and
-retries inside its HTTP client, so a send simply takes longer.
+Discord's per-route limits are kept fleet-wide before each call (``room``: five messages,
+and five edits, per five seconds in a channel; the typing trigger too), so that answers
+written at once in one channel never meet a 429: a draft's edit that finds no room is
+skipped, the answer's last words wait for theirs. A 429 that still comes is waited out by
+discord.py inside its HTTP client, so a send simply takes longer.
 """
 
 from __future__ import annotations
@@ -19,11 +22,18 @@ import discord
 
 from bots.discord.events import guild_id_of
 from bots.discord.links import message_url
+from memory_core.fleet.pacing import Allowance, Pacing
+from memory_core.service.streaming import Call
 
 log = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 2000
 TYPING_REFRESH_S = 8.0  # Discord shows "typing" for 10 s after each trigger
+#: Per channel, as Discord answers bots (its headers say so; no published number). A draft's
+#: update leaves two of them for answers' last words, which then rarely wait.
+POSTS = EDITS = TYPING = Allowance(calls=5, window_s=5.0)
+KEPT_FOR_LAST_WORDS = 2
+MAX_WAIT_S = 30.0  # the longest an answer's last words wait for room
 
 
 class ChannelProblems:
@@ -67,17 +77,20 @@ def can_send(channel: discord.abc.Messageable) -> bool:
 
 @contextlib.asynccontextmanager
 async def keep_typing(
-    channel: discord.abc.Messageable, problems: ChannelProblems
+    channel: discord.abc.Messageable, problems: ChannelProblems, pacing: Pacing | None = None
 ) -> AsyncIterator[None]:
-    """Show "memorybot is typing..." until the block ends (the LLM is working)."""
+    """Show "memorybot is typing..." until the block ends (the LLM is working); a trigger
+    the channel's limit has no room for is skipped (the next one comes soon)."""
+    channel_id = getattr(channel, "id", 0)
 
     async def typing() -> None:
         while True:
-            try:
-                await channel.typing()  # one trigger; it lasts about 10 s
-            except discord.HTTPException as exc:
-                problems.failed(getattr(channel, "id", 0), exc)
-                return
+            if pacing is None or await pacing.now(f"discord:typing:{channel_id}", TYPING):
+                try:
+                    await channel.typing()  # one trigger; it lasts about 10 s
+                except discord.HTTPException as exc:
+                    problems.failed(channel_id, exc)
+                    return
             await asyncio.sleep(TYPING_REFRESH_S)
 
     task = asyncio.create_task(typing())
@@ -96,12 +109,18 @@ class DiscordReply:
     message_chars = MESSAGE_LIMIT
 
     def __init__(
-        self, trigger: discord.Message, *, mention: bool, problems: ChannelProblems
+        self,
+        trigger: discord.Message,
+        *,
+        mention: bool,
+        problems: ChannelProblems,
+        pacing: Pacing | None = None,
     ) -> None:
         self.trigger = trigger
         self.channel = trigger.channel
         self.mention = mention
         self.problems = problems
+        self.pacing = pacing
         self.replied = False  # the first message of the answer is posted
 
     def can_send(self) -> bool:
@@ -111,7 +130,18 @@ class DiscordReply:
         return False
 
     def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
-        return keep_typing(self.channel, self.problems)
+        return keep_typing(self.channel, self.problems, self.pacing)
+
+    async def room(self, call: Call, *, wait: bool) -> bool:
+        """The channel's limit for one more message or edit, fleet-wide."""
+        if self.pacing is None:
+            return True
+        name = f"discord:{call}:{self.channel.id}"
+        allowance = POSTS if call == "post" else EDITS
+        if wait:
+            await self.pacing.wait(name, allowance, max_wait_s=MAX_WAIT_S)
+            return True
+        return await self.pacing.now(name, allowance.leaving(KEPT_FOR_LAST_WORDS))
 
     def markup(self, text: str) -> str:
         return text  # Discord writes Markdown

@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bots.discord.events import readable_text
+from bots.discord.events import forward_note, readable_text
 from bots.learn.paging import Entries, bad_file, paged, parse_json
 from memory_core.models import Attachment
 from memory_core.scopes import Audience, Scope
@@ -366,7 +366,7 @@ def _text(raw: Mapping[str, Any], reading: Reading, people: Mapping[str, str]) -
     forwarded = raw.get("forwardedMessage")
     if isinstance(forwarded, Mapping):
         inner = readable(forwarded["content"])
-        note = f"[forwarded message, its author not given] {inner}".rstrip()
+        note = f"{forward_note()} {inner}".rstrip()  # (the file says no origin)
         said = f"{note}\n{said}".strip()
     return said
 

@@ -31,6 +31,7 @@ import aiohttp
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.assistant import SlackAssistant
 from bots.slack.catch_up import CatchUpReport, SlackCatchUp
 from bots.slack.commands import ScopeQueue, SlackCommands
 from bots.slack.connect import (
@@ -45,7 +46,7 @@ from bots.slack.connect import (
 from bots.slack.controls import SlackControls
 from bots.slack.files import SlackFiles
 from bots.slack.history import slack_past
-from bots.slack.send import ThreadReply
+from bots.slack.send import SlackReplies
 from bots.slack.text import (
     Deletion,
     Edit,
@@ -56,6 +57,7 @@ from bots.slack.text import (
     parse_message,
     slack_time,
 )
+from bots.slack.thread_starts import SlackThreadStarts
 from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError
@@ -83,6 +85,10 @@ class SlackBot:
         self.settings = core.settings.slack
         self.directory = SlackDirectory(core.platform, self.settings)
         self.files = SlackFiles(self.settings)
+        self.replies = SlackReplies(core.pacing, stream=self.settings.stream_replies)
+        self.thread_starts = SlackThreadStarts(
+            self, requests_per_minute=core.settings.learn.slack_requests_per_minute
+        )
         self.conversation = core.conversation
         self._queue = ScopeQueue()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -100,12 +106,19 @@ class SlackBot:
             memory_text=self.memory_text,
             tracked=self.tracked,
         )
+        self.assistant = SlackAssistant(
+            core, queue=self._queue, tracked=self.tracked, store=self._store, answer=self.answer
+        )
 
     def register(self, app: AsyncApp) -> None:
+        self.assistant.register(app)  # first: its thread messages before on_message
         app.event("message")(self.on_message)
         app.event("app_mention")(self.on_message)
         app.event("channel_deleted")(self.on_channel_deleted)
         app.event("group_deleted")(self.on_channel_deleted)
+        app.event("channel_left")(self.on_channel_left)
+        app.event("group_left")(self.on_channel_left)
+        app.event("member_left_channel")(self.on_channel_left)
         app.event("app_uninstalled")(self.on_uninstalled)
         app.event("tokens_revoked")(self.on_uninstalled)
         self.commands.register(app)
@@ -139,22 +152,38 @@ class SlackBot:
 
     # -- places that leave -------------------------------------------------------------
     # Slack asks apps to purge data on uninstall; a deleted channel's memory has no one to
-    # serve. Never on an archive (channel_archive: it comes back) or a lost connection.
+    # serve, nor has that of a channel the bot was removed from (as on Discord, where a
+    # server that removes the bot is forgotten). Never on an archive (channel_archive: it
+    # comes back) or a lost connection.
     async def on_channel_deleted(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """A channel (public: channel_deleted, private: group_deleted) was deleted: its
         memory and its threads' go."""
         with self.tracked():
-            channel = event.get("channel")
-            try:
-                scope = channel_scope(context.team_id or "", str(channel))
-            except InputError:
-                return  # not an id Slack sends
-            try:
-                await self.core.admin.forget_all(scope, keep_settings=False)
-            except STORE_ERRORS as exc:
-                log.error("Slack: memory of deleted %s not forgotten: %s", scope, exc)
+            await self._forget_channel(context, event.get("channel"), "was deleted")
+
+    async def on_channel_left(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """The bot left or was removed from a channel: its memory and its threads' go.
+        Slack says so with ``channel_left`` (public) or ``group_left`` (private) to the bot
+        itself, which it "sometimes withholds", and with ``member_left_channel`` naming the
+        bot user (the same event for anyone else who leaves changes nothing)."""
+        with self.tracked():
+            if event.get("type") == "member_left_channel" and (
+                not context.bot_user_id or event.get("user") != context.bot_user_id
+            ):
                 return
-            log.info("Slack: %s was deleted: its memory is forgotten", scope)
+            await self._forget_channel(context, event.get("channel"), "no longer has the bot")
+
+    async def _forget_channel(self, context: AsyncBoltContext, channel: object, why: str) -> None:
+        try:
+            scope = channel_scope(context.team_id or "", str(channel))
+        except InputError:
+            return  # not an id Slack sends
+        try:
+            await self.core.admin.forget_all(scope, keep_settings=False)
+        except STORE_ERRORS as exc:
+            log.error("Slack: memory of %s (%s) not forgotten: %s", scope, why, exc)
+            return
+        log.info("Slack: %s %s: its memory is forgotten", scope, why)
 
     async def on_uninstalled(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """The app was uninstalled (app_uninstalled) or its bot token revoked
@@ -215,10 +244,12 @@ class SlackBot:
             turn = await self._store(msg, bot_user_id=bot_user_id, client=client)
         if turn is None:
             return
+        await self.answer(turn, msg, client=client)
+
+    async def answer(self, turn: Turn, msg: SlackMessage, *, client: AsyncWebClient) -> None:
+        """Answer a stored message where it was asked (also the assistant panel's)."""
         stream = self.settings.stream_interval_s if self.settings.stream_replies else None
-        sink = ThreadReply(
-            client, channel=msg.channel_id, thread_ts=msg.reply_thread_ts, scope=msg.scope
-        )
+        sink = self.replies.sink(client, msg)
         await self.conversation.answer(turn, sink, stream_interval_s=stream, links=sink)
 
     async def _store(
@@ -264,6 +295,7 @@ class SlackBot:
             direct=msg.direct,
             audience=audience,
             attachments=self.files.with_images(msg.files, msg.downloads),
+            thread_starter=self.thread_starts.source(client, msg, bot_user_id=bot_user_id),
         )
 
     def past_of(

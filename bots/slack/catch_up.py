@@ -5,10 +5,10 @@ those of a Socket Mode connection that was lost), so a message deleted or edited
 would stay in memory as it was. After a start, and after each Socket Mode reconnection, the
 bot reads again the recent history of the places with memory and brings memory in line, as
 the live events would have: what is no longer there (or is a deleted thread parent's
-``tombstone``) is forgotten, what was edited takes its new text, and a public channel Slack
-no longer finds (``channel_not_found``: deleted) loses its memory as on ``channel_deleted``.
-A private one Slack no longer shows keeps it: Slack answers alike when it was deleted and
-when the bot was removed from it, and losing access forgets nothing live.
+``tombstone``) is forgotten, what was edited takes its new text, and a channel Slack no
+longer shows the bot loses its memory as on ``channel_deleted`` or ``channel_left``: not found
+(``channel_not_found``: deleted, or for a private one also the bot removed from it: Slack
+answers both alike) or not a member any more (``not_in_channel``: the bot was removed).
 
 Bounded: the ``bot.catch_up_places`` most recently active places of this workspace (channels,
 threads and DMs) within the last ``bot.catch_up_hours`` (0: off), and in each only what was
@@ -58,7 +58,7 @@ from bots.slack.text import parse_message, slack_time
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import Attachment, LogEntry
-from memory_core.scopes import Audience, Scope
+from memory_core.scopes import Scope
 from memory_core.service.past import LearnRefused
 
 log = logging.getLogger(__name__)
@@ -345,41 +345,40 @@ class SlackCatchUp:
         return found
 
     async def _refused(self, place: Scope, code: str, report: CatchUpReport) -> bool:
-        """Slack would not show the place: do what the live events would have done. A public
-        channel not found was deleted (``channel_deleted``: its memory and its threads' go).
-        A private channel or group DM not found was deleted or the bot was removed from it
-        (Slack says the same of both), and losing access forgets nothing live: its memory
-        stays, as does that of a channel the bot is not in (``not_in_channel``) or an
-        archived one. True when the conversation's other places may still be read."""
+        """Slack would not show the place: do what the live events would have done. A
+        channel not found was deleted (``channel_deleted``) or, a private one, the bot was
+        removed from it (Slack answers both alike; ``group_left``); one the bot is not in
+        (``not_in_channel``) it was removed from (``channel_left``): live, each forgets the
+        channel, so its memory and its threads' go. A DM Slack does not find, or an archived
+        channel, keeps its memory. True when the conversation's other places may still be
+        read."""
         report.not_read.append(place.key)
         if code in _AUTH_ERRORS:
             raise _Stop(f"Slack refused the bot token ({code})")
-        if code == "channel_not_found" and not place.is_dm:
-            root = place.root.key
-            if Audience.parse((await self.core.repo.state(root)).aud) is Audience.SERVER:
-                await self._purge(root, report)
-                return False
-            log.info(
-                "Slack: %s is not found: deleted, or the bot was removed from it (Slack "
-                "answers both alike for a private conversation); its memory stays",
-                root,
-            )
+        if code in ("channel_not_found", "not_in_channel") and not place.is_dm:
+            await self._purge(place.root.key, code, report)
             return False
-        if code in ("channel_not_found", "not_in_channel", "is_archived"):
+        if code in ("channel_not_found", "is_archived"):
             log.info("Slack: %s not caught up (%s): its memory stays", place.key, code)
             return False
         log.warning("Slack: %s not caught up: Slack answered %s", place.key, code)
         return True
 
-    async def _purge(self, root: str, report: CatchUpReport) -> None:
-        """As ``on_channel_deleted``: the channel's memory and its threads' go."""
+    async def _purge(self, root: str, code: str, report: CatchUpReport) -> None:
+        """As ``on_channel_deleted`` and ``on_channel_left``: the channel's memory and its
+        threads' go."""
         self._applying = True
         try:
             await self.core.admin.forget_all(root, keep_settings=False)
         finally:
             self._applying = False
         report.purged.append(root)
-        log.info("Slack: %s was deleted while the bot was away: its memory is forgotten", root)
+        log.info(
+            "Slack: %s was deleted or the bot removed from it while it was away (%s): its "
+            "memory is forgotten",
+            root,
+            code,
+        )
         self._check_stop()
 
     async def _apply(

@@ -18,7 +18,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.commands import ADMIN_ACTIONS, Actor, Command, CommandResult, Linker, parse_command
+from bots.acting import ADMIN_ACTIONS, Actor, Where, actor_for
+from bots.commands import Command, CommandResult, Linker, parse_command
 from bots.frontdoor import run_command
 from bots.learn_command import ChannelLearns
 from bots.slack.blocks import (
@@ -187,13 +188,20 @@ class SlackCommands:
         channel_id: str,
         needs_admin: bool,
     ) -> Actor:
-        """Who runs a command. Admin rights are looked up only when the command needs them,
-        and at run time (a click on an old confirmation button is checked again)."""
-        name = await self.directory.name(client, team_id, user_id)
-        is_admin = needs_admin and await self.directory.is_admin(
+        """Who runs a command, and where (a DM: the app's own with them, or one between
+        people; :mod:`bots.acting` decides what they may do). Admin rights are looked up
+        only when the command needs them, and at run time (a click on an old confirmation
+        button is checked again)."""
+        where = await self.directory.where(
             client, team_id=team_id, user_id=user_id, channel_id=channel_id
         )
-        return Actor(user_id=user_id, name=name, is_admin=is_admin)
+        name = await self.directory.name(client, team_id, user_id)
+        server_admin = (
+            needs_admin
+            and where is Where.PLACE
+            and await self.directory.is_admin(client, team_id=team_id, user_id=user_id)
+        )
+        return actor_for(user_id=user_id, name=name, where=where, server_admin=server_admin)
 
     async def respond(
         self,

@@ -4,7 +4,10 @@ menu, and on themselves from the App Home tab.
 
 - Message shortcuts (on any message, in threads too): "Forget this message" (its author or
   an admin) and "Remember this" (a pinned note quoting it, with its permalink; admins, as
-  ``/memory remember``). The answer is private (the shortcut's ``response_url``).
+  ``/memory remember``). The answer is private (the shortcut's ``response_url``). Slack
+  offers them on every message, also in a DM between two people, which the app is not
+  in: there nobody is an admin and nothing is remembered or forgotten (who may act, and
+  where: :mod:`bots.acting`; whose a DM is: ``conversations.info``).
 - The App Home tab: what memorybot keeps about the member who opens it in this workspace,
   place by place, with "Forget me here" and "Forget me everywhere" buttons, each asked
   again before it is done.
@@ -120,20 +123,36 @@ class SlackControls:
                 return
             scope, channel_id, user_id, message = found
             team_id = scope_team(scope)
-            author = await self.directory.name(client, team_id, str(message.get("user", "")))
-            text = await self.memory_text(
-                str(message.get("text") or ""),
-                team_id=team_id,
-                bot_user_id=context.bot_user_id or "",
-                client=client,
-            )
-            link = await permalink(client, channel=channel_id, ts=str(message["ts"]))
-            room = MAX_FACT_CHARS - len(link) - len(author) - 6
-            quote = text if len(text) <= room else text[: max(0, room - 1)] + "…"
-            note = f"{author}: {quote}" + (f" ({link})" if link else "")
             actor = await self.commands.actor(client, team_id, user_id, channel_id, True)
+            # Where the app keeps no memory (a DM between people) the command is refused
+            # before its note is read: nothing of the message is looked up there.
+            note = ""
+            if actor.where.serves:
+                note = await self._note(client, context, channel_id, message)
             result = await self.commands.run(scope, Command("remember", arg=note), actor)
             await self._answer(respond, scope, client, channel_id, user_id, result)
+
+    async def _note(
+        self,
+        client: AsyncWebClient,
+        context: AsyncBoltContext,
+        channel_id: str,
+        message: dict[str, Any],
+    ) -> str:
+        """The note "Remember this" pins: the message quoted under its author's name, with
+        its permalink."""
+        team_id = context.team_id or ""
+        author = await self.directory.name(client, team_id, str(message.get("user", "")))
+        text = await self.memory_text(
+            str(message.get("text") or ""),
+            team_id=team_id,
+            bot_user_id=context.bot_user_id or "",
+            client=client,
+        )
+        link = await permalink(client, channel=channel_id, ts=str(message["ts"]))
+        room = MAX_FACT_CHARS - len(link) - len(author) - 6
+        quote = text if len(text) <= room else text[: max(0, room - 1)] + "…"
+        return f"{author}: {quote}" + (f" ({link})" if link else "")
 
     async def _answer(
         self,

@@ -190,6 +190,7 @@ class SlackHistory:
         page_size: int = PAGE_SIZE,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         self.place = channel_scope(team_id, channel_id)  # InvalidScope for ids Slack never gives
         self.team_id = team_id
@@ -202,7 +203,7 @@ class SlackHistory:
         self._reader = without_rate_retries(client)
         self._directory = directory
         self._files = files
-        self._pacer = Pacer(
+        self._pacer = pacer or Pacer(
             requests_per_minute=requests_per_minute, max_wait_s=max_wait_s, sleep=sleep, clock=clock
         )
 
@@ -224,6 +225,25 @@ class SlackHistory:
                 cursor="" if place.finished else place.encode(),
                 skipped=read.skipped,
             )
+
+    async def thread_start(self, thread_ts: str) -> PastMessage | None:
+        """The first message of the thread ``thread_ts`` as memory would keep it (for a
+        thread whose first message memory lacks: posted before the bot was there); None when
+        Slack shows no such thread, or a message memory does not keep (another bot's, a
+        join, a deleted one's tombstone). One ``conversations.replies`` request, paced;
+        LearnRefused as for a page."""
+        try:
+            response = await self._call(
+                "conversations.replies",
+                lambda: self._reader.conversations_replies(
+                    channel=self.channel_id, ts=thread_ts, limit=1
+                ),
+            )
+        except _ThreadGone:
+            return None
+        first = next((m for m in messages_of(response) if m.get("ts") == thread_ts), None)
+        # (who can read it is the thread's, which the door knows: not asked here)
+        return None if first is None else await self._past(first, Audience.PRIVATE)
 
     async def _history_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
         response = await self._call(
@@ -450,11 +470,13 @@ def slack_past(
     max_wait_s: float = MAX_WAIT_S,
     sleep: Sleep = asyncio.sleep,
     clock: Clock = time.monotonic,
+    pacer: Pacer | None = None,
 ) -> SlackHistory:
     """The past of ``channel_id`` as the running door reads it (its client, names, files and
     bot name). ``restricted``: the app is commercially distributed outside the Marketplace
     (one history request a minute, 15 messages a page); ``requests_per_minute`` overrides
-    the pace that follows from it. ``sleep``/``clock``: how waits are made and timed."""
+    the pace that follows from it. ``sleep``/``clock``: how waits are made and timed;
+    ``pacer``: one shared with other reads (then it alone paces and waits)."""
     per_minute = requests_per_minute or (RESTRICTED_PER_MINUTE if restricted else TIER3_PER_MINUTE)
     return SlackHistory(
         client,
@@ -470,4 +492,5 @@ def slack_past(
         page_size=RESTRICTED_PAGE_SIZE if restricted else PAGE_SIZE,
         sleep=sleep,
         clock=clock,
+        pacer=pacer,
     )

@@ -1,23 +1,38 @@
 """Posting one answer into a Slack thread: :class:`ThreadReply` is the core's ``ReplySink``
-(its messages in the thread, the streamed draft edited with ``chat.update``); splitting
-under the message limit and streaming are decided in :mod:`memory_core.service.conversation`.
+(its messages in the thread; the answer streamed natively where Slack allows it,
+:mod:`bots.slack.stream`, else its draft edited with ``chat.update``); splitting under the
+message limit, streaming and never posting an answer twice are decided in
+:mod:`memory_core.service.streaming`. :class:`SlackReplies` builds the sink of each answer.
 
-Rate limits are not handled here: the client's retry handler waits ``ratelimited`` out.
-A Slack failure is logged with the scope (never the text) and ends this answer; it never
-reaches the event handler.
+Slack's rate limits are kept fleet-wide before each call (``room``, and the table in
+:mod:`bots.slack.stream`): a new message in a channel at most once a second, chat.update
+within its tier per workspace. A ``ratelimited`` answer that still comes is waited out by
+the client's retry handler. A Slack failure is logged with the scope (never the text) and
+ends this answer; it never reaches the event handler.
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.links import permalink
-from bots.slack.text import to_mrkdwn
+from bots.slack.pacing import DOOR_MAX_WAIT_S
+from bots.slack.stream import (
+    KEPT_FOR_LAST_WORDS,
+    POSTS_IN_A_CHANNEL,
+    UPDATES,
+    NativeStream,
+    StreamRefusals,
+)
+from bots.slack.text import SlackMessage, escape, to_mrkdwn
+from memory_core.fleet.pacing import Pacing
+from memory_core.service.streaming import Call, Draft, EditedDraft
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +42,43 @@ MESSAGE_CHARS = 3500
 SEND_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
 
 
+@dataclass(frozen=True, slots=True)
+class Streaming:
+    """An answer streamed natively: to whom (Slack wants the recipient outside a DM), and
+    where Slack refused lately."""
+
+    refusals: StreamRefusals
+    user_id: str
+    team_id: str
+
+
 class ThreadReply:
     """One answer in one thread (``thread_ts`` None: top level, as in a DM): the core's
-    ``ReplySink``, posting with ``chat.postMessage`` and editing with ``chat.update``."""
+    ``ReplySink``, posting with ``chat.postMessage``; its draft a native stream
+    (``streaming``, in a thread), else edited with ``chat.update``. With ``pacing``, every
+    call keeps Slack's limits fleet-wide (``room``)."""
 
     message_chars = MESSAGE_CHARS
+    send_errors: tuple[type[Exception], ...] = SEND_ERRORS
 
     def __init__(
-        self, client: AsyncWebClient, *, channel: str, thread_ts: str | None, scope: str
+        self,
+        client: AsyncWebClient,
+        *,
+        channel: str,
+        thread_ts: str | None,
+        scope: str,
+        pacing: Pacing | None = None,
+        streaming: Streaming | None = None,
     ) -> None:
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
         self.scope = scope
+        self.team_id = scope.split(":")[1] if scope.count(":") >= 2 else ""
+        self.pacing = pacing
+        # A native stream is a reply in a thread (a top-level DM answer is edited instead).
+        self.streaming = streaming if thread_ts is not None and pacing is not None else None
         self.posted: list[str] = []  # ts of every message of this answer
 
     def can_send(self) -> bool:
@@ -49,15 +88,20 @@ class ThreadReply:
         return nullcontext()  # a bot has no typing indicator in the Web API
 
     def markup(self, text: str) -> str:
-        return to_mrkdwn(text)
+        # A stream's text is Markdown (markdown_text): so is the rest of that answer.
+        return escape(text) if self.streaming is not None else to_mrkdwn(text)
 
     async def post(self, *, text: str) -> str | None:
+        markdown = self.streaming is not None
         try:
             response = await self.client.chat_postMessage(
-                channel=self.channel, thread_ts=self.thread_ts, text=text
+                channel=self.channel,
+                thread_ts=self.thread_ts,
+                text=None if markdown else text,
+                markdown_text=text if markdown else None,
             )
         except SEND_ERRORS as exc:
-            self._fail("post", exc)
+            self.fail("post", exc)
             return None
         ts = str(response.get("ts", ""))
         self.posted.append(ts)
@@ -68,17 +112,78 @@ class ThreadReply:
 
     async def edit(self, *, handle: str, text: str) -> bool:
         try:
-            await self.client.chat_update(channel=self.channel, ts=handle, text=text)
+            markdown = self.streaming is not None
+            await self.client.chat_update(
+                channel=self.channel,
+                ts=handle,
+                text=None if markdown else text,
+                markdown_text=text if markdown else None,
+            )
         except SEND_ERRORS as exc:
-            self._fail("update", exc)
+            self.fail("update", exc)
             return False
         return True
+
+    async def room(self, call: Call, *, wait: bool) -> bool:
+        """Slack's limit for one more ``call``: a new message in this channel (once a
+        second), or a chat.update in this workspace (Tier 3), fleet-wide."""
+        if self.pacing is None:
+            return True
+        if call == "post":
+            name, allowance = f"slack:{self.team_id}:post:{self.channel}", POSTS_IN_A_CHANNEL
+        else:
+            name, allowance = f"slack:{self.team_id}:chat.update", UPDATES
+        if wait:
+            await self.pacing.wait(name, allowance, max_wait_s=DOOR_MAX_WAIT_S)
+            return True
+        return await self.pacing.now(name, allowance.leaving(KEPT_FOR_LAST_WORDS))
+
+    def draft(self) -> Draft[str]:
+        streaming = self.streaming
+        if streaming is None or self.pacing is None:
+            return EditedDraft(self)
+        return NativeStream(
+            self,
+            pacing=self.pacing,
+            refusals=streaming.refusals,
+            recipient_user_id=streaming.user_id,
+            recipient_team_id=streaming.team_id,
+        )
 
     async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         """A small italic link to the recalled message (``markup`` makes it ``<url|label>``)."""
         url = await permalink(self.client, channel=self.channel, ts=platform_id)
         return f"_[{label}]({url})_" if url else ""
 
-    def _fail(self, what: str, exc: Exception) -> None:
+    def fail(self, what: str, exc: Exception) -> None:
+        """Log a call Slack refused (or that failed on the way), with Slack's reason."""
         code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
         log.warning("could not %s the reply in %s: %s", what, self.scope, code)
+
+
+class SlackReplies:
+    """How the door answers: each answer's sink, paced fleet-wide, streamed natively where
+    ``slack.stream_replies`` asks for it and Slack allows it."""
+
+    def __init__(self, pacing: Pacing, *, stream: bool) -> None:
+        self.pacing = pacing
+        self.stream = stream
+        self.refusals = StreamRefusals()
+
+    def streaming(self, msg: SlackMessage) -> Streaming | None:
+        """A native stream for the answer to ``msg`` (None: not streamed natively). Slack
+        wants the recipient's team, which an event from another organisation's member does
+        not give: that answer's draft is edited instead."""
+        if not self.stream or msg.external:
+            return None
+        return Streaming(self.refusals, user_id=msg.user_id, team_id=msg.team_id)
+
+    def sink(self, client: AsyncWebClient, msg: SlackMessage) -> ThreadReply:
+        return ThreadReply(
+            client,
+            channel=msg.channel_id,
+            thread_ts=msg.reply_thread_ts,
+            scope=msg.scope,
+            pacing=self.pacing,
+            streaming=self.streaming(msg),
+        )

@@ -1,6 +1,7 @@
-"""Who is who in a Slack workspace: display names for memory, and who may change a
-channel's memory. Both come from ``users.info`` and are cached fleet-wide in Redis (names
-for a day, admin flags for a minute: a demoted admin loses rights quickly)."""
+"""Who is who in a Slack workspace: display names for memory, who may change a channel's
+memory, and whose a DM is. Names and admin flags come from ``users.info``, a DM's person from
+``conversations.info``; all are cached fleet-wide in Redis (names for a day, admin flags for
+a minute: a demoted admin loses rights quickly)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.acting import Where
 from bots.slack.text import mentioned_users, plain_text
 from config.settings import SlackSettings
 from memory_core.errors import StoreError
@@ -23,9 +25,11 @@ log = logging.getLogger(__name__)
 NAMES = "slack-user"
 ADMINS = "slack-admin"
 CHANNELS = "slack-audience"
+DMS = "slack-dm"
 NAME_TTL_S = 86400
 ADMIN_TTL_S = 60
 CHANNEL_TTL_S = 600  # a channel made private (or shared) stops counting as public within minutes
+DM_TTL_S = 86400  # a DM's people never change
 
 # A failed lookup must not fail the message: the name falls back to the user id.
 _LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
@@ -82,20 +86,65 @@ class SlackDirectory:
         names = await self.names(client, team_id, mentioned)
         return plain_text(raw_text, bot_user_id=bot_user_id, bot_name=bot_name, names=names)
 
-    async def is_admin(
-        self, client: AsyncWebClient, *, team_id: str, user_id: str, channel_id: str
-    ) -> bool:
-        """May ``user_id`` change the shared memory of ``channel_id``? Configured admins and
-        workspace admins/owners may; in a DM the user owns that DM's memory."""
-        if Scope.channel_of("slack", team_id, channel_id).is_dm:
-            return True
+    async def is_admin(self, client: AsyncWebClient, *, team_id: str, user_id: str) -> bool:
+        """Is ``user_id`` an admin of ``team_id``, the workspace whose memory it is?
+        Configured admins are, and that workspace's admins and owners: never those of
+        another organisation, who speak in its Slack Connect channels (``users.info``
+        says their own ``team_id``)."""
         if user_id in self.settings.admin_user_ids:
             return True
         cached = await self._cached(ADMINS, team_id, user_id)
         if cached is not None:
             return cached == "1"
         user = await self._fetch(client, team_id, user_id)
-        return user is not None and _is_workspace_admin(user)
+        return user is not None and is_workspace_admin(user, team_id)
+
+    async def where(
+        self, client: AsyncWebClient, *, team_id: str, user_id: str, channel_id: str
+    ) -> Where:
+        """Where ``user_id`` runs a command or a message shortcut. A conversation of the
+        workspace is a place (its admins decide); a DM is the app's own DM with them, or a
+        DM between people, which a message shortcut or a slash command reaches but the app
+        is not in (nobody's to change), or unchecked when Slack could not say."""
+        if not channel_id or not Scope.channel_of("slack", team_id, channel_id).is_dm:
+            return Where.PLACE
+        person = await self._dm_person(client, team_id, channel_id)
+        if person is None:
+            return Where.UNCHECKED
+        return Where.OWN_DM if person == user_id else Where.NOT_SERVED
+
+    async def _dm_person(self, client: AsyncWebClient, team_id: str, channel_id: str) -> str | None:
+        """The person whose DM with the app ``channel_id`` is (``conversations.info``:
+        ``is_im``, ``user``; im:read); "" for a DM between people (Slack shows an app only
+        its own DMs: ``channel_not_found``); None when Slack could not say."""
+        cached = await self._cached(DMS, team_id, channel_id)
+        if cached is not None:
+            return cached
+        try:
+            response = await client.conversations_info(channel=channel_id)
+        except _LOOKUP_ERRORS as exc:
+            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+            if code != "channel_not_found":
+                needs = " (the app needs im:read: add it and reinstall)"
+                log.warning(
+                    "whose DM %s is in team %s is unchecked: conversations.info failed: %s%s",
+                    channel_id,
+                    team_id,
+                    code,
+                    needs if code == "missing_scope" else "",
+                )
+                return None
+            person, ttl_s = "", CHANNEL_TTL_S
+        else:
+            channel = response.get("channel")
+            channel = channel if isinstance(channel, Mapping) else {}
+            person = str(channel.get("user") or "") if channel.get("is_im") is True else ""
+            ttl_s = DM_TTL_S
+        try:
+            await self.platform.cache(DMS, f"{team_id}:{channel_id}", person, ttl_s=ttl_s)
+        except _CACHE_ERRORS as exc:
+            log.warning("could not cache Slack DM %s: %s", channel_id, exc)
+        return person
 
     async def audience(self, client: AsyncWebClient, team_id: str, channel_id: str) -> Audience:
         """Who can read ``channel_id``, from ``conversations.info`` (channels:read,
@@ -126,8 +175,8 @@ class SlackDirectory:
 
     async def forget_team(self, team_id: str) -> None:
         """The app was uninstalled from ``team_id``: its members' cached names and admin
-        flags, and its channels' audiences, go with its memory."""
-        for namespace in (NAMES, ADMINS, CHANNELS):
+        flags, its channels' audiences and whose its DMs are go with its memory."""
+        for namespace in (NAMES, ADMINS, CHANNELS, DMS):
             await self.platform.forget_cached(namespace, f"{team_id}:")
 
     async def _fetch(
@@ -145,7 +194,7 @@ class SlackDirectory:
         item = f"{team_id}:{user_id}"
         try:
             await self.platform.cache(NAMES, item, display_name(user), ttl_s=NAME_TTL_S)
-            flag = "1" if _is_workspace_admin(user) else "0"
+            flag = "1" if is_workspace_admin(user, team_id) else "0"
             await self.platform.cache(ADMINS, item, flag, ttl_s=ADMIN_TTL_S)
         except _CACHE_ERRORS as exc:
             log.warning("could not cache Slack user %s: %s", user_id, exc)
@@ -177,5 +226,16 @@ def channel_audience(channel: Mapping[str, Any]) -> Audience:
     return Audience.PRIVATE
 
 
-def _is_workspace_admin(user: Mapping[str, Any]) -> bool:
-    return any(bool(user.get(flag)) for flag in ("is_admin", "is_owner", "is_primary_owner"))
+_ADMIN_FLAGS = ("is_admin", "is_owner", "is_primary_owner")
+
+
+def is_workspace_admin(user: Mapping[str, Any], team_id: str) -> bool:
+    """An admin or owner of ``team_id``: their own workspace's (``team_id`` of
+    ``users.info``), or, on Enterprise Grid, of the organisation whose workspaces
+    (``enterprise_user.teams``) include it. An admin of another organisation is none."""
+    if user.get("team_id") == team_id:
+        return any(bool(user.get(flag)) for flag in _ADMIN_FLAGS)
+    grid = user.get("enterprise_user")
+    if isinstance(grid, Mapping) and team_id in (grid.get("teams") or ()):
+        return any(bool(grid.get(flag)) for flag in _ADMIN_FLAGS)
+    return False

@@ -65,6 +65,19 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
+class AlsoRead:
+    """Another place's memory an answer reads and never writes (see
+    ``IncomingMessage.also_reads``): its summaries and its facts, shown in one section of
+    their own, so that nothing of it is mistaken for the asking place's own memory (its
+    facts are not among the prompt's facts: ``/memory why`` and ``forget fact`` there name
+    the asking place's)."""
+
+    scope: str
+    state: ScopeState
+    facts: Sequence[Fact] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblyInput:
     scope: str
     state: ScopeState
@@ -83,6 +96,7 @@ class AssemblyInput:
     # A thread: how it began in its channel, oldest first (the channel's messages before
     # it, its first message, the bot's answer to it: the last are the most needed).
     thread_start: Sequence[LogEntry] = ()
+    also_read: AlsoRead | None = None
 
 
 def _stamp(entry_ts: datetime, tz: str, today: str) -> str:
@@ -127,6 +141,15 @@ def order_facts(facts: Sequence[Fact]) -> list[Fact]:
     """Pinned notes first, then the newest (sorts are stable)."""
     newest_first = sorted(facts, key=lambda fact: fact.ts, reverse=True)
     return sorted(newest_first, key=lambda fact: not fact.pinned)
+
+
+def _also_read_body(place: AlsoRead) -> str:
+    """Another place's memory as one section: its latest day, its overview (or long-term
+    and past-week tiers), then its facts, pinned first (the section is cut to its room)."""
+    state = place.state
+    tiers = state.overview or "\n".join(tier for tier in (state.long, state.mid) if tier)
+    facts = "\n".join(render_fact(fact) for fact in order_facts(place.facts))
+    return "\n\n".join(part for part in (state.short, tiers, facts) if part)
 
 
 @dataclass(slots=True)
@@ -426,6 +449,10 @@ class PromptAssembler:
             body = parent.overview or "\n".join(tier for tier in (parent.long, parent.mid) if tier)
             if body:
                 candidates.append(("parent", headings["parent"], body))
+        if data.also_read is not None:
+            body = _also_read_body(data.also_read)
+            if body:
+                candidates.append(("also_read", headings["also_read"], body))
         return candidates
 
     def _facts_section(

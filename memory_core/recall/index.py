@@ -145,10 +145,12 @@ class RecallIndex:
         tz: str,
         meaning: QueryVector | None,
         wait_s: float | None = None,
+        also: Sequence[str] = (),
     ) -> list[Hit]:
         """The best recalled groups for a reply's ``text``: a thread's own and, read-only,
-        its channel's (the conversation it continues), best first; one question vector
-        for both. ``wait_s``: the longest to wait (a live reply's, ``memory.recall_wait_s``).
+        its channel's (the conversation it continues) and those of ``also`` (other places
+        the asker may read: ``IncomingMessage.also_reads``), best first; one question vector
+        for all. ``wait_s``: the longest to wait (a live reply's, ``memory.recall_wait_s``).
         An index still being built then (a channel's first question since the start, a
         rebuild after a forget: seconds for a big one) goes on being built in the background
         for the next question, and this reply has none of its groups (a thread's own still
@@ -159,17 +161,20 @@ class RecallIndex:
             )
         }
         parent = Scope.of(scope).parent
-        if parent is not None:
-            searches[parent.key] = self.search(parent.key, text, limit=200, tz=tz, meaning=meaning)
-        if wait_s is None and parent is None:
+        others = [parent.key] if parent is not None else []
+        others += [place for place in also if place != scope and place not in others]
+        for other in others:
+            searches[other] = self.search(other, text, limit=200, tz=tz, meaning=meaning)
+        if wait_s is None and not others:
             return await searches[scope]  # (the usual dry run: no task made for it)
         if wait_s is None:
             found = dict(zip(searches, await asyncio.gather(*searches.values()), strict=True))
         else:
             found = await self._within(searches, wait_s)
-        if parent is None:
+        if not others:
             return found[scope]
-        merged = [*found[scope], *(replace(hit, scope=parent.key) for hit in found[parent.key])]
+        merged = [*found[scope]]
+        merged += [replace(hit, scope=other) for other in others for hit in found[other]]
         return sorted(merged, key=lambda hit: -hit.score)[:200]
 
     async def _within(

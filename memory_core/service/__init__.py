@@ -5,10 +5,11 @@ operations (``MemoryAdmin``), exports and imports, and replays of a conversation
 from __future__ import annotations
 
 from memory_core.service.admin import MemberPlace, MemberView, MemoryAdmin, ScopeView
-from memory_core.service.conversation import Conversation, ReplySink, Turn
+from memory_core.service.conversation import Conversation, Turn
 from memory_core.service.exports import parse_export
 from memory_core.service.forget_request import ForgetReport, ForgetRequest
 from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.streaming import ReplySink
 
 __all__ = [
     "Conversation",

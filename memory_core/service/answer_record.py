@@ -165,7 +165,7 @@ def build_record(msg: IncomingMessage, reply: Reply, prompt: Prompt, *, now: dat
     started = tuple(
         _DocRef(scope=parent.key, id=e.id, ms=e.ms, kind="message")
         for e in used.started
-        if parent is not None
+        if parent is not None and e.id  # (a first message memory lacks is not in its log)
     )
     recalled = started + tuple(
         _DocRef(scope=where or msg.scope, id=d.id, ms=d.ms, kind=d.kind, day=d.day)

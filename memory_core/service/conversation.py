@@ -10,26 +10,21 @@ The steps in between are here, once:
   released when applying it failed, so the platform's retry runs), failures logged, never
   raised into the door.
 - :meth:`Conversation.answer`: the model writes the answer (``store=False``) while the sink
-  shows typing; the draft streams through :class:`StreamedReply` (posted with the first words,
-  then edited at most once per interval); the answer is delivered, split under the sink's
-  limit; a reply that fails on the store becomes the apology; and the answer is remembered
-  only once delivered, because an answer nobody saw is not part of the conversation.
-- :class:`Throttle`, and :func:`memory_core.text.chunks.split_message` (the cut under a
-  platform's limit), the pieces of the streaming writer.
-
-The core imports no platform library: a sink's handle (a Discord message, a Slack ts) is
-opaque here, and a sink reports a failed post or edit by its return value, having logged it.
+  shows typing; the draft streams through :class:`StreamedReply` (shown with the first words,
+  then updated at most once per interval, at the platform's pace:
+  :mod:`memory_core.service.streaming`); the answer is delivered, split under the sink's
+  limit, never twice; a reply that fails on the store becomes the apology; and the answer is
+  remembered only once delivered, because an answer nobody saw is not part of the
+  conversation.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from config.prompts import load_prompts
 from memory_core.errors import InputError, StoreError
@@ -38,142 +33,12 @@ from memory_core.service.answer_record import remember_basis
 from memory_core.service.pipeline import MemoryPipeline
 from memory_core.service.prepared import Prepared
 from memory_core.service.sources import SourceLinks, source_text
-from memory_core.text.chunks import split_message
+from memory_core.service.streaming import ReplySink, StreamedReply
 from memory_core.text.language import reply_language
 
 log = logging.getLogger(__name__)
 
-STREAMING_MARK = " …"  # shown at the end of a draft while the answer is still coming
-
-
-class Throttle:
-    """True at most once per ``interval_s`` (streaming edits: about one a second)."""
-
-    def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.interval_s = interval_s
-        self._clock = clock
-        self._last = float("-inf")
-
-    def ready(self) -> bool:
-        now = self._clock()
-        if now - self._last >= self.interval_s:
-            self._last = now
-            return True
-        return False
-
-
 HandleT = TypeVar("HandleT")
-
-
-class ReplySink(Protocol[HandleT]):
-    """How one answer reaches the person who asked, on one platform.
-
-    ``post`` and ``edit`` never raise for a platform failure: they log it (without the text)
-    and return None or False, so a refusal never escapes into the model's stream and the
-    answer is still finished.
-    """
-
-    message_chars: int  # the longest message the platform shows well
-
-    def can_send(self) -> bool:
-        """Whether an answer could be posted at all (checked before paying for one)."""
-        ...
-
-    def typing(self) -> AbstractAsyncContextManager[object]:
-        """Show that the answer is being written, for as long as the block runs."""
-        ...
-
-    def markup(self, text: str) -> str:
-        """The model's Markdown as the platform writes it."""
-        ...
-
-    async def post(self, *, text: str) -> HandleT | None:
-        """Post one message of the answer (the first one answers the message that asked);
-        its handle, or None when the platform refused it."""
-        ...
-
-    async def edit(self, *, handle: HandleT, text: str) -> bool:
-        """Replace the text of a posted message; False when the platform refused."""
-        ...
-
-    def message_id(self, handle: HandleT) -> str:
-        """The platform's id of a posted message ("" where there is none): the answer is
-        remembered under it, so that deleting it on the platform forgets it."""
-        ...
-
-
-class StreamedReply(Generic[HandleT]):
-    """One answer on its way through a sink: optionally streamed as a draft (the first
-    message, edited at most once per ``stream_interval_s``), then completed, with what
-    overflows the first message posted after it."""
-
-    def __init__(
-        self,
-        sink: ReplySink[HandleT],
-        *,
-        stream_interval_s: float | None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.sink = sink
-        self.throttle = (
-            Throttle(stream_interval_s, clock) if stream_interval_s is not None else None
-        )
-        self.draft: HandleT | None = None  # the first message, once posted
-        self.shown = ""  # what the first message shows now
-        self.broken = False  # a draft post or edit failed: no more drafting
-        self.first: HandleT | None = None  # the answer's first message that stayed
-        self.more: list[HandleT] = []  # its other messages (what overflowed the first)
-
-    @property
-    def streams(self) -> bool:
-        return self.throttle is not None
-
-    def chunks(self, text: str, limit: int | None = None) -> list[str]:
-        return split_message(self.sink.markup(text), limit or self.sink.message_chars)
-
-    async def progress(self, text_so_far: str) -> None:
-        """The pipeline's ``on_progress``: show the answer growing, throttled."""
-        if self.throttle is None or self.broken or not text_so_far.strip():
-            return
-        if not self.throttle.ready():
-            return
-        # The first message only, under the limit with the mark; what overflows is posted
-        # when the answer is complete.
-        chunks = self.chunks(text_so_far, self.sink.message_chars - len(STREAMING_MARK))
-        if not chunks:
-            return
-        preview = chunks[0].rstrip() + STREAMING_MARK
-        if self.draft is None:
-            self.draft = await self.sink.post(text=preview)
-            shown = self.draft is not None
-        else:
-            shown = await self.sink.edit(handle=self.draft, text=preview)
-        if shown:
-            self.shown = preview
-        else:
-            self.broken = True
-
-    async def finish(self, text: str) -> bool:
-        """Post (or complete) the answer. Returns whether all of it was posted."""
-        chunks = self.chunks(text)
-        if not chunks:
-            return False
-        rest = chunks
-        if self.draft is not None and (
-            chunks[0] == self.shown or await self.sink.edit(handle=self.draft, text=chunks[0])
-        ):
-            rest = chunks[1:]
-            self.first = self.draft
-        # else: nothing streamed, or the last edit failed: the whole answer as new messages.
-        for chunk in rest:
-            posted = await self.sink.post(text=chunk)
-            if posted is None:
-                return False
-            if self.first is None:
-                self.first = posted
-            else:
-                self.more.append(posted)
-        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,8 @@ class MessageChanges:
         scope = parse_scope(scope)
         if not platform_id:
             return False
+        # A thread's first message read from the platform (memory lacking it) is read again.
+        await self.repo.starters.drop(scope, platform_id)
         cap = self.settings.memory.max_message_chars
         if not stored_text(text, cap, attachments)[0]:
             return bool(await self.forget_message(scope, platform_id, when=when))

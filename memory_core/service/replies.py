@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING
 from config.prompts import PromptSet, load_prompts
 from config.settings import Settings
 from memory_core.clock import Clock
-from memory_core.errors import LLMBadOutput, LLMUnavailable, StoreError
+from memory_core.errors import InvalidScope, LLMBadOutput, LLMUnavailable, StoreError
 from memory_core.llm.client import LLM
 from memory_core.models import IncomingMessage, IngestResult, Reply
 from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, read_stream, with_marker
-from memory_core.prompt.assembly import AssemblyInput, Prompt, PromptAssembler
-from memory_core.prompt.thread_start import thread_start
+from memory_core.prompt.assembly import AlsoRead, AssemblyInput, Prompt, PromptAssembler
+from memory_core.prompt.thread_start import lacks_starter, thread_start
 from memory_core.recall.index import RecallIndex
 from memory_core.scopes import Scope, parse_scope
 from memory_core.service.offline import offline_reply
 from memory_core.service.prepared import Prepared
+from memory_core.service.thread_starters import ThreadStarters
 from memory_core.store.repo import MemoryRepo
 from memory_core.text.language import reply_language
 from memory_core.text.tokens import TokenCounter
@@ -35,6 +36,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("memory_core.service.pipeline")  # (where operators look for it)
 
 RECENT_FETCH = 100  # raw messages read for the working window
+
+
+def also_readable(scope: str, other: str) -> str | None:
+    """``other`` (an ``IncomingMessage.also_reads``) when an answer in ``scope`` may read
+    it, else None. The door vouches that the person asking can read it on the platform; the
+    core still keeps its own rules: a channel or thread of the same server (memory never
+    crosses a server), never a DM (what is said in one stays there) nor a person's facts,
+    and not the scope itself or its channel (read already)."""
+    if not other:
+        return None
+    try:
+        place, there = Scope.of(scope), Scope.of(other)
+    except InvalidScope:
+        return None
+    if there.key in (place.key, place.root.key) or not there.same_boundary(place):
+        return None
+    if there.is_dm or there.kind not in ("channel", "thread") or not there.server:
+        return None
+    return there.key
 
 
 class Replier:
@@ -67,6 +87,9 @@ class Replier:
         self.prepare = prepare
         self.ingest = ingest
         self.scope_tz = scope_tz
+        self.starters = ThreadStarters(
+            repo.starters, clock=clock, max_chars=settings.memory.max_message_chars
+        )
 
     def count(self, reply: Reply) -> Reply:
         if self.metrics is not None:
@@ -107,14 +130,21 @@ class Replier:
             person = None
         new_text = prepared.text if prepared else (text or "")
         recall = self.recall if self.settings.memory.recall_tokens else None
+        also = also_readable(scope, msg.also_reads)
         # The question's meaning is embedded (a few ms of CPU) while memory is read.
         meaning = recall.embed_query(scope, new_text) if recall else None
         try:
             snapshot = await self.repo.prompt_snapshot(
                 scope, recent=RECENT_FETCH, user=person.key if person else None
             )
+            also_read = await self._also_read(also)
             tz = self.scope_tz(scope, snapshot.state.tz)
-            started = thread_start(scope, snapshot.before_thread, snapshot.from_thread)
+            starter = None
+            if msg.thread_starter is not None and lacks_starter(scope, snapshot.from_thread):
+                starter = await self.starters.starter(scope, msg.thread_starter)
+            started = thread_start(
+                scope, snapshot.before_thread, snapshot.from_thread, starter=starter
+            )
             recalled = (
                 await recall.for_reply(
                     scope,
@@ -123,6 +153,7 @@ class Replier:
                     tz=tz,
                     meaning=meaning,
                     wait_s=recall_wait_s,
+                    also=[also] if also else [],
                 )
                 if recall
                 else []
@@ -147,7 +178,16 @@ class Replier:
             exclude_id=exclude_id,
             recalled=recalled,
             thread_start=started,
+            also_read=also_read,
         )
+
+    async def _also_read(self, scope: str | None) -> AlsoRead | None:
+        """Another place's summaries and facts, for an answer that may read them."""
+        if scope is None:
+            return None
+        state = await self.repo.state(scope)
+        facts = (await self.repo.facts_of([scope]))[scope]
+        return AlsoRead(scope=scope, state=state, facts=facts)
 
     async def reply(
         self,

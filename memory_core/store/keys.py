@@ -15,6 +15,7 @@ the one server and nothing else changes. Readers merge the buckets.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cache
 
@@ -86,6 +87,11 @@ class ScopeKeys:
     # person was forgotten (ms), "all" -> when everything was. Digests, never text. Not in
     # all(): a forget of everything keeps it (that is when it matters most).
     gone: str
+    # Hash: thread id -> JSON of that thread's first message as its platform showed it, read
+    # when memory lacks it (posted before the bot was there): context for the thread's
+    # prompts, never memory; each entry expires, and any tombstone in the subtree deletes
+    # the hash (memory_core.store.thread_starters)
+    starters: str
 
     def all(self) -> tuple[str, ...]:
         """The scope's own keys (a channel's include its record of its threads and speakers;
@@ -107,7 +113,7 @@ class ScopeKeys:
             self.log_rewrite,
         )
         if self.root_state == self.state:
-            return (*own, self.threads, self.speakers)
+            return (*own, self.threads, self.speakers, self.starters)
         return own
 
 
@@ -181,6 +187,7 @@ class KeySchema:
             threads=f"{root}:threads",
             speakers=f"{root}:speakers",
             gone=f"{root}:gone",
+            starters=f"{root}:starters",
         )
 
     def learning(self, scope: str | Scope) -> LearningKeys:
@@ -229,6 +236,14 @@ class KeySchema:
     def llm_rate(self, bucket: int) -> str:
         """Sorted set: one member per LLM request admitted by this bucket's allowance."""
         return self._bucketed(bucket, "llm-rate")
+
+    def platform_rate(self, name: str) -> str:
+        """Sorted set: one member per platform call admitted under one of the platform's
+        limits (``name``: ``slack:T1:chat.update``, ``discord:post:123``...), fleet-wide.
+        Named by a digest of ``name``: it expires within two of its windows, and names no
+        workspace, channel or person meanwhile (an uninstall leaves nothing that does)."""
+        digest = hashlib.blake2b(name.encode(), digest_size=10).hexdigest()
+        return f"{self.prefix}:{{rate:{digest}}}"
 
     # Token spend, per local day. Not in ScopeKeys.all(): forgetting a scope's memory must
     # not reset its budget (the spend is the bill, not what was said).

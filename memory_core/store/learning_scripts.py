@@ -115,14 +115,17 @@ return 1
 """
 )
 
-# KEYS: a ledger (memory_core.store.gone). ARGV: field, time (ms), ... Each tombstone keeps
-# the later of its two times (it never moves back), and the ledger's version moves, so a
-# writer that checked against the ledger before this re-checks before it writes.
+# KEYS: a ledger (memory_core.store.gone), and for a place's, its subtree's thread starters.
+# ARGV: field, time (ms), ... Each tombstone keeps the later of its two times (it never moves
+# back), and the ledger's version moves, so a writer that checked against the ledger before
+# this re-checks before it writes. The thread starters read from the platform go with any
+# tombstone (they are read again, and checked, at the next reply).
 LEDGER_LATER = """
 for i = 1, #ARGV, 2 do
   local now = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
   if tonumber(ARGV[i + 1]) > now then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
+if KEYS[2] then redis.call('DEL', KEYS[2]) end
 return redis.call('HINCRBY', KEYS[1], 'v', 1)
 """
 

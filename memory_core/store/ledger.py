@@ -51,15 +51,22 @@ class ErasureLedger:
         found = await self.client.hget(self.keys.scope(Scope.of(place).root.key).gone, VERSION)
         return str(found or "0")
 
-    async def _later(self, key: str, fields: dict[str, int]) -> None:
+    async def _later(self, key: str, fields: dict[str, int], *, starters: str = "") -> None:
+        """Tombstones into the ledger ``key``; a place's also drops its subtree's thread
+        starters (``starters``): what was read from the platform is read, and checked,
+        again."""
         args: list[str | int] = [x for name, at in fields.items() for x in (name, at)]
-        await run_script(self.client, "ledger_later", [key], args)
+        await run_script(self.client, "ledger_later", [key, starters] if starters else [key], args)
+
+    async def _later_in(self, place: str, fields: dict[str, int]) -> None:
+        k = self.keys.scope(place)
+        await self._later(k.gone, fields, starters=k.starters)
 
     async def forget_messages(self, place: str, platform_ids: Iterable[str], at_ms: int) -> None:
         """These messages (every posted part of each) are forgotten."""
         fields = {gone_message(p): at_ms for p in platform_ids if p}
         if fields:
-            await self._later(self.keys.scope(place).gone, fields)
+            await self._later_in(place, fields)
 
     async def forget_text(self, place: str, text: str, at_ms: int) -> None:
         """Every message said in ``place``'s subtree before ``at_ms`` that contains
@@ -67,14 +74,14 @@ class ErasureLedger:
         field = gone_text(text)
         if field is None:
             return
-        await self._later(self.keys.scope(place).gone, {field: at_ms, TEXTS_UNTIL: at_ms})
+        await self._later_in(place, {field: at_ms, TEXTS_UNTIL: at_ms})
 
     async def forget_person(self, places: Sequence[str], user_id: str, at_ms: int) -> None:
         """What ``user_id`` said in these places' subtrees before ``at_ms`` is forgotten."""
         if not user_id:
             return
-        for key in sorted({self.keys.scope(p).gone for p in places}):
-            await self._later(key, {gone_person(user_id): at_ms})
+        for root in sorted({Scope.of(p).root.key for p in places}):
+            await self._later_in(root, {gone_person(user_id): at_ms})
 
     async def forget_person_in_server(
         self, server_key: str, user_id: str, at_ms: int, *, also: Sequence[str] = ()
@@ -91,7 +98,7 @@ class ErasureLedger:
         """Everything said in ``place`` (a channel: and its threads) before ``at_ms``."""
         scope = Scope.of(place)
         field = gone_place(scope.key if scope.is_thread else "")
-        await self._later(self.keys.scope(place).gone, {field: at_ms})
+        await self._later_in(place, {field: at_ms})
 
     async def adopt_server(self, place: str) -> None:
         """Before anything is written in ``place`` from the past (a learn, an import): it is
@@ -109,4 +116,4 @@ class ErasureLedger:
             if str(name).startswith("u:")
         }
         if people:
-            await self._later(self.keys.scope(root.key).gone, people)
+            await self._later_in(root.key, people)

@@ -22,6 +22,7 @@ from memory_core.store.learning import LearningStore
 from memory_core.store.ledger import ErasureLedger
 from memory_core.store.repo_reads import ScopeReads
 from memory_core.store.repo_writes import ScopeWrites
+from memory_core.store.thread_starters import StarterStore
 from memory_core.store.tier_steps import TierSteps
 
 __all__ = ["MemoryRepo"]
@@ -38,6 +39,8 @@ class MemoryRepo:
         self.ledger = ErasureLedger(client, keys)
         self.messages = MessageIngest(client, keys, lane=lane, ledger=self.ledger.read)
         self.learning = LearningStore(client, keys)  # a channel's past being learned
+        # Threads' first messages read from the platform when memory lacks them: context.
+        self.starters = StarterStore(client, keys)
         # The parts' methods as the repository's own: bound once, so a call costs nothing
         # more than the part's.
         self._offer_reads(self.reads)

@@ -402,6 +402,17 @@ return 1
 """
 )
 
+# KEYS: a subtree's ledger, its thread starters. ARGV: the thread's id, the record, the
+# ledger's version it was checked against, its time to live (ms). A thread's first message
+# as its platform shows it (memory_core.store.thread_starters), kept only if nothing was
+# forgotten in the subtree since it was checked. Returns 1 kept, 0 refused.
+KEEP_STARTER = """
+if (redis.call('HGET', KEYS[1], 'v') or '0') ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
 # KEYS: state, log. Re-derives the counters from the log after messages were deleted: the
 # unsummarised messages (after short_upto) and their tokens, and the log's length, in one
 # step, so a message stored at the same moment is counted, not overwritten.
@@ -499,6 +510,7 @@ SCRIPTS: dict[str, str] = {
     "begin_forget_at": BEGIN_FORGET_AT,
     "resync_counters": RESYNC_COUNTERS,
     "put_answer_record": PUT_ANSWER_RECORD,
+    "keep_starter": KEEP_STARTER,
     "count_by": COUNT_BY,
     "rewrite_log_slice": REWRITE_LOG_SLICE,
     "rewrite_log_finish": REWRITE_LOG_FINISH,

@@ -27,10 +27,11 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
-from tests.helpers import CLI, CoreFactory, quoting_facts, scope_values
+from tests.helpers import CLI, CoreFactory, forgotten, quoting_facts, scope_values
 from tests.slack_harness import (
     ALICE,
     BOB,
+    BOT,
     C1,
     PHONE,
     SCOPE,
@@ -42,7 +43,7 @@ from tests.slack_harness import (
 
 pytestmark = pytest.mark.fake("slack")
 
-C2, C3 = "C2", "C3"
+C2, C3, C4 = "C2", "C3", "C4"
 PERSON = f"slack:{T1}:user:{ALICE}"
 CHATTER = "on the release plan: we keep the scope small, test early and ship on time"
 
@@ -311,16 +312,19 @@ async def test_only_the_window_of_the_recently_active_places_is_read(
     assert fake.calls_of("conversations.replies") == []
 
 
-async def test_a_public_channel_deleted_while_away_is_forgotten_and_others_are_kept(
+async def test_channels_deleted_or_the_bot_removed_from_while_away_are_forgotten(
     fake: FakeSlack, make_core: CoreFactory
 ) -> None:
     """#general deleted (channel_not_found): forgotten with its thread, as on channel_deleted.
     The bot removed from #random (not_in_channel) and from the private #secret
-    (channel_not_found: Slack says the same of a deleted private channel): both kept, as
-    when the bot loses access live."""
+    (channel_not_found: Slack says the same of a deleted private channel): both forgotten
+    with their threads, as when the bot is removed live (channel_left, group_left).
+    #archive, archived meanwhile, keeps its memory."""
     fake.add_channel(C2, "random")
     fake.add_channel(C3, "secret", is_private=True)
+    fake.add_channel(C4, "archive")
     async with running(fake, await new_core(make_core, fake)) as first:
+        await first.say("archived, still there", channel=C4)
         parent = await first.say("general, soon deleted")
         await first.say("in its thread", thread_ts=parent["ts"], user=BOB)
         left = await first.say("random, the bot is removed", channel=C2)
@@ -330,20 +334,20 @@ async def test_a_public_channel_deleted_while_away_is_forgotten_and_others_are_k
             "in a thread of secret", channel=C3, thread_ts=secret["ts"], user=BOB, private=True
         )
     fake.delete_channel(C1)
-    fake.channels[C2].bot_is_member = False
-    fake.channels[C3].bot_is_member = False
+    fake.leave_channel(C2, BOT)  # (no channel_left reaches the app: it is away)
+    fake.leave_channel(C3, BOT)
+    fake.archive_channel(C4)
     fake.calls.clear()
 
     async with running(fake, await new_core(make_core, fake)) as second:
         report = await second.caught_up()
         core = second.core
-    assert report.purged == [SCOPE]
-    assert await texts(core) == []
-    assert await texts(core, f"{SCOPE}:{parent['ts']}") == []
-    assert await texts(core, f"slack:{T1}:{C2}") == ["random, the bot is removed"]
-    assert await texts(core, f"slack:{T1}:{C2}:{left['ts']}") == ["in a thread of random"]
-    assert await texts(core, f"slack:{T1}:{C3}") == ["secret, the bot is removed"]
-    assert await texts(core, f"slack:{T1}:{C3}:{secret['ts']}") == ["in a thread of secret"]
+    assert sorted(report.purged) == [SCOPE, f"slack:{T1}:{C2}", f"slack:{T1}:{C3}"]
+    for gone in (SCOPE, f"{SCOPE}:{parent['ts']}", f"slack:{T1}:{C2}", f"slack:{T1}:{C3}"):
+        assert await forgotten(core, gone), gone
+    assert await forgotten(core, f"slack:{T1}:{C2}:{left['ts']}")
+    assert await forgotten(core, f"slack:{T1}:{C3}:{secret['ts']}")
+    assert await texts(core, f"slack:{T1}:{C4}") == ["archived, still there"]
     # One request a channel: one found gone (or closed to the bot) is not asked again.
     asked = [c.params["channel"] for c in fake.calls if c.method.startswith("conversations.")]
     assert sorted(c for c in asked if c in (C1, C2, C3)) == [C1, C2, C3]

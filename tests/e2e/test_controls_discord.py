@@ -142,10 +142,14 @@ async def test_forwards_polls_voice_messages_and_forum_posts_are_remembered(
     by_id = {e.platform_id: e for e in entries}
     forward = by_id[str(forwarded["id"])]
     assert forward.author == "alice" and forward.author_id == str(world.alice.user.id)
-    assert forward.text.startswith("[forwarded message, its author not given] the wifi password")
+    assert forward.text.startswith(
+        "[forwarded from #random, its author not given] the wifi password"
+    )
     dm_log = await core.repo.all_entries(f"discord:dm:{world.alice.user.id}")
     [in_dm] = [e for e in dm_log if e.role == "user"]  # (and the bot's answer: a DM is answered)
-    assert in_dm.text == forward.text and in_dm.platform_id == str(to_bot["id"])
+    # (in the DM, which is no server's, the server is named too)
+    assert in_dm.text == forward.text.replace("#random", "#random (Memory Lab)")
+    assert in_dm.platform_id == str(to_bot["id"])
     assert by_id[str(poll["id"])].text == "[poll] Lunch?: pizza; sushi"
     assert "[poll closed] Lunch?: sushi won, 1 of 1 votes" in by_id[str(result["id"])].text
     assert by_id[str(voice["id"])].text.startswith("[voice message, 12 s]")

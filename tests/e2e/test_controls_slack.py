@@ -115,6 +115,34 @@ async def test_a_deleted_channel_is_forgotten_and_an_archived_one_is_not(http: H
     assert await texts(slack, f"slack:{T1}:C2") == ["kept while archived"]
 
 
+@pytest.mark.parametrize("told_by", ["channel_left", "member_left_channel"])
+async def test_the_bot_removed_from_a_channel_forgets_it_and_its_threads(
+    http: Harness, told_by: str
+) -> None:
+    """Slack tells the app with channel_left (group_left: private), which it may withhold,
+    and with member_left_channel naming the bot: either alone forgets the channel. A person
+    leaving changes nothing, and another channel keeps its memory."""
+    slack = http
+    thread, _, _ = await a_thread(slack)
+    slack.fake.add_channel("G2", "secret", is_private=True)
+    await slack.say("kept elsewhere", user=BOB, channel="G2", channel_type="group")
+    await slack.settle()
+    await slack.deliver(slack.fake.member_left_event(channel_id=C1, user_id=BOB))
+    await slack.settle()
+    assert await texts(slack, thread) != []
+    left, member_left = slack.fake.bot_removed_events(channel_id=C1, user_id=ALICE)
+    await slack.deliver(left if told_by == "channel_left" else member_left)
+    await slack.bot.drain()
+    assert await forgotten(slack.core, SCOPE) and await forgotten(slack.core, thread)
+    assert await texts(slack, f"slack:{T1}:G2") == ["kept elsewhere"]
+    # From a private channel: group_left.
+    private_left, _ = slack.fake.bot_removed_events(channel_id="G2", user_id=ALICE)
+    assert private_left["type"] == "group_left"
+    await slack.deliver(private_left)
+    await slack.bot.drain()
+    assert await forgotten(slack.core, f"slack:{T1}:G2")
+
+
 async def test_uninstalling_the_app_forgets_the_workspace(http: Harness) -> None:
     slack = http
     thread, _, _ = await a_thread(slack)

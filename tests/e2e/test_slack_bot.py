@@ -676,25 +676,45 @@ async def test_rate_limited_post_is_waited_out(http: Harness) -> None:
     assert len(http.fake.posted_messages) == 1
 
 
-async def test_streamed_reply_is_edited_until_complete(
+async def test_a_streamed_reply_streams_natively_in_its_thread_and_is_edited_in_a_dm(
     fake: FakeSlack, make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
+    """In a channel: chat.startStream with the first words, appendStream as it grows,
+    stopStream with the rest: one message, in the question's thread, for the member who
+    asked. A DM's answer stays in the conversation, where Slack has no thread to stream in:
+    its draft is posted and edited (chat.update, at Slack's pace) until complete."""
     settings = slack_settings(fake, stream_replies=True, stream_interval_s=0.2)
     core = await make_core(slack=settings)
-    answer = "Here is a streamed answer that arrives in many small pieces. " * 5
+    answer = "Here is a **streamed** answer that arrives in many small pieces. " * 5
     fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
+    fake_llm.stream_piece_delay = 0.03  # about a second of writing
+    in_mrkdwn = answer.strip().replace("**", "*")  # the DM's edited draft: Slack's mrkdwn
     async for harness in start_harness("socket", fake, core, fake_llm):
         asked = await harness.mention("stream it")
-        await fake.wait_for_calls("chat.update", count=1)
+        await fake.wait_for_calls("chat.stopStream", count=1)
+        await harness.settle()
+        [stream] = fake.streams
+        assert (stream.channel, stream.thread_ts) == (C1, asked["ts"])
+        assert (stream.recipient_user_id, stream.recipient_team_id) == (ALICE, T1)
+        assert stream.state == "stopped" and stream.appends >= 1
+        assert stream.text == answer.strip()  # Markdown, as the model wrote it
+        assert fake.posted_messages == [] and fake.updates == []
+        [stored] = [e for e in await entries(core) if e.role == "assistant"]
+        assert (stored.text, stored.platform_id) == (answer.strip(), stream.ts)
+
+        await harness.say("stream it here", channel=DM, channel_type="im")
+        await fake.wait_for(
+            lambda: True if [u.text for u in fake.updates][-1:] == [in_mrkdwn] else None,
+            description="the completed answer",
+        )
         await harness.settle()
         [first] = fake.posted_messages
-        assert first.thread_ts == asked["ts"]
+        assert (first.channel, first.thread_ts) == (DM, None)
         assert (first.text or "").endswith(" …")
-        assert len(first.text or "") < len(answer.strip())
         assert all(u.ts == first.ts for u in fake.updates)
-        assert fake.updates[-1].text == answer.strip()
-        stored = [e.text for e in await entries(core) if e.role == "assistant"]
-        assert stored == [answer.strip()]
+        assert len(fake.streams) == 1
+        in_dm = await entries(core, f"slack:{T1}:{DM}")
+        assert [e.text for e in in_dm if e.role == "assistant"] == [answer.strip()]
 
 
 # ------------------------------------------------------------------------ HTTP request checks

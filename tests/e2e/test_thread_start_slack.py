@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.slack_harness import ALICE, BOB, SCOPE, Harness, block_texts
+from tests.helpers import all_keys, key_values
+from tests.slack_harness import ALICE, BOB, CAROL, SCOPE, Harness, block_texts
 
 pytestmark = pytest.mark.fake("slack")
 
@@ -47,3 +48,50 @@ async def test_forgetting_the_message_that_opened_a_thread_reaches_the_thread(
     await slack.mention("what is my badge number?", user=BOB, thread_ts=asked["ts"])
     await slack.replies(2)
     assert "99-1234" not in slack.llm.of("reply")[-1].prompt_text
+
+
+# Before the bot was in the channel (and before the core's clock: a forget's tombstones,
+# timed by that clock, cover it).
+BEFORE_THE_BOT = "1700000000.000100"
+
+
+def began(prompt: str) -> str:
+    return prompt.split("How this thread began", 1)[1].split("##", 1)[0] if prompt else ""
+
+
+async def test_a_thread_under_a_message_from_before_the_bot_reads_it_from_slack_once(
+    http: Harness,
+) -> None:
+    """Memory never heard the thread's parent: it is read with conversations.replies (once:
+    then kept) and given as the thread's start, as context, never stored as said; and what
+    is forgotten leaves it."""
+    slack = http
+    parent = slack.fake.message_event(
+        text=f"the vault code is 7781, <@{ALICE}> has the key",
+        user_id=BOB,
+        channel_id="C1",
+        ts=BEFORE_THE_BOT,
+    )
+    slack.fake.add_history("C1", [parent])
+    await slack.mention("what is the vault code?", user=CAROL, thread_ts=BEFORE_THE_BOT)
+    await slack.replies(1)
+    first = began(slack.llm.of("reply")[-1].prompt_text)
+    assert "Bob Builder: the vault code is 7781, @Alice has the key" in first
+    await slack.mention("and who has the key?", user=CAROL, thread_ts=BEFORE_THE_BOT)
+    await slack.replies(2)
+    assert "7781" in began(slack.llm.of("reply")[-1].prompt_text)
+    [read] = slack.fake.calls_of("conversations.replies")
+    assert read.params["ts"] == BEFORE_THE_BOT
+    # Context, not memory: in no log, so never summarised, recalled or exported.
+    thread = f"{SCOPE}:{BEFORE_THE_BOT}"
+    for scope in (SCOPE, thread):
+        stored = {e.platform_id for e in await slack.core.repo.all_entries(scope)}
+        assert BEFORE_THE_BOT not in stored
+    # Forgotten in the channel (its threads with it): out of the prompt and of Redis.
+    assert "Forgot" in block_texts(await slack.command("forget 7781"))
+    await slack.mention("the code again?", user=CAROL, thread_ts=BEFORE_THE_BOT)
+    await slack.replies(3)
+    assert "7781" not in slack.llm.of("reply")[-1].prompt_text
+    assert len(slack.fake.calls_of("conversations.replies")) == 2  # (what was kept went)
+    for key in await all_keys(slack.core):
+        assert not any("7781" in value for value in await key_values(slack.core, key)), key

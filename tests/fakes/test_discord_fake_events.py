@@ -380,6 +380,54 @@ async def test_a_forward_carries_a_snapshot_of_the_message(
     assert comment.content == "fyi" and comment.reference is None  # sent after, on its own
 
 
+async def test_a_forwarded_components_v2_message_keeps_its_components_and_mentions(
+    fake: FakeDiscord, throwaway_world: World
+) -> None:
+    """An app's Components V2 message (flag 1 << 15, no content) forwarded: the snapshot
+    carries its components, its flags and the users its Text Displays mention."""
+    app = fake.add_member(throwaway_world.guild.id, name="deploybot", bot=True)
+    bob = throwaway_world.admin.user.id  # (a person: mentioned in the card)
+    text = {"type": 10, "content": f"owner <@{bob}>"}
+    section = {"type": 9, "components": [text], "accessory": {"type": 11, "media": {"url": "x"}}}
+    card = fake.app_message(
+        throwaway_world.general.id,
+        author_id=app.user.id,
+        components=[{"type": 17, "components": [{"type": 10, "content": "## 4.2"}, section]}],
+    )
+    assert card["flags"] == 1 << 15 and card["content"] == ""
+    assert [m["id"] for m in card["mentions"]] == [str(bob)]
+    with pytest.raises(FakeDiscordError, match="content or embeds"):
+        fake.app_message(
+            throwaway_world.general.id, author_id=app.user.id, content="hi", components=[text]
+        )
+    with pytest.raises(FakeDiscordError, match="not allowed"):
+        fake.app_message(
+            throwaway_world.general.id, author_id=app.user.id, components=[{"type": 11}]
+        )
+    with pytest.raises(FakeDiscordError, match="no app"):
+        fake.app_message(throwaway_world.general.id, author_id=bob, components=[text])
+    bot = RecordingBot()
+    async with fake.running(bot):
+        forward = await fake.forward_message(
+            message_id=int(card["id"]),
+            to_channel_id=throwaway_world.general.id,
+            author_id=throwaway_world.alice.user.id,
+        )
+        received = await next_item(bot.received)
+    [snapshot] = forward["message_snapshots"]
+    assert snapshot["message"]["mentions"][0]["id"] == str(bob)
+    assert snapshot["message"]["flags"] == 1 << 15
+    [snap] = received.message_snapshots
+    [container] = snap.components
+    assert isinstance(container, discord.Container)
+    heading, held = container.children
+    assert isinstance(heading, discord.TextDisplay) and heading.content == "## 4.2"
+    assert isinstance(held, discord.SectionComponent)
+    assert [c.content for c in held.children if isinstance(c, discord.TextDisplay)] == [
+        f"owner <@{bob}>"
+    ]
+
+
 # ------------------------------------------------------------------------------- polls
 
 

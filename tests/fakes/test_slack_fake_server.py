@@ -359,6 +359,7 @@ async def test_bolt_calls_auth_test_once_and_caches_it(
 ) -> None:
     for n in range(2):
         bolt_socket.mention_done.clear()
+        fake.age_rate_windows(1.0)  # a second apart: one answer a second in a channel
         await fake.socket_send_event(
             event=fake.app_mention_event(text=f"ping {n}", user_id=ALICE, channel_id=CHANNEL)
         )

@@ -174,26 +174,33 @@ async def test_a_channel_the_bot_is_not_in_is_refused(
 
 @pytest.mark.parametrize("method", ALL_POSTS)
 async def test_text_over_40000_characters_is_too_long(
-    web_client: AsyncWebClient, method: str
+    fake: FakeSlack, web_client: AsyncWebClient, method: str
 ) -> None:
     assert await _error(web_client, method, channel=CHANNEL, text="x" * 40_001) == "msg_too_long"
+    fake.age_rate_windows(1.0)  # a second later: a channel takes one new message a second
     await _post(web_client, method, channel=CHANNEL, text="x" * 40_000)
 
 
 @pytest.mark.parametrize("method", ALL_POSTS)
-async def test_more_than_50_blocks_are_invalid(web_client: AsyncWebClient, method: str) -> None:
+async def test_more_than_50_blocks_are_invalid(
+    fake: FakeSlack, web_client: AsyncWebClient, method: str
+) -> None:
     error = await _error(web_client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 51)
     assert error == "invalid_blocks"
+    fake.age_rate_windows(1.0)  # a second later: a channel takes one new message a second
     await _post(web_client, method, channel=CHANNEL, text="t", blocks=[SECTION] * 50)
 
 
 @pytest.mark.parametrize("method", ALL_POSTS)
-async def test_a_section_text_over_3000_is_invalid(web_client: AsyncWebClient, method: str) -> None:
+async def test_a_section_text_over_3000_is_invalid(
+    fake: FakeSlack, web_client: AsyncWebClient, method: str
+) -> None:
     def section(chars: int) -> dict[str, Any]:
         return {"type": "section", "text": {"type": "mrkdwn", "text": "x" * chars}}
 
     error = await _error(web_client, method, channel=CHANNEL, text="t", blocks=[section(3001)])
     assert error == "invalid_blocks"
+    fake.age_rate_windows(1.0)  # a second later: a channel takes one new message a second
     await _post(web_client, method, channel=CHANNEL, text="t", blocks=[section(3000)])
 
 
@@ -510,6 +517,60 @@ async def test_a_deleted_channel_is_gone_with_its_history(
     assert await _api_error(web_client, "conversations.history", channel=channel) == (
         "channel_not_found"
     )
+
+
+@pytest.mark.parametrize(
+    ("channel", "private", "kind", "not_found"),
+    [("CPUB", False, "channel_left", "not_in_channel"), (PRIVATE, True, "group_left", None)],
+)
+async def test_the_bot_removed_from_a_channel_no_longer_reads_or_posts_there(
+    fake: FakeSlack,
+    web_client: AsyncWebClient,
+    channel: str,
+    private: bool,
+    kind: str,
+    not_found: str | None,
+) -> None:
+    """channel_left / group_left ({type, channel, actor_id, event_ts}) and
+    member_left_channel naming the bot: either one, through event_payload, takes the bot out;
+    its history answers not_in_channel (a private one: channel_not_found, it cannot see it)."""
+    fake.add_channel(channel, "kicked", is_private=private, members=[ALICE, BOB])
+    _seed(fake, channel, 2)
+    left, member_left = fake.bot_removed_events(channel_id=channel, user_id=ALICE)
+    assert (left["type"], left["channel"], left["actor_id"]) == (kind, channel, ALICE)
+    assert member_left["type"] == "member_left_channel" and member_left["user"] == BOT
+    assert member_left["channel_type"] == ("G" if channel.startswith("G") else "C")
+    # A person leaving: only they are out.
+    fake.event_payload(event=fake.member_left_event(channel_id=channel, user_id=BOB))
+    assert BOB not in fake.channels[channel].members
+    assert await _texts(web_client, "conversations.history", channel=channel) == ["m2", "m1"]
+    fake.event_payload(event=member_left)
+    assert await _api_error(web_client, "conversations.history", channel=channel) == (
+        not_found or "channel_not_found"
+    )
+    assert await _error(web_client, "chat.postMessage", channel=channel, text="hi") == (
+        "not_in_channel"
+    )
+
+
+async def test_a_pre_bot_thread_parent_is_shown_by_conversations_replies(
+    fake: FakeSlack, web_client: AsyncWebClient
+) -> None:
+    """A parent posted before the app was there is in no event, only in the Web API:
+    conversations.replies of its ts (``limit`` 1) shows it first, replies after."""
+    [parent] = _seed(fake, CHANNEL, 1)
+    fake.event_payload(
+        event=fake.message_event(
+            text="a reply", user_id=BOB, channel_id=CHANNEL, thread_ts=parent["ts"]
+        )
+    )
+    assert await _texts(
+        web_client, "conversations.replies", channel=CHANNEL, ts=parent["ts"], limit=1
+    ) == ["m1"]
+    assert await _texts(web_client, "conversations.replies", channel=CHANNEL, ts=parent["ts"]) == [
+        "m1",
+        "a reply",
+    ]
 
 
 async def test_an_archived_channel_keeps_its_history_but_takes_no_posts(

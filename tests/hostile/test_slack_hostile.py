@@ -55,6 +55,7 @@ GOOD_KEY = re.compile(
     rf"|^mb:seen:slack:(?:{SLACK_ID}:{SLACK_ID}:{SLACK_TS}|Ev[A-Za-z0-9]+)$"
     rf"|^mb:cache:slack-[a-z]+:{SLACK_ID}:{SLACK_ID}$"
     r"|^mb:\{b\d+\.\d+\}:(?:scopes|queue|inflight|llm-rate|metrics:\d+)$|^mb:\{fleet\}:[a-z:-]+$"
+    r"|^mb:\{rate:[0-9a-f]{20}\}$"  # the pacing of Slack calls (a digest: names nothing)
 )
 
 

@@ -10,8 +10,9 @@ from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage, Reply
-from memory_core.service.conversation import STREAMING_MARK, Conversation, Turn
+from memory_core.service.conversation import Conversation, Turn
 from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.streaming import STREAMING_MARK
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
 from tests.helpers import CoreFactory

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from memory_core.bootstrap import Core
 from memory_core.calendar import from_ms
 from memory_core.clock import ManualClock
-from memory_core.models import IncomingMessage
+from memory_core.errors import ContextUnavailable
+from memory_core.models import Attachment, IncomingMessage, StarterSource, ThreadStarter
 from memory_core.scopes import Scope
 from memory_core.service.conversation import Conversation
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
-from tests.helpers import START, CoreFactory
+from tests.helpers import START, CoreFactory, scope_values
 
 CHANNEL = "slack:T1:C1"
 TS = "1754906400.000100"  # START + 1 h, as Slack writes a ts
@@ -136,3 +139,79 @@ async def test_recall_in_a_thread_searches_its_channel_too(
     )
     assert "rotates every Tuesday" in prompt.messages[0]["content"]
     assert CHANNEL in prompt.used.recalled_from
+
+
+# -- a first message memory never heard (a Slack parent from before the bot) -----------------
+class Platform:
+    """A door's StarterSource: what the platform shows of the thread's first message, and
+    how often it was asked."""
+
+    def __init__(self, text: str, *, author_id: str = "ann", fails: int = 0) -> None:
+        self.text = text
+        self.author_id = author_id
+        self.fails = fails
+        self.asked = 0
+
+    async def fetch(self) -> ThreadStarter | None:
+        self.asked += 1
+        if self.fails:
+            self.fails -= 1
+            raise ContextUnavailable("Slack did not answer")
+        return ThreadStarter(
+            platform_id=TS,
+            ts=from_ms(Scope.of(THREAD).thread_started_ms or 0),
+            text=self.text,
+            author="Ann",
+            author_id=self.author_id,
+            attachments=(Attachment(name="plan.pdf", kind="PDF"),),
+        )
+
+
+def asked_in_thread(platform: Platform) -> IncomingMessage:
+    return said(THREAD, "what was it?", thread_starter=StarterSource(fetch=platform.fetch))
+
+
+async def test_a_first_message_memory_lacks_is_read_once_and_never_stored(
+    make_core: CoreFactory,
+) -> None:
+    core = await make_core(offline=True, clock=ManualClock(START + timedelta(hours=2)))
+    platform = Platform("the vault code is 7781", fails=1)
+    # The platform did not answer: no start this time, and asked again next time.
+    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    assert prompt.used.started == ()
+    for _ in range(2):
+        prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+        [start] = prompt.used.started
+        assert start.text == "the vault code is 7781\n[file: plan.pdf, PDF]"
+        assert (start.author, start.id) == ("Ann", "")
+    assert platform.asked == 2
+    assert await core.repo.all_entries(CHANNEL) == []  # context, not memory
+    # Edited on the platform: read again.
+    await core.admin.edit_message(CHANNEL, TS, "the vault code is 9900")
+    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    assert platform.asked == 3
+
+
+@pytest.mark.parametrize("how", ["text", "person", "message", "all"])
+async def test_a_forgotten_first_message_is_not_shown_nor_kept(
+    make_core: CoreFactory, how: str
+) -> None:
+    core = await make_core(offline=True, clock=ManualClock(START + timedelta(hours=2)))
+    platform = Platform("the vault code is 7781")
+    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    [start] = prompt.used.started
+    assert start.text == "the vault code is 7781\n[file: plan.pdf, PDF]"
+    assert "7781" in " ".join(await scope_values(core, CHANNEL))  # kept beside the thread
+    if how == "text":
+        await core.admin.forget_text(CHANNEL, "7781")
+    elif how == "person":
+        await core.admin.forget_user(CHANNEL, user_id="ann")
+    elif how == "message":
+        await core.admin.forget_message(CHANNEL, TS)
+    else:
+        await core.admin.forget_all(CHANNEL)
+    assert "7781" not in " ".join(await scope_values(core, CHANNEL))
+    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    assert prompt.used.started == ()
+    assert platform.asked == 2  # read again, found forgotten: kept as none, never its text
+    assert "7781" not in " ".join(await scope_values(core, CHANNEL))

@@ -1,12 +1,15 @@
 """The streaming writer every front door shares: long answers split for chat platforms, a
-throttle on draft edits, and the draft posted, edited and completed through a sink."""
+throttle on draft edits, the draft posted, edited and completed through a sink at the
+platform's pace, and an answer never shown twice."""
 
 import re
+from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.service.conversation import STREAMING_MARK, StreamedReply, Throttle
+from memory_core.service.streaming import STREAMING_MARK, StreamedReply, Throttle, continuation
 from memory_core.text.chunks import split_message
 from tests.fakes.reply_sink import FakeSink
 
@@ -131,13 +134,90 @@ async def test_without_streaming_the_answer_is_only_posted_complete() -> None:
     assert sink.calls == [("post", "The whole answer.")]
 
 
-async def test_a_refused_final_edit_posts_the_whole_answer_anew() -> None:
+async def test_a_refused_final_edit_is_tried_again() -> None:
     sink = FakeSink()
     writer = StreamedReply(sink, stream_interval_s=0.0)
     await writer.progress("Half of it")
     sink.refuse_edits = 1
     assert await writer.finish("Half of it, and the rest.")
-    assert sink.shown == ["Half of it" + STREAMING_MARK, "Half of it, and the rest."]
+    assert sink.shown == ["Half of it, and the rest."]
+    assert [kind for kind, _ in sink.calls] == ["post", "edit", "edit"]
+
+
+async def test_a_draft_that_cannot_be_completed_is_followed_by_what_it_lacks_only() -> None:
+    """Never the answer twice: the draft keeps what it shows, and a new message carries
+    the rest of it, from the first word the draft does not show whole."""
+    sink = FakeSink()
+    writer = StreamedReply(sink, stream_interval_s=0.0)
+    await writer.progress("Half of it, and the re")
+    sink.refuse_edits = 2
+    assert await writer.finish("Half of it, and the rest. Done.")
+    assert sink.shown == ["Half of it, and the re" + STREAMING_MARK, "…rest. Done."]
+    assert writer.first == 0 and writer.more == [1]
+
+
+@pytest.mark.parametrize(
+    ("said", "text", "lacking"),
+    [
+        ("Half of it", "Half of it, and the rest.", "…, and the rest."),
+        ("Half of it ", "Half of it and the rest.", "…and the rest."),
+        ("Half of it, and the re", "Half of it, and the rest.", "…rest."),
+        ("All of it.", "All of it.", ""),
+        ("Half of [secr", "Half of [secret hidden] and more", "…[secret hidden] and more"),
+        ("Something else", "Other words entirely", "Other words entirely"),
+        ("", "The answer", "The answer"),
+    ],
+)
+def test_what_a_draft_lacks(said: str, text: str, lacking: str) -> None:
+    assert continuation(said, text) == lacking
+
+
+@dataclass
+class PacedSink(FakeSink):
+    """A platform whose limit lets ``room`` calls through now (then none), and whose
+    waits are counted."""
+
+    room_now: int = 0
+    waits: list[str] = field(default_factory=list)
+
+    async def room(self, call: str, *, wait: bool) -> bool:
+        if wait:
+            self.waits.append(call)
+            return True
+        if self.room_now:
+            self.room_now -= 1
+            return True
+        return False
+
+
+async def test_a_draft_update_waits_for_the_platforms_pace_and_the_last_words_do_not() -> None:
+    sink, clock = PacedSink(room_now=1), Clock()
+    writer = StreamedReply(sink, stream_interval_s=1.0, clock=clock)
+    await writer.progress("Hello")  # room for it: posted
+    clock.now = 1.0
+    await writer.progress("Hello there")  # no room now: skipped, drafting goes on
+    clock.now = 2.0
+    sink.room_now = 1
+    await writer.progress("Hello there, friend")
+    assert sink.calls == [
+        ("post", "Hello" + STREAMING_MARK),
+        ("edit", "Hello there, friend" + STREAMING_MARK),
+    ]
+    assert await writer.finish("Hello there, friend. Done.")
+    assert sink.shown == ["Hello there, friend. Done."]
+    assert sink.waits == ["edit"]  # the last words waited for their turn
+
+
+async def test_an_answer_with_no_room_to_stream_is_posted_once_complete() -> None:
+    sink = PacedSink(message_chars=50)
+    writer = StreamedReply(sink, stream_interval_s=0.0)
+    await writer.progress("The first words")
+    assert sink.calls == []
+    answer = "The first words of a long answer. " * 3
+    assert await writer.finish(answer)
+    assert sink.shown == split_message(answer, 50) and len(sink.shown) > 1
+    assert [kind for kind, _ in sink.calls] == ["post"] * len(sink.shown)
+    assert sink.waits == ["post"] * len(sink.shown)  # each waited for its turn
 
 
 async def test_a_refused_draft_stops_drafting_and_the_answer_is_still_posted() -> None:

@@ -20,15 +20,29 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "issue_new_wss_url": set(),  # apps.connections.open: the app-level token's connections:write
     "chat_postMessage": {"chat:write"},
     "chat_update": {"chat:write"},
+    # A streamed answer (slack.stream_replies): chat:write, like any message of the app.
+    "chat_startStream": {"chat:write"},
+    "chat_appendStream": {"chat:write"},
+    "chat_stopStream": {"chat:write"},
     "chat_postEphemeral": {"chat:write"},  # a /memory answer its response_url refused
     "users_info": {"users:read"},
-    # Only for app_mention events, which come from public and private channels (a DM or a
-    # group DM is private by its channel type already): channels:read and groups:read.
-    "conversations_info": {"channels:read", "groups:read"},
+    # For app_mention events, which come from public and private channels (a DM or a group
+    # DM is private by its channel type already): channels:read and groups:read; and for
+    # whose a DM is, where a shortcut or /memory runs (the app's own DM or one between
+    # people): im:read.
+    "conversations_info": {"channels:read", "groups:read", "im:read"},
     "conversations_open": {"im:write"},  # a 1:1 DM for the export
     "files_upload_v2": {"files:write"},
     "chat_getPermalink": set(),  # /memory why and source lines: Slack asks for no scope
     "views_publish": set(),  # the App Home tab: no scope
+    # The assistant panel. setStatus takes chat:write (Slack's reference; assistant:write
+    # too, for now); the prompts and the title, assistant:write.
+    "assistant_threads_setStatus": {"chat:write"},
+    "assistant_threads_setSuggestedPrompts": {"assistant:write"},
+    "assistant_threads_setTitle": {"assistant:write"},
+    # Whether a member may read the channel they view in the assistant panel: a private
+    # channel's members (groups:read), a guest's public channel (channels:read).
+    "conversations_members": {"channels:read", "groups:read"},
 }
 
 EVENT_SCOPES: dict[str, str] = {
@@ -39,9 +53,18 @@ EVENT_SCOPES: dict[str, str] = {
     "message.mpim": "mpim:history",
     "channel_deleted": "channels:read",
     "group_deleted": "groups:read",
+    "channel_left": "channels:read",
+    "group_left": "groups:read",
+    "member_left_channel": "channels:read",  # (and groups:read for private channels)
 }
 # Events that need no scope (a dict of their own: the manifest's scopes are a set of those above).
-NO_SCOPE_EVENTS = {"app_home_opened", "app_uninstalled", "tokens_revoked"}
+NO_SCOPE_EVENTS = {
+    "app_home_opened",
+    "app_uninstalled",
+    "tokens_revoked",
+    "assistant_thread_started",  # (the assistant view's, with assistant:write)
+    "assistant_thread_context_changed",
+}
 
 
 def documented_scopes() -> set[str]:

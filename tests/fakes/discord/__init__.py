@@ -88,8 +88,10 @@ Where things are (``FakeDiscord`` is put together from one mixin per concern):
   ``people.py``: what users do (messages, edits, forwards, DMs, polls, voice messages);
 * ``rest_threads.py``: listing threads (a guild's active ones, a channel's or forum's archived
   public and private ones, with Discord's permission rules and paging);
-* ``ratelimits.py``: per-route rate-limit budgets (``set_route_budget``): real
-  ``X-RateLimit-*`` headers and 429s past the budget, per channel, guild or webhook;
+* ``ratelimits.py``: per-route rate-limit budgets, on by default for the routes a bot answers
+  through (five messages or edits per five seconds in a channel...; ``set_route_budget`` for
+  others): real ``X-RateLimit-*`` headers and 429s past the budget, per channel, guild or
+  webhook;
 * ``payloads.py``: the payloads sent to discord.py and permission computation;
   ``waits.py``: the ``wait_for_*`` helpers;
 * ``models.py``: constants and documented limits, enums, the world's objects and the records;

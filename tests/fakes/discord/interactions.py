@@ -29,7 +29,6 @@ from .models import (
     MESSAGE_CONTEXT_MENU_COMMAND,
     REFERENCE_DEFAULT,
     USER_INSTALL,
-    ChannelType,
     FakeChannel,
     FakeDiscordError,
     FakeInteraction,
@@ -357,11 +356,12 @@ class InteractionsMixin:
                 "must sync it (or the test register_commands() it) before a user can invoke it"
             )
 
-    @staticmethod
-    def _context_of(channel: FakeChannel) -> int:
+    def _context_of(self, channel: FakeChannel) -> int:
+        """GUILD in a server; BOT_DM only in the bot's own DM; a DM between people or a
+        group DM is PRIVATE_CHANNEL."""
         if channel.guild_id is not None:
             return CONTEXT_GUILD
-        return CONTEXT_BOT_DM if channel.type is ChannelType.DM else CONTEXT_PRIVATE_CHANNEL
+        return CONTEXT_BOT_DM if self.is_bot_dm(channel) else CONTEXT_PRIVATE_CHANNEL
 
     def _check_context(
         self,
@@ -521,8 +521,8 @@ class InteractionsMixin:
                 authorizing_integration_owners=owners or {"0": str(guild_id)},
             )
         else:
-            if channel.type is ChannelType.GROUP_DM and user.id not in channel.recipient_ids:
-                raise FakeDiscordError(f"user {user.id} is not in group DM {channel.id}")
+            if user.id not in channel.recipient_ids:
+                raise FakeDiscordError(f"user {user.id} is not in DM {channel.id}")
             payload.update(
                 user=user.to_payload(),
                 # In a DM with the bot the app has the "DM" permission set Discord computes.

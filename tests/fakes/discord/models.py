@@ -57,6 +57,12 @@ LOADING_FLAG: Final = 1 << 7
 # Message flags set by Discord itself (Message resource, "Message Flags").
 IS_VOICE_MESSAGE_FLAG: Final = 1 << 13
 HAS_SNAPSHOT_FLAG: Final = 1 << 14
+IS_COMPONENTS_V2_FLAG: Final = 1 << 15  # set by the app that sends such a message
+# Components V2 ("Component Reference"): what a message may hold at its top level, and in a
+# Container; a Section holds 1 to 3 Text Displays and an accessory (a Button or Thumbnail).
+V2_TOP_LEVEL_TYPES: Final = frozenset({1, 9, 10, 12, 13, 14, 17})
+V2_CONTAINER_TYPES: Final = frozenset({1, 9, 10, 12, 13, 14})
+MAX_TEXT_DISPLAY: Final = 4000
 # Message types the fake produces (Message resource, "Message Types").
 MESSAGE_DEFAULT, MESSAGE_REPLY, MESSAGE_CONTEXT_MENU_COMMAND, MESSAGE_POLL_RESULT = 0, 19, 23, 46
 # Message reference types: a reply (DEFAULT) or a forward (FORWARD, with message_snapshots).

@@ -21,17 +21,21 @@ from .models import (
     _USER_MENTION,
     FORWARDABLE_MESSAGE_TYPES,
     HAS_SNAPSHOT_FLAG,
+    IS_COMPONENTS_V2_FLAG,
     IS_VOICE_MESSAGE_FLAG,
     JSON,
     MAX_POLL_ANSWER,
     MAX_POLL_ANSWERS,
     MAX_POLL_HOURS,
     MAX_POLL_QUESTION,
+    MAX_TEXT_DISPLAY,
     MAX_WAVEFORM_POINTS,
     MESSAGE_POLL_RESULT,
     REFERENCE_DEFAULT,
     REFERENCE_FORWARD,
     SNAPSHOT_FIELDS,
+    V2_CONTAINER_TYPES,
+    V2_TOP_LEVEL_TYPES,
     ChannelType,
     FakeChannel,
     FakeDiscordError,
@@ -134,6 +138,41 @@ class PeopleMixin:
             webhook=webhook,
         )
 
+    def app_message(
+        self,
+        channel_id: int,
+        *,
+        author_id: int,
+        content: str = "",
+        embeds: Sequence[JSON] = (),
+        components: Sequence[JSON] = (),
+    ) -> JSON:
+        """Another app (a bot member: ``add_member(bot=True)``) posts in a guild channel or
+        thread: with ``components``, a Components V2 message (flag IS_COMPONENTS_V2, 1 << 15:
+        Discord then refuses ``content`` and ``embeds``; its Text Displays' ``<@id>`` are its
+        mentions), else ``content`` and ``embeds``. Stored and not dispatched (memorybot
+        ignores bots): people see it, and may forward it (:meth:`forward_message`)."""
+        channel = self._channel(channel_id)
+        author = self._author_in(channel, author_id)
+        if not author.bot:
+            raise FakeDiscordError(f"user {author_id} is no app: add_member(bot=True)")
+        if components and (content or embeds):
+            raise FakeDiscordError(
+                "a message with IS_COMPONENTS_V2 cannot have content or embeds (50035)"
+            )
+        texts = _v2_texts(components, V2_TOP_LEVEL_TYPES)
+        ids = dict.fromkeys(int(uid) for text in texts for uid in _USER_MENTION.findall(text))
+        mentioned = [self.users[uid] for uid in ids if uid in self.users]
+        return self._new_message(
+            channel=channel,
+            author=author,
+            content=content,
+            embeds=list(embeds),
+            components=copy.deepcopy(list(components)),
+            flags=IS_COMPONENTS_V2_FLAG if components else 0,
+            extra_mentions=mentioned,
+        )
+
     def _author_in(self, channel: FakeChannel, author_id: int) -> FakeUser:
         """The author of a user message in ``channel``: a member of its guild (posting in a
         text channel or thread, never in a forum itself), or the person of a DM with the bot."""
@@ -216,6 +255,17 @@ class PeopleMixin:
         )
         await self._deliver_user_event("MESSAGE_CREATE", message, while_away=while_away)
         return message
+
+    def say_in_private(self, channel_id: int, *, author_id: int, content: str) -> JSON:
+        """Someone writes in a DM between people or a group DM (:meth:`add_dm_between`,
+        :meth:`add_group_dm`): stored, never dispatched, since the bot is in neither. A
+        message command (through a user install) can run on it."""
+        channel = self._channel(channel_id)
+        if channel.guild_id is not None or self.is_bot_dm(channel):
+            raise FakeDiscordError("say_in_private is for DMs and group DMs between people")
+        if author_id not in channel.recipient_ids:
+            raise FakeDiscordError(f"user {author_id} is not in DM {channel_id}")
+        return self._new_message(channel=channel, author=self.users[author_id], content=content)
 
     async def edit_user_message(
         self,
@@ -735,3 +785,30 @@ class PeopleMixin:
         if int(stored["author"]["id"]) == self.bot_user.id:
             raise FakeDiscordError("the bot edits its own messages through the REST API")
         return stored
+
+
+def _v2_texts(components: Sequence[JSON], allowed: frozenset[int]) -> list[str]:
+    """The Text Displays' contents of Components V2, checked as Discord checks their shape
+    (which types go where, a Section's 1 to 3 Text Displays and its accessory, a Text
+    Display's content up to 4000 characters); FakeDiscordError for one it refuses."""
+    texts: list[str] = []
+    for component in components:
+        kind = component.get("type")
+        if kind not in allowed:
+            raise FakeDiscordError(f"component type {kind} is not allowed here (50035)")
+        if kind == 10:
+            content = component.get("content")
+            if not isinstance(content, str) or not 0 < len(content) <= MAX_TEXT_DISPLAY:
+                raise FakeDiscordError("a Text Display needs content of 1 to 4000 characters")
+            texts.append(content)
+        elif kind == 9:
+            inner = component.get("components") or []
+            accessory = (component.get("accessory") or {}).get("type")
+            if not 1 <= len(inner) <= 3 or accessory not in (2, 11):
+                raise FakeDiscordError(
+                    "a Section holds 1 to 3 Text Displays and a Button or Thumbnail accessory"
+                )
+            texts += _v2_texts(inner, frozenset({10}))
+        elif kind == 17:
+            texts += _v2_texts(component.get("components") or [], V2_CONTAINER_TYPES)
+    return texts

@@ -1,9 +1,12 @@
 """Per-route rate limits of the fake Discord, as Discord's "Rate Limits" topic documents them: a
-route's budget (``set_route_budget``) is counted per top-level resource (the channel, guild or
-webhook in its path); every answer says where the budget stands (``X-RateLimit-Limit``,
-``-Remaining``, ``-Reset``, ``-Reset-After``, ``-Bucket``), and a request over it is refused
-with HTTP 429 (a JSON body with ``message``, ``retry_after`` and ``global``, a ``Retry-After``
-header, ``X-RateLimit-Scope: user``) and not counted.
+route's budget is counted per top-level resource (the channel, guild or webhook in its path);
+every answer says where the budget stands (``X-RateLimit-Limit``, ``-Remaining``, ``-Reset``,
+``-Reset-After``, ``-Bucket``), and a request over it is refused with HTTP 429 (a JSON body
+with ``message``, ``retry_after`` and ``global``, a ``Retry-After`` header,
+``X-RateLimit-Scope: user``) and not counted.
+
+The routes a bot answers through have their budgets by default (:data:`DEFAULT_ROUTE_BUDGETS`);
+``set_route_budget`` gives a route another one (history reading, in the tests of a learn).
 """
 
 from __future__ import annotations
@@ -20,6 +23,17 @@ from .validation import _Route
 
 # Top-level resources: a route's limits are counted per value of the first of these it has.
 MAJOR_PARAMETERS = ("channel_id", "guild_id", "token")
+#: (requests, window in seconds) per channel, on by default. Discord publishes no numbers (a
+#: bot is to read the headers, which the fake sends); these are the ones it answers bots with:
+#: five messages, or five edits, per five seconds in a channel.
+DEFAULT_ROUTE_BUDGETS: dict[str, tuple[int, float]] = {
+    "POST /channels/{channel_id}/messages": (5, 5.0),
+    "PATCH /channels/{channel_id}/messages/{message_id}": (5, 5.0),
+    "DELETE /channels/{channel_id}/messages/{message_id}": (5, 1.0),
+    "POST /channels/{channel_id}/typing": (5, 5.0),
+    "PUT /channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me": (1, 0.25),
+    "DELETE /channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me": (1, 0.25),
+}
 _PARAMETER = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 
 

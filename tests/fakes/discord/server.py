@@ -54,7 +54,12 @@ from .models import (
 )
 from .payloads import PayloadsMixin
 from .people import PeopleMixin
-from .ratelimits import MAJOR_PARAMETERS, RouteBudgetsMixin, route_template
+from .ratelimits import (
+    DEFAULT_ROUTE_BUDGETS,
+    MAJOR_PARAMETERS,
+    RouteBudgetsMixin,
+    route_template,
+)
 from .rest import RestMixin
 from .rest_interactions import InteractionRoutesMixin
 from .rest_threads import ThreadListingMixin
@@ -182,7 +187,7 @@ class FakeDiscord(
         self._failures: list[_FailureRule] = []
         self._forbidden_channels: set[int] = set()
         # route template -> (requests allowed, window in seconds): see set_route_budget
-        self._route_budgets: dict[str, tuple[int, float]] = {}
+        self._route_budgets: dict[str, tuple[int, float]] = dict(DEFAULT_ROUTE_BUDGETS)
         # (route template, major parameter) -> (window end, requests used in it)
         self._route_windows: dict[tuple[str, str], tuple[float, int]] = {}
         self._last_archived_at = 0.0

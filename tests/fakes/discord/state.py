@@ -669,6 +669,26 @@ class WorldMixin:
         self.channels[channel.id] = channel
         return channel
 
+    def add_dm_between(self, user_id: int, other_id: int) -> FakeChannel:
+        """A DM between two people (never the bot's: that is :meth:`dm_channel_id`). The bot
+        is not in it and receives nothing from it; commands reach it only from a
+        user-installed app (see :meth:`install_for_user`), in the PRIVATE_CHANNEL context."""
+        if self.bot_user.id in (user_id, other_id):
+            raise FakeDiscordError("the bot's DM with a user is fake.dm_channel_id(user_id)")
+        channel = FakeChannel(
+            id=self._ids.next(),
+            type=ChannelType.DM,
+            name=None,
+            guild_id=None,
+            recipient_ids=[self.add_user(user_id).id, self.add_user(other_id).id],
+        )
+        self.channels[channel.id] = channel
+        return channel
+
+    def is_bot_dm(self, channel: FakeChannel) -> bool:
+        """Whether ``channel`` is the bot's DM with a user (not a DM between people)."""
+        return channel.type is ChannelType.DM and channel.id in self._dm_by_user.values()
+
     def install_for_user(self, user_id: int) -> None:
         """The user installs the app to their account (USER_INSTALL): its commands whose
         ``integration_types`` include 1 follow them into group DMs and other servers."""

@@ -23,7 +23,11 @@ Where things are (``FakeSlack`` is put together from one mixin per concern):
 * ``server.py``: the aiohttp app and its routes, token and scope checks, dispatch to the Web API
   methods (``_builtin_handler`` lists them), unknown methods and paths, waiting on records;
 * ``methods.py``: the Web API methods (auth, chat.*, users.info, conversations.*, views.*...);
-  ``files.py``: uploads, downloads and ``response_url`` posts;
+  ``streams.py``: streamed messages (chat.startStream / appendStream / stopStream);
+  ``files.py``: uploads, downloads and ``response_url`` posts; ``assistant.py``: the
+  assistant panel (its events, assistant.threads.*, message metadata);
+* ``limits.py``: Slack's rate limits, on by default (each method's tier, a message a second
+  in a channel), and how a test asks for more;
 * ``events.py``: the events and payloads Slack sends an app; ``socket.py``: Socket Mode;
   ``signing.py``: signed delivery over HTTP;
 * ``state.py``: the workspace (users, channels, history, installs, failure injection);
@@ -32,6 +36,7 @@ Where things are (``FakeSlack`` is put together from one mixin per concern):
 
 from __future__ import annotations
 
+from .assistant import AssistantThread
 from .blocks import event_subscription
 from .models import (
     EVENT_SCOPES,
@@ -57,12 +62,15 @@ from .signing import (
     signed_headers,
     slash_command_form_body,
 )
+from .streams import FakeStream
 
 __all__ = [
     "EVENT_SCOPES",
     "ApiCall",
+    "AssistantThread",
     "FakeChannel",
     "FakeSlack",
+    "FakeStream",
     "FakeUser",
     "FileUpload",
     "HistoryTier",

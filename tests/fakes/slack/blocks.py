@@ -23,6 +23,7 @@ from .models import (
     _SECTION_FIELD_CHARS,
     _SECTION_FIELDS,
     _SECTION_TEXT_CHARS,
+    _STREAM_TEXT_CHARS,
     _UNCHECKED_BLOCK_TYPES,
     _VIEW_CALLBACK_ID_CHARS,
     _VIEW_PRIVATE_METADATA_CHARS,
@@ -82,10 +83,13 @@ def message_error(body: dict[str, Any]) -> str | None:
     if body.get("delete_original"):
         return None
     text, blocks = body.get("text"), body.get("blocks")
-    if not text and not blocks and not body.get("attachments"):
+    markdown = body.get("markdown_text")
+    if not text and not blocks and not body.get("attachments") and not markdown:
         return "no_text"
     if isinstance(text, str) and len(text) > _MESSAGE_TEXT_CHARS:
         return "msg_too_long"
+    if isinstance(markdown, str) and len(markdown) > _STREAM_TEXT_CHARS:
+        return "msg_too_long"  # markdown_text: at most 12,000 characters
     if blocks is not None and (
         not isinstance(blocks, list)
         or len(blocks) > _MAX_BLOCKS

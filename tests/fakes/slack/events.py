@@ -69,14 +69,25 @@ class EventsMixin:
     def _check_delivery(self, event: Mapping[str, Any]) -> None:
         if event.get("type") not in _UNINSTALL_EVENTS:
             self._require_installed("events")
+        channel = self.channels.get(str(event.get("channel", "")))
+        if channel is not None and channel.hidden_from_app:
+            raise ValueError(f"{channel.id} is a DM between people: no event reaches the app")
         if self.bot_events is None:
             return
         subscription = event_subscription(event)
         if subscription not in self.bot_events:
             raise ValueError(f"the app does not subscribe to {subscription}")
         scope = EVENT_SCOPES.get(subscription)
+        if subscription == "member_left_channel" and self._private_channel(event.get("channel")):
+            scope = "groups:read"
         if scope is not None and self.scopes is not None and scope not in self.scopes:
             raise ValueError(f"{subscription} needs the {scope} scope, which the app lacks")
+
+    def _private_channel(self, channel_id: Any) -> bool:
+        channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
+        if channel is None:
+            return isinstance(channel_id, str) and channel_id.startswith("G")
+        return channel.is_private
 
     def _shared(self, channel_id: Any) -> bool:
         channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
@@ -400,6 +411,45 @@ class EventsMixin:
             }
         return {"type": "channel_deleted", "channel": channel_id}
 
+    def bot_removed_events(self, *, channel_id: str, user_id: str) -> list[dict[str, Any]]:
+        """``user_id`` removes the bot from a channel (``/kick @bot``, or the channel's
+        member list): the events Slack sends the app, each one alone enough to say it,
+        since Slack "sometimes withholds" the first. ``channel_left`` ({type, channel,
+        actor_id, event_ts}) for a public channel, ``group_left`` (the same) for a private
+        one; then ``member_left_channel`` ({type, user, channel, channel_type, team, event_ts}
+        naming the bot user; ``channel_type`` "C", or "G" for a private channel named G...).
+        Sent through ``event_payload``, the bot is no longer in it: its history answers
+        ``not_in_channel`` (public) or ``channel_not_found`` (private). Needs channels:read,
+        groups:read for a private channel (:data:`EVENT_SCOPES`)."""
+        private = self._is_private(channel_id)
+        left = {
+            "type": "group_left" if private else "channel_left",
+            "channel": channel_id,
+            "actor_id": user_id,
+            "event_ts": self.next_ts(),
+        }
+        member_left = {
+            "type": "member_left_channel",
+            "user": self.bot_user_id,
+            "channel": channel_id,
+            "channel_type": "G" if channel_id.startswith("G") else "C",
+            "team": self.team_id,
+            "event_ts": self.next_ts(),
+        }
+        return [left, member_left]
+
+    def member_left_event(self, *, channel_id: str, user_id: str) -> dict[str, Any]:
+        """``user_id`` (a person) leaves a channel: ``member_left_channel`` naming them. Sent
+        through ``event_payload``, they are no longer among its members."""
+        return {
+            "type": "member_left_channel",
+            "user": user_id,
+            "channel": channel_id,
+            "channel_type": "G" if channel_id.startswith("G") else "C",
+            "team": self.team_id,
+            "event_ts": self.next_ts(),
+        }
+
     def channel_archive_event(self, *, channel_id: str, user_id: str) -> dict[str, Any]:
         """``user_id`` archives a channel: ``channel_archive`` (public) or ``group_archive``
         (private), {type, channel, user, event_ts}. Unlike a deletion the channel stays,
@@ -638,6 +688,9 @@ class EventsMixin:
         }
 
     def _payload_user(self, user_id: str, team: str) -> dict[str, Any]:
+        """The ``user`` of an interaction payload: ``team_id`` is the user's own team (in a
+        Slack Connect channel, another organisation's)."""
         user = self.users.get(user_id)
         name = user.name if user is not None else user_id.lower()
-        return {"id": user_id, "username": name, "name": name, "team_id": team}
+        own_team = user.team_id if user is not None else team
+        return {"id": user_id, "username": name, "name": name, "team_id": own_team}

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .assistant import metadata_error
 from .blocks import (
     _conversation_id,
     _decode_cursor,
@@ -90,12 +91,17 @@ class WebApiMixin:
         channel_id: str,
         message: Mapping[str, Any],
         threads: Mapping[str, list[dict[str, Any]]] | None = None,
+        *,
+        with_metadata: bool = False,
     ) -> dict[str, Any]:
         """A stored message as conversations.history/replies (and interaction payloads)
         show it: no event fields, a thread parent with its reply fields, a reply with its
         parent's author, the bot's edited messages with ``edited``. ``threads``: the
-        conversation's (:meth:`_threads`), when the caller has them already."""
+        conversation's (:meth:`_threads`), when the caller has them already. Its
+        ``metadata`` only ``with_metadata`` (the history methods' ``include_all_metadata``)."""
         shown = {k: copy.deepcopy(v) for k, v in message.items() if k not in _EVENT_ONLY_FIELDS}
+        if not with_metadata:
+            shown.pop("metadata", None)
         shown["type"] = "message"
         ts = str(shown.get("ts", ""))
         thread_ts = shown.get("thread_ts")
@@ -133,7 +139,7 @@ class WebApiMixin:
             "user": self.bot_user_id,
             "bot_id": self.bot_id,
             "app_id": self.api_app_id,
-            "text": params.get("text", ""),
+            "text": params.get("text", params.get("markdown_text", "")),
             "ts": ts,
             "team": self.team_id,
         }
@@ -141,33 +147,39 @@ class WebApiMixin:
             message["blocks"] = params["blocks"]
         if params.get("thread_ts") is not None:
             message["thread_ts"] = params["thread_ts"]
+        if params.get("metadata") is not None:
+            message["metadata"] = params["metadata"]
         return message
 
     def _chat_post_message(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         channel = params.get("channel")
-        error = self._post_error(params)
+        error = self._post_error(params) or metadata_error(params)
         if error is not None:
             return {"ok": False, "error": error}
         ts = self.next_ts()
         message = self._message_object(params, ts)
         self._messages[(str(channel), ts)] = message
+        self._count_channel_post(str(channel))
+        self._assistant_replied(str(channel), params.get("thread_ts"))
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
     def _chat_update(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         channel = str(params.get("channel", ""))
         ts = str(params.get("ts", ""))
         # chat.update may change only part of a message (the text, or the blocks).
-        error = self._post_error(params, needs_content=False)
+        error = self._post_error(params, needs_content=False) or metadata_error(params)
         if error is not None:
             return {"ok": False, "error": error}
         message = self._messages.get((channel, ts))
         if message is None:
             # The bot can only edit messages it posted (through this fake).
             return {"ok": False, "error": "message_not_found"}
-        if "text" in params:
-            message["text"] = params["text"]
+        if "text" in params or "markdown_text" in params:
+            message["text"] = params.get("text", params.get("markdown_text"))
         if params.get("blocks") is not None:
             message["blocks"] = params["blocks"]
+        if params.get("metadata") is not None:
+            message["metadata"] = params["metadata"]
         # Its history shows it edited (the response's message does not say so).
         self._edited[(channel, ts)] = self.next_ts()
         return {
@@ -194,7 +206,7 @@ class WebApiMixin:
         channel_id, ts = str(params.get("channel") or ""), str(params.get("message_ts") or "")
         if not channel_id or not ts:
             return {"ok": False, "error": "invalid_arguments"}
-        if channel_id not in self.channels:
+        if self._app_channel(channel_id) is None:
             return {"ok": False, "error": "channel_not_found"}
         message = self._said.get((channel_id, ts)) or self._messages.get((channel_id, ts))
         if message is None:
@@ -235,8 +247,8 @@ class WebApiMixin:
         return {"ok": True, "user": user.to_api()}
 
     def _conversations_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
-        channel = self.channels.get(str(params.get("channel", "")))
-        if channel is None:
+        channel = self._app_channel(str(params.get("channel", "")))
+        if channel is None:  # (a DM between people too: the app sees only its own)
             return {"ok": False, "error": "channel_not_found"}
         if channel.is_im:
             needed = "im:read"
@@ -248,10 +260,41 @@ class WebApiMixin:
             return self._missing_scope([needed])
         return {"ok": True, "channel": channel.to_api()}
 
+    def _conversations_members(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """conversations.members: the ids of the conversation's members (the bot's among
+        them when it is in it), ``limit`` (default 100, at most 1000) a page, and
+        ``response_metadata.next_cursor`` to the next. ``channel_not_found`` for one the
+        app cannot see (unknown, deleted, a DM between people, a private channel it is not
+        in), ``missing_scope`` without the read scope of its type (as conversations.info),
+        ``invalid_limit``, ``invalid_cursor``."""
+        channel = self._app_channel(str(params.get("channel") or ""))
+        if channel is None or (channel.is_private and not channel.bot_is_member):
+            return {"ok": False, "error": "channel_not_found"}
+        if channel.is_im:
+            needed = "im:read"
+        elif channel.is_mpim:
+            needed = "mpim:read"
+        else:
+            needed = "groups:read" if channel.is_private else "channels:read"
+        if self.scopes is not None and token == self.bot_token and needed not in self.scopes:
+            return self._missing_scope([needed])
+        try:
+            limit = int(str(params.get("limit") or 100))
+            offset = int(str(params.get("cursor") or "members:0").removeprefix("members:"))
+        except ValueError:
+            error = "invalid_limit" if params.get("cursor") in (None, "") else "invalid_cursor"
+            return {"ok": False, "error": error}
+        if not 1 <= limit <= 1000:
+            return {"ok": False, "error": "invalid_limit"}
+        members = sorted(channel.members | ({self.bot_user_id} if channel.bot_is_member else set()))
+        page, more = members[offset : offset + limit], offset + limit < len(members)
+        cursor = f"members:{offset + limit}" if more else ""
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": cursor}}
+
     def _conversations_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         existing = params.get("channel")
         if existing:
-            channel = self.channels.get(str(existing))
+            channel = self._app_channel(str(existing))
             if channel is None:
                 return {"ok": False, "error": "channel_not_found"}
             return {"ok": True, "no_op": True, "already_open": True, "channel": channel.to_api()}
@@ -382,7 +425,7 @@ class WebApiMixin:
         deleted (``channel_not_found``), the history scope of its type missing
         (``missing_scope``), the bot not in it (``not_in_channel`` for a public channel;
         a private one the bot is not in is ``channel_not_found``: it cannot see it)."""
-        channel = self.channels.get(str(params.get("channel") or ""))
+        channel = self._app_channel(str(params.get("channel") or ""))
         if channel is None:
             return None, {"ok": False, "error": "channel_not_found"}
         if channel.is_im:
@@ -446,6 +489,7 @@ class WebApiMixin:
         if error is not None or window_error is not None or channel is None or window is None:
             return error or window_error or {"ok": False, "error": "channel_not_found"}
         limit, oldest, latest, inclusive, position = window
+        metadata = _flag(params.get("include_all_metadata"))
         threads = self._threads(channel.id)
         messages = []
         for message in self._channel_messages(channel.id).values():
@@ -465,7 +509,9 @@ class WebApiMixin:
         page, rest = in_window[:limit], in_window[limit:]
         body: dict[str, Any] = {
             "ok": True,
-            "messages": [self._history_message(channel.id, m, threads) for m in page],
+            "messages": [
+                self._history_message(channel.id, m, threads, with_metadata=metadata) for m in page
+            ],
             "has_more": bool(rest),
             "pin_count": 0,
             "channel_actions_ts": None,
@@ -491,6 +537,7 @@ class WebApiMixin:
         if not params.get("ts"):
             return _invalid_arguments("missing required field: ts")
         limit, oldest, latest, inclusive, position = window
+        metadata = _flag(params.get("include_all_metadata"))
         message = self._known_message(channel.id, str(params["ts"]))
         if message is not None and message.get("thread_ts") not in (None, message["ts"]):
             message = self._known_message(channel.id, str(message["thread_ts"]))
@@ -512,7 +559,9 @@ class WebApiMixin:
         page, rest = thread[:limit], thread[limit:]
         return {
             "ok": True,
-            "messages": [self._history_message(channel.id, m, threads) for m in page],
+            "messages": [
+                self._history_message(channel.id, m, threads, with_metadata=metadata) for m in page
+            ],
             "has_more": bool(rest),
             "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
         }

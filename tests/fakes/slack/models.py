@@ -70,6 +70,16 @@ _METHOD_SCOPES: dict[str, frozenset[str]] = {
     ),
     "files.getUploadURLExternal": frozenset({"files:write"}),
     "files.completeUploadExternal": frozenset({"files:write"}),
+    # Like conversations.info: the read scope of the conversation's type.
+    "conversations.members": frozenset({"channels:read", "groups:read", "im:read", "mpim:read"}),
+    # setStatus "accepts either the assistant:write or chat:write scope for the time being"
+    # (changelog, 2026-03-05); the others, assistant:write.
+    "assistant.threads.setStatus": frozenset({"chat:write", "assistant:write"}),
+    "assistant.threads.setSuggestedPrompts": frozenset({"assistant:write"}),
+    "assistant.threads.setTitle": frozenset({"assistant:write"}),
+    "chat.startStream": frozenset({"chat:write"}),
+    "chat.appendStream": frozenset({"chat:write"}),
+    "chat.stopStream": frozenset({"chat:write"}),
 }
 
 # conversations.history / conversations.replies (method reference, docs.slack.dev): limit
@@ -80,6 +90,40 @@ _RESTRICTED_HISTORY_LIMIT = 15
 _RESTRICTED_HISTORY_INTERVAL_S = 60.0
 # Slack's rate tiers count requests a minute, per method, app and workspace.
 _RATE_WINDOW_S = 60.0
+# The tiers of the methods (each method's reference page, "Rate limits"): Tier 1 is 1+ a
+# minute, Tier 2 20+, Tier 3 50+, Tier 4 100+. The fake answers exactly that many and no
+# burst beyond (limit_rate sets another rate, as Slack grants some apps). Methods of the
+# "special" tier (auth.test, chat.getPermalink, assistant.threads.setStatus) have no number
+# in the documentation and no limit here, but chat.postMessage (below).
+_TIER_PER_MINUTE = {1: 1, 2: 20, 3: 50, 4: 100}
+_METHOD_TIERS: dict[str, int] = {
+    "chat.update": 3,
+    "chat.postEphemeral": 4,
+    "chat.startStream": 2,
+    "chat.appendStream": 4,
+    "chat.stopStream": 2,
+    "users.info": 4,
+    "users.list": 2,
+    "team.info": 3,
+    "conversations.info": 3,
+    "conversations.open": 3,
+    "conversations.members": 4,
+    "conversations.history": 3,
+    "conversations.replies": 3,
+    "files.getUploadURLExternal": 4,
+    "files.completeUploadExternal": 4,
+    "apps.connections.open": 3,
+    "views.open": 4,
+    "views.publish": 4,
+    "assistant.threads.setSuggestedPrompts": 4,
+    "assistant.threads.setTitle": 4,
+}
+# "In general we allow applications ... to send no more than one message per second" in a
+# channel (Rate limits, "Posting messages"): chat.postMessage, and a streamed message started.
+_CHANNEL_POSTS_PER_SECOND = 1
+_CHANNEL_POSTING_METHODS = frozenset({"chat.postMessage", "chat.startStream"})
+# chat.startStream / appendStream / stopStream: markdown_text is at most 12,000 characters.
+_STREAM_TEXT_CHARS = 12_000
 # Fields of a message event that a stored message (history, replies, payloads) does not have.
 _EVENT_ONLY_FIELDS = frozenset({"channel", "event_ts", "channel_type"})
 
@@ -107,8 +151,16 @@ EVENT_SCOPES: dict[str, str | None] = {
     "channel_deleted": "channels:read",
     "group_archive": "groups:read",
     "group_deleted": "groups:read",
+    "channel_left": "channels:read",
+    "group_left": "groups:read",
+    # groups:read too for a private channel's ("you'll only receive member_left_channel events
+    # for private channels if your app has the groups:read permission")
+    "member_left_channel": "channels:read",
     "app_uninstalled": None,
     "tokens_revoked": None,
+    # "No scopes required" (an app with the assistant view: assistant.py).
+    "assistant_thread_started": None,
+    "assistant_thread_context_changed": None,
 }
 
 # Events Slack still sends to an app that is being uninstalled.
@@ -312,6 +364,14 @@ class FakeChannel:
     #: Archived: it still exists (its history is readable), but nothing can be posted to it
     #: (``is_archived``).
     is_archived: bool = False
+
+    @property
+    def hidden_from_app(self) -> bool:
+        """A DM between two people (``is_im``, the bot not in it): the Web API shows an app
+        only its own DMs, so every method naming it answers ``channel_not_found`` and no
+        event comes from it; a message shortcut (or a slash command) still reaches the
+        app from there."""
+        return self.is_im and not self.bot_is_member
 
     def to_api(self) -> dict[str, Any]:
         """The ``channel`` object of ``conversations.info``."""

@@ -25,17 +25,19 @@ from typing import Any, Self
 from aiohttp import WSCloseCode, web
 
 from .. import unknown
+from .assistant import AssistantMixin, AssistantThread
 from .blocks import message_error
 from .events import EventsMixin
 from .files import FilesMixin
+from .limits import RateLimitsMixin
 from .methods import WebApiMixin
 from .models import (
     _APP_TOKEN_METHODS,
+    _CHANNEL_POSTS_PER_SECOND,
     _DEFAULT_TIMEOUT,
     _HISTORY_LIMITS,
     _JSON_ARGUMENTS,
     _METHOD_SCOPES,
-    _RATE_WINDOW_S,
     _RESTRICTED_HISTORY_INTERVAL_S,
     ApiCall,
     FakeChannel,
@@ -54,9 +56,19 @@ from .models import (
 )
 from .socket import SocketModeMixin
 from .state import WorkspaceMixin
+from .streams import FakeStream, StreamsMixin
 
 
-class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, FilesMixin):
+class FakeSlack(
+    WorkspaceMixin,
+    EventsMixin,
+    SocketModeMixin,
+    WebApiMixin,
+    FilesMixin,
+    RateLimitsMixin,
+    StreamsMixin,
+    AssistantMixin,
+):
     """A fake Slack workspace served on 127.0.0.1 (ephemeral port).
 
     It knows the conversations a test adds (``add_channel``) and those it sends an event
@@ -67,9 +79,12 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
 
     The messages it knows (events it sent, the bot's posts, ``add_history``: people's, other
     bots' (``bot_message_event``) and Slack's own (``system_message_event``)) are what
-    ``conversations.history`` / ``conversations.replies`` read. A method answers as many
-    requests a minute as ``limit_rate`` allows (then HTTP 429 with ``Retry-After``), the
-    history methods of a ``history_tier="restricted"`` app one a minute. Deleting or archiving a
+    ``conversations.history`` / ``conversations.replies`` read. Slack's rate limits hold by
+    default (``limits.py``): a method answers as many requests a minute as its tier allows
+    (or ``limit_rate``), a channel takes one new message a second (then HTTP 429 with
+    ``Retry-After``), the history methods of a ``history_tier="restricted"`` app one a
+    minute. Streamed messages (``streams.py``) start, grow and stop as Slack's do, or are
+    refused (``stream_refusal``). Deleting or archiving a
     conversation, and uninstalling the app, change what the Web API answers as in Slack
     (``channel_not_found``, ``is_archived``, ``account_inactive``); Home tabs published with
     ``views.publish`` are kept per user (``home_view``).
@@ -96,7 +111,9 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         scopes: Iterable[str] | None = None,
         bot_events: Iterable[str] | None = None,
         home_tab_enabled: bool = True,
+        assistant_view: bool = True,
         history_tier: HistoryTier = "standard",
+        stream_refusal: str | None = None,
     ) -> None:
         """``scopes``: the bot token's scopes (the manifest's); a method that needs another
         one fails with ``missing_scope``. None: every method is allowed.
@@ -108,8 +125,14 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         ``home_tab_enabled``: the manifest's ``features.app_home.home_tab_enabled``; without
         it views.publish answers ``not_enabled`` and nobody can open the Home tab.
 
+        ``assistant_view``: the manifest has ``features.assistant_view``; without it nobody
+        can open the app's assistant panel (``assistant.py``).
+
         ``history_tier``: ``"restricted"`` for an app commercially distributed outside the
-        Marketplace (see :data:`HistoryTier`)."""
+        Marketplace (see :data:`HistoryTier`).
+
+        ``stream_refusal``: the error chat.startStream answers in a workspace (or plan)
+        that does not allow the app to stream (``not_allowed``...); None: it streams."""
         self.bot_token = bot_token
         self.app_token = app_token
         self.team_id = team_id
@@ -123,7 +146,11 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         self.scopes = frozenset(scopes) if scopes is not None else None
         self.bot_events = frozenset(bot_events) if bot_events is not None else None
         self.home_tab_enabled = home_tab_enabled
+        self.assistant_view = assistant_view
+        #: The assistant threads members opened, by (DM, thread_ts): ``assistant_thread``.
+        self.assistant_threads: dict[tuple[str, str], AssistantThread] = {}
         self.history_tier: HistoryTier = history_tier
+        self.stream_refusal = stream_refusal
         #: False once the app was uninstalled (:meth:`uninstall`, or an app_uninstalled event).
         self.installed = True
         #: The verification token (Slack calls it legacy: signing secrets replace it); Bolt
@@ -165,6 +192,10 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         #: ones of the last minute (monotonic).
         self._rates: dict[str, int] = {}
         self._rate_windows: dict[str, deque[float]] = {}
+        #: When each channel took its new messages of the last second (monotonic).
+        self._channel_posts: dict[str, deque[float]] = {}
+        self._channel_posts_per_second = _CHANNEL_POSTS_PER_SECOND
+        self._streams: dict[tuple[str, str], FakeStream] = {}
         self._failures: dict[str, deque[str]] = {}
         self._custom_methods: dict[str, MethodHandler] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
@@ -456,7 +487,7 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
             return 200, scope_error, {}
         wait = self._restricted_history_wait(method)
         if wait is None:
-            wait = self._rate_wait(method)
+            wait = self._limits_wait(method, params)
         if wait is not None:
             return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}
 
@@ -481,22 +512,6 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
         if last is not None and now - last < _RESTRICTED_HISTORY_INTERVAL_S:
             return max(1, math.ceil(_RESTRICTED_HISTORY_INTERVAL_S - (now - last)))
         self._history_calls[method] = now
-        return None
-
-    def _rate_wait(self, method: str) -> int | None:
-        """The seconds until ``method`` may be called again under the rate set with
-        :meth:`limit_rate` (its calls of the last minute), or None when this call may go
-        through (it then counts)."""
-        per_minute = self._rates.get(method)
-        if per_minute is None:
-            return None
-        now = time.monotonic()
-        answered = self._rate_windows.setdefault(method, deque())
-        while answered and now - answered[0] >= _RATE_WINDOW_S:
-            answered.popleft()
-        if len(answered) >= per_minute:
-            return max(1, math.ceil(_RATE_WINDOW_S - (now - answered[0])))
-        answered.append(now)
         return None
 
     def _check_token(self, method: str, token: str | None) -> str | None:
@@ -537,8 +552,8 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
     ) -> str | None:
         """Why Slack would refuse a chat.* post to ``params["channel"]`` (for an ephemeral
         one, seen by ``recipient``), or None."""
-        channel = self.channels.get(str(params.get("channel") or ""))
-        if channel is None:  # never heard of, or deleted
+        channel = self._app_channel(str(params.get("channel") or ""))
+        if channel is None:  # never heard of, deleted, or a DM between people
             return "channel_not_found"
         if channel.is_archived:
             return "is_archived"
@@ -568,5 +583,12 @@ class FakeSlack(WorkspaceMixin, EventsMixin, SocketModeMixin, WebApiMixin, Files
             "views.publish": self._views_publish,
             "conversations.history": self._conversations_history,
             "conversations.replies": self._conversations_replies,
+            "conversations.members": self._conversations_members,
+            "assistant.threads.setStatus": self._assistant_set_status,
+            "assistant.threads.setSuggestedPrompts": self._assistant_set_suggested_prompts,
+            "assistant.threads.setTitle": self._assistant_set_title,
+            "chat.startStream": self._chat_start_stream,
+            "chat.appendStream": self._chat_append_stream,
+            "chat.stopStream": self._chat_stop_stream,
         }
         return handlers.get(method)

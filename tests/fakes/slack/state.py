@@ -90,6 +90,26 @@ class WorkspaceMixin:
         self.channels[channel_id] = channel
         return channel
 
+    def add_dm_between(self, channel_id: str, user_id: str, other_id: str) -> FakeChannel:
+        """A DM between two people, which the app is not in and never can be (Slack shows
+        it only its own DMs: ``channel_not_found``; see :attr:`FakeChannel.hidden_from_app`).
+        Its messages are what :meth:`add_history` seeds, for a shortcut to run on."""
+        channel = FakeChannel(
+            id=channel_id,
+            name=channel_id,
+            is_im=True,
+            bot_is_member=False,
+            members={user_id, other_id},
+        )
+        self.channels[channel_id] = channel
+        return channel
+
+    def _app_channel(self, channel_id: Any) -> FakeChannel | None:
+        """The conversation as the app's token sees it: None for one it cannot (unknown,
+        deleted, or a DM between people)."""
+        channel = self.channels.get(channel_id) if isinstance(channel_id, str) else None
+        return None if channel is None or channel.hidden_from_app else channel
+
     def add_member(self, channel_id: str, user_id: str) -> None:
         """``user_id`` joins a conversation the fake knows."""
         self.channels[channel_id].members.add(user_id)
@@ -132,10 +152,15 @@ class WorkspaceMixin:
         """What an event about a place or the app itself means (True if it is one): a
         deleted conversation is gone (``channel_not_found``), an archived one takes no more
         posts (``is_archived``), revoked tokens stop working, an uninstalled app gets
-        nothing more."""
+        nothing more, a member who left is no longer in it (the bot: its history is closed
+        to it)."""
         kind, channel_id = event.get("type"), str(event.get("channel", ""))
         if kind in ("channel_deleted", "group_deleted"):
             self.delete_channel(channel_id)
+        elif kind in ("channel_left", "group_left"):
+            self.leave_channel(channel_id, self.bot_user_id)
+        elif kind == "member_left_channel":
+            self.leave_channel(channel_id, str(event.get("user", "")))
         elif kind in ("channel_archive", "group_archive"):
             self.archive_channel(channel_id)
         elif kind == "tokens_revoked":
@@ -190,6 +215,18 @@ class WorkspaceMixin:
         ``event_payload`` does the same.)"""
         self.channels.pop(channel_id, None)
         self.deleted_channels.add(channel_id)
+
+    def leave_channel(self, channel_id: str, user_id: str) -> None:
+        """``user_id`` is no longer in a conversation; the bot user: it no longer reads its
+        history (``not_in_channel``, or ``channel_not_found`` for a private one) nor posts
+        there. (A ``channel_left`` / ``group_left`` event, or a ``member_left_channel``
+        naming them, sent through ``event_payload`` does the same.)"""
+        channel = self.channels.get(channel_id)
+        if channel is None:
+            return
+        channel.members.discard(user_id)
+        if user_id == self.bot_user_id:
+            channel.bot_is_member = False
 
     def archive_channel(self, channel_id: str) -> None:
         """Archive a conversation: it still exists and its history can be read, but posts to
@@ -300,23 +337,16 @@ class WorkspaceMixin:
         the rejections this fake does not model (Slack's checks are wider than its own)."""
         self._response_rejections.extend([error] * count)
 
-    def limit_rate(self, method: str, *, per_minute: int) -> None:
-        """Answer at most ``per_minute`` calls of ``method`` in any minute, as Slack's rate
-        tiers do (Tier 3: 50+, Tier 2: 20+...); the next one within the minute gets HTTP
-        429 ``ratelimited`` with ``Retry-After``: the seconds until the oldest call of the
-        minute leaves it. Refused calls do not count."""
-        if per_minute < 1:
-            raise ValueError("a rate is at least one request a minute")
-        self._rates[method] = per_minute
-
     def age_rate_windows(self, seconds: float) -> None:
         """Move every rate window (the "restricted" history tier's one request a minute,
-        the rates of :meth:`limit_rate`) ``seconds`` into the past, without waiting."""
+        the methods' tiers, the channels' messages a second) ``seconds`` into the past,
+        without waiting."""
         for method in self._history_calls:
             self._history_calls[method] -= seconds
         for answered in self._rate_windows.values():
             for index in range(len(answered)):
                 answered[index] -= seconds
+        self._age_channel_posts(seconds)
 
     def home_view(self, user_id: str) -> dict[str, Any] | None:
         """The Home tab view last published for ``user_id`` (as views.publish answered it,
@@ -387,7 +417,7 @@ class WorkspaceMixin:
                     method=method,
                     channel=str(call.response.get("channel", params.get("channel", ""))),
                     ts=str(call.response.get("ts", call.response.get("message_ts", ""))),
-                    text=params.get("text"),
+                    text=params.get("text", params.get("markdown_text")),
                     blocks=blocks if isinstance(blocks, list) else None,
                     thread_ts=params.get("thread_ts"),
                     user=params.get("user") if method == "chat.postEphemeral" else None,
