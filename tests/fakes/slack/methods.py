@@ -250,12 +250,7 @@ class WebApiMixin:
         channel = self._app_channel(str(params.get("channel", "")))
         if channel is None:  # (a DM between people too: the app sees only its own)
             return {"ok": False, "error": "channel_not_found"}
-        if channel.is_im:
-            needed = "im:read"
-        elif channel.is_mpim:
-            needed = "mpim:read"
-        else:
-            needed = "groups:read" if channel.is_private else "channels:read"
+        needed = _read_scope(channel)
         if self.scopes is not None and token == self.bot_token and needed not in self.scopes:
             return self._missing_scope([needed])
         return {"ok": True, "channel": channel.to_api()}
@@ -270,12 +265,7 @@ class WebApiMixin:
         channel = self._app_channel(str(params.get("channel") or ""))
         if channel is None or (channel.is_private and not channel.bot_is_member):
             return {"ok": False, "error": "channel_not_found"}
-        if channel.is_im:
-            needed = "im:read"
-        elif channel.is_mpim:
-            needed = "mpim:read"
-        else:
-            needed = "groups:read" if channel.is_private else "channels:read"
+        needed = _read_scope(channel)
         if self.scopes is not None and token == self.bot_token and needed not in self.scopes:
             return self._missing_scope([needed])
         try:
@@ -565,3 +555,13 @@ class WebApiMixin:
             "has_more": bool(rest),
             "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
         }
+
+
+def _read_scope(channel: Any) -> str:
+    """The scope that reading a conversation of this kind needs (conversations.info,
+    .members): im:read, mpim:read, groups:read or channels:read."""
+    if channel.is_im:
+        return "im:read"
+    if channel.is_mpim:
+        return "mpim:read"
+    return "groups:read" if channel.is_private else "channels:read"
