@@ -414,3 +414,18 @@ def past_chat(
             conversation(start, days=days, per_day=per_day, seed=7)
         )
     ]
+
+
+def answer_to(question: int) -> str:
+    """A long answer to "question <n>", written in about three seconds by the fake model
+    (60 pieces, 50 ms apart): what streaming tests watch grow."""
+    return f"Answer {question}: " + " ".join(f"w{question}.{i}" for i in range(200))
+
+
+def answering(request: Any) -> str | None:
+    """The fake model's responder for streaming tests: each "question <n>" gets
+    :func:`answer_to` of ``n`` (other purposes: the fake's default)."""
+    if request.purpose != "reply":
+        return None
+    found = re.search(r"question (\d+)", str(request.messages[-1].get("content", "")))
+    return answer_to(int(found.group(1))) if found else None

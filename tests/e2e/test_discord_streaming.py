@@ -7,28 +7,15 @@ channel's pace, so Discord never answers 429, and each answer reads whole, once.
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
 
 from tests.discord_world import World, serving
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
-from tests.helpers import CoreFactory
+from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers import CoreFactory, answer_to, answering
 
 pytestmark = pytest.mark.fake("discord")
-
-
-def answer_to(question: int) -> str:
-    """An answer written in about three seconds (60 pieces, 50 ms apart)."""
-    return f"Answer {question}: " + " ".join(f"w{question}.{i}" for i in range(200))
-
-
-def answering(request: RecordedRequest) -> str | None:
-    if request.purpose != "reply":
-        return None
-    found = re.search(r"question (\d+)", str(request.messages[-1].get("content", "")))
-    return answer_to(int(found.group(1))) if found else None
 
 
 async def test_five_answers_streamed_at_once_in_a_channel_keep_its_route_limits(

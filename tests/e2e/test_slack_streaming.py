@@ -9,14 +9,13 @@ stream on the way.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
-from tests.helpers import CoreFactory
+from tests.helpers import CoreFactory, answer_to, answering
 from tests.slack_harness import (
     ALICE,
     BOB,
@@ -35,18 +34,6 @@ pytestmark = pytest.mark.fake("slack")
 
 MEMBERS = (ALICE, BOB, CAROL)
 CHANNELS = ("C1", "C2", "C3", "C4", "C5")
-
-
-def answer_to(question: int) -> str:
-    """A long answer, written in about three seconds (60 pieces, 50 ms apart)."""
-    return f"Answer {question}: " + " ".join(f"w{question}.{i}" for i in range(200))
-
-
-def answering(request: RecordedRequest) -> str | None:
-    if request.purpose != "reply":
-        return None
-    found = re.search(r"question (\d+)", str(request.messages[-1].get("content", "")))
-    return answer_to(int(found.group(1))) if found else None
 
 
 @pytest.fixture
