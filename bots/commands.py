@@ -9,6 +9,7 @@ that each platform renders its own way (plain text, Discord embeds, Slack blocks
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -187,110 +188,179 @@ async def execute(
     link: Linker | None = None,
 ) -> CommandResult:
     """Run one command for ``actor`` in ``scope``. Raises PermissionDenied, InputError.
-    ``link``: the front door's links to its messages (``/memory why``)."""
+    ``link``: the front door's links to its messages (``/memory why``).
+
+    The checks every command shares are made here, once: who may act, and where
+    (:func:`bots.acting.refusal`); then the command's own handler in :data:`HANDLERS` runs."""
     p = load_prompts(language)
-    denied = refusal(actor, command)  # who may act, and where: bots.acting
+    denied = refusal(actor, command)
     if denied is not None:
         key, values = denied
         raise PermissionDenied(p.say(key, **values))
-    match command.action:
-        case "learn":  # (a door with a platform history takes it before it comes here)
-            return CommandResult(title=p.say("learn_not_here"))
-        case "help":
-            return CommandResult(title=p.say("usage_title"), sections=[("", USAGE)])
-        case "why":
-            record = await admin.why(scope)
-            links = await links_for(record, link) if record else {}
-            ttl = admin.settings.memory.why_ttl_hours
-            title, sections = render_why(
-                record, viewer_id=actor.user_id, p=p, ttl_hours=ttl, links=links
-            )
-            return CommandResult(title=title, sections=sections)
-        case "show":
-            view = await admin.show(scope, user_id=actor.user_id, spend=command.arg == "stats")
-            return render_show(view, command.arg or "overview", p)
-        case "forget_all":
-            if not command.confirmed:
-                return CommandResult(
-                    title=p.say("confirm_forget_all", scope=scope), needs_confirm=True
-                )
-            threads = len(await admin.subtree(scope)) - 1
-            await admin.forget_all(scope)
-            if threads:
-                return CommandResult(
-                    title=p.say("forgot_all_threads", scope=scope, threads=threads)
-                )
-            return CommandResult(title=p.say("forgot_all", scope=scope))
-        case "forget_me" | "forget_me_everywhere":
-            forget = (
-                admin.forget_user_everywhere
-                if command.action == "forget_me_everywhere"
-                else admin.forget_user
-            )
-            report = await forget(scope, user_id=actor.user_id, name=actor.name)
-            counts = {"messages": report.messages, "facts": report.facts, "tiers": report.summaries}
-            if not report.places:
-                return CommandResult(
-                    title=p.say("forgot_me", name=actor.name, scope=scope, **counts)
-                )
-            title = p.say("forgot_me_places", name=actor.name, places=len(report.places), **counts)
-            return CommandResult(title=title, sections=await _places_section(admin, report, p))
-        case "forget_text":
-            report = await admin.forget_text(scope, command.arg)
-            result = CommandResult(
-                title=p.say(
-                    "forgot_text",
-                    text=command.arg[:80],
-                    messages=report.messages,
-                    facts=report.facts,
-                    tiers=report.summaries,
-                )
-            )
-            if report.places:
-                result.sections = await _places_section(admin, report, p)
-            return result
-        case "forget_message":  # a message shortcut or context menu: "Forget this message"
-            if await admin.forget_message(scope, command.arg):
-                return CommandResult(title=p.say("forgot_message"))
-            return CommandResult(title=p.say("no_such_message"), ok=False)
-        case "forget_fact":
-            target, fact_id = scope, command.arg
-            if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide
-                person = Scope.of(scope).person_scope(actor.user_id)
-                target, fact_id = person.key if person else scope, fact_id[3:]
-            if await admin.forget_fact(target, fact_id):
-                return CommandResult(title=p.say("forgot_fact", id=command.arg[:80]))
-            return CommandResult(title=p.say("no_such_fact", id=command.arg[:80]), ok=False)
-        case "remember":
-            fact = await admin.remember(scope, command.arg, by=actor.name)
-            return CommandResult(title=p.say("remembered", id=fact.id, text=fact.text))
-        case "remember_me":
-            fact = await admin.remember_me(
-                scope, command.arg, user_id=actor.user_id, name=actor.name
-            )
-            key = "remembered_me" if fact.shared else "remembered"  # it follows them
-            return CommandResult(title=p.say(key, id=fact.id, text=fact.text))
-        case "export":
-            data = await admin.export(scope)
-            blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
-            name = "memory-" + scope.replace(":", "_") + ".json"
-            return CommandResult(
-                title=p.say("exported", scope=scope, count=len(data["log"])), file=(name, blob)
-            )
-        case "pause":
-            await admin.set_paused(scope, True)
-            return CommandResult(title=p.say("paused_now", scope=scope))
-        case "resume":
-            await admin.set_paused(scope, False)
-            return CommandResult(title=p.say("resumed", scope=scope))
-        case "config":
-            changes = await admin.configure(scope, **{command.key: command.arg})
-            text = ", ".join(
-                f"{k}={v or ('default' if k in BUDGET_KEYS else 'auto')}"
-                for k, v in changes.items()
-            )
-            return CommandResult(title=p.say("configured", scope=scope, changes=text))
-    raise _usage(f"unknown /memory command {command.action!r}")
+    handler = HANDLERS.get(command.action)
+    if handler is None:
+        raise _usage(f"unknown /memory command {command.action!r}")
+    return await handler(_Run(admin, scope, command, actor, p, link))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One command being run, allowed: what its handler reads."""
+
+    admin: MemoryAdmin
+    scope: str
+    command: Command
+    actor: Actor
+    p: PromptSet
+    link: Linker | None
+
+
+async def _learn(run: _Run) -> CommandResult:
+    # A door with a platform history (bots.learn_command) takes it before it comes here.
+    return CommandResult(title=run.p.say("learn_not_here"))
+
+
+async def _help(run: _Run) -> CommandResult:
+    return CommandResult(title=run.p.say("usage_title"), sections=[("", USAGE)])
+
+
+async def _why(run: _Run) -> CommandResult:
+    record = await run.admin.why(run.scope)
+    links = await links_for(record, run.link) if record else {}
+    title, sections = render_why(
+        record,
+        viewer_id=run.actor.user_id,
+        p=run.p,
+        ttl_hours=run.admin.settings.memory.why_ttl_hours,
+        links=links,
+    )
+    return CommandResult(title=title, sections=sections)
+
+
+async def _show(run: _Run) -> CommandResult:
+    section = run.command.arg or "overview"
+    view = await run.admin.show(run.scope, user_id=run.actor.user_id, spend=section == "stats")
+    return render_show(view, section, run.p)
+
+
+async def _forget_all(run: _Run) -> CommandResult:
+    p, scope = run.p, run.scope
+    if not run.command.confirmed:
+        return CommandResult(title=p.say("confirm_forget_all", scope=scope), needs_confirm=True)
+    threads = len(await run.admin.requests.subtree(scope)) - 1
+    await run.admin.place.forget_all(scope)
+    if threads:
+        return CommandResult(title=p.say("forgot_all_threads", scope=scope, threads=threads))
+    return CommandResult(title=p.say("forgot_all", scope=scope))
+
+
+async def _forget_me(run: _Run) -> CommandResult:
+    """``forget me`` (here) and ``forget me everywhere``: the asker's messages and facts."""
+    admin, actor, p = run.admin, run.actor, run.p
+    everywhere = run.command.action == "forget_me_everywhere"
+    forget = admin.person.forget_user_everywhere if everywhere else admin.person.forget_user
+    report = await forget(run.scope, user_id=actor.user_id, name=actor.name)
+    counts = {"messages": report.messages, "facts": report.facts, "tiers": report.summaries}
+    if not report.places:
+        return CommandResult(title=p.say("forgot_me", name=actor.name, scope=run.scope, **counts))
+    title = p.say("forgot_me_places", name=actor.name, places=len(report.places), **counts)
+    return CommandResult(title=title, sections=await _places_section(admin, report, p))
+
+
+async def _forget_text(run: _Run) -> CommandResult:
+    text = run.command.arg
+    report = await run.admin.text.forget_text(run.scope, text)
+    title = run.p.say(
+        "forgot_text",
+        text=text[:80],
+        messages=report.messages,
+        facts=report.facts,
+        tiers=report.summaries,
+    )
+    result = CommandResult(title=title)
+    if report.places:
+        result.sections = await _places_section(run.admin, report, run.p)
+    return result
+
+
+async def _forget_message(run: _Run) -> CommandResult:
+    """A message shortcut or context menu: "Forget this message"."""
+    if await run.admin.messages.forget_message(run.scope, run.command.arg):
+        return CommandResult(title=run.p.say("forgot_message"))
+    return CommandResult(title=run.p.say("no_such_message"), ok=False)
+
+
+async def _forget_fact(run: _Run) -> CommandResult:
+    asked = run.command.arg
+    target, fact_id = run.scope, asked
+    if fact_id.startswith("me:"):  # a fact about the asker, kept guild-wide
+        person = Scope.of(run.scope).person_scope(run.actor.user_id)
+        target, fact_id = person.key if person else run.scope, fact_id[3:]
+    if await run.admin.text.forget_fact(target, fact_id):
+        return CommandResult(title=run.p.say("forgot_fact", id=asked[:80]))
+    return CommandResult(title=run.p.say("no_such_fact", id=asked[:80]), ok=False)
+
+
+async def _remember(run: _Run) -> CommandResult:
+    fact = await run.admin.remember(run.scope, run.command.arg, by=run.actor.name)
+    return CommandResult(title=run.p.say("remembered", id=fact.id, text=fact.text))
+
+
+async def _remember_me(run: _Run) -> CommandResult:
+    actor = run.actor
+    fact = await run.admin.remember_me(
+        run.scope, run.command.arg, user_id=actor.user_id, name=actor.name
+    )
+    key = "remembered_me" if fact.shared else "remembered"  # it follows them
+    return CommandResult(title=run.p.say(key, id=fact.id, text=fact.text))
+
+
+async def _export(run: _Run) -> CommandResult:
+    data = await run.admin.export(run.scope)
+    blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
+    name = "memory-" + run.scope.replace(":", "_") + ".json"
+    title = run.p.say("exported", scope=run.scope, count=len(data["log"]))
+    return CommandResult(title=title, file=(name, blob))
+
+
+async def _pause(run: _Run) -> CommandResult:
+    await run.admin.set_paused(run.scope, True)
+    return CommandResult(title=run.p.say("paused_now", scope=run.scope))
+
+
+async def _resume(run: _Run) -> CommandResult:
+    await run.admin.set_paused(run.scope, False)
+    return CommandResult(title=run.p.say("resumed", scope=run.scope))
+
+
+async def _config(run: _Run) -> CommandResult:
+    changes = await run.admin.configure(run.scope, **{run.command.key: run.command.arg})
+    text = ", ".join(
+        f"{k}={v or ('default' if k in BUDGET_KEYS else 'auto')}" for k, v in changes.items()
+    )
+    return CommandResult(title=run.p.say("configured", scope=run.scope, changes=text))
+
+
+Handler = Callable[[_Run], Awaitable[CommandResult]]
+# One handler per Action, run by execute (a test holds the two together).
+HANDLERS: dict[Action, Handler] = {
+    "show": _show,
+    "forget_all": _forget_all,
+    "forget_me": _forget_me,
+    "forget_me_everywhere": _forget_me,
+    "forget_text": _forget_text,
+    "forget_fact": _forget_fact,
+    "forget_message": _forget_message,
+    "remember": _remember,
+    "remember_me": _remember_me,
+    "export": _export,
+    "pause": _pause,
+    "resume": _resume,
+    "config": _config,
+    "help": _help,
+    "why": _why,
+    "learn": _learn,
+}
 
 
 async def _places_section(
@@ -336,10 +406,24 @@ def place_label(scope: str, name: str = "") -> str:
 
 
 def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
-    """The sections of ``/memory show``, as (heading, body) pairs."""
-    state = view.state
-    h = p.headings
+    """The sections of ``/memory show``, as (heading, body) pairs: the place's settings, then
+    what ``section`` asks for (``overview`` is the summaries and the facts)."""
     result = CommandResult(title=p.say("title_show", scope=view.scope))
+    result.sections.append(("", _settings_text(view, p)))
+    if section in ("overview", "tiers"):
+        result.sections += _summary_sections(view, section, p)
+    if section in ("overview", "facts"):
+        result.sections += _fact_sections(view, section, p)
+    if section == "stats":
+        result.sections += _stats_sections(view, p)
+    if len(result.sections) == 1 and section != "stats":
+        result.sections.append(("", p.say("no_memory")))
+    return result
+
+
+def _settings_text(view: ScopeView, p: PromptSet) -> str:
+    """The place's size and settings: mode, time zone, language, budgets, sources, pause."""
+    state = view.state
     info = [p.say("messages", count=view.messages)]
     info.append(p.say("mode", mode=view.mode, tz=view.timezone, lang=view.language))
     if state.daily_tokens or state.user_daily_tokens:
@@ -354,72 +438,83 @@ def render_show(view: ScopeView, section: str, p: PromptSet) -> CommandResult:
         info.append(p.say("sources_setting", value="on"))
     if state.paused:
         info.append(p.say("paused"))
-    result.sections.append(("", "\n".join(info)))
-    if section in ("overview", "tiers"):
-        tiers: list[tuple[str, str]] = []
-        if section == "overview" and state.overview:
-            tiers.append((h["overview"], state.overview))
-        else:
-            tiers += [(h["long"], state.long), (h["mid"], state.mid)]
-            if section == "tiers":
-                tiers.append((h["overview"], state.overview))
-        if state.short:
-            tiers.append((p.say("heading_short_day", date=state.day), state.short))
-        result.sections += [(head, body) for head, body in tiers if body]
+    return "\n".join(info)
+
+
+def _summary_sections(view: ScopeView, section: str, p: PromptSet) -> list[tuple[str, str]]:
+    """``overview``: the overview (else the long and mid tiers); ``tiers``: every tier, the
+    days and the weeks. Both: today's short summary and the last messages."""
+    state, h = view.state, p.headings
+    tiers: list[tuple[str, str]] = []
+    if section == "overview" and state.overview:
+        tiers.append((h["overview"], state.overview))
+    else:
+        tiers += [(h["long"], state.long), (h["mid"], state.mid)]
         if section == "tiers":
-            if view.days:
-                days = "\n".join(f"[{d.day}] {d.summary}" for d in view.days)
-                result.sections.append((p.say("heading_days"), days))
-            if view.weeks:
-                weeks = "\n".join(f"[{w.week}] {w.summary}" for w in view.weeks)
-                result.sections.append((p.say("heading_weeks"), weeks))
-        if view.recent:
-            lines = [f"{e.author or e.role}: {e.text[:200]}" for e in view.recent[-5:]]
-            result.sections.append((p.say("heading_recent"), "\n".join(lines)))
-    if section in ("overview", "facts"):
-        if view.facts:
-            lines = [fact_line(f.id, f, p) for f in order_facts(view.facts)]
-            result.sections.append((h["facts"], "\n".join(lines)))
-        elif section == "facts":
-            result.sections.append((h["facts"], p.say("no_facts")))
-        if view.thread_facts:
-            lines = [
-                f"{fact_line(f.id, f, p)} ({place_label(thread)})"
-                for thread, f in view.thread_facts
-            ]
-            result.sections.append((p.say("heading_thread_facts"), "\n".join(lines)))
-        if view.about_you:
-            lines = [fact_line(f"me:{f.id}", f, p) for f in order_facts(view.about_you)]
-            result.sections.append((p.say("heading_about_you"), "\n".join(lines)))
-    if section == "stats":
-        stats = [
-            f"messages: {view.messages} (unsummarised: {state.unsum_count}, "
-            f"{state.unsum_tokens} tokens)",
-            f"day: {state.day or '-'}; days: {len(view.days)}; weeks: {len(view.weeks)}; "
-            f"facts: {len(view.facts)}",
-            f"last rollover: {state.last_rollover or '-'}; "
-            f"tiers refreshed: {state.tiers_at or '-'}",
+            tiers.append((h["overview"], state.overview))
+    if state.short:
+        tiers.append((p.say("heading_short_day", date=state.day), state.short))
+    sections = [(head, body) for head, body in tiers if body]
+    if section == "tiers" and view.days:
+        days = "\n".join(f"[{d.day}] {d.summary}" for d in view.days)
+        sections.append((p.say("heading_days"), days))
+    if section == "tiers" and view.weeks:
+        weeks = "\n".join(f"[{w.week}] {w.summary}" for w in view.weeks)
+        sections.append((p.say("heading_weeks"), weeks))
+    if view.recent:
+        lines = [f"{e.author or e.role}: {e.text[:200]}" for e in view.recent[-5:]]
+        sections.append((p.say("heading_recent"), "\n".join(lines)))
+    return sections
+
+
+def _fact_sections(view: ScopeView, section: str, p: PromptSet) -> list[tuple[str, str]]:
+    """The place's facts, its threads' facts, and those about the asker (``me:`` ids)."""
+    sections: list[tuple[str, str]] = []
+    if view.facts:
+        lines = [fact_line(f.id, f, p) for f in order_facts(view.facts)]
+        sections.append((p.headings["facts"], "\n".join(lines)))
+    elif section == "facts":
+        sections.append((p.headings["facts"], p.say("no_facts")))
+    if view.thread_facts:
+        lines = [
+            f"{fact_line(f.id, f, p)} ({place_label(thread)})" for thread, f in view.thread_facts
         ]
-        if state.failures:
-            stats.append(f"summary failures in a row: {state.failures}")
-        if view.learn is not None and view.learn.status:
-            stats.append(
-                p.say(
-                    "learn_status",
-                    place=view.learn.place,
-                    source=view.learn.source,
-                    status=view.learn.status,
-                    read=view.learn.read,
-                    new=view.learn.new,
-                    stored=view.learn.stored,
-                )
+        sections.append((p.say("heading_thread_facts"), "\n".join(lines)))
+    if view.about_you:
+        lines = [fact_line(f"me:{f.id}", f, p) for f in order_facts(view.about_you)]
+        sections.append((p.say("heading_about_you"), "\n".join(lines)))
+    return sections
+
+
+def _stats_sections(view: ScopeView, p: PromptSet) -> list[tuple[str, str]]:
+    """``stats``: the counts and times of the place's memory, its learn, today's spend."""
+    state = view.state
+    stats = [
+        f"messages: {view.messages} (unsummarised: {state.unsum_count}, "
+        f"{state.unsum_tokens} tokens)",
+        f"day: {state.day or '-'}; days: {len(view.days)}; weeks: {len(view.weeks)}; "
+        f"facts: {len(view.facts)}",
+        f"last rollover: {state.last_rollover or '-'}; tiers refreshed: {state.tiers_at or '-'}",
+    ]
+    if state.failures:
+        stats.append(f"summary failures in a row: {state.failures}")
+    learn = view.learn
+    if learn is not None and learn.status:
+        stats.append(
+            p.say(
+                "learn_status",
+                place=learn.place,
+                source=learn.source,
+                status=learn.status,
+                read=learn.read,
+                new=learn.new,
+                stored=learn.stored,
             )
-        result.sections.append((p.say("heading_stats"), "\n".join(stats)))
-        if view.spend is not None:
-            result.sections.append((p.say("heading_spend"), render_spend(view.spend, p)))
-    if len(result.sections) == 1 and section != "stats":
-        result.sections.append(("", p.say("no_memory")))
-    return result
+        )
+    sections = [(p.say("heading_stats"), "\n".join(stats))]
+    if view.spend is not None:
+        sections.append((p.say("heading_spend"), render_spend(view.spend, p)))
+    return sections
 
 
 def _limit_text(stored: str, p: PromptSet) -> str:

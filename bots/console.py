@@ -16,7 +16,6 @@ import contextlib
 import io
 import sys
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TextIO
 
 from rich.console import Console
@@ -26,6 +25,7 @@ from bots.frontdoor import run_command
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import IncomingMessage
+from memory_core.service.streaming import KeptAnswer
 from memory_core.text.language import resolve
 from memory_core.text.repair import repair
 
@@ -64,34 +64,18 @@ def not_utf8_note(line_no: int) -> str:
     )
 
 
-class ConsoleReply:
+class ConsoleReply(KeptAnswer):
     """The terminal as the core's ``ReplySink``: an answer is printed whole, once it is
     written (the console does not stream, so nothing is ever edited)."""
 
-    message_chars = sys.maxsize  # a terminal wraps; the answer stays one piece
-
     def __init__(self, out: Console, *, prefix: str) -> None:
+        super().__init__()
         self.out = out
         self.prefix = prefix
 
-    def can_send(self) -> bool:
-        return True
-
-    def typing(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext()
-
-    def markup(self, text: str) -> str:
-        return text
-
     async def post(self, *, text: str) -> int:
         self.out.print(self.prefix + text, markup=False)
-        return 0
-
-    def message_id(self, handle: int) -> str:
-        return ""  # a terminal line is nothing anyone can delete
-
-    async def edit(self, *, handle: int, text: str) -> bool:
-        return False  # never called: the console does not stream
+        return await super().post(text=text)
 
     async def source_line(self, *, platform_id: str, label: str, in_parent: bool) -> str:
         return f"({label})"  # a terminal has no message links
@@ -159,6 +143,6 @@ async def run_console(
                 await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
         except MemorybotError as exc:  # bad input, refused, store hiccup: say so, keep going
             err.print(f"! {exc}", markup=False)
-    await core.pipeline.drain()
+    await core.drain()
     await core.store.persist()
     return 0

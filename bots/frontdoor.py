@@ -35,7 +35,7 @@ async def run_command(
     """
     if language not in ("en", "ja"):
         try:
-            language = (await core.repo.state(scope)).lang or core.settings.memory.language
+            language = (await core.repo.reads.state(scope)).lang or core.settings.memory.language
         except (StoreError, InputError):
             language = core.settings.memory.language
     p = load_prompts(language if language in ("en", "ja") else "en")

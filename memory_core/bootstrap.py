@@ -1,9 +1,9 @@
-"""Wiring: the one place where the store, the LLM, the clock and the pipeline are built and
+"""Wiring: the one place where the store, the LLM, the clock and the message path are built and
 handed to whoever needs them. Front doors call :func:`build_core` once at start-up.
 
 Every object gets its dependencies in its constructor, so they are built in dependency
 order (the admin before the maintainer, which finishes its interrupted forgets; the metrics
-before the pipeline, which counts into them) and nothing is patched in afterwards.
+before the intake, which counts into them) and nothing is patched in afterwards.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from config.settings import Settings
+from memory_core.calendar import ZoneFallback
 from memory_core.clock import Clock, SystemClock
 from memory_core.fleet.metrics import Metrics
 from memory_core.fleet.pacing import Pacing
@@ -28,8 +29,10 @@ from memory_core.service.admin import MemoryAdmin
 from memory_core.service.budget import Budget
 from memory_core.service.captions import Captioner
 from memory_core.service.conversation import Conversation
+from memory_core.service.intake import AfterStore, Intake
 from memory_core.service.learning import Learner
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.replies import Replier
+from memory_core.service.scheduling import MaintenanceScheduler
 from memory_core.store.platform_state import PlatformState
 from memory_core.store.repo import MemoryRepo
 from memory_core.store.server import Store, delete_matching, open_store
@@ -50,8 +53,12 @@ class Core:
     counter: TokenCounter
     summarizer: Summarizer
     maintainer: Maintainer
-    pipeline: MemoryPipeline
-    conversation: Conversation
+    maintenance: MaintenanceScheduler  # when a scope's maintenance runs
+    recall: RecallIndex
+    captioner: Captioner
+    intake: Intake  # every message into memory
+    replier: Replier  # the answer: the prompt read from memory, the model's reply
+    conversation: Conversation  # the doors' one path: receive, then answer
     admin: MemoryAdmin
     platform: PlatformState
     scheduler: RolloverScheduler
@@ -80,21 +87,30 @@ class Core:
         private key prefix, metrics included."""
         await self.scheduler.stop()
         await self.stop_workers()
-        await self.pipeline.drain()
+        await self.drain()
         await self.metrics.stop()
         await delete_matching(self.store.client, f"{self.store.keys.prefix}:*")
         await self.llm.close()
         await self.store.close()
 
+    async def drain(self) -> None:
+        """Wait for the background work to finish (shutdown, the end of a replay): the
+        messages held during an outage stored (if Redis is there to take them), then
+        maintenance, captions and vectors."""
+        await self.intake.outage.settle(10.0)
+        await self.intake.after.drain()
+        await self.maintenance.drain()
+        await self.captioner.drain()
+        await self.recall.drain()
+
     async def stop_workers(self) -> None:
         """Stop the helper processes (the embedding worker) before the store they use."""
-        if self.pipeline.recall is not None:
-            await self.pipeline.recall.close()
+        await self.recall.close()
 
     async def close(self) -> None:
         await self.scheduler.stop()
         await self.stop_workers()
-        await self.pipeline.drain()
+        await self.drain()
         await self.metrics.stop()
         await self.llm.close()
         await self.store.close()
@@ -182,30 +198,47 @@ async def build_core(
         settings=settings.memory,
         clock=clock,
         lock_ttl_ms=int(settings.scheduler.lock_ttl_s * 1000),
-        recover=admin.resume_forgets,
+        recover=admin.requests.resume,
         over_budget=budget.over,
     )
-    pipeline = MemoryPipeline(
+    zones = ZoneFallback(settings.memory.timezone)
+    maintenance = MaintenanceScheduler(
+        maintainer,
+        zones=zones,
+        concurrency=settings.llm.concurrency,
+        background=background,
+        metrics=metrics,
+    )
+    captioner = Captioner(
+        settings=settings, llm=llm, store=admin.messages, background=background, budget=budget
+    )
+    after = AfterStore(maintenance, recall=recall, captioner=captioner, background=background)
+    intake = Intake(
+        settings=settings,
+        messages=repo.messages,
+        counter=counter,
+        clock=clock,
+        after=after,
+        metrics=metrics,
+    )
+    replier = Replier(
         settings=settings,
         repo=repo,
         llm=llm,
-        maintainer=maintainer,
         assembler=PromptAssembler(counter, settings.memory),
-        counter=counter,
         clock=clock,
+        counter=counter,
         recall=recall,
-        metrics=metrics,
-        background=background,
-        captioner=Captioner(
-            settings=settings, llm=llm, store=admin, background=background, budget=budget
-        ),
         budget=budget,
+        metrics=metrics,
+        intake=intake,
+        zones=zones,
     )
     fleet = FleetQueue(store.client, store.keys)
     scheduler = RolloverScheduler(
         repo=repo,
         maintainer=maintainer,
-        maintain=pipeline.maintain,
+        maintain=maintenance.maintain,
         fleet=fleet,
         settings=settings,
         clock=clock,
@@ -222,13 +255,25 @@ async def build_core(
         counter=counter,
         summarizer=summarizer,
         maintainer=maintainer,
-        pipeline=pipeline,
-        conversation=Conversation(pipeline, changes=admin, deliveries=platform),
+        maintenance=maintenance,
+        recall=recall,
+        captioner=captioner,
+        intake=intake,
+        replier=replier,
+        conversation=Conversation(intake, replier, changes=admin.messages, deliveries=platform),
         admin=admin,
         platform=platform,
         scheduler=scheduler,
         metrics=metrics,
         budget=budget,
-        learner=Learner(pipeline, repo.learning, clock),
+        learner=Learner(
+            intake=intake,
+            maintenance=maintenance,
+            reads=repo.reads,
+            ledger=repo.ledger,
+            store=repo.learning,
+            clock=clock,
+            recall=recall,
+        ),
         pacing=Pacing(store.client, store.keys),
     )

@@ -1,4 +1,5 @@
-"""Pure time maths: local days, day bounds, weeks. No I/O, tested with tables of cases.
+"""Pure time maths: local days, day bounds, weeks. No I/O (one warning aside: a scope's
+unknown timezone, :class:`ZoneFallback`), tested with tables of cases.
 
 Days are ISO dates (``2025-08-13``) in a scope's timezone. Bounds are computed with
 zoneinfo so a day is 23 or 25 hours long across a DST change.
@@ -6,10 +7,13 @@ zoneinfo so a day is 23 or 25 hours long across a DST change.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memory_core.errors import UnknownTimezone
+
+log = logging.getLogger(__name__)
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -33,6 +37,31 @@ def known_zone_or(name: str, default: str) -> str:
     except UnknownTimezone:
         return default
     return name
+
+
+class ZoneFallback:
+    """The timezone a scope's times are shown in: its stored one, or the default when it has
+    none. A stored one that does not exist (an import, a hand edit) falls back to the
+    default, with a warning once per name: a bad setting must not cost a reply. (Maintenance
+    does not guess: it reports such a scope.)"""
+
+    def __init__(self, default: str) -> None:
+        self.default = default
+        self._warned: set[str] = set()
+
+    def usable(self, scope: str, stored: str) -> str:
+        name = stored or self.default
+        usable = known_zone_or(name, self.default)
+        if usable != name and name not in self._warned:
+            self._warned.add(name)
+            log.warning(
+                "%s has an unknown timezone %r: replies use the default %s and its rollover "
+                "waits until it is fixed (/memory config timezone)",
+                scope,
+                name[:80],
+                self.default,
+            )
+        return usable
 
 
 def to_ms(when: datetime) -> int:

@@ -23,11 +23,11 @@ import redis
 from hypothesis import settings as hypothesis_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from bots.bench.cluster import LocalCluster, LocalRedis, server_binary, server_version
 from config.settings import WELL_KNOWN_ENV
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.store import embedded
+from memorybot_testkit.redis_servers import LocalCluster, LocalRedis, server_binary, server_version
 from tests.discord_world import World, build_world
 from tests.fakes import unknown
 from tests.fakes.discord import FakeDiscord

@@ -155,7 +155,7 @@ async def chatter(fake: FakeDiscord, bot: ObservedBot, world: World, count: int)
 
 
 async def copies_of(core: Core, scope: str, message: JSON) -> list[tuple[str, str]]:
-    entries = await core.repo.all_entries(scope)
+    entries = await core.repo.reads.all_entries(scope)
     return [(e.text, e.author_id) for e in entries if e.platform_id == message["id"]]
 
 

@@ -22,7 +22,7 @@ from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
 from memory_core.service.past import PastMessage, PastPage
-from memory_core.service.scheduling import ManualMaintenance
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import RecordedRequest, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,9 +190,9 @@ async def feed(
             audience=Audience.SERVER if public else Audience.PRIVATE,
         )
         if reply:
-            await core.pipeline.handle(replace(msg, direct=True))
+            await converse(core, replace(msg, direct=True))
         else:
-            await core.pipeline.ingest(msg)
+            await core.intake.accept(msg)
         count += 1
     return count
 
@@ -359,12 +359,9 @@ CoreFactory = Callable[..., Awaitable[Core]]
 
 
 def manual_maintenance(core: Core) -> None:
-    """Maintenance only when the test calls ``core.pipeline.maintain``: a message that
+    """Maintenance only when the test calls ``core.maintenance.maintain``: a message that
     makes it due runs nothing, so a test drives each step itself."""
-    pipeline = core.pipeline
-    pipeline.maintenance = ManualMaintenance(
-        core.maintainer, concurrency=1, metrics=pipeline.metrics
-    )
+    core.maintenance.manual = True
 
 
 class ListSource:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bots.learn.slack_history import SlackHistory, slack_past
 from bots.slack.bot import SlackBot, build_app
 from bots.slack.connect import build_client, connect_socket, serve_http
-from bots.slack.history import SlackHistory, slack_past
 from memory_core.bootstrap import Core
 from memory_core.models import LogEntry
 from memory_core.service.past import PastMessage, PastPage
@@ -251,7 +251,7 @@ async def start_harness(
 
 
 async def entries(core: Core, scope: str = SCOPE) -> list[LogEntry]:
-    return await core.repo.all_entries(scope)
+    return await core.repo.reads.all_entries(scope)
 
 
 def user_texts(log: list[LogEntry]) -> list[str]:
@@ -279,7 +279,7 @@ def quiet_replies(answer: Callable[[RecordedRequest], str]) -> Callable[[Recorde
     return lambda request: "Noted." if request.purpose == "reply" else answer(request)
 
 
-# -- a channel's past (bots/slack/history.py) ---------------------------------------------------
+# -- a channel's past (bots/learn/slack_history.py) --------------------------------------------
 PAST_START = 1_600_000_000  # the first past message's second; one message every 10 s after it
 SINCE = datetime.fromtimestamp(PAST_START, tz=UTC)
 

@@ -1,7 +1,8 @@
 """``memorybot bench ...``: performance, measured next to what it should be compared with.
 
-``bots/cli/main.py`` adds these with ``register(bench_app)``. The harnesses are imported
-only when a benchmark runs: the ``bench`` extra need not be installed for other commands.
+``bots/cli/main.py`` adds these with ``register(bench_app)``. The harnesses are the
+``memorybot_bench`` package (bench/ in the repository, a distribution of its own that the
+``bench`` extra installs), imported only when a benchmark runs: other commands need no extra.
 """
 
 from __future__ import annotations
@@ -42,19 +43,22 @@ def _measure(label: str, total: int, as_json: bool, measure: Measure) -> dict[st
     return result
 
 
-# What the `bench` extra installs, by the module a command imports: the plots and the
-# alternatives memorybot is compared with. Everything else is a dependency.
+# What the `bench` extra installs, by the module a command imports: the benchmarks
+# themselves, the plots and the alternatives memorybot is compared with.
+HARNESSES = {"memorybot_bench": "memorybot-bench", "memorybot_testkit": "memorybot-testkit"}
 PLOTS = {"matplotlib": "matplotlib"}
 ALTERNATIVES = {"langchain_classic": "langchain-classic", "langchain_openai": "langchain-openai"}
 
 
-def _bench_extra(command: str, needs: dict[str, str]) -> None:
+def bench_extra(command: str, needs: dict[str, str] | None = None) -> None:
     """Stop with the pip install to run if a module of the `bench` extra is missing, before
-    any work (a missing one would otherwise surface as a traceback, minutes in)."""
+    any work (a missing one would otherwise surface as a traceback, minutes in).
+    ``command`` as the user typed it after ``memorybot``."""
+    needs = {**HARNESSES, **(needs or {})}
     missing = [dist for module, dist in needs.items() if importlib.util.find_spec(module) is None]
     if missing:
         raise fail(
-            f"memorybot bench {command} needs {', '.join(missing)} (the bench extra): "
+            f"memorybot {command} needs {', '.join(missing)} (the bench extra): "
             "install it with: pip install -e '.[bench]'",
             2,
         )
@@ -67,7 +71,8 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Pipeline time per message without the LLM, next to a Redis PING."""
-    from bots.bench.harness import bench_ingest
+    bench_extra("bench ingest")
+    from memorybot_bench.harness import bench_ingest
 
     s = settings(ctx)
     r = _measure(
@@ -106,7 +111,8 @@ def rollover(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A day's rollover over many scopes, with a stand-in model of set latency."""
-    from bots.bench.harness import bench_rollover
+    bench_extra("bench rollover")
+    from memorybot_bench.harness import bench_rollover
 
     s = settings(ctx)
     r = _measure(
@@ -148,7 +154,8 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Recall query latency and memory as a scope grows (or many scopes)."""
-    from bots.bench.harness import bench_recall
+    bench_extra("bench recall")
+    from memorybot_bench.recall_bench import bench_recall
 
     try:
         counts = [int(x) for x in sizes.split(",") if x.strip()]
@@ -188,7 +195,8 @@ def load(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A steady stream of messages on loopback: lost messages, latency, memory over time."""
-    from bots.bench.load import load_run
+    bench_extra("bench load")
+    from memorybot_bench.load import load_run
 
     s = settings(ctx)
     r = _measure(
@@ -219,7 +227,8 @@ def cluster(
 ) -> None:
     """How evenly a Redis Cluster's nodes share the work (local clusters, started and
     stopped here): ingest, a rollover sweep and replies across many scopes."""
-    from bots.bench.cluster_bench import bench_cluster
+    bench_extra("bench cluster")
+    from memorybot_bench.cluster_bench import bench_cluster
 
     try:
         counts = [int(x) for x in nodes.split(",") if x.strip()]
@@ -257,8 +266,8 @@ def all_benchmarks(
 ) -> None:
     """Every benchmark side by side with the alternatives; writes docs/benchmarks.md."""
 
-    _bench_extra("all", {**PLOTS, **ALTERNATIVES})
-    from bots.bench.runner import run as run_benchmarks
+    bench_extra("bench all", {**PLOTS, **ALTERNATIVES})
+    from memorybot_bench.runner import run as run_benchmarks
 
     s = settings(ctx)
     result = run_benchmarks(
@@ -277,8 +286,8 @@ def report(
 ) -> None:
     """Write the report (and its plots) again from a run's saved figures, measuring nothing."""
 
-    _bench_extra("report", PLOTS)
-    from bots.bench.report import write_from_json
+    bench_extra("bench report", PLOTS)
+    from memorybot_bench.report import write_from_json
 
     try:
         write_from_json(source, out_file)

@@ -16,8 +16,8 @@ from bots.cli.common import (
     scope_arg,
     settings,
 )
-from bots.console import ConsoleReply
 from memory_core.models import IncomingMessage
+from memory_core.service.streaming import KeptAnswer
 
 
 def register(app: typer.Typer) -> None:
@@ -44,22 +44,6 @@ def console(
     raise typer.Exit(run(go()))
 
 
-class CapturedReply(ConsoleReply):
-    """``memorybot ask``'s reply sink: the terminal's, except that the answer is kept, to be
-    printed (or given as JSON) once the command's core is closed."""
-
-    def __init__(self) -> None:  # (no console: nothing is printed meanwhile)
-        self.posted: list[str] = []
-
-    async def post(self, *, text: str) -> int:
-        self.posted.append(text)
-        return len(self.posted) - 1
-
-    async def edit(self, *, handle: int, text: str) -> bool:
-        self.posted[handle] = text
-        return True
-
-
 def ask(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The message to send.")],
@@ -79,7 +63,7 @@ def ask(
     async def go() -> dict[str, Any]:
         async with core_for(s, background=False) as core:
             if dry_run:
-                prompt = await core.pipeline.build_prompt(msg)
+                prompt = await core.replier.build_prompt(msg)
                 core.metrics.keep_to_itself()  # (its recall index was built: not news)
                 return {
                     "scope": target,
@@ -94,12 +78,12 @@ def ask(
             # "delivered" (printed below) with what it used, for /memory why.
             turn = await core.conversation.receive(msg)
             assert turn is not None  # direct messages are always answered
-            printed = CapturedReply()
+            printed = KeptAnswer()  # printed once the command's core is closed
             done = await core.conversation.answer(turn, printed, stream_interval_s=None)
             reply = done.reply
             return {
                 "scope": target,
-                "reply": "\n".join(printed.posted),
+                "reply": printed.text,
                 "kind": reply.kind if reply is not None else "apology",
                 "tokens": reply.prompt_tokens if reply is not None else 0,
             }

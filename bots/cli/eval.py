@@ -6,15 +6,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bots.cli.bench import bench_extra
 from bots.cli.common import fail, print_json, run, settings
+from config.settings import Settings
 from memory_core.errors import InputError
+
+if TYPE_CHECKING:
+    from memorybot_bench.locomo_data import Conversation
 
 STAGES = {"turn": "replaying turns", "question": "assembling prompts", "answer": "answering"}
 COLUMNS = (
@@ -61,7 +66,8 @@ def locomo(
     ] = None,
 ) -> None:
     """How often the prompt holds the turns that answer LoCoMo's questions, next to baselines."""
-    from bots.bench.evaluation import evaluate_locomo, load_locomo
+    bench_extra("eval locomo")
+    from memorybot_bench.evaluation import load_locomo
 
     s = settings(ctx)
     try:
@@ -79,6 +85,29 @@ def locomo(
         )
     except InputError as exc:
         raise fail(str(exc), 1) from exc
+    results = _evaluate(s, convs, budgets, answer=answer, quiet=as_json)
+    if as_json:
+        print_json(results[0] if len(results) == 1 else {"budgets": results})
+        return
+    out = Console(highlight=False, markup=False, emoji=False)
+    for result in results:
+        _print_tables(out, result)
+    if len(results) > 1:
+        _print_budgets(out, results)
+
+
+def _evaluate(
+    s: Settings,
+    convs: list[Conversation],
+    budgets: list[int | None],
+    *,
+    answer: bool,
+    quiet: bool,
+) -> list[dict[str, Any]]:
+    """``memorybot_bench.evaluation.evaluate_locomo`` at each budget, with a progress bar on
+    stderr (unless ``quiet`` or not a terminal)."""
+    from memorybot_bench.evaluation import evaluate_locomo
+
     err = Console(stderr=True, highlight=False, markup=False, emoji=False)
     questions = sum(len(c.questions) for c in convs) * len(budgets)
     totals = {"turn": sum(len(c.turns) for c in convs) * len(budgets), "question": questions}
@@ -90,11 +119,11 @@ def locomo(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err,
-        disable=as_json or not err.is_terminal,
+        disable=quiet or not err.is_terminal,
         transient=True,
     ) as progress:
         tasks = {stage: progress.add_task(STAGES[stage], total=n) for stage, n in totals.items()}
-        results = [
+        return [
             run(
                 evaluate_locomo(
                     s,
@@ -106,14 +135,6 @@ def locomo(
             ).as_dict()
             for one in budgets
         ]
-    if as_json:
-        print_json(results[0] if len(results) == 1 else {"budgets": results})
-        return
-    out = Console(highlight=False, markup=False, emoji=False)
-    for result in results:
-        _print_tables(out, result)
-    if len(results) > 1:
-        _print_budgets(out, results)
 
 
 def parse_budgets(raw: str) -> tuple[int, ...]:
@@ -256,7 +277,8 @@ def year(
 ) -> None:
     """A year of a busy channel, offline: how many facts said months ago (their raw messages
     expired) still reach the prompt when asked about, by age."""
-    from bots.bench.year import evaluate_year
+    bench_extra("eval year")
+    from memorybot_bench.year import evaluate_year
 
     s = settings(ctx)
     report = run(

@@ -76,9 +76,9 @@ def slack_history(
     as_json: JsonOpt = False,
 ) -> None:
     """Learn a Slack channel's past (and its threads) with the bot's token."""
+    from bots.learn.slack_history import slack_past
     from bots.slack.bot import SlackBot
     from bots.slack.connect import build_client
-    from bots.slack.history import slack_past
 
     s = settings(ctx)
     if s.slack.bot_token is None:
@@ -128,7 +128,7 @@ def discord_history(
         import discord
 
         from bots.discord.bot import bot_intents, discord_endpoints
-        from bots.discord.history import discord_past
+        from bots.learn.discord_history import discord_past
 
         async with core_for(s, background=False) as core:
             with discord_endpoints(s.discord):
@@ -293,7 +293,7 @@ async def _learn_in(
         ):
             raise fail("nothing learned (run the same command again to go on)", 1)
     stored = [await _store(core, r.place, quiet=as_json) for r in found]
-    await core.pipeline.drain()
+    await core.drain()
     if as_json:
         print_json(
             {"read": [progress_json(r) for r in read], "stored": [progress_json(r) for r in stored]}

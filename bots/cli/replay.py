@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,10 @@ from bots.cli.common import (
     settings,
 )
 from memory_core.clock import ManualClock, SystemClock
+
+if TYPE_CHECKING:
+    from memory_core.bootstrap import Core
+    from memory_core.service.replay import ReplayReport
 
 
 def register(app: typer.Typer) -> None:
@@ -51,25 +55,11 @@ def replay(
 ) -> None:
     """Import a transcript; its timestamps drive the clock, so days and weeks roll over.
     Each line is stored once, however often the file is replayed."""
-    from memory_core.service.replay import count_lines, read_lines, validate_all
     from memory_core.service.replay import replay as do_replay
 
     s = settings(ctx)
     target = scope_arg(scope)
-    if not file.is_file():
-        raise fail(f"{file} does not exist", 1)
-    now = SystemClock().now()  # lines dated later than a day from now are refused
-    if strict:
-        good, bad = run_input(lambda: validate_all(file, now=now))
-        if bad:
-            for problem in bad:
-                err.print(f"{file}:{problem}", markup=False)
-            raise fail(f"{len(bad)} bad line(s); nothing was stored (--strict)", 1)
-        lines: Any = good
-        total = len(good)
-    else:
-        lines = read_lines(file, now=now)
-        total = run_input(lambda: count_lines(file))
+    lines, total = _lines_of(file, strict=strict)
 
     async def go() -> dict[str, Any]:
         clock = ManualClock()
@@ -78,7 +68,7 @@ def replay(
             with progress_bar(quiet=as_json) as progress:
                 task = progress.add_task("replaying", total=total)
                 report = await do_replay(
-                    core.pipeline,
+                    core,
                     clock,
                     lines,
                     default_scope=target,
@@ -86,28 +76,7 @@ def replay(
                     on_line=lambda r: progress.update(task, completed=r.lines),
                     outage_wait_s=outage_wait,
                 )
-            days = sum(r.days_closed for r in core.pipeline.reports)
-            stats = core.llm.stats
-            return {
-                "lines": report.lines,
-                "stored": report.stored,
-                "duplicates": report.duplicates,
-                "forgotten": report.forgotten,
-                "replies": report.replies,
-                "apologies": report.apologies,
-                "skipped": [{"line": e.line_no, "reason": e.reason} for e in report.skipped],
-                "out_of_order": report.out_of_order,
-                "scopes": sorted(report.scopes),
-                "days_rolled_over": days,
-                "compactions": sum(r.compactions for r in core.pipeline.reports),
-                "llm_calls": {
-                    "total": stats.calls() - start_calls,
-                    "reply": stats.of("reply").calls,
-                    "compact": stats.of("compact").calls,
-                    "refresh": stats.of("refresh").calls,
-                },
-                "offline": core.llm.offline,
-            }
+            return _summary(core, report, start_calls)
 
     result = run(go())
     if as_json:
@@ -116,6 +85,50 @@ def replay(
         _print_replay(file, target, result)
     if result["skipped"] and not (result["stored"] or result["duplicates"] or result["forgotten"]):
         raise fail(f"no line of {file} could be replayed", 1)
+
+
+def _lines_of(file: Path, *, strict: bool) -> tuple[Any, int]:
+    """The lines to replay and how many there are; ``strict``: every line checked first,
+    and nothing replayed when one is bad."""
+    from memory_core.service.replay import count_lines, read_lines, validate_all
+
+    if not file.is_file():
+        raise fail(f"{file} does not exist", 1)
+    now = SystemClock().now()  # lines dated later than a day from now are refused
+    if not strict:
+        return read_lines(file, now=now), run_input(lambda: count_lines(file))
+    good, bad = run_input(lambda: validate_all(file, now=now))
+    if bad:
+        for problem in bad:
+            err.print(f"{file}:{problem}", markup=False)
+        raise fail(f"{len(bad)} bad line(s); nothing was stored (--strict)", 1)
+    return good, len(good)
+
+
+def _summary(core: Core, report: ReplayReport, start_calls: int) -> dict[str, Any]:
+    """The replay's report, with the days it closed and the model calls it made."""
+    stats = core.llm.stats
+    reports = core.maintenance.reports
+    return {
+        "lines": report.lines,
+        "stored": report.stored,
+        "duplicates": report.duplicates,
+        "forgotten": report.forgotten,
+        "replies": report.replies,
+        "apologies": report.apologies,
+        "skipped": [{"line": e.line_no, "reason": e.reason} for e in report.skipped],
+        "out_of_order": report.out_of_order,
+        "scopes": sorted(report.scopes),
+        "days_rolled_over": sum(r.days_closed for r in reports),
+        "compactions": sum(r.compactions for r in reports),
+        "llm_calls": {
+            "total": stats.calls() - start_calls,
+            "reply": stats.of("reply").calls,
+            "compact": stats.of("compact").calls,
+            "refresh": stats.of("refresh").calls,
+        },
+        "offline": core.llm.offline,
+    }
 
 
 def _print_replay(file: Path, target: str, result: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 import bots.dashboard.health as health_mod
 from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, Session, SessionSigner, safe_next
 from bots.dashboard.cost import register as register_cost_routes
+from bots.dashboard.exposition import exposition
 from bots.dashboard.listing import PLATFORMS, SORTS, ListingQuery, list_scopes
 from bots.dashboard.routes_scope import register as register_scope_routes
 from bots.dashboard.tree import register as register_tree_routes
@@ -295,6 +296,5 @@ def _chart(per_minute: list[tuple[str, int]]) -> dict[str, Any]:
 async def metrics(request: Request) -> Response:
     minutes = _int(request.query_params.get("minutes"), health_mod.DEFAULT_WINDOW)
     report = await health_mod.collect(dash(request).core, minutes=minutes)
-    return PlainTextResponse(
-        health_mod.prometheus(report), media_type="text/plain; version=0.0.4; charset=utf-8"
-    )
+    body, content_type = exposition(report, request.headers.get("accept"))
+    return Response(body, headers={"Content-Type": content_type})

@@ -4,31 +4,36 @@ There are no accounts: whoever knows DASHBOARD_TOKEN is the admin. Logging in tr
 for a session cookie, so the token itself is typed once and never stored in the browser.
 
 Sessions are stateless, so any number of dashboard processes sharing one token accept each
-other's cookies: a cookie is ``v1.<expiry>.<session id>.<signature>``, signed with HMAC-SHA256
-under a key derived from the token. Changing DASHBOARD_TOKEN therefore ends every session. The
-CSRF token of a session is derived from its id with the same key, so it needs no storage either
-and differs per session. Logout clears the cookie and also revokes its id in this process
-(a copied cookie would otherwise stay valid until it expires).
+other's cookies. The cookie is a session id signed and timestamped by ``itsdangerous`` (the
+signing Starlette's and Flask's sessions use: HMAC-SHA256 under a key derived from the token and
+a salt), valid ``SESSION_TTL_S`` from login; changing DASHBOARD_TOKEN therefore ends every
+session. The CSRF token of a session is itsdangerous's signature of its id under another salt,
+so it needs no storage either and differs per session. Logout clears the cookie and also
+revokes its id in this process (a copied cookie would otherwise stay valid until it expires).
+
+Not Starlette's ``SessionMiddleware``: it signs the same way, but it sets the cookie again on
+every response (a session would never expire while in use), fixes the cookie's Secure flag
+when the app is built (not by the request's scheme), and has no revocation or bearer token for
+/metrics; what is left here is only which id a cookie names and when it expires.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import secrets
 import time
 from collections import deque
 from dataclasses import dataclass
 
+from itsdangerous import BadData, Signer, URLSafeTimedSerializer
+
 COOKIE_NAME = "mb_session"
 SESSION_TTL_S = 8 * 3600
-_VERSION = "v1"
-_KEY_LABEL = b"memorybot dashboard session v1"
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+_SESSION_SALT = "memorybot dashboard session v2"
+_CSRF_SALT = "memorybot dashboard csrf v2"
+# The cookies: HMAC-SHA256 (itsdangerous defaults to SHA-1), as the CSRF signer below.
+_SIGNING = {"digest_method": hashlib.sha256, "key_derivation": "hmac"}
+MAX_COOKIE = 200  # a cookie longer than ours is not ours: refused before any work
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +50,16 @@ class SessionSigner:
         if not token.strip():
             raise ValueError("the dashboard token is empty")
         self._token = token.encode()
-        # A derived key, so that the token itself never signs anything an attacker can see.
-        self._key = hmac.new(self._token, _KEY_LABEL, hashlib.sha256).digest()
+        self._cookies = URLSafeTimedSerializer(token, salt=_SESSION_SALT, signer_kwargs=_SIGNING)
+        self._csrf = Signer(
+            token, salt=_CSRF_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
+        )
         self.ttl_s = ttl_s
         self._revoked: dict[str, int] = {}  # session id -> its expiry (then it can be dropped)
 
     # -- the token ---------------------------------------------------------------------
     def token_matches(self, candidate: str) -> bool:
-        return hmac.compare_digest(candidate.encode(), self._token)
+        return secrets.compare_digest(candidate.encode(), self._token)
 
     def bearer_matches(self, authorization: str | None) -> bool:
         """``Authorization: Bearer <token>``, for scrapers of /metrics."""
@@ -62,39 +69,37 @@ class SessionSigner:
         return scheme.lower() == "bearer" and self.token_matches(value.strip())
 
     # -- sessions ----------------------------------------------------------------------
-    def _sign(self, payload: str) -> str:
-        return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
-
     def csrf_for(self, sid: str) -> str:
-        return _b64(hmac.new(self._key, f"csrf.{sid}".encode(), hashlib.sha256).digest())
+        return self._csrf.get_signature(sid).decode("ascii")
 
-    def issue(self, *, now: float | None = None) -> tuple[str, Session]:
-        """A new session: (cookie value, session)."""
-        expires = int((now if now is not None else time.time()) + self.ttl_s)
-        sid = secrets.token_urlsafe(18)
-        payload = f"{_VERSION}.{expires}.{sid}"
-        return f"{payload}.{self._sign(payload)}", Session(sid, expires, self.csrf_for(sid))
+    def issue(self) -> tuple[str, Session]:
+        """A new session, from now: (cookie value, session)."""
+        cookie = self._cookies.dumps(secrets.token_urlsafe(18))
+        session = self._read(cookie)
+        assert session is not None
+        return cookie, session
 
     def verify(self, cookie: str | None, *, now: float | None = None) -> Session | None:
         """The session a cookie stands for, or None if it is forged, expired or revoked."""
-        if not cookie or len(cookie) > 200:
+        session = self._read(cookie)
+        if session is None or session.sid in self._revoked:
             return None
-        parts = cookie.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION:
-            return None
-        version, expires_s, sid, signature = parts
-        if not hmac.compare_digest(signature, self._sign(f"{version}.{expires_s}.{sid}")):
+        return session if session.expires > (now if now is not None else time.time()) else None
+
+    def _read(self, cookie: str | None) -> Session | None:
+        """The session a cookie names if it is ours (signed under this token), expired or not."""
+        if not cookie or len(cookie) > MAX_COOKIE:
             return None
         try:
-            expires = int(expires_s)
-        except ValueError:
+            sid, signed_at = self._cookies.loads(cookie, return_timestamp=True)
+        except BadData:  # a bad signature, timestamp or payload
             return None
-        if expires <= (now if now is not None else time.time()) or sid in self._revoked:
+        if not isinstance(sid, str):
             return None
-        return Session(sid, expires, self.csrf_for(sid))
+        return Session(sid, int(signed_at.timestamp()) + self.ttl_s, self.csrf_for(sid))
 
     def csrf_matches(self, session: Session, sent: str | None) -> bool:
-        return bool(sent) and hmac.compare_digest(str(sent).encode(), session.csrf.encode())
+        return bool(sent) and secrets.compare_digest(str(sent).encode(), session.csrf.encode())
 
     def revoke(self, session: Session, *, now: float | None = None) -> None:
         moment = now if now is not None else time.time()

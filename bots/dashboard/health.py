@@ -1,5 +1,6 @@
 """Fleet health from the per-minute metric buckets in Redis, for the health page and for
-Prometheus. Both read the same :class:`HealthReport`, so they always show the same figures.
+Prometheus (:mod:`bots.dashboard.exposition`). Both read the same :class:`HealthReport`, so
+they always show the same figures.
 
 The buckets hold what every process counted during each minute, so the figures here are
 sums over a window of recent minutes, not counters since start-up: a Prometheus series is
@@ -202,13 +203,13 @@ async def collect(
         sums=sums,
         llm=_llm_use(sums),
         sweeps=await _sweeps(core),
-        scopes=await core.repo.scope_count(),
+        scopes=await core.repo.reads.scope_count(),
         redis_used_bytes=used,
         redis_peak_bytes=peak,
         redis_max_bytes=maximum,
         checks=_checks(core),
         embedding=await _embedding(core),
-        recall=await read_recall_caches(core.metrics.store),
+        recall=await read_recall_caches(core.store.client, core.store.keys),
     )
 
 
@@ -222,137 +223,3 @@ def human_bytes(n: int | None) -> str:
     units = ("B", "KiB", "MiB", "GiB", "TiB")
     exponent = min(int(math.log(n, 1024)) if n > 0 else 0, len(units) - 1)
     return f"{n / 1024**exponent:.1f} {units[exponent]}" if exponent else f"{n} B"
-
-
-# -- Prometheus text exposition ----------------------------------------------------------
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def prometheus(report: HealthReport) -> str:
-    """The report in Prometheus' text exposition format (version 0.0.4)."""
-    window = f"in the last {report.minutes} minutes (sum of the fleet's per-minute buckets)"
-    lines: list[str] = []
-
-    def metric(
-        name: str, help_text: str, samples: list[tuple[dict[str, str], float]], kind: str = "gauge"
-    ) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
-            number = repr(float(value)) if isinstance(value, float) else str(value)
-            lines.append(f"{name}{{{text}}} {number}" if text else f"{name} {number}")
-
-    s = report.sums
-    metric("memorybot_window_minutes", "Window the *_total figures cover.", [({}, report.minutes)])
-    metric("memorybot_messages_total", f"Messages stored {window}.", [({}, s["messages"])])
-    metric(
-        "memorybot_replies_total",
-        f"Replies by kind {window}.",
-        [({"kind": k}, s[f"replies_{k}"]) for k in REPLY_KINDS],
-    )
-    metric(
-        "memorybot_budget_refusals_total",
-        f"Replies refused by a daily token budget, by the limit reached {window}.",
-        [({"limit": k}, s[f"budget_refusals:{k}"]) for k in BUDGET_LIMITS],
-    )
-    metric(
-        "memorybot_summaries_total",
-        f"Summaries by who wrote them (llm, fallback: the extractive stand-in after failures, "
-        f"offline: no model configured) {window}.",
-        [({"by": k}, s[f"summaries_{k}"]) for k in SUMMARY_KINDS],
-    )
-    metric(
-        "memorybot_maintenance_total",
-        f"Memory maintenance work by kind {window}.",
-        [({"work": k}, s[k]) for k, _ in MAINTENANCE],
-    )
-    metric(
-        "memorybot_llm_calls_total",
-        f"LLM calls by purpose {window}.",
-        [({"purpose": u.purpose}, u.calls) for u in report.llm],
-    )
-    metric(
-        "memorybot_llm_failures_total",
-        f"LLM calls that failed, by purpose {window}.",
-        [({"purpose": u.purpose}, u.failures) for u in report.llm],
-    )
-    tokens: list[tuple[dict[str, str], float]] = []
-    for u in report.llm:
-        tokens.append(({"purpose": u.purpose, "kind": "prompt"}, u.prompt_tokens))
-        tokens.append(({"purpose": u.purpose, "kind": "completion"}, u.completion_tokens))
-    metric("memorybot_llm_tokens_total", f"LLM tokens by purpose and kind {window}.", tokens)
-    metric(
-        "memorybot_llm_seconds_total",
-        f"Time spent in LLM calls, by purpose {window}.",
-        [({"purpose": u.purpose}, u.ms / 1000) for u in report.llm],
-    )
-    metric("memorybot_scopes", "Scopes in the scopes index.", [({}, report.scopes)])
-    if report.redis_used_bytes is not None:
-        metric(
-            "memorybot_redis_used_memory_bytes",
-            "Memory Redis uses (INFO memory used_memory; summed over cluster nodes).",
-            [({}, report.redis_used_bytes)],
-        )
-    e = report.embedding
-    metric(
-        "memorybot_embedding_workers",
-        "Embedding worker processes reporting (one beside each bot process with the local model).",
-        [({}, int(e.get("workers", 0)))],
-    )
-    metric(
-        "memorybot_embedding_backlog_messages",
-        "Messages stored but not embedded yet (recall finds them by words meanwhile).",
-        [({}, int(e.get("backlog", 0)))],
-    )
-    metric(
-        "memorybot_embedding_lag_seconds",
-        "How long the oldest message not embedded yet has waited (the largest of the workers).",
-        [({}, float(e.get("lag_s", 0.0)))],
-    )
-    r = report.recall
-    metric(
-        "memorybot_recall_index_processes",
-        "Bot processes reporting their recall indexes (every 10 s).",
-        [({}, int(r.get("processes", 0)))],
-    )
-    metric(
-        "memorybot_recall_index_bytes",
-        "Memory the recall indexes hold now, summed over the bot processes (each bounded by "
-        "its memory.recall_cache_mb).",
-        [({}, int(r.get("bytes", 0)))],
-    )
-    metric(
-        "memorybot_recall_index_limit_bytes",
-        "The processes' memory.recall_cache_mb, summed, in bytes.",
-        [({}, int(r.get("limit_bytes", 0)))],
-    )
-    metric(
-        "memorybot_recall_index_scopes",
-        "Scopes whose recall index is in memory now, summed over the bot processes.",
-        [({}, int(r.get("scopes", 0)))],
-    )
-    metric(
-        "memorybot_recall_index_evictions_total",
-        f"Recall indexes dropped to stay under memory.recall_cache_mb {window}.",
-        [({}, s["recall_evictions"])],
-    )
-    metric(
-        "memorybot_recall_index_builds_total",
-        f"Recall indexes built whole (a first search, after an eviction or a forget) {window}.",
-        [({}, s["recall_builds"])],
-    )
-    metric(
-        "memorybot_recall_index_build_seconds_total",
-        f"Time those builds took (off the event loop) {window}.",
-        [({}, s["recall_build_ms"] / 1000)],
-    )
-    stamps: list[tuple[dict[str, str], float]] = []
-    for sweep in report.sweeps:
-        try:
-            stamps.append(({"job": sweep.job}, datetime.fromisoformat(sweep.at).timestamp()))
-        except ValueError:
-            continue
-    metric("memorybot_last_sweep_timestamp_seconds", "When each job last swept.", stamps)
-    return "\n".join(lines) + "\n"

@@ -134,7 +134,10 @@ class Listing:
 async def load_row(core: Core, scope: str, last_ms: int) -> ScopeRow:
     repo = core.repo
     state, days, weeks, facts = await asyncio.gather(
-        repo.state(scope), repo.days(scope), repo.weeks(scope), repo.facts(scope)
+        repo.reads.state(scope),
+        repo.reads.days(scope),
+        repo.reads.weeks(scope),
+        repo.reads.facts(scope),
     )
     extra = [d.summary for d in days] + [w.summary for w in weeks]
     return ScopeRow(
@@ -153,14 +156,14 @@ async def load_row(core: Core, scope: str, last_ms: int) -> ScopeRow:
 
 async def _index(core: Core, limit: int) -> list[tuple[str, int]]:
     """The ``limit`` most recently active scopes."""
-    return await core.repo.scopes(offset=0, limit=limit)
+    return await core.repo.reads.scopes(offset=0, limit=limit)
 
 
 async def list_scopes(core: Core, query: ListingQuery) -> Listing:
-    total = await core.repo.scope_count()
+    total = await core.repo.reads.scope_count()
     start = (query.page - 1) * PAGE_SIZE
     if query.sort == "activity" and not query.q and not query.platform:
-        pairs = await core.repo.scopes(offset=start, limit=PAGE_SIZE)
+        pairs = await core.repo.reads.scopes(offset=start, limit=PAGE_SIZE)
         rows = await gather_bounded(load_row(core, s, ms) for s, ms in pairs)
         return Listing(rows, query, total, total, start + PAGE_SIZE < total)
 
@@ -182,7 +185,7 @@ async def list_scopes(core: Core, query: ListingQuery) -> Listing:
     if needs_state:
         # Names and message counts live in each scope's state: read them for a window only.
         window = pairs[:STATE_WINDOW]
-        loaded = await gather_bounded(core.repo.state(s) for s, _ in window)
+        loaded = await gather_bounded(core.repo.reads.state(s) for s, _ in window)
         states = {s: st for (s, _), st in zip(window, loaded, strict=True)}
         if query.q and len(pairs) > STATE_WINDOW:
             notes.append(

@@ -46,7 +46,7 @@ TextField = Annotated[str, Form()]
 async def _existing(request: Request, scope: str) -> str:
     """The scope, validated, if it has memory (404 otherwise: changes never create one)."""
     scope = parse_scope(scope)
-    if not await dash(request).core.repo.scope_exists(scope):
+    if not await dash(request).core.repo.reads.scope_exists(scope):
         raise HTTPException(404, f"There is no memory for {scope} (forgotten, or never used).")
     return scope
 
@@ -150,9 +150,9 @@ async def save_fact(request: Request, scope: str, fact_id: str, text: TextField 
 async def delete_fact(request: Request, scope: str, fact_id: str) -> Response:
     scope = await _existing(request, scope)
     core = dash(request).core
-    gone = await core.admin.forget_fact(scope, fact_id)
+    gone = await core.admin.text.forget_fact(scope, fact_id)
     log.info("dashboard: deleted fact %s of %s", fact_id, scope)
-    if gone and not await core.repo.scope_exists(scope):  # its last fact (a person's)
+    if gone and not await core.repo.reads.scope_exists(scope):  # its last fact (a person's)
         return see_other("/?done=fact-deleted")
     done = "fact-deleted" if gone else "fact-missing"
     return see_other(scope_url(scope, done=done, open="facts") + "#facts")
@@ -167,7 +167,7 @@ async def remember(request: Request, scope: str, text: TextField = "") -> Respon
 
 async def forget_text(request: Request, scope: str, text: TextField = "") -> Response:
     scope = await _existing(request, scope)
-    report = await dash(request).core.admin.forget_text(scope, text)
+    report = await dash(request).core.admin.text.forget_text(scope, text)
     log.info("dashboard: forgot text in %s (%d messages)", scope, report.messages)
     changed = len(report.tiers) + report.days + report.weeks
     url = scope_url(scope, done="forgot", m=report.messages, f=report.facts, t=changed)
@@ -189,7 +189,7 @@ async def forget_all(request: Request, scope: str, confirm: TextField = "") -> R
         return render(
             request, "forget_all.html", {"d": detail, "error": error, "nav": "overview"}, status=400
         )
-    await core.admin.forget_all(scope)
+    await core.admin.place.forget_all(scope)
     log.info("dashboard: forgot everything in %s", scope)
     return see_other("/?done=forgot-all")
 

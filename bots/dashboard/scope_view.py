@@ -79,7 +79,7 @@ async def scope_detail(core: Core, scope: str, *, page: int = 1) -> ScopeDetail:
     reachable = min(view.messages, HISTORY_MAX)
     pages = max(1, -(-reachable // HISTORY_PAGE))
     page = max(1, min(page, pages))
-    newest = await core.repo.recent(view.scope, page * HISTORY_PAGE) if view.messages else []
+    newest = await core.repo.reads.recent(view.scope, page * HISTORY_PAGE) if view.messages else []
     tiers = [
         Tier(name, TIER_LABELS[name], text, core.counter.count(text) if text else 0)
         for name in TIER_ORDER
@@ -104,8 +104,8 @@ async def scope_detail(core: Core, scope: str, *, page: int = 1) -> ScopeDetail:
 
 async def _threads(core: Core, scope: str) -> list[tuple[str, PlaceCounts]]:
     """A channel's threads with their counts (the 200 most recent)."""
-    threads = (await core.repo.threads_of(scope))[:200]
-    counts = await core.repo.counts_of(threads)
+    threads = (await core.repo.reads.threads_of(scope))[:200]
+    counts = await core.repo.reads.counts_of(threads)
     return [(thread, counts[thread]) for thread in threads]
 
 
@@ -124,7 +124,7 @@ async def _people(core: Core, scope: str, entries: list[LogEntry]) -> list[Perso
         person = Scope.of(scope).person_scope(e.author_id) if e.role == "user" else None
         if person:
             names.setdefault(person.key, e.author or e.author_id)
-    facts = await core.repo.facts_of(sorted(names))
+    facts = await core.repo.reads.facts_of(sorted(names))
     return [Person(p, names[p], len(f)) for p, f in sorted(facts.items()) if f]
 
 
@@ -138,6 +138,6 @@ async def prompt_preview(
 ) -> Prompt:
     """The exact prompt a reply to ``text`` would send now (``memorybot ask --dry-run``);
     with ``author_id``, what is known about that person joins it, as in a real reply."""
-    return await core.pipeline.build_prompt(
+    return await core.replier.build_prompt(
         IncomingMessage(scope=scope, text=text, author=author, author_id=author_id, direct=True)
     )

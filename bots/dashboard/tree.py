@@ -76,8 +76,8 @@ def _server_name(place_name: str) -> str:
 
 
 async def tree_index(core: Core) -> TreeIndex:
-    pairs = await core.repo.scopes(offset=0, limit=SCAN_LIMIT)
-    total = await core.repo.scope_count()
+    pairs = await core.repo.reads.scopes(offset=0, limit=SCAN_LIMIT)
+    total = await core.repo.reads.scope_count()
     servers: dict[str, None] = {}
     others = 0
     for scope, _ in pairs:
@@ -88,8 +88,8 @@ async def tree_index(core: Core) -> TreeIndex:
             servers.setdefault(key, None)
     rows: list[ServerRow] = []
     for key in servers:
-        places = await core.repo.places_of(key)
-        names = await core.repo.names_of([p for p, _ in places[:5]])
+        places = await core.repo.reads.places_of(key)
+        names = await core.repo.reads.names_of([p for p, _ in places[:5]])
         name = next((n for p, _ in places[:5] if (n := _server_name(names.get(p, "")))), "")
         platform, server_id = parse_server(key)
         rows.append(
@@ -113,11 +113,11 @@ async def tree_index(core: Core) -> TreeIndex:
 async def server_tree(core: Core, server: str, *, page: int) -> tuple[list[Node], int]:
     """A page of the server's channels, most recently active first, each with its most
     recent threads; and how many channels there are."""
-    places = await core.repo.places_of(server)
+    places = await core.repo.reads.places_of(server)
     shown = places[(page - 1) * CHANNELS_PAGE : page * CHANNELS_PAGE]
-    threads = {root: (await core.repo.threads_of(root))[:THREADS_SHOWN] for root, _ in shown}
+    threads = {root: (await core.repo.reads.threads_of(root))[:THREADS_SHOWN] for root, _ in shown}
     all_scopes = [root for root, _ in shown] + [t for ts in threads.values() for t in ts]
-    counts = await core.repo.counts_of(all_scopes)
+    counts = await core.repo.reads.counts_of(all_scopes)
 
     def node(scope: str, when: int | None) -> Node:
         c = counts[scope]

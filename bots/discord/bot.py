@@ -4,7 +4,7 @@
   :mod:`bots.discord.events`) and hands it to the core's conversation, which stores it,
   decides whether to answer and answers through a :class:`DiscordReply`
   (:mod:`bots.discord.replies`); ``/memory`` lives in :mod:`bots.discord.commands`.
-- :func:`build_client` makes the client without touching the network (tests);
+- ``MemoryBot(core)`` makes the client without touching the network (tests);
   :func:`run_discord` is what ``memorybot run --discord`` calls.
 
 The client is always an ``AutoShardedClient``: without ``shard_count`` it asks Discord for
@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import discord
@@ -30,38 +29,33 @@ from discord.http import Route
 
 from bots.discord.commands import (
     MemoryCommands,
+    MemoryGroup,
     answer_command_error,
-    memory_group,
     message_commands,
     sync_command_tree,
 )
 from bots.discord.events import (
     CONVERSATION_TYPES,
-    Forwarded,
     Place,
     attachments_of,
     guild_id_of,
     incoming_message,
     is_allowed,
     is_content_edit,
-    is_forward,
     message_text,
     place_for,
     place_of,
 )
 from bots.discord.forwards import forward_of
-from bots.discord.places import known_thread, resolved
-from bots.discord.recheck import recheck_recent
+from bots.discord.places import forget_place, forget_server, resolved
 from bots.discord.replies import ChannelProblems, DiscordReply
+from bots.learn.discord_catch_up import recheck_recent
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError, MemorybotError
 from memory_core.models import IncomingMessage
-from memory_core.scopes import server_key
 
 log = logging.getLogger(__name__)
-
-PLATFORM = "discord"
 
 # The bot's answers never ping @everyone, roles or users named in the text (a model can be
 # talked into writing "@everyone"); replying may ping the person it answers.
@@ -76,25 +70,18 @@ def bot_intents() -> discord.Intents:
 
 
 class MemoryBot(discord.AutoShardedClient):
-    def __init__(
-        self,
-        core: Core,
-        *,
-        shard_count: int | None = None,
-        shard_ids: list[int] | None = None,
-        **options: Any,
-    ) -> None:
+    def __init__(self, core: Core, **options: Any) -> None:
+        """``options`` are discord.py's: ``shard_count`` and ``shard_ids`` split the shards
+        between processes; tests pass e.g. ``guild_ready_timeout=0.05``."""
         options.setdefault("allowed_mentions", SAFE_MENTIONS)
-        if shard_ids is not None:
-            options["shard_ids"] = shard_ids
-        super().__init__(intents=bot_intents(), shard_count=shard_count, **options)
+        super().__init__(intents=bot_intents(), **options)
         self.core = core
         self.settings = core.settings.discord
         self.problems = ChannelProblems()
         self.conversation = core.conversation
         self.memory_commands = MemoryCommands(core)
         self.tree: app_commands.CommandTree[MemoryBot] = app_commands.CommandTree(self)
-        self.tree.add_command(memory_group(self.memory_commands))
+        self.tree.add_command(MemoryGroup(self.memory_commands))
         for menu in message_commands(self.memory_commands, bot_name=core.settings.bot.name):
             self.tree.add_command(menu)
         self.tree.error(answer_command_error)
@@ -105,7 +92,7 @@ class MemoryBot(discord.AutoShardedClient):
         """A fresh gateway session (a start, or a RESUME Discord refused): what was deleted
         or edited meanwhile reached no event (messages, channels, threads, a server that
         removed the bot), so memory is brought in line with this session's view of Discord
-        (:mod:`bots.discord.recheck`), in the background; after the previous session's
+        (:mod:`bots.learn.discord_catch_up`), in the background; after the previous session's
         catch-up, if that one is still running."""
         self.rechecking = asyncio.create_task(self._catch_up(self.rechecking))
 
@@ -122,15 +109,31 @@ class MemoryBot(discord.AutoShardedClient):
         await super().close()
 
     # -- messages ------------------------------------------------------------------------
+    def place_of_person(self, message: discord.Message, guild_id: int | None) -> Place | None:
+        """Where a person's message (new or edited) was said, or None for what memorybot
+        ignores: bots (itself included), system messages, places outside the allow-lists."""
+        if self.user is None or message.author.bot or message.type not in CONVERSATION_TYPES:
+            return None
+        channel = message.channel
+        place = place_of(
+            channel, guild_id=guild_id, channel_id=channel.id, user_id=message.author.id
+        )
+        return place if is_allowed(place, self.settings) else None
+
     async def on_message(self, message: discord.Message) -> None:
-        translated = self.translate(message)
-        if translated is not None and is_forward(message):  # names and origin looked up
-            translated = self.translate(message, forwarded=await forward_of(self, message))
-        if translated is None:
+        place = self.place_of_person(message, guild_id_of(message))
+        if place is None or self.user is None:
             return
-        place, incoming = translated
-        if (found := await known_thread(self.core, place, message.channel)) is not None:
-            place, incoming = found, replace(incoming, scope=found.scope)
+        place = await resolved(self.core, place, message.channel)
+        incoming = incoming_message(
+            message,
+            place,
+            bot_id=self.user.id,
+            bot_name=self.bot_name,
+            forwarded=await forward_of(self, message),  # a forward's names and origin
+        )
+        if incoming is None:  # stickers only: nothing to remember
+            return
         try:
             # Two processes briefly serving one shard (a rolling restart) both receive the
             # event: the store keeps a message once (by its id, in the same round trip) and
@@ -139,28 +142,6 @@ class MemoryBot(discord.AutoShardedClient):
         except MemorybotError as exc:
             # The store is down or refused the message: say where, keep serving the rest.
             log.error("message %s in %s not handled: %s", message.id, place.scope, exc)
-
-    def translate(
-        self, message: discord.Message, *, forwarded: Forwarded | None = None
-    ) -> tuple[Place, IncomingMessage] | None:
-        """The core's view of a message, or None for what memorybot ignores: bots (itself
-        included), system messages, places outside the allow-lists, attachments only.
-        ``forwarded``: what was looked up for a forward (:mod:`bots.discord.forwards`)."""
-        me = self.user
-        if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
-            return None
-        place = place_of(
-            message.channel,
-            guild_id=guild_id_of(message),
-            channel_id=message.channel.id,
-            user_id=message.author.id,
-        )
-        if not is_allowed(place, self.settings):
-            return None
-        incoming = incoming_message(
-            message, place, bot_id=me.id, bot_name=self.bot_name, forwarded=forwarded
-        )
-        return None if incoming is None else (place, incoming)
 
     @property
     def bot_name(self) -> str:
@@ -182,40 +163,22 @@ class MemoryBot(discord.AutoShardedClient):
 
     # -- edits ---------------------------------------------------------------------------
     async def on_raw_message_edit(self, event: discord.RawMessageUpdateEvent) -> None:
-        """A message edited on Discord: memory holds its new text instead, and forgets what
-        the edit took out (raw: an edit of a message sent before the client started, or
-        pushed out of its cache, is an edit too)."""
-        translated = self.translate_edit(event)
-        if translated is None:
-            return
-        place, text = translated
+        """A person's message edited on Discord: memory holds its new text instead, and
+        forgets what the edit took out (raw: an edit of a message sent before the client
+        started, or pushed out of its cache, is an edit too). Updates that change neither
+        text nor files (link previews) are no edits."""
         message = event.message
+        place = self.place_of_person(message, event.guild_id)
+        if place is None or self.user is None or not is_content_edit(event):
+            return
         place = await resolved(self.core, place, message.channel)
         await self.conversation.edit(
             place.scope,
             str(message.id),
-            text,
+            message_text(message, bot_id=self.user.id, bot_name=self.bot_name),
             when=message.created_at,
             attachments=attachments_of(message),
         )
-
-    def translate_edit(self, event: discord.RawMessageUpdateEvent) -> tuple[Place, str] | None:
-        """(place, new text) of a person's edit, or None for what memorybot ignores, as for
-        new messages, and for updates that change neither text nor files (link previews)."""
-        me, message = self.user, event.message
-        if me is None or message.author.bot or message.type not in CONVERSATION_TYPES:
-            return None
-        if not is_content_edit(event):
-            return None
-        place = place_of(
-            message.channel,
-            guild_id=event.guild_id,
-            channel_id=event.channel_id,
-            user_id=message.author.id,
-        )
-        if not is_allowed(place, self.settings):
-            return None
-        return place, message_text(message, bot_id=me.id, bot_name=self.bot_name)
 
     # -- deletions -----------------------------------------------------------------------
     async def on_raw_message_delete(self, event: discord.RawMessageDeleteEvent) -> None:
@@ -245,16 +208,13 @@ class MemoryBot(discord.AutoShardedClient):
         deleted = [(str(i), discord.utils.snowflake_time(i)) for i in message_ids]
         await self.conversation.delete(place.scope, deleted)
 
-    # -- places that leave -----------------------------------------------------------
-    # Discord's developer terms ask to delete data once keeping it is no longer needed: a
-    # deleted channel or thread, a server that removed the bot. Never on an outage (a guild
-    # "unavailable"), an archived thread or a lost connection: those come back.
+    # -- places that leave (see bots.discord.places) ---------------------------------------
     async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
         """A channel (with its threads) or a forum (with its posts) was deleted."""
         place = place_for(
             guild_id=channel.guild.id, channel_id=channel.id, parent_id=None, user_id=0
         )
-        await self._forget_place(place.scope, "its channel was deleted")
+        await forget_place(self.core, place.scope, "its channel was deleted")
 
     async def on_raw_thread_delete(self, event: discord.RawThreadDeleteEvent) -> None:
         """A thread or forum post was deleted (cached or not: the event names its channel)."""
@@ -264,27 +224,13 @@ class MemoryBot(discord.AutoShardedClient):
             parent_id=event.parent_id,
             user_id=0,
         )
-        await self._forget_place(place.scope, "the thread was deleted")
+        await forget_place(self.core, place.scope, "the thread was deleted")
 
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         """The bot was removed from a server (kicked, banned, or it left): GUILD_DELETE
         without ``unavailable``. An outage is ``on_guild_unavailable``, which forgets
         nothing."""
-        try:
-            places = await self.core.admin.forget_server(server_key("discord", str(guild.id)))
-        except MemorybotError as exc:
-            log.error("memory of server %s not forgotten: %s", guild.id, exc)
-            return
-        log.warning("removed from server %s: forgot its %d places", guild.id, places)
-
-    async def _forget_place(self, scope: str, why: str) -> None:
-        try:
-            keys = await self.core.admin.forget_all(scope, keep_settings=False)
-        except MemorybotError as exc:
-            log.error("memory of %s not forgotten (%s): %s", scope, why, exc)
-            return
-        if keys:
-            log.info("forgot %s: %s", scope, why)
+        await forget_server(self.core, guild.id)
 
     async def _dm_channel(self, channel_id: int) -> discord.DMChannel | None:
         channel = self.get_channel(channel_id)
@@ -296,17 +242,6 @@ class MemoryBot(discord.AutoShardedClient):
             log.warning("cannot look up DM channel %s: %s %s", channel_id, exc.status, exc.code)
             return None
         return fetched if isinstance(fetched, discord.DMChannel) else None
-
-
-def build_client(
-    core: Core,
-    *,
-    shard_count: int | None = None,
-    shard_ids: list[int] | None = None,
-    **client_kwargs: Any,
-) -> MemoryBot:
-    """The bot's client, not connected (tests pass e.g. ``guild_ready_timeout=0.05``)."""
-    return MemoryBot(core, shard_count=shard_count, shard_ids=shard_ids, **client_kwargs)
 
 
 @contextlib.contextmanager
@@ -357,7 +292,7 @@ async def run_discord(
         )
     token = settings.token.get_secret_value().strip()
     with discord_endpoints(settings):
-        client = build_client(core, shard_count=shard_count, shard_ids=shard_ids)
+        client = MemoryBot(core, shard_count=shard_count, shard_ids=shard_ids)
         async with client:
             try:
                 await client.login(token)

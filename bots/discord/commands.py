@@ -26,11 +26,12 @@ from discord import app_commands
 from bots.acting import Actor, Where, actor_for
 from bots.commands import Command, CommandResult
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_of
-from bots.discord.history import discord_past
 from bots.discord.links import message_url
 from bots.discord.places import resolved
+from bots.discord.replies import MESSAGE_LIMIT
 from bots.discord.ui import ConfirmView, send_ephemeral, send_result, texts_for
 from bots.frontdoor import run_command
+from bots.learn.discord_history import discord_past
 from bots.learn_command import ChannelLearns
 from config.prompts import load_prompts
 from config.settings import DiscordSettings
@@ -48,7 +49,12 @@ ReplyMode = Literal["mention", "all", "off"]
 LanguageChoice = Literal["auto", "en", "ja"]
 OnOff = Literal["on", "off"]
 LearnStep = Literal["confirm", "cancel", "status"]
-MAX_CONTENT = 2000  # a message's content, at most (Discord)
+
+# Only where the bot itself is: a server it was added to, or its own DMs. A user install
+# would put the commands in group DMs and foreign servers, where the scope is not the bot's
+# memory of that place and admin checks cannot work.
+INSTALLS = app_commands.AppInstallationType(guild=True, user=False)
+CONTEXTS = app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
 
 # Discord drops an interaction that is not acknowledged within 3 s of its creation: a command
 # still running this long after the interaction was created is deferred ("thinking...") and
@@ -178,7 +184,7 @@ class MemoryCommands:
             )
 
         async def tell(text: str) -> None:
-            await interaction.edit_original_response(content=text[:MAX_CONTENT])
+            await interaction.edit_original_response(content=text[:MESSAGE_LIMIT])
 
         p = load_prompts(language or "en")
         answer = await self.learns.handle(command, place=root, source=source, tell=tell, p=p)
@@ -258,10 +264,8 @@ def message_commands(runner: MemoryCommands, *, bot_name: str) -> list[app_comma
         app_commands.ContextMenu(
             name=name,
             callback=callback,
-            allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
-            allowed_contexts=app_commands.AppCommandContext(
-                guild=True, dm_channel=True, private_channel=False
-            ),
+            allowed_installs=INSTALLS,
+            allowed_contexts=CONTEXTS,
         )
         for name, callback in (
             ("Forget this message", forget_this),
@@ -270,130 +274,133 @@ def message_commands(runner: MemoryCommands, *, bot_name: str) -> list[app_comma
     ]
 
 
-def memory_group(runner: MemoryCommands) -> app_commands.Group:
-    """The ``/memory`` command tree: show, forget ..., remember, export, pause, resume,
-    config ...; every leaf only builds a Command."""
-    memory = app_commands.Group(
-        name="memory",
-        description="What this bot remembers here",
-        # Only where the bot itself is: a server it was added to, or its own DMs. A user
-        # install would put /memory in group DMs and foreign servers, where the scope is not
-        # the bot's memory of that place and admin checks cannot work.
-        allowed_installs=app_commands.AppInstallationType(guild=True, user=False),
-        allowed_contexts=app_commands.AppCommandContext(
-            guild=True, dm_channel=True, private_channel=False
-        ),
-    )
-    forget = app_commands.Group(name="forget", description="Make the bot forget", parent=memory)
-    config = app_commands.Group(name="config", description="Memory settings", parent=memory)
+class MemoryGroup(app_commands.Group, name="memory", description="What this bot remembers here"):
+    """The ``/memory`` command tree: show, forget ..., remember, learn, why, export, pause,
+    resume, config ...; every leaf only builds a Command for :class:`MemoryCommands`.
 
-    @memory.command(name="show", description="Show what is remembered in this channel")
+    Options typed ``bool`` are compared with ``is True``: discord.py passes option values
+    through unchecked, and a stray "false" must not, say, delete a channel's memory."""
+
+    forget = app_commands.Group(name="forget", description="Make the bot forget")
+    config = app_commands.Group(name="config", description="Memory settings")
+
+    def __init__(self, runner: MemoryCommands) -> None:
+        super().__init__(allowed_installs=INSTALLS, allowed_contexts=CONTEXTS)
+        self.runner = runner
+
+    @app_commands.command(name="show", description="Show what is remembered in this channel")
     @app_commands.describe(section="What to show (default: overview)")
-    async def show(interaction: discord.Interaction, section: ShowSection = "overview") -> None:
-        await runner.run(interaction, Command("show", arg=section))
+    async def show(
+        self, interaction: discord.Interaction, section: ShowSection = "overview"
+    ) -> None:
+        await self.runner.run(interaction, Command("show", arg=section))
 
     @forget.command(name="all", description="Forget everything in this channel (admins)")
     @app_commands.describe(confirm="Skip the confirmation buttons")
-    async def forget_all(interaction: discord.Interaction, confirm: bool = False) -> None:
-        # Only the boolean true skips the buttons: discord.py passes option values through
-        # unchecked, and a stray "false" must not delete the channel's memory.
-        await runner.run(interaction, Command("forget_all", confirmed=confirm is True))
+    async def forget_all(self, interaction: discord.Interaction, confirm: bool = False) -> None:
+        await self.runner.run(interaction, Command("forget_all", confirmed=confirm is True))
 
     @forget.command(name="me", description="Forget your messages and facts about you")
     @app_commands.describe(
         everywhere="In every channel, thread and DM of this server, not only here"
     )
-    async def forget_me(interaction: discord.Interaction, everywhere: bool = False) -> None:
-        # Only the boolean true: discord.py passes option values through unchecked.
+    async def forget_me(self, interaction: discord.Interaction, everywhere: bool = False) -> None:
         everywhere_only = everywhere is True
         command = Command("forget_me_everywhere") if everywhere_only else Command("forget_me")
-        await runner.run(interaction, command)
+        await self.runner.run(interaction, command)
 
     @forget.command(name="text", description="Forget messages and facts containing a text (admins)")
     @app_commands.describe(text="The text to forget")
-    async def forget_text(interaction: discord.Interaction, text: str) -> None:
-        await runner.run(interaction, Command("forget_text", arg=text))
+    async def forget_text(self, interaction: discord.Interaction, text: str) -> None:
+        await self.runner.run(interaction, Command("forget_text", arg=text))
 
     @forget.command(name="fact", description="Forget one fact by its id (admins)")
     @app_commands.describe(fact_id="The fact id, as shown by /memory show facts")
-    async def forget_fact(interaction: discord.Interaction, fact_id: str) -> None:
-        await runner.run(interaction, Command("forget_fact", arg=fact_id))
+    async def forget_fact(self, interaction: discord.Interaction, fact_id: str) -> None:
+        await self.runner.run(interaction, Command("forget_fact", arg=fact_id))
 
-    @memory.command(
+    @app_commands.command(
         name="remember", description="Pin a note to this channel (admins), or about yourself"
     )
     @app_commands.describe(
         text="The note",
         about_me="A note about you, for everyone: it follows you across this server",
     )
-    async def remember(interaction: discord.Interaction, text: str, about_me: bool = False) -> None:
-        if about_me is True:  # only the boolean: an unchecked "false" string is not yes
-            await runner.run(interaction, Command("remember_me", arg=text))
-        else:
-            await runner.run(interaction, Command("remember", arg=text))
+    async def remember(
+        self, interaction: discord.Interaction, text: str, about_me: bool = False
+    ) -> None:
+        about = about_me is True
+        command = Command("remember_me", arg=text) if about else Command("remember", arg=text)
+        await self.runner.run(interaction, command)
 
-    @memory.command(name="learn", description="Learn this channel's past, threads too (admins)")
+    @app_commands.command(
+        name="learn", description="Learn this channel's past, threads too (admins)"
+    )
     @app_commands.describe(
         days="How many days back to read (default: learn.default_days)",
         step="confirm: learn what was read; cancel: stop and drop it; status: where it is",
     )
     async def learn(
+        self,
         interaction: discord.Interaction,
         days: app_commands.Range[int, 1, 3650] | None = None,
         step: LearnStep | None = None,
     ) -> None:
-        if step is not None:
-            await runner.run(interaction, Command("learn", key=step))
-        else:
-            await runner.run(interaction, Command("learn", arg=str(days) if days else ""))
+        command = Command("learn", key=step) if step else Command("learn", arg=str(days or ""))
+        await self.runner.run(interaction, command)
 
-    @memory.command(name="why", description="What the last answer here was based on")
-    async def why(interaction: discord.Interaction) -> None:
-        await runner.run(interaction, Command("why"))
+    @app_commands.command(name="why", description="What the last answer here was based on")
+    async def why(self, interaction: discord.Interaction) -> None:
+        await self.runner.run(interaction, Command("why"))
 
-    @memory.command(name="export", description="Download this channel's memory as JSON (admins)")
-    async def export(interaction: discord.Interaction) -> None:
-        await runner.run(interaction, Command("export"))
+    @app_commands.command(
+        name="export", description="Download this channel's memory as JSON (admins)"
+    )
+    async def export(self, interaction: discord.Interaction) -> None:
+        await self.runner.run(interaction, Command("export"))
 
-    @memory.command(name="pause", description="Stop remembering new messages (admins)")
-    async def pause(interaction: discord.Interaction) -> None:
-        await runner.run(interaction, Command("pause"))
+    @app_commands.command(name="pause", description="Stop remembering new messages (admins)")
+    async def pause(self, interaction: discord.Interaction) -> None:
+        await self.runner.run(interaction, Command("pause"))
 
-    @memory.command(name="resume", description="Remember new messages again (admins)")
-    async def resume(interaction: discord.Interaction) -> None:
-        await runner.run(interaction, Command("resume"))
+    @app_commands.command(name="resume", description="Remember new messages again (admins)")
+    async def resume(self, interaction: discord.Interaction) -> None:
+        await self.runner.run(interaction, Command("resume"))
+
+    async def _set(self, interaction: discord.Interaction, key: str, value: str) -> None:
+        await self.runner.run(interaction, Command("config", key=key, arg=value.strip()))
 
     @config.command(name="mode", description="When the bot answers here (admins)")
     @app_commands.describe(value="mention: when mentioned or replied to; all: always; off: never")
-    async def config_mode(interaction: discord.Interaction, value: ReplyMode) -> None:
-        await runner.run(interaction, Command("config", key="mode", arg=value))
+    async def config_mode(self, interaction: discord.Interaction, value: ReplyMode) -> None:
+        await self._set(interaction, "mode", value)
 
     @config.command(name="timezone", description="When days end here, e.g. Asia/Tokyo (admins)")
     @app_commands.describe(value="An IANA timezone name")
-    async def config_timezone(interaction: discord.Interaction, value: str) -> None:
-        await runner.run(interaction, Command("config", key="timezone", arg=value.strip()))
+    async def config_timezone(self, interaction: discord.Interaction, value: str) -> None:
+        await self._set(interaction, "timezone", value)
 
     @config.command(name="language", description="The language of memory and answers (admins)")
     @app_commands.describe(value="auto follows the conversation")
-    async def config_language(interaction: discord.Interaction, value: LanguageChoice) -> None:
-        await runner.run(interaction, Command("config", key="language", arg=value))
+    async def config_language(
+        self, interaction: discord.Interaction, value: LanguageChoice
+    ) -> None:
+        await self._set(interaction, "language", value)
 
     @config.command(name="daily_tokens", description="Daily model-token budget here (admins)")
     @app_commands.describe(value="A number of tokens, off (no limit here) or default")
-    async def config_daily_tokens(interaction: discord.Interaction, value: str) -> None:
-        await runner.run(interaction, Command("config", key="daily_tokens", arg=value.strip()))
+    async def config_daily_tokens(self, interaction: discord.Interaction, value: str) -> None:
+        await self._set(interaction, "daily_tokens", value)
 
     @config.command(name="user_daily_tokens", description="Each member's daily budget (admins)")
     @app_commands.describe(value="A number of tokens, off (no limit here) or default")
-    async def config_user_daily_tokens(interaction: discord.Interaction, value: str) -> None:
-        await runner.run(interaction, Command("config", key="user_daily_tokens", arg=value.strip()))
+    async def config_user_daily_tokens(self, interaction: discord.Interaction, value: str) -> None:
+        await self._set(interaction, "user_daily_tokens", value)
 
     @config.command(name="sources", description="End answers with their source (admins)")
     @app_commands.describe(value="on: a 'from <date>' link under answers that used an old message")
-    async def config_sources(interaction: discord.Interaction, value: OnOff) -> None:
-        await runner.run(interaction, Command("config", key="sources", arg=value))
-
-    return memory
+    async def config_sources(self, interaction: discord.Interaction, value: OnOff) -> None:
+        await self._set(interaction, "sources", value)
 
 
 async def answer_command_error(

@@ -27,7 +27,8 @@ from memory_core.service.streaming import Call
 
 log = logging.getLogger(__name__)
 
-MESSAGE_LIMIT = 2000
+MESSAGE_LIMIT = 2000  # characters of a message's content
+GUILD_CHANNELS = (discord.Thread, discord.TextChannel, discord.VoiceChannel, discord.StageChannel)
 TYPING_REFRESH_S = 8.0  # Discord shows "typing" for 10 s after each trigger
 #: Per channel, as Discord answers bots (its headers say so; no published number). A draft's
 #: update leaves two of them for answers' last words, which then rarely wait.
@@ -64,15 +65,12 @@ class ChannelProblems:
             )
 
 
-def can_send(channel: discord.abc.Messageable) -> bool:
-    """What discord.py's cache says about our permissions (a DM is always writable)."""
-    if isinstance(channel, discord.Thread):
-        perms = channel.permissions_for(channel.guild.me)
-        return perms.view_channel and perms.send_messages_in_threads
-    if isinstance(channel, discord.TextChannel | discord.VoiceChannel | discord.StageChannel):
-        perms = channel.permissions_for(channel.guild.me)
-        return perms.view_channel and perms.send_messages
-    return True
+def permissions(channel: object) -> discord.Permissions | None:
+    """The bot's permissions in a server's channel or thread, as discord.py's cache says
+    (None in a DM, where it may do everything)."""
+    if isinstance(channel, GUILD_CHANNELS):
+        return channel.permissions_for(channel.guild.me)
+    return None
 
 
 @contextlib.asynccontextmanager
@@ -124,7 +122,12 @@ class DiscordReply:
         self.replied = False  # the first message of the answer is posted
 
     def can_send(self) -> bool:
-        if can_send(self.channel):
+        allowed = permissions(self.channel)
+        in_thread = isinstance(self.channel, discord.Thread)
+        if allowed is None or (
+            allowed.view_channel
+            and (allowed.send_messages_in_threads if in_thread else allowed.send_messages)
+        ):
             return True
         self.problems.forbidden(self.channel.id, "the bot lacks Send Messages here")
         return False
@@ -147,10 +150,18 @@ class DiscordReply:
         return text  # Discord writes Markdown
 
     async def post(self, *, text: str) -> discord.Message | None:
+        """The first message replies to the trigger (a message reference) where the bot may
+        read the channel's history, else it is a plain message: Discord refuses a reference
+        without Read Message History, a 403 for an answer already paid for."""
+        allowed = permissions(self.channel)
         try:
-            if self.replied:
-                return await self.channel.send(text)
-            posted = await send_first(self.trigger, text, mention=self.mention)
+            if self.replied or not (allowed is None or allowed.read_message_history):
+                posted = await self.channel.send(text)
+            else:
+                reference = self.trigger.to_reference(fail_if_not_exists=False)
+                posted = await self.channel.send(
+                    text, reference=reference, mention_author=self.mention
+                )
         except discord.HTTPException as exc:
             self.problems.failed(self.channel.id, exc)
             return None
@@ -178,24 +189,3 @@ class DiscordReply:
             guild_id=guild_id_of(self.trigger), channel_id=channel_id, message_id=platform_id
         )
         return f"-# [{label}]({url})" if url else ""
-
-
-async def send_first(trigger: discord.Message, text: str, *, mention: bool) -> discord.Message:
-    """The first message of an answer: a reply to ``trigger`` (a message reference) where
-    the bot may read the channel's history, else a plain message in the channel (Discord
-    refuses a reference without Read Message History: a 403 for an answer already paid for)."""
-    channel = trigger.channel
-    if can_read_history(channel):
-        return await channel.send(
-            text, reference=trigger.to_reference(fail_if_not_exists=False), mention_author=mention
-        )
-    return await channel.send(text)
-
-
-def can_read_history(channel: object) -> bool:
-    guild_channel = (
-        discord.Thread | discord.TextChannel | discord.VoiceChannel | discord.StageChannel
-    )
-    if isinstance(channel, guild_channel):
-        return channel.permissions_for(channel.guild.me).read_message_history
-    return True  # a DM

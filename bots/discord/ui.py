@@ -17,11 +17,10 @@ from typing import Any
 import discord
 
 from bots.commands import CommandResult
+from bots.discord.replies import MESSAGE_LIMIT
 from memory_core.text.chunks import split_message
 
 log = logging.getLogger(__name__)
-
-MESSAGE_LIMIT = 2000  # characters of content per message
 
 
 @dataclass(frozen=True, slots=True)

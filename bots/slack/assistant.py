@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -39,12 +38,11 @@ from slack_bolt.context.assistant.thread_context_store.default_async_store impor
     DefaultAsyncAssistantThreadContextStore,
 )
 from slack_bolt.request.payload_utils import is_user_message_event_in_assistant_thread
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.commands import ScopeQueue
-from bots.slack.links import LOOKUP_ERRORS
-from bots.slack.send import SEND_ERRORS
+from bots.slack.blocks import section
+from bots.slack.connect import SLACK_ERRORS, error_code
+from bots.slack.listening import Listening, listener
 from bots.slack.text import SlackMessage, channel_scope, parse_message
 from config.prompts import PromptSet, load_prompts
 from memory_core.bootstrap import Core
@@ -72,22 +70,18 @@ SUGGESTED_KINDS = ("question", "decision", "note")
 CONTEXT_EVENT = "assistant_thread_context"  # Bolt's metadata event type for the context
 
 
-class StoreMessage(Protocol):
-    """The door's step that stores a message and says whether to answer it
-    (``SlackBot._store``)."""
+class Door(Protocol):
+    """What the panel takes from the door (:class:`bots.slack.bot.SlackBot`): its DM path,
+    storing a message and answering it (paced, maybe streamed)."""
 
-    def __call__(
+    core: Core
+    listening: Listening
+
+    async def store(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
-    ) -> Awaitable[Turn | None]: ...
+    ) -> Turn | None: ...
 
-
-class AnswerMessage(Protocol):
-    """The door's step that answers a stored message where it was asked, paced and maybe
-    streamed (``SlackBot.answer``)."""
-
-    def __call__(
-        self, turn: Turn, msg: SlackMessage, *, client: AsyncWebClient
-    ) -> Awaitable[None]: ...
+    async def answer(self, turn: Turn, msg: SlackMessage, *, client: AsyncWebClient) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,20 +168,10 @@ def _one_line(text: str, limit: int) -> str:
 class SlackAssistant:
     """The assistant panel's listeners; the answers themselves take the door's DM path."""
 
-    def __init__(
-        self,
-        core: Core,
-        *,
-        queue: ScopeQueue,
-        tracked: Callable[[], AbstractContextManager[None]],
-        store: StoreMessage,
-        answer: AnswerMessage,
-    ) -> None:
-        self.core = core
-        self.queue = queue
-        self.tracked = tracked
-        self.store = store
-        self.answer = answer
+    def __init__(self, door: Door) -> None:
+        self.core = door.core
+        self.door = door  # its DM path: storing a message, answering it
+        self.listening = door.listening
 
     def register(self, app: AsyncApp) -> None:
         """Before the door's own ``message`` listener: Bolt runs the first that matches."""
@@ -196,50 +180,51 @@ class SlackAssistant:
         app.event("message", matchers=[_member_message_in_assistant_thread])(self.on_message)
 
     # -- the thread ---------------------------------------------------------------------
+    @listener
     async def on_thread_started(
         self, event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient
     ) -> None:
         """Greet (the greeting keeps the thread's context, Bolt's way) and suggest."""
-        with self.tracked():
-            thread = parse_thread(event, team_id=context.team_id or "")
-            if thread is None:
-                return
-            p = load_prompts(await self._language(thread))
-            metadata = None
-            if thread.context.get("channel_id"):
-                metadata = {"event_type": CONTEXT_EVENT, "event_payload": thread.context}
-            try:
-                await client.chat_postMessage(
-                    channel=thread.channel_id,
-                    thread_ts=thread.thread_ts,
-                    text=p.say("assistant_greeting"),
-                    blocks=[_section(p.say("assistant_greeting"))],
-                    metadata=metadata,
-                )
-            except SEND_ERRORS as exc:
-                log.warning(
-                    "could not greet in assistant thread of %s: %s", thread.dm_scope, _code(exc)
-                )
-            await self._suggest(client, thread, p)
+        thread = parse_thread(event, team_id=context.team_id or "")
+        if thread is None:
+            return
+        p = load_prompts(await self._language(thread))
+        metadata = None
+        if thread.context.get("channel_id"):
+            metadata = {"event_type": CONTEXT_EVENT, "event_payload": thread.context}
+        try:
+            await client.chat_postMessage(
+                channel=thread.channel_id,
+                thread_ts=thread.thread_ts,
+                text=p.say("assistant_greeting"),
+                # Blocks, so that Bolt's context store can write the metadata back with it.
+                blocks=[section(p.say("assistant_greeting"))],
+                metadata=metadata,
+            )
+        except SLACK_ERRORS as exc:
+            log.warning(
+                "could not greet in assistant thread of %s: %s", thread.dm_scope, error_code(exc)
+            )
+        await self._suggest(client, thread, p)
 
+    @listener
     async def on_context_changed(
         self, event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient
     ) -> None:
         """The member looks at another channel: keep it for the thread, suggest for it."""
-        with self.tracked():
-            thread = parse_thread(event, team_id=context.team_id or "")
-            if thread is None:
-                return
-            store = DefaultAsyncAssistantThreadContextStore(context)
-            try:
-                await store.save(
-                    channel_id=thread.channel_id,
-                    thread_ts=thread.thread_ts,
-                    context=thread.context,
-                )
-            except SEND_ERRORS as exc:
-                log.warning("could not keep the context of %s: %s", thread.dm_scope, _code(exc))
-            await self._suggest(client, thread, load_prompts(await self._language(thread)))
+        thread = parse_thread(event, team_id=context.team_id or "")
+        if thread is None:
+            return
+        store = DefaultAsyncAssistantThreadContextStore(context)
+        try:
+            await store.save(
+                channel_id=thread.channel_id,
+                thread_ts=thread.thread_ts,
+                context=thread.context,
+            )
+        except SLACK_ERRORS as exc:
+            log.warning("could not keep the context of %s: %s", thread.dm_scope, error_code(exc))
+        await self._suggest(client, thread, load_prompts(await self._language(thread)))
 
     async def _suggest(self, client: AsyncWebClient, thread: AssistantThread, p: PromptSet) -> None:
         viewed = await self.readable(client, thread)
@@ -256,16 +241,16 @@ class SlackAssistant:
                 title=p.say("assistant_prompts_title"),
                 prompts=prompts,
             )
-        except SEND_ERRORS as exc:
-            log.warning("could not suggest prompts in %s: %s", thread.dm_scope, _code(exc))
+        except SLACK_ERRORS as exc:
+            log.warning("could not suggest prompts in %s: %s", thread.dm_scope, error_code(exc))
 
     async def _remembered(self, viewed: Viewed | None, dm_scope: str) -> list[tuple[str, str]]:
         """What the viewed channel, then the member's DM, remember to ask about."""
         found: list[tuple[str, str]] = []
         for scope in ([viewed.scope] if viewed else []) + [dm_scope]:
-            days = await self.core.repo.days(scope)
+            days = await self.core.repo.reads.days(scope)
             topics = [day.topic for day in reversed(days[-3:])]
-            found += remembered_in(await self.core.repo.facts(scope), topics)
+            found += remembered_in(await self.core.repo.reads.facts(scope), topics)
         return found
 
     async def _language(self, thread: AssistantThread) -> str:
@@ -273,8 +258,8 @@ class SlackAssistant:
         wrote to the bot when it is ``auto``."""
         memory = self.core.settings.memory
         try:
-            state = await self.core.repo.state(thread.dm_scope)
-            recent = await self.core.repo.recent(thread.dm_scope, LANGUAGE_SAMPLE)
+            state = await self.core.repo.reads.state(thread.dm_scope)
+            recent = await self.core.repo.reads.recent(thread.dm_scope, LANGUAGE_SAMPLE)
         except StoreError:
             return reply_language(None, memory.language, [])
         said = [e.text for e in recent if e.role == "user" and e.author_id == thread.user_id]
@@ -292,8 +277,10 @@ class SlackAssistant:
             return None  # another workspace's channel: memory never crosses one
         try:
             info = await client.conversations_info(channel=channel)
-        except LOOKUP_ERRORS as exc:  # a private channel the app is not in: not found
-            log.info("viewed channel %s not readable for the assistant: %s", channel, _code(exc))
+        except SLACK_ERRORS as exc:  # a private channel the app is not in: not found
+            log.info(
+                "viewed channel %s not readable for the assistant: %s", channel, error_code(exc)
+            )
             return None
         data = info.get("channel")
         data = data if isinstance(data, Mapping) else {}
@@ -312,33 +299,29 @@ class SlackAssistant:
         """A guest sees only the channels they are in (also when Slack cannot say)."""
         try:
             user = (await client.users_info(user=user_id)).get("user")
-        except LOOKUP_ERRORS as exc:
-            log.warning("users.info for %s failed: %s", user_id, _code(exc))
+        except SLACK_ERRORS as exc:
+            log.warning("users.info for %s failed: %s", user_id, error_code(exc))
             return True
         if not isinstance(user, Mapping):
             return True
         return any(user.get(flag) is True for flag in ("is_restricted", "is_ultra_restricted"))
 
     async def _member(self, client: AsyncWebClient, channel: str, user_id: str) -> bool:
-        cursor: str | None = None
-        for _ in range(MEMBER_PAGES):
-            try:
-                page = await client.conversations_members(
-                    channel=channel, cursor=cursor, limit=1000
-                )
-            except LOOKUP_ERRORS as exc:
-                log.info("members of %s unknown to the assistant: %s", channel, _code(exc))
-                return False
-            members = page.get("members")
-            if isinstance(members, list) and user_id in members:
-                return True
-            metadata = page.get("response_metadata")
-            cursor = metadata.get("next_cursor") if isinstance(metadata, Mapping) else None
-            if not cursor:
-                return False
+        """Whether Slack lists ``user_id`` in ``channel`` (slack_sdk follows the cursors)."""
+        read = 0
+        try:
+            async for page in await client.conversations_members(channel=channel, limit=1000):
+                if user_id in (page.get("members") or ()):
+                    return True
+                read += 1
+                if read == MEMBER_PAGES:  # giving up: as if not listed
+                    return False
+        except SLACK_ERRORS as exc:
+            log.info("members of %s unknown to the assistant: %s", channel, error_code(exc))
         return False
 
     # -- questions ----------------------------------------------------------------------
+    @listener
     async def on_message(
         self,
         event: dict[str, Any],
@@ -347,53 +330,52 @@ class SlackAssistant:
     ) -> None:
         """A member's message in an assistant thread: stored, then answered with what the
         thread, the member's DM and (if they may read it) the viewed channel remember."""
-        with self.tracked():
-            team_id, bot_user_id = context.team_id or "", context.bot_user_id or ""
-            msg = parse_message(event, team_id=team_id, bot_user_id=bot_user_id)
-            if not team_id or msg is None or msg.thread_ts is None:
-                return
-            async with self.queue.hold(msg.scope):
-                turn = await self.store(msg, bot_user_id=bot_user_id, client=client)
-            if turn is None:
-                return
-            thread = AssistantThread(
-                team_id=team_id,
-                user_id=msg.user_id,
-                channel_id=msg.channel_id,
-                thread_ts=msg.thread_ts,
-                context={},
-            )
-            language = reply_language(
-                turn.stored.lang, self.core.settings.memory.language, [turn.message.text]
-            )
-            # "is thinking..." at once, while memory is read and the answer written (Slack
-            # clears it when the answer comes; cleared here too, for one that never came).
-            await self._status(client, thread, load_prompts(language).say("assistant_thinking"))
-            try:
-                thread = replace(thread, context=await self._context(context, msg))
-                viewed = await self.readable(client, thread)
-                if viewed is not None:
-                    turn = replace(turn, message=replace(turn.message, also_reads=viewed.scope))
-                if await self._first_question(msg.scope):
-                    await self._title(client, thread, turn.message.text, msg.scope)
-                await self.answer(turn, msg, client=client)
-            finally:
-                await self._status(client, thread, "")
+        team_id, bot_user_id = context.team_id or "", context.bot_user_id or ""
+        msg = parse_message(event, team_id=team_id, bot_user_id=bot_user_id)
+        if not team_id or msg is None or msg.thread_ts is None:
+            return
+        async with self.listening.hold(msg.scope):
+            turn = await self.door.store(msg, bot_user_id=bot_user_id, client=client)
+        if turn is None:
+            return
+        thread = AssistantThread(
+            team_id=team_id,
+            user_id=msg.user_id,
+            channel_id=msg.channel_id,
+            thread_ts=msg.thread_ts,
+            context={},
+        )
+        language = reply_language(
+            turn.stored.lang, self.core.settings.memory.language, [turn.message.text]
+        )
+        # "is thinking..." at once, while memory is read and the answer written (Slack
+        # clears it when the answer comes; cleared here too, for one that never came).
+        await self._status(client, thread, load_prompts(language).say("assistant_thinking"))
+        try:
+            thread = replace(thread, context=await self._context(context, msg))
+            viewed = await self.readable(client, thread)
+            if viewed is not None:
+                turn = replace(turn, message=replace(turn.message, also_reads=viewed.scope))
+            if await self._first_question(msg.scope):
+                await self._title(client, thread, turn.message.text, msg.scope)
+            await self.door.answer(turn, msg, client=client)
+        finally:
+            await self._status(client, thread, "")
 
     async def _context(self, context: AsyncBoltContext, msg: SlackMessage) -> dict[str, Any]:
         """The thread's context, from Bolt's default store ({} when it holds none)."""
         store = DefaultAsyncAssistantThreadContextStore(context)
         try:
             found = await store.find(channel_id=msg.channel_id, thread_ts=msg.thread_ts or "")
-        except LOOKUP_ERRORS as exc:
-            log.warning("no context for the assistant thread in %s: %s", msg.scope, _code(exc))
+        except SLACK_ERRORS as exc:
+            log.warning("no context for the assistant thread in %s: %s", msg.scope, error_code(exc))
             return {}
         return dict(found) if found else {}
 
     async def _first_question(self, scope: str) -> bool:
         """Whether the message just stored is the thread's first."""
         try:
-            return await self.core.repo.log_length(scope) == 1
+            return await self.core.repo.reads.log_length(scope) == 1
         except StoreError:
             return False
 
@@ -402,9 +384,9 @@ class SlackAssistant:
             await client.assistant_threads_setStatus(
                 channel_id=thread.channel_id, thread_ts=thread.thread_ts, status=status
             )
-        except SEND_ERRORS as exc:  # a status is decoration: the answer goes on
+        except SLACK_ERRORS as exc:  # a status is decoration: the answer goes on
             log.warning(
-                "could not set the assistant's status in %s: %s", thread.dm_scope, _code(exc)
+                "could not set the assistant's status in %s: %s", thread.dm_scope, error_code(exc)
             )
 
     async def _title(
@@ -416,19 +398,10 @@ class SlackAssistant:
                 thread_ts=thread.thread_ts,
                 title=_one_line(question, TITLE_CHARS),
             )
-        except SEND_ERRORS as exc:
-            log.warning("could not title the assistant thread %s: %s", scope, _code(exc))
+        except SLACK_ERRORS as exc:
+            log.warning("could not title the assistant thread %s: %s", scope, error_code(exc))
 
 
 async def _member_message_in_assistant_thread(body: dict[str, Any]) -> bool:
     """Bolt's own rule: a person's message in a thread of a DM with the app."""
     return is_user_message_event_in_assistant_thread(body)
-
-
-def _section(text: str) -> dict[str, Any]:
-    # Blocks, so that Bolt's context store can write the metadata back with the message.
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-def _code(exc: Exception) -> object:
-    return exc.response.get("error") if isinstance(exc, SlackApiError) else exc

@@ -50,7 +50,11 @@ def result_blocks(result: CommandResult) -> list[Block]:
 
 def fallback_text(result: CommandResult) -> str:
     """Plain text that goes with the blocks (notifications, clients without Block Kit)."""
-    text = escape(result.text()).replace("**", "*")
+    return shortened(escape(result.text()).replace("**", "*"))
+
+
+def shortened(text: str) -> str:
+    """``text`` within what Slack takes as a message's plain text."""
     return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
 
 

@@ -1,39 +1,43 @@
-"""The Slack front door: Bolt's ``AsyncApp`` translating Slack to the memory core and back.
+"""The Slack front door: Bolt's ``AsyncApp`` translating Slack to the memory core and back,
+one listener per kind of event, chosen by Bolt's matchers:
 
-    message / app_mention event -> SlackMessage -> IncomingMessage -> conversation -> thread reply
-    message_changed             -> conversation.edit(scope, ts, new text), once per event
+    message (a person's) / app_mention -> SlackMessage -> IncomingMessage -> conversation ->
+                                          an answer in the message's thread
+    message_changed                    -> conversation.edit(scope, ts, new text), once per event
     message_deleted, or message_changed to a tombstone (a thread parent deleted)
-                                -> conversation.delete(scope, [ts]), once per event
-    /memory ...                 -> run_command -> ephemeral Block Kit answer (export: a file
-                                   in a DM; forget all: confirmation buttons)
+                                       -> conversation.delete(scope, [ts]), once per event
+    any other message (joins, topic changes, bots): acknowledged, nothing kept
+    channel_deleted / _left, app_uninstalled ... -> the place's (or workspace's) memory goes
+    /memory, shortcuts, the App Home, the assistant panel: ``bots.slack.commands``,
+                                          ``bots.slack.controls``, ``bots.slack.assistant``
 
 ``run_slack`` serves it over Socket Mode or HTTP (see docs/slack.md). What this module does
-not decide lives beside it: ``/memory`` in ``bots.slack.commands``, scopes and text in
-``bots.slack.text``, names and admin rights in ``bots.slack.users``, Block Kit in
-``bots.slack.blocks``, posting in ``bots.slack.send``
-(streaming and splitting: the core's conversation), tokens and connections in
-``bots.slack.connect``.
+not decide lives beside it: scopes and text in ``bots.slack.text``, names and admin rights in
+``bots.slack.users``, posting in ``bots.slack.send`` (streaming and splitting: the core's
+conversation), tokens and connections in ``bots.slack.connect``, the listeners' shared
+bookkeeping in ``bots.slack.listening``; reading a channel's past (``/memory learn``, a
+thread's first message, the catch-up after an absence) in ``bots.learn.slack_*``.
 
 A mention in a channel reaches the app twice (``app_mention`` and ``message``); both go
-through the same handler, and the first to claim the message's (team, channel, ts) in Redis
-handles it. That key also absorbs Slack's retries and Socket Mode redeliveries, fleet-wide.
+through the same listener, and the store keeps the message once (a repeat is not answered).
+That also absorbs Slack's retries and Socket Mode redeliveries, fleet-wide.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.learn.slack_catch_up import CatchUpReport, SlackCatchUp
+from bots.learn.slack_history import SlackThreadStarts, slack_past
 from bots.slack.assistant import SlackAssistant
-from bots.slack.catch_up import CatchUpReport, SlackCatchUp
-from bots.slack.commands import ScopeQueue, SlackCommands
+from bots.slack.commands import SlackCommands
 from bots.slack.connect import (
     SlackIdentity,
     authenticate,
@@ -45,11 +49,10 @@ from bots.slack.connect import (
 )
 from bots.slack.controls import SlackControls
 from bots.slack.files import SlackFiles
-from bots.slack.history import slack_past
+from bots.slack.listening import Listening, listener
 from bots.slack.send import SlackReplies
 from bots.slack.text import (
-    Deletion,
-    Edit,
+    HUMAN_SUBTYPES,
     SlackMessage,
     channel_scope,
     parse_change,
@@ -57,7 +60,6 @@ from bots.slack.text import (
     parse_message,
     slack_time,
 )
-from bots.slack.thread_starts import SlackThreadStarts
 from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage, InputError, StoreError
@@ -68,13 +70,11 @@ from memory_core.service.past import PastSource
 
 log = logging.getLogger(__name__)
 
-#: Where an ephemeral answer goes when its response_url will not take it: (client, channel, user).
-Recipient = tuple[AsyncWebClient, str, str]
 
-DRAIN_S = 10.0  # at shutdown, how long handlers in flight may finish
-
-# Redis failures surface as StoreError (translated at the store boundary).
-STORE_ERRORS = (StoreError,)
+async def _to_a_tombstone(event: dict[str, Any]) -> bool:
+    """A message with replies, deleted: it stays as a ``tombstone`` and arrives as a change."""
+    message = event.get("message")
+    return isinstance(message, Mapping) and message.get("subtype") == "tombstone"
 
 
 class SlackBot:
@@ -90,88 +90,58 @@ class SlackBot:
             self, requests_per_minute=core.settings.learn.slack_requests_per_minute
         )
         self.conversation = core.conversation
-        self._queue = ScopeQueue()
-        self._inflight: set[asyncio.Task[Any]] = set()
+        self.listening = Listening()
         self.commands = SlackCommands(
-            core,
-            directory=self.directory,
-            queue=self._queue,
-            tracked=self.tracked,
-            past=self.past_of,
+            core, directory=self.directory, listening=self.listening, past=self.past_of
         )
-        self.controls = SlackControls(
-            core,
-            commands=self.commands,
-            directory=self.directory,
-            memory_text=self.memory_text,
-            tracked=self.tracked,
-        )
-        self.assistant = SlackAssistant(
-            core, queue=self._queue, tracked=self.tracked, store=self._store, answer=self.answer
-        )
+        self.controls = SlackControls(core, commands=self.commands, memory_text=self.memory_text)
+        self.assistant = SlackAssistant(self)
 
     def register(self, app: AsyncApp) -> None:
-        self.assistant.register(app)  # first: its thread messages before on_message
-        app.event("message")(self.on_message)
+        self.assistant.register(app)  # first: its thread messages before the door's
+        app.event({"type": "message", "subtype": "message_deleted"})(self.on_deleted)
+        changed: dict[str, Any] = {"type": "message", "subtype": "message_changed"}
+        app.event(changed, matchers=[_to_a_tombstone])(self.on_deleted)
+        app.event(changed)(self.on_edited)
+        # (app.message() would also take bot_message and leave out me_message)
+        app.event({"type": "message", "subtype": (None, *HUMAN_SUBTYPES)})(self.on_message)
         app.event("app_mention")(self.on_message)
-        app.event("channel_deleted")(self.on_channel_deleted)
-        app.event("group_deleted")(self.on_channel_deleted)
-        app.event("channel_left")(self.on_channel_left)
-        app.event("group_left")(self.on_channel_left)
-        app.event("member_left_channel")(self.on_channel_left)
-        app.event("app_uninstalled")(self.on_uninstalled)
-        app.event("tokens_revoked")(self.on_uninstalled)
+        app.event("message")(self.on_other_message)
+        for kind in ("channel_deleted", "group_deleted"):
+            app.event(kind)(self.on_channel_deleted)
+        for kind in ("channel_left", "group_left", "member_left_channel"):
+            app.event(kind)(self.on_channel_left)
+        for kind in ("app_uninstalled", "tokens_revoked"):
+            app.event(kind)(self.on_uninstalled)
         self.commands.register(app)
         self.controls.register(app)
 
-    # -- bookkeeping -------------------------------------------------------------------
-    @contextmanager
-    def tracked(self) -> Iterator[None]:
-        """Bolt runs listeners as loose tasks after acking; shutdown (and tests) wait for
-        the ones running through :meth:`drain`."""
-        task = asyncio.current_task()
-        if task is not None:
-            self._inflight.add(task)
-        try:
-            yield
-        finally:
-            if task is not None:
-                self._inflight.discard(task)
-
-    async def drain(self, grace_s: float = DRAIN_S) -> None:
-        """Wait until every listener that has started has finished (at most ``grace_s``)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace_s
-        current = asyncio.current_task()
-        while pending := {t for t in self._inflight if t is not current and not t.done()}:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                log.warning("Slack: %d handlers still running after %.0fs", len(pending), grace_s)
-                return
-            await asyncio.wait(pending, timeout=remaining)
+    async def drain(self) -> None:
+        """Wait for the listeners in flight (shutdown, tests)."""
+        await self.listening.drain()
 
     # -- places that leave -------------------------------------------------------------
     # Slack asks apps to purge data on uninstall; a deleted channel's memory has no one to
     # serve, nor has that of a channel the bot was removed from (as on Discord, where a
     # server that removes the bot is forgotten). Never on an archive (channel_archive: it
     # comes back) or a lost connection.
+    @listener
     async def on_channel_deleted(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """A channel (public: channel_deleted, private: group_deleted) was deleted: its
         memory and its threads' go."""
-        with self.tracked():
-            await self._forget_channel(context, event.get("channel"), "was deleted")
+        await self._forget_channel(context, event.get("channel"), "was deleted")
 
+    @listener
     async def on_channel_left(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """The bot left or was removed from a channel: its memory and its threads' go.
         Slack says so with ``channel_left`` (public) or ``group_left`` (private) to the bot
         itself, which it "sometimes withholds", and with ``member_left_channel`` naming the
         bot user (the same event for anyone else who leaves changes nothing)."""
-        with self.tracked():
-            if event.get("type") == "member_left_channel" and (
-                not context.bot_user_id or event.get("user") != context.bot_user_id
-            ):
-                return
-            await self._forget_channel(context, event.get("channel"), "no longer has the bot")
+        if event.get("type") == "member_left_channel" and (
+            not context.bot_user_id or event.get("user") != context.bot_user_id
+        ):
+            return
+        await self._forget_channel(context, event.get("channel"), "no longer has the bot")
 
     async def _forget_channel(self, context: AsyncBoltContext, channel: object, why: str) -> None:
         try:
@@ -179,29 +149,30 @@ class SlackBot:
         except InputError:
             return  # not an id Slack sends
         try:
-            await self.core.admin.forget_all(scope, keep_settings=False)
-        except STORE_ERRORS as exc:
+            await self.core.admin.place.forget_all(scope, keep_settings=False)
+        except StoreError as exc:
             log.error("Slack: memory of %s (%s) not forgotten: %s", scope, why, exc)
             return
         log.info("Slack: %s %s: its memory is forgotten", scope, why)
 
+    @listener
     async def on_uninstalled(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """The app was uninstalled (app_uninstalled) or its bot token revoked
         (tokens_revoked naming bot tokens): everything of the workspace goes."""
-        with self.tracked():
-            tokens = event.get("tokens") if event.get("type") == "tokens_revoked" else None
-            if isinstance(tokens, dict) and not tokens.get("bot"):
-                return  # only users' tokens: the app stays
-            team_id = context.team_id or ""
-            try:
-                places = await self.core.admin.forget_server(server_key("slack", team_id))
-                await self.directory.forget_team(team_id)
-            except (*STORE_ERRORS, InputError) as exc:
-                log.error("Slack: memory of workspace %s not forgotten: %s", team_id, exc)
-                return
-            log.warning("Slack: removed from workspace %s: forgot its %d places", team_id, places)
+        tokens = event.get("tokens") if event.get("type") == "tokens_revoked" else None
+        if isinstance(tokens, dict) and not tokens.get("bot"):
+            return  # only users' tokens: the app stays
+        team_id = context.team_id or ""
+        try:
+            places = await self.core.admin.place.forget_server(server_key("slack", team_id))
+            await self.directory.forget_team(team_id)
+        except (StoreError, InputError) as exc:
+            log.error("Slack: memory of workspace %s not forgotten: %s", team_id, exc)
+            return
+        log.warning("Slack: removed from workspace %s: forgot its %d places", team_id, places)
 
     # -- messages ----------------------------------------------------------------------
+    @listener
     async def on_message(
         self,
         event: dict[str, Any],
@@ -209,42 +180,72 @@ class SlackBot:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self.tracked():
-            team_id, bot_user_id = context.team_id, context.bot_user_id or ""
-            if not team_id:
-                return
-            event_id = str(body.get("event_id") or "")
-            change = parse_change(event, team_id=team_id, bot_user_id=bot_user_id)
-            deletion = (
-                change if isinstance(change, Deletion) else parse_deletion(event, team_id=team_id)
-            )
-            if deletion is not None:
-                await self._forget_deleted(deletion, event_id=event_id)
-                return
-            if isinstance(change, Edit):
-                await self._apply_edit(
-                    change,
-                    team_id=team_id,
-                    bot_user_id=bot_user_id,
-                    event_id=event_id,
-                    client=client,
-                )
-                return
-            msg = parse_message(
-                event,
-                team_id=team_id,
-                bot_user_id=bot_user_id,
-                shared=body.get("is_ext_shared_channel") is True,
-            )
-            if msg is not None:
-                await self._handle(msg, bot_user_id=bot_user_id, client=client)
-
-    async def _handle(self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient) -> None:
-        async with self._queue.hold(msg.scope):
-            turn = await self._store(msg, bot_user_id=bot_user_id, client=client)
-        if turn is None:
+        """A person's message (or a mention): stored, then answered if it asks for one."""
+        bot_user_id = context.bot_user_id or ""
+        msg = parse_message(
+            event,
+            team_id=context.team_id or "",
+            bot_user_id=bot_user_id,
+            shared=body.get("is_ext_shared_channel") is True,
+        )
+        if msg is None:
             return
-        await self.answer(turn, msg, client=client)
+        async with self.listening.hold(msg.scope):
+            turn = await self.store(msg, bot_user_id=bot_user_id, client=client)
+        if turn is not None:
+            await self.answer(turn, msg, client=client)
+
+    @listener
+    async def on_other_message(self) -> None:
+        """Joins, topic changes, bots' messages...: not conversation, nothing is kept."""
+
+    @listener
+    async def on_deleted(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """A message deleted (a thread parent: changed to a tombstone) is forgotten, in its
+        scope's queue (never before the message itself), once per event."""
+        deletion = parse_deletion(event, team_id=context.team_id or "")
+        if deletion is None:
+            return
+        async with self.listening.hold(deletion.scope):
+            await self.conversation.delete(
+                deletion.scope,
+                [(deletion.ts, slack_time(deletion.ts))],
+                delivery=Delivery("slack", str(body.get("event_id") or "")),
+            )
+
+    @listener
+    async def on_edited(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        context: AsyncBoltContext,
+        client: AsyncWebClient,
+    ) -> None:
+        """The new text replaces the stored one (in the scope's queue, so an edit right after
+        the message never overtakes it); once per event (a retry that finds it applied does
+        nothing, one that finds it failed applies it)."""
+        team_id, bot_user_id = context.team_id or "", context.bot_user_id or ""
+        edit = parse_change(event, team_id=team_id, bot_user_id=bot_user_id)
+        if edit is None:
+            return
+        async with self.listening.hold(edit.scope):
+            try:
+                text = await self.memory_text(
+                    edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
+                )
+            except StoreError as exc:  # (names are cached in Redis)
+                log.error("Slack: could not apply an edit in %s: %s", edit.scope, exc)
+                return
+            await self.conversation.edit(
+                edit.scope,
+                edit.ts,
+                text,
+                when=slack_time(edit.ts),
+                attachments=edit.files,
+                delivery=Delivery("slack", str(body.get("event_id") or "")),
+            )
 
     async def answer(self, turn: Turn, msg: SlackMessage, *, client: AsyncWebClient) -> None:
         """Answer a stored message where it was asked (also the assistant panel's)."""
@@ -252,7 +253,7 @@ class SlackBot:
         sink = self.replies.sink(client, msg)
         await self.conversation.answer(turn, sink, stream_interval_s=stream, links=sink)
 
-    async def _store(
+    async def store(
         self, msg: SlackMessage, *, bot_user_id: str, client: AsyncWebClient
     ) -> Turn | None:
         """Store the message: the turn to answer, None when there is none. A mention arrives
@@ -265,7 +266,7 @@ class SlackBot:
             # No text and no file, only what Slack itself calls legacy secondary
             # attachments (the message's ``attachments`` field): nothing to remember.
             return None
-        except STORE_ERRORS as exc:
+        except StoreError as exc:
             log.error("Slack: could not store a message in %s: %s", msg.scope, exc)
             return None
         except InputError as exc:
@@ -328,43 +329,6 @@ class SlackBot:
             bot_name=self.core.settings.bot.name,
         )
 
-    async def _forget_deleted(self, deletion: Deletion, *, event_id: str) -> None:
-        async with self._queue.hold(deletion.scope):  # never before the message itself
-            await self.conversation.delete(
-                deletion.scope,
-                [(deletion.ts, slack_time(deletion.ts))],
-                delivery=Delivery("slack", event_id),
-            )
-
-    async def _apply_edit(
-        self,
-        edit: Edit,
-        *,
-        team_id: str,
-        bot_user_id: str,
-        event_id: str,
-        client: AsyncWebClient,
-    ) -> None:
-        """The new text replaces the stored one (in the scope's queue, so an edit right after
-        the message never overtakes it); once per event (a retry that finds it applied does
-        nothing, one that finds it failed applies it)."""
-        async with self._queue.hold(edit.scope):
-            try:
-                text = await self.memory_text(
-                    edit.raw_text, team_id=team_id, bot_user_id=bot_user_id, client=client
-                )
-            except STORE_ERRORS as exc:  # (names are cached in Redis)
-                log.error("Slack: could not apply an edit in %s: %s", edit.scope, exc)
-                return
-            await self.conversation.edit(
-                edit.scope,
-                edit.ts,
-                text,
-                when=slack_time(edit.ts),
-                attachments=edit.files,
-                delivery=Delivery("slack", event_id),
-            )
-
 
 # -- wiring ------------------------------------------------------------------------------
 def build_app(
@@ -389,7 +353,7 @@ async def run_slack(
 ) -> None:
     """Serve Slack until cancelled; then stop taking events, let handlers finish, close.
     Once connected, and after each Socket Mode reconnection, what was deleted or edited
-    while the bot was away is caught up in the background (:mod:`bots.slack.catch_up`;
+    while the bot was away is caught up in the background (:mod:`bots.learn.slack_catch_up`;
     ``on_caught_up``: told what each catch-up did)."""
     settings = core.settings.slack
     mode = connection_mode(settings)
@@ -398,7 +362,7 @@ async def run_slack(
         me = await authenticate(client)
         bot = SlackBot(core)
         app = build_app(core, client=client, bot=bot)
-        catch_up = SlackCatchUp(bot, client, identity=me, queue=bot._queue, on_done=on_caught_up)
+        catch_up = SlackCatchUp(bot, client, identity=me, queue=bot.listening, on_done=on_caught_up)
         try:
             if mode == "socket":
                 assert settings.app_token is not None

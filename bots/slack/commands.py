@@ -9,10 +9,8 @@ reach them), since Slack offers no slash commands inside a thread.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
@@ -30,10 +28,11 @@ from bots.slack.blocks import (
     confirm_blocks,
     fallback_text,
     result_blocks,
+    shortened,
 )
-from bots.slack.connect import error_code
-from bots.slack.links import permalinks
-from bots.slack.send import SEND_ERRORS
+from bots.slack.connect import SLACK_ERRORS, error_code
+from bots.slack.listening import Listening, listener
+from bots.slack.send import permalinks
 from bots.slack.text import channel_scope, escape, unescape
 from bots.slack.users import SlackDirectory
 from config.prompts import load_prompts
@@ -51,29 +50,6 @@ PastOf = Callable[[AsyncWebClient, AsyncBoltContext, str], PastSource]
 LEARN_PROGRESS_EVERY_S = 300.0
 
 
-class ScopeQueue:
-    """Messages of one scope are stored in the order they arrived (Slack delivers a
-    channel's events in order; a users.info lookup for one must not let the next overtake
-    it). Held only while storing: answers run concurrently."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, scope: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(scope, (asyncio.Lock(), 0))
-        self._locks[scope] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[scope]
-            if users <= 1:
-                del self._locks[scope]
-            else:
-                self._locks[scope] = (lock, users - 1)
-
-
 def _parse_or_none(text: str) -> Command | None:
     try:
         return parse_command(text)
@@ -82,23 +58,21 @@ def _parse_or_none(text: str) -> Command | None:
 
 
 class SlackCommands:
-    """The ``/memory`` listeners. ``queue``: the scopes' order, shared with the message
-    listeners ("forget me" right after a message forgets it too); ``tracked``: the bot's
-    bookkeeping of listeners in flight (shutdown waits for them)."""
+    """The ``/memory`` listeners. ``listening``: the scopes' order, shared with the message
+    listeners ("forget me" right after a message forgets it too), and the listeners in
+    flight."""
 
     def __init__(
         self,
         core: Core,
         *,
         directory: SlackDirectory,
-        queue: ScopeQueue,
-        tracked: Callable[[], AbstractContextManager[None]],
+        listening: Listening,
         past: PastOf | None = None,
     ) -> None:
         self.core = core
         self.directory = directory
-        self._queue = queue
-        self._tracked = tracked
+        self.listening = listening
         self.past = past  # a channel's history, for /memory learn
         self.learns = ChannelLearns(
             core.learner, core.settings.learn, progress_every_s=LEARN_PROGRESS_EVERY_S
@@ -110,6 +84,7 @@ class SlackCommands:
         app.action(FORGET_ALL_CANCEL)(self.on_forget_all_cancel)
 
     # -- /memory -----------------------------------------------------------------------
+    @listener
     async def on_memory_command(
         self,
         ack: AsyncAck,
@@ -118,33 +93,25 @@ class SlackCommands:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self._tracked():
-            await ack()  # Slack wants it within 3 s; the work comes after
-            team_id = context.team_id or str(command.get("team_id", ""))
-            user_id, channel_id = str(command["user_id"]), str(command["channel_id"])
-            scope = channel_scope(team_id, channel_id)
-            text = unescape(str(command.get("text") or ""))
-            parsed = _parse_or_none(text)
-            needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
-            actor = await self.actor(client, team_id, user_id, channel_id, needs_admin)
-            to = (client, channel_id, user_id)
-            if parsed is not None and parsed.action == "learn" and actor.is_admin and self.past:
-                await self._learn(parsed, scope, respond, to, context)
-                return
-            result = await self.run(scope, parsed or text, actor, permalinks(client, channel_id))
-            if result.needs_confirm:
-                blocks = confirm_blocks(result, scope)
-                await self.respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
-            elif result.file is not None:
-                await self._send_export(client, respond, to=to, scope=scope, result=result)
-            else:
-                await self.respond(
-                    respond,
-                    scope,
-                    to=to,
-                    text=fallback_text(result),
-                    blocks=result_blocks(result),
-                )
+        team_id = context.team_id or str(command.get("team_id", ""))
+        user_id, channel_id = str(command["user_id"]), str(command["channel_id"])
+        scope = channel_scope(team_id, channel_id)
+        text = unescape(str(command.get("text") or ""))
+        parsed = _parse_or_none(text)
+        needs_admin = parsed is not None and parsed.action in ADMIN_ACTIONS
+        actor = await self.actor(client, team_id, user_id, channel_id, needs_admin)
+        to = (client, channel_id, user_id)
+        if parsed is not None and parsed.action == "learn" and actor.is_admin and self.past:
+            await self._learn(parsed, scope, respond, to, context)
+            return
+        result = await self.run(scope, parsed or text, actor, permalinks(client, channel_id))
+        if result.needs_confirm:
+            blocks = confirm_blocks(result, scope)
+            await self.respond(respond, scope, to=to, text=escape(result.title), blocks=blocks)
+        elif result.file is not None:
+            await self._send_export(client, respond, to=to, scope=scope, result=result)
+        else:
+            await self.answer(respond, scope, result, to=to)
 
     async def _learn(
         self,
@@ -175,7 +142,7 @@ class SlackCommands:
     async def run(
         self, scope: str, command: Command | str, actor: Actor, link: Linker | None = None
     ) -> CommandResult:
-        async with self._queue.hold(scope):  # "forget me" right after a message forgets it too
+        async with self.listening.hold(scope):  # "forget me" right after a message forgets it too
             return await run_command(
                 self.core, scope=scope, command=command, actor=actor, link=link
             )
@@ -203,6 +170,13 @@ class SlackCommands:
         )
         return actor_for(user_id=user_id, name=name, where=where, server_admin=server_admin)
 
+    async def answer(
+        self, respond: AsyncRespond, scope: str, result: CommandResult, **message: Any
+    ) -> None:
+        """A command's result as its private answer: Block Kit, plain text beside it."""
+        text, blocks = fallback_text(result), result_blocks(result)
+        await self.respond(respond, scope, text=text, blocks=blocks, **message)
+
     async def respond(
         self,
         respond: AsyncRespond,
@@ -225,7 +199,7 @@ class SlackCommands:
         if status == 400 and _can_shorten(message):
             keep = ("response_type", "replace_original")
             plain = {k: v for k, v in message.items() if k in keep}
-            plain["text"] = _shortened(str(message.get("text") or ""))
+            plain["text"] = shortened(str(message.get("text") or ""))
             if await self._post_response(respond, scope, plain) == 200:
                 log.info("Slack: /memory answer in %s sent as plain text instead", scope)
                 return
@@ -242,7 +216,7 @@ class SlackCommands:
         fields = {k: v for k, v in message.items() if k in ("text", "blocks")}
         try:
             await client.chat_postEphemeral(channel=channel_id, user=user_id, **fields)
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             log.warning(
                 "Slack: could not answer /memory in %s by chat.postEphemeral either: %s",
                 scope,
@@ -257,7 +231,7 @@ class SlackCommands:
         """POST to the response_url; the HTTP status, None when it could not be sent."""
         try:
             response = await respond(**message)
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             log.warning("Slack: could not answer /memory in %s: %s", scope, error_code(exc))
             return None
         if response.status_code != 200:
@@ -293,7 +267,7 @@ class SlackCommands:
                 title=filename,
                 initial_comment=escape(result.title),
             )
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             code = error_code(exc)
             log.warning("Slack: could not send the export of %s: %s", scope, code)
             note = (
@@ -306,6 +280,7 @@ class SlackCommands:
         await self.respond(respond, scope, to=to, text=escape(text))
 
     # -- forget all: the buttons ------------------------------------------------------
+    @listener
     async def on_forget_all_confirm(
         self,
         ack: AsyncAck,
@@ -315,25 +290,19 @@ class SlackCommands:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self._tracked():
-            await ack()
-            clicked = _clicked_in(body, action, context)
-            if clicked is None:
-                text = "This button does not belong to this conversation: nothing was forgotten."
-                await self.respond(respond, "?", replace_original=True, text=text)
-                return
-            scope, user_id, channel_id = clicked
-            actor = await self.actor(client, context.team_id or "", user_id, channel_id, True)
-            result = await self.run(scope, "forget all confirm", actor)
-            await self.respond(
-                respond,
-                scope,
-                to=(client, channel_id, user_id),
-                replace_original=True,
-                text=fallback_text(result),
-                blocks=result_blocks(result),
-            )
+        clicked = _clicked_in(body, action, context)
+        if clicked is None:
+            text = "This button does not belong to this conversation: nothing was forgotten."
+            await self.respond(respond, "?", replace_original=True, text=text)
+            return
+        scope, user_id, channel_id = clicked
+        actor = await self.actor(client, context.team_id or "", user_id, channel_id, True)
+        result = await self.run(scope, "forget all confirm", actor)
+        await self.answer(
+            respond, scope, result, to=(client, channel_id, user_id), replace_original=True
+        )
 
+    @listener
     async def on_forget_all_cancel(
         self,
         ack: AsyncAck,
@@ -342,23 +311,17 @@ class SlackCommands:
         respond: AsyncRespond,
         client: AsyncWebClient,
     ) -> None:
-        with self._tracked():
-            await ack()
-            scope = str(action.get("value") or "?")
-            user_id = (body.get("user") or {}).get("id")
-            channel_id = _clicked_channel(body)
-            to = (client, channel_id, user_id) if user_id and channel_id else None
-            await self.respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
+        scope = str(action.get("value") or "?")
+        user_id = (body.get("user") or {}).get("id")
+        channel_id = _clicked_channel(body)
+        to = (client, channel_id, user_id) if user_id and channel_id else None
+        await self.respond(respond, scope, to=to, replace_original=True, text=CANCELLED)
 
 
 def _can_shorten(message: dict[str, Any]) -> bool:
     """Whether a plain-text copy differs from what Slack refused (blocks, or long text)."""
     text = str(message.get("text") or "")
     return bool(text) and ("blocks" in message or len(text) > FALLBACK_CHARS)
-
-
-def _shortened(text: str) -> str:
-    return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
 
 
 def _clicked_in(

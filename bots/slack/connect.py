@@ -3,32 +3,49 @@ the HTTP server. Every failure a person can fix is a ConfigError naming the vari
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import math
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.pacing import CappedRateLimitRetry
 from config.settings import SlackSettings
 from memory_core.errors import ConfigError
 
 EVENTS_PATH = "/slack/events"  # events, slash commands and interactivity alike
+#: The longest the running door waits out one 429 (a reply, a name, a file): Slack asking
+#: for longer fails that request at once (a name stays the user's id; a reply's failure is
+#: logged) instead of holding the message it serves for minutes.
+DOOR_MAX_WAIT_S = 30.0
 log = logging.getLogger(__name__)
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+#: A Web API call that failed: Slack's refusal (SlackApiError) or the way there.
+SLACK_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError, OSError)
+
+
 def error_code(exc: Exception) -> str:
+    """Slack's error code (``not_in_channel``), or the kind of failure on the way there."""
     if isinstance(exc, SlackApiError):
         return str(exc.response.get("error") or exc)
     return type(exc).__name__
@@ -36,11 +53,72 @@ def error_code(exc: Exception) -> str:
 
 def retry_handlers() -> list[AsyncRetryHandler]:
     """Connection hiccups retried; ``ratelimited`` (HTTP 429) waited out per Retry-After, up
-    to :data:`~bots.slack.pacing.DOOR_MAX_WAIT_S` a time."""
+    to :data:`DOOR_MAX_WAIT_S` a time."""
     return [
         AsyncConnectionErrorRetryHandler(max_retry_count=2),
         CappedRateLimitRetry(max_retry_count=3),
     ]
+
+
+class CappedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """slack_sdk's 429 retry for the running door, waiting ``Retry-After`` only when it is at
+    most ``max_wait_s`` (the SDK's own sleeps whatever Slack asks, and reads a Retry-After
+    that is not a whole number as an error)."""
+
+    def __init__(self, *, max_retry_count: int, max_wait_s: float = DOOR_MAX_WAIT_S) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self.max_wait_s = max_wait_s
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if response is None or response.status_code != 429:
+            return False
+        wait = retry_after(response.headers)
+        if wait > self.max_wait_s:
+            log.warning(
+                "Slack: %s rate limited for %.0f s, longer than the %.0f s the bot waits; "
+                "not retried",
+                request.url.rsplit("/", 1)[-1],
+                wait,
+                self.max_wait_s,
+            )
+            return False
+        return True
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        if response is None:  # (never: only a 429's response is retried)
+            raise error or RuntimeError("no response to retry")
+        state.next_attempt_requested = True
+        # (a little jitter, as slack_sdk's: processes limited together do not return at once)
+        await asyncio.sleep(retry_after(response.headers) + random.uniform(0, 0.5))
+        state.increment_current_attempt()
+
+
+def retry_after(headers: Mapping[str, Any]) -> float:
+    """The seconds a 429 asks to wait (``Retry-After``; a minute when it does not say)."""
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            raw = value[0] if isinstance(value, list) and value else value
+            try:
+                seconds = float(str(raw))
+            except ValueError:
+                break
+            if math.isfinite(seconds) and seconds >= 0:
+                return seconds
+    return 60.0
 
 
 def build_client(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -30,9 +29,8 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncResp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.commands import Command, CommandResult
-from bots.slack.blocks import fallback_text, result_blocks
 from bots.slack.commands import SlackCommands
-from bots.slack.connect import error_code
+from bots.slack.connect import SLACK_ERRORS, error_code
 from bots.slack.home import (
     HOME_CANCEL,
     HOME_CONFIRM,
@@ -40,16 +38,15 @@ from bots.slack.home import (
     HOME_FORGET_HERE,
     home_view,
 )
-from bots.slack.links import permalink
-from bots.slack.send import SEND_ERRORS
+from bots.slack.listening import listener
+from bots.slack.send import permalink
 from bots.slack.text import channel_scope, message_scope
-from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
 from memory_core.errors import InvalidScope, StoreError
 from memory_core.models import MAX_FACT_CHARS
 from memory_core.scopes import Scope
 
-#: Slack markup -> what memory keeps (the bot's own text conversion, names looked up).
+#: Slack markup -> what memory keeps (the door's text conversion, names looked up).
 MemoryText = Callable[..., Awaitable[str]]
 
 log = logging.getLogger(__name__)
@@ -61,20 +58,12 @@ REMEMBER_SHORTCUT = "memorybot_remember_message"
 class SlackControls:
     """The message shortcuts and the App Home, beside the bot's other listeners."""
 
-    def __init__(
-        self,
-        core: Core,
-        *,
-        commands: SlackCommands,
-        directory: SlackDirectory,
-        memory_text: MemoryText,
-        tracked: Callable[[], AbstractContextManager[None]],
-    ) -> None:
+    def __init__(self, core: Core, *, commands: SlackCommands, memory_text: MemoryText) -> None:
         self.core = core
-        self.commands = commands
-        self.directory = directory
+        self.commands = commands  # who acts, running a command, answering privately
+        self.directory = commands.directory
+        self.listening = commands.listening
         self.memory_text = memory_text
-        self.tracked = tracked
 
     def register(self, app: AsyncApp) -> None:
         app.shortcut(FORGET_SHORTCUT)(self.on_forget_message)
@@ -86,6 +75,7 @@ class SlackControls:
         app.action(HOME_CANCEL)(self.on_home_cancel)
 
     # -- message shortcuts ---------------------------------------------------------------
+    @listener
     async def on_forget_message(
         self,
         ack: AsyncAck,
@@ -94,20 +84,19 @@ class SlackControls:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self.tracked():
-            await ack()
-            found = _message_of(shortcut, context)
-            if found is None:
-                return
-            scope, channel_id, user_id, message = found
-            author = str(message.get("user") or ("bot" if message.get("bot_id") else ""))
-            command = Command("forget_message", arg=str(message["ts"]), key=author)
-            actor = await self.commands.actor(
-                client, scope_team(scope), user_id, channel_id, user_id != author
-            )
-            result = await self.commands.run(scope, command, actor)
-            await self._answer(respond, scope, client, channel_id, user_id, result)
+        found = _message_of(shortcut, context)
+        if found is None:
+            return
+        scope, channel_id, user_id, message = found
+        author = str(message.get("user") or ("bot" if message.get("bot_id") else ""))
+        command = Command("forget_message", arg=str(message["ts"]), key=author)
+        actor = await self.commands.actor(
+            client, scope_team(scope), user_id, channel_id, user_id != author
+        )
+        result = await self.commands.run(scope, command, actor)
+        await self.commands.answer(respond, scope, result, to=(client, channel_id, user_id))
 
+    @listener
     async def on_remember_message(
         self,
         ack: AsyncAck,
@@ -116,21 +105,19 @@ class SlackControls:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self.tracked():
-            await ack()
-            found = _message_of(shortcut, context)
-            if found is None:
-                return
-            scope, channel_id, user_id, message = found
-            team_id = scope_team(scope)
-            actor = await self.commands.actor(client, team_id, user_id, channel_id, True)
-            # Where the app keeps no memory (a DM between people) the command is refused
-            # before its note is read: nothing of the message is looked up there.
-            note = ""
-            if actor.where.serves:
-                note = await self._note(client, context, channel_id, message)
-            result = await self.commands.run(scope, Command("remember", arg=note), actor)
-            await self._answer(respond, scope, client, channel_id, user_id, result)
+        found = _message_of(shortcut, context)
+        if found is None:
+            return
+        scope, channel_id, user_id, message = found
+        team_id = scope_team(scope)
+        actor = await self.commands.actor(client, team_id, user_id, channel_id, True)
+        # Where the app keeps no memory (a DM between people) the command is refused
+        # before its note is read: nothing of the message is looked up there.
+        note = ""
+        if actor.where.serves:
+            note = await self._note(client, context, channel_id, message)
+        result = await self.commands.run(scope, Command("remember", arg=note), actor)
+        await self.commands.answer(respond, scope, result, to=(client, channel_id, user_id))
 
     async def _note(
         self,
@@ -154,38 +141,22 @@ class SlackControls:
         quote = text if len(text) <= room else text[: max(0, room - 1)] + "…"
         return f"{author}: {quote}" + (f" ({link})" if link else "")
 
-    async def _answer(
-        self,
-        respond: AsyncRespond,
-        scope: str,
-        client: AsyncWebClient,
-        channel_id: str,
-        user_id: str,
-        result: CommandResult,
-    ) -> None:
-        await self.commands.respond(
-            respond,
-            scope,
-            to=(client, channel_id, user_id),
-            text=fallback_text(result),
-            blocks=result_blocks(result),
-        )
-
     # -- App Home ------------------------------------------------------------------------
+    @listener
     async def on_home_opened(
         self, event: dict[str, Any], context: AsyncBoltContext, client: AsyncWebClient
     ) -> None:
-        with self.tracked():
-            if event.get("tab") != "home":
-                return
-            user_id, channel_id = str(event.get("user", "")), str(event.get("channel", ""))
-            team_id = context.team_id or ""
-            try:
-                dm = channel_scope(team_id, channel_id)
-            except InvalidScope:
-                return  # not an event Slack sends
-            await self._publish(client, user_id, dm)
+        if event.get("tab") != "home":
+            return
+        user_id, channel_id = str(event.get("user", "")), str(event.get("channel", ""))
+        team_id = context.team_id or ""
+        try:
+            dm = channel_scope(team_id, channel_id)
+        except InvalidScope:
+            return  # not an event Slack sends
+        await self._publish(client, user_id, dm)
 
+    @listener
     async def on_home_ask(
         self,
         ack: AsyncAck,
@@ -195,15 +166,14 @@ class SlackControls:
         client: AsyncWebClient,
     ) -> None:
         """A "Forget me ..." button: the home again, asking to confirm."""
-        with self.tracked():
-            await ack()
-            clicked = _home_click(body, context, str(action.get("value", "")))
-            if clicked is None:
-                return
-            user_id, scope = clicked
-            what = "everywhere" if action.get("action_id") == HOME_FORGET_EVERYWHERE else "here"
-            await self._publish(client, user_id, scope, asking=(what, scope))
+        clicked = _home_click(body, context, str(action.get("value", "")))
+        if clicked is None:
+            return
+        user_id, scope = clicked
+        what = "everywhere" if action.get("action_id") == HOME_FORGET_EVERYWHERE else "here"
+        await self._publish(client, user_id, scope, asking=(what, scope))
 
+    @listener
     async def on_home_confirm(
         self,
         ack: AsyncAck,
@@ -212,19 +182,18 @@ class SlackControls:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self.tracked():
-            await ack()
-            what, value = _asked(str(action.get("value", "")))
-            clicked = _home_click(body, context, value)
-            if clicked is None or what not in ("here", "everywhere"):
-                return
-            user_id, scope = clicked
-            name = await self.directory.name(client, scope_team(scope), user_id)
-            command = Command("forget_me_everywhere" if what == "everywhere" else "forget_me")
-            actor = await self.commands.actor(client, scope_team(scope), user_id, "", False)
-            result = await self.commands.run(scope, command, replace(actor, name=name))
-            await self._publish(client, user_id, scope, notice=result)
+        what, value = _asked(str(action.get("value", "")))
+        clicked = _home_click(body, context, value)
+        if clicked is None or what not in ("here", "everywhere"):
+            return
+        user_id, scope = clicked
+        name = await self.directory.name(client, scope_team(scope), user_id)
+        command = Command("forget_me_everywhere" if what == "everywhere" else "forget_me")
+        actor = await self.commands.actor(client, scope_team(scope), user_id, "", False)
+        result = await self.commands.run(scope, command, replace(actor, name=name))
+        await self._publish(client, user_id, scope, notice=result)
 
+    @listener
     async def on_home_cancel(
         self,
         ack: AsyncAck,
@@ -233,12 +202,10 @@ class SlackControls:
         context: AsyncBoltContext,
         client: AsyncWebClient,
     ) -> None:
-        with self.tracked():
-            await ack()
-            _, value = _asked(str(action.get("value", "")))
-            clicked = _home_click(body, context, value)
-            if clicked is not None:
-                await self._publish(client, clicked[0], clicked[1])
+        _, value = _asked(str(action.get("value", "")))
+        clicked = _home_click(body, context, value)
+        if clicked is not None:
+            await self._publish(client, clicked[0], clicked[1])
 
     async def _publish(
         self,
@@ -260,7 +227,7 @@ class SlackControls:
                 user_id=user_id,
                 view=home_view(view, anchor=anchor, asking=asking, notice=notice),
             )
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             log.warning("Slack: could not publish the App Home of %s: %s", user_id, error_code(exc))
 
 

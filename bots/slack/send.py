@@ -8,7 +8,9 @@ Slack's rate limits are kept fleet-wide before each call (``room``, and the tabl
 :mod:`bots.slack.stream`): a new message in a channel at most once a second, chat.update
 within its tier per workspace. A ``ratelimited`` answer that still comes is waited out by
 the client's retry handler. A Slack failure is logged with the scope (never the text) and
-ends this answer; it never reaches the event handler.
+ends this answer; it never reaches the event handler. Links to messages, for ``/memory
+why`` and source lines, are their ``chat.getPermalink`` (a thread reply's carries
+``thread_ts`` and ``cid``); one Slack does not give is logged and left out.
 """
 
 from __future__ import annotations
@@ -17,12 +19,9 @@ import logging
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 
-from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.links import permalink
-from bots.slack.pacing import DOOR_MAX_WAIT_S
+from bots.slack.connect import DOOR_MAX_WAIT_S, SLACK_ERRORS, error_code
 from bots.slack.stream import (
     KEPT_FOR_LAST_WORDS,
     POSTS_IN_A_CHANNEL,
@@ -31,6 +30,7 @@ from bots.slack.stream import (
     StreamRefusals,
 )
 from bots.slack.text import SlackMessage, escape, to_mrkdwn
+from bots.why import Linker
 from memory_core.fleet.pacing import Pacing
 from memory_core.service.streaming import Call, Draft, EditedDraft
 
@@ -38,8 +38,6 @@ log = logging.getLogger(__name__)
 
 # Slack accepts 40,000 characters but shows long messages folded; ~3,500 reads well.
 MESSAGE_CHARS = 3500
-
-SEND_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,7 @@ class ThreadReply:
     call keeps Slack's limits fleet-wide (``room``)."""
 
     message_chars = MESSAGE_CHARS
-    send_errors: tuple[type[Exception], ...] = SEND_ERRORS
+    send_errors: tuple[type[Exception], ...] = SLACK_ERRORS
 
     def __init__(
         self,
@@ -100,7 +98,7 @@ class ThreadReply:
                 text=None if markdown else text,
                 markdown_text=text if markdown else None,
             )
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             self.fail("post", exc)
             return None
         ts = str(response.get("ts", ""))
@@ -119,7 +117,7 @@ class ThreadReply:
                 text=None if markdown else text,
                 markdown_text=text if markdown else None,
             )
-        except SEND_ERRORS as exc:
+        except SLACK_ERRORS as exc:
             self.fail("update", exc)
             return False
         return True
@@ -157,8 +155,29 @@ class ThreadReply:
 
     def fail(self, what: str, exc: Exception) -> None:
         """Log a call Slack refused (or that failed on the way), with Slack's reason."""
-        code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
-        log.warning("could not %s the reply in %s: %s", what, self.scope, code)
+        log.warning("could not %s the reply in %s: %s", what, self.scope, error_code(exc))
+
+
+async def permalink(client: AsyncWebClient, *, channel: str, ts: str) -> str:
+    """The message's permalink, "" when Slack has none for it."""
+    if not ts:
+        return ""
+    try:
+        response = await client.chat_getPermalink(channel=channel, message_ts=ts)
+    except SLACK_ERRORS as exc:  # a link is decoration: never fails the command or answer
+        log.warning("no permalink for a message in %s: %s", channel, error_code(exc))
+        return ""
+    url = response.get("permalink")
+    return url if isinstance(url, str) and url.startswith("https://") else ""
+
+
+def permalinks(client: AsyncWebClient, channel: str) -> Linker:
+    """The :data:`~bots.why.Linker` of a channel: its messages' permalinks by ts."""
+
+    async def link(ts: str, in_parent: bool) -> str:  # a thread's messages are its channel's
+        return await permalink(client, channel=channel, ts=ts)
+
+    return link
 
 
 class SlackReplies:

@@ -40,7 +40,7 @@ from typing import Protocol
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.pacing import DOOR_MAX_WAIT_S
+from bots.slack.connect import DOOR_MAX_WAIT_S
 from memory_core.fleet.pacing import Allowance, Pacing
 from memory_core.service.streaming import Call, Shown
 

@@ -137,22 +137,15 @@ def parse_message(
         return None
     if event.get("bot_id") or event.get("bot_profile"):
         return None
-    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
-    if not (isinstance(user, str) and isinstance(channel, str) and isinstance(ts, str)):
-        return None
-    if not (user and channel and ts) or user == bot_user_id:
-        return None
-    thread_ts = event.get("thread_ts")
-    if not (_is_id(team_id) and _is_id(channel) and _is_id(user) and _is_ts(ts)):
-        return None
-    if thread_ts and not _is_ts(thread_ts):
+    user, channel, ts, thread_ts = (event.get(k) for k in ("user", "channel", "ts", "thread_ts"))
+    if not _is_id(user) or user == bot_user_id or not _scope(team_id, channel, ts, thread_ts):
         return None
     text = str(event.get("text") or "")
     return SlackMessage(
         team_id=team_id,
-        channel_id=channel,
+        channel_id=str(channel),
         user_id=user,
-        ts=ts,
+        ts=str(ts),
         thread_ts=thread_ts if isinstance(thread_ts, str) and thread_ts else None,
         raw_text=text,
         addressed=event.get("type") == "app_mention" or f"<@{bot_user_id}" in text,
@@ -164,27 +157,6 @@ def parse_message(
     )
 
 
-def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None:
-    """A ``message_deleted`` event -> which stored message goes."""
-    if event.get("subtype") != "message_deleted":
-        return None
-    previous = event.get("previous_message")
-    previous = previous if isinstance(previous, Mapping) else {}
-    channel = event.get("channel")
-    deleted_ts = event.get("deleted_ts") or previous.get("ts")
-    if not isinstance(channel, str) or not isinstance(deleted_ts, str) or not deleted_ts:
-        return None
-    if not (_is_id(team_id) and _is_id(channel) and _is_ts(deleted_ts)):
-        return None
-    thread_ts = previous.get("thread_ts") or event.get("thread_ts")
-    if thread_ts and not _is_ts(thread_ts):
-        return None
-    scope = message_scope(
-        team_id, channel, deleted_ts, thread_ts if isinstance(thread_ts, str) else None
-    )
-    return Deletion(scope=scope, ts=deleted_ts)
-
-
 @dataclass(frozen=True, slots=True)
 class Edit:
     scope: str
@@ -194,37 +166,49 @@ class Edit:
     files: tuple[Attachment, ...] = ()  # the message's files, which an edit keeps
 
 
-def parse_change(
-    event: Mapping[str, Any], *, team_id: str, bot_user_id: str
-) -> Edit | Deletion | None:
-    """A ``message_changed`` event -> a person's edit, or a deletion: a deleted message that
-    has thread replies (every message the bot answered) stays as a ``tombstone`` and
-    arrives as a change, not as ``message_deleted``. None for everything else: bots' and
+def parse_deletion(event: Mapping[str, Any], *, team_id: str) -> Deletion | None:
+    """Which stored message goes: a ``message_deleted`` event's, or that of a
+    ``message_changed`` to a ``tombstone`` (a deleted message that has thread replies, as
+    every message the bot answered has, stays as one)."""
+    previous = _mapping(event.get("previous_message"))
+    if event.get("subtype") == "message_changed":
+        message = _mapping(event.get("message"))
+        ts, thread_ts = message.get("ts"), message.get("thread_ts")
+    else:
+        ts = event.get("deleted_ts") or previous.get("ts")
+        thread_ts = previous.get("thread_ts") or event.get("thread_ts")
+    scope = _scope(team_id, event.get("channel"), ts, thread_ts)
+    return Deletion(scope=scope, ts=ts) if scope is not None and _is_ts(ts) else None
+
+
+def parse_change(event: Mapping[str, Any], *, team_id: str, bot_user_id: str) -> Edit | None:
+    """A ``message_changed`` event -> a person's edit; None for everything else: bots' and
     the bot's own messages, non-conversation subtypes, and changes that leave the text as
     it was (link previews, files, language metadata)."""
-    if event.get("subtype") != "message_changed":
+    message, previous = _mapping(event.get("message")), _mapping(event.get("previous_message"))
+    ts, subtype, user, text = (message.get(k) for k in ("ts", "subtype", "user", "text"))
+    scope = _scope(team_id, event.get("channel"), ts, message.get("thread_ts"))
+    if scope is None or not _is_ts(ts) or (subtype is not None and subtype not in HUMAN_SUBTYPES):
         return None
-    message, previous = event.get("message"), event.get("previous_message")
-    if not isinstance(message, Mapping):
-        return None
-    previous = previous if isinstance(previous, Mapping) else {}
-    channel, ts, thread_ts = event.get("channel"), message.get("ts"), message.get("thread_ts")
-    if not (_is_id(team_id) and _is_id(channel) and _is_ts(ts)):
-        return None
-    if thread_ts is not None and not _is_ts(thread_ts):
-        return None
-    scope = message_scope(team_id, channel, ts, thread_ts if thread_ts else None)
-    subtype = message.get("subtype")
-    if subtype == "tombstone":
-        return Deletion(scope=scope, ts=ts)
-    if subtype is not None and subtype not in HUMAN_SUBTYPES:
-        return None
-    user, text = message.get("user"), message.get("text")
     if message.get("bot_id") or message.get("bot_profile") or not isinstance(text, str):
         return None
     if not _is_id(user) or user == bot_user_id or previous.get("text") == text:
         return None
     return Edit(scope=scope, ts=ts, user_id=user, raw_text=text, files=message_files(message))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _scope(team_id: str, channel: object, ts: object, thread_ts: object) -> str | None:
+    """The scope of the message ``ts`` (a thread's reply: the thread's), None for ids or
+    timestamps Slack never sends."""
+    if not (_is_id(team_id) and _is_id(channel) and _is_ts(ts)):
+        return None
+    if thread_ts and not _is_ts(thread_ts):
+        return None
+    return message_scope(team_id, channel, ts, thread_ts if _is_ts(thread_ts) else None)
 
 
 def message_files(message: Mapping[str, Any]) -> tuple[Attachment, ...]:

@@ -9,11 +9,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.acting import Where
+from bots.slack.connect import SLACK_ERRORS, error_code
 from bots.slack.text import mentioned_users, plain_text
 from config.settings import SlackSettings
 from memory_core.errors import StoreError
@@ -30,10 +29,6 @@ NAME_TTL_S = 86400
 ADMIN_TTL_S = 60
 CHANNEL_TTL_S = 600  # a channel made private (or shared) stops counting as public within minutes
 DM_TTL_S = 86400  # a DM's people never change
-
-# A failed lookup must not fail the message: the name falls back to the user id.
-_LOOKUP_ERRORS = (SlackClientError, ClientError, TimeoutError, OSError)
-_CACHE_ERRORS = (StoreError,)
 
 
 def display_name(user: Mapping[str, Any]) -> str:
@@ -122,8 +117,8 @@ class SlackDirectory:
             return cached
         try:
             response = await client.conversations_info(channel=channel_id)
-        except _LOOKUP_ERRORS as exc:
-            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+        except SLACK_ERRORS as exc:
+            code = error_code(exc)
             if code != "channel_not_found":
                 needs = " (the app needs im:read: add it and reinstall)"
                 log.warning(
@@ -140,10 +135,7 @@ class SlackDirectory:
             channel = channel if isinstance(channel, Mapping) else {}
             person = str(channel.get("user") or "") if channel.get("is_im") is True else ""
             ttl_s = DM_TTL_S
-        try:
-            await self.platform.cache(DMS, f"{team_id}:{channel_id}", person, ttl_s=ttl_s)
-        except _CACHE_ERRORS as exc:
-            log.warning("could not cache Slack DM %s: %s", channel_id, exc)
+        await self._keep(DMS, f"{team_id}:{channel_id}", person, ttl_s)
         return person
 
     async def audience(self, client: AsyncWebClient, team_id: str, channel_id: str) -> Audience:
@@ -157,20 +149,15 @@ class SlackDirectory:
             return Audience.parse(cached)
         try:
             response = await client.conversations_info(channel=channel_id)
-        except _LOOKUP_ERRORS as exc:
-            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+        except SLACK_ERRORS as exc:
+            code = error_code(exc)
             log.warning(
                 "conversations.info for %s in team %s failed: %s", channel_id, team_id, code
             )
             return Audience.PRIVATE
         channel = response.get("channel")
         audience = channel_audience(channel if isinstance(channel, Mapping) else {})
-        try:
-            await self.platform.cache(
-                CHANNELS, f"{team_id}:{channel_id}", audience.value, ttl_s=CHANNEL_TTL_S
-            )
-        except _CACHE_ERRORS as exc:
-            log.warning("could not cache Slack channel %s: %s", channel_id, exc)
+        await self._keep(CHANNELS, f"{team_id}:{channel_id}", audience.value, CHANNEL_TTL_S)
         return audience
 
     async def forget_team(self, team_id: str) -> None:
@@ -184,28 +171,33 @@ class SlackDirectory:
     ) -> Mapping[str, Any] | None:
         try:
             response = await client.users_info(user=user_id)
-        except _LOOKUP_ERRORS as exc:
-            code = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+        except SLACK_ERRORS as exc:
+            code = error_code(exc)
             log.warning("users.info for %s in team %s failed: %s", user_id, team_id, code)
             return None
         user = response.get("user")
         if not isinstance(user, Mapping):
             return None
         item = f"{team_id}:{user_id}"
-        try:
-            await self.platform.cache(NAMES, item, display_name(user), ttl_s=NAME_TTL_S)
-            flag = "1" if is_workspace_admin(user, team_id) else "0"
-            await self.platform.cache(ADMINS, item, flag, ttl_s=ADMIN_TTL_S)
-        except _CACHE_ERRORS as exc:
-            log.warning("could not cache Slack user %s: %s", user_id, exc)
+        await self._keep(NAMES, item, display_name(user), NAME_TTL_S)
+        await self._keep(
+            ADMINS, item, "1" if is_workspace_admin(user, team_id) else "0", ADMIN_TTL_S
+        )
         return user
 
     async def _cached(self, namespace: str, team_id: str, user_id: str) -> str | None:
         try:
             return await self.platform.cached(namespace, f"{team_id}:{user_id}")
-        except _CACHE_ERRORS as exc:
+        except StoreError as exc:
             log.warning("Slack user cache unavailable: %s", exc)
             return None
+
+    async def _keep(self, namespace: str, item: str, value: str, ttl_s: int) -> None:
+        """Cached fleet-wide; a cache that fails is logged, the lookup's answer stands."""
+        try:
+            await self.platform.cache(namespace, item, value, ttl_s=ttl_s)
+        except StoreError as exc:
+            log.warning("could not cache Slack %s %s: %s", namespace, item, exc)
 
 
 def channel_audience(channel: Mapping[str, Any]) -> Audience:

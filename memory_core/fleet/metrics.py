@@ -8,18 +8,17 @@ Counters: messages stored; replies by kind; maintenance work (compactions, days 
 weeks, tier refreshes, summary failures); summaries written by the model vs the extractive
 stand-in; LLM calls, failures, tokens and time by purpose; recall indexes built and
 evicted, and the time the builds took. Beside the counters, each process reports what its
-recall indexes hold now (bytes, scopes: gauges, one entry per process, read back by
-:func:`read_recall_caches`). The hashes are :class:`~memory_core.store.metrics.MetricsStore`'s.
+recall indexes hold now (bytes, scopes: gauges, a heartbeat per process in
+:class:`~memory_core.store.heartbeats.Heartbeats`, read back by :func:`read_recall_caches`).
+The counters' hashes are :class:`~memory_core.store.metrics.MetricsStore`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
-import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from typing import Any
 
 from memory_core.llm.client import LLMStats
 from memory_core.recall.sync import CacheStats
+from memory_core.store.heartbeats import Heartbeats
 from memory_core.store.keys import KeySchema
 from memory_core.store.metrics import MetricsStore
 from memory_core.tiers.maintenance import MaintenanceReport
@@ -51,6 +51,7 @@ class Metrics:
         recall_limit_bytes: int = 0,
     ) -> None:
         self.store = MetricsStore(client, keys)
+        self.recall_caches = recall_caches(client, keys)
         self.keys = keys
         self.bucket = secrets.randbelow(keys.metric_buckets)
         self.process = secrets.token_hex(6)  # this process's entry among the recall caches
@@ -109,9 +110,8 @@ class Metrics:
                 "bytes": recall.bytes,
                 "scopes": recall.scopes,
                 "limit_bytes": self._recall_limit_bytes,
-                "at": time.time(),
             }
-            await self.store.set_recall_cache(self.process, json.dumps(status))
+            await self.recall_caches.beat(self.process, status)
         current = self.snapshot()
         delta = current - self._flushed
         if not delta:
@@ -154,26 +154,16 @@ async def read_minutes(
 RECALL_CACHE_TTL_S = 60.0  # a process silent this long (it flushes every 10 s) is gone
 
 
-async def read_recall_caches(store: MetricsStore) -> dict[str, float]:
+def recall_caches(client: Any, keys: KeySchema) -> Heartbeats:
+    """The bot processes' reports of their recall indexes."""
+    return Heartbeats(client, keys.recall_caches, ttl_s=RECALL_CACHE_TTL_S)
+
+
+async def read_recall_caches(client: Any, keys: KeySchema) -> dict[str, float]:
     """The fleet's recall indexes now, added up over the live processes: how many report,
     the bytes their indexes hold, the scopes cached, and their limits (each process's
-    ``memory.recall_cache_mb``)."""
-    raw = await store.recall_caches()
-    now = time.time()
-    live: list[dict[str, float]] = []
-    gone: list[str] = []
-    for process, blob in raw.items():
-        try:
-            status = json.loads(blob)
-            fresh = now - float(status["at"]) < RECALL_CACHE_TTL_S
-        except (ValueError, KeyError, TypeError):
-            fresh = False
-        if fresh:
-            live.append(status)
-        else:
-            gone.append(process)
-    if gone:  # a process that stopped: its entry goes with it
-        await store.drop_recall_caches(*gone)
+    ``memory.recall_cache_mb``). A process that stopped reporting is dropped."""
+    live = await recall_caches(client, keys).live()
     return {
         "processes": len(live),
         "bytes": sum(float(s.get("bytes", 0)) for s in live),

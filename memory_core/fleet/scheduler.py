@@ -248,7 +248,7 @@ class RolloverScheduler:
         now_ms = calendar.to_ms(now)
         queued = 0
         if only is not None:
-            states = [(scope, await self.repo.state(scope)) for scope in only]
+            states = [(scope, await self.repo.reads.state(scope)) for scope in only]
             return await self.fleet.enqueue(self._due(states, now, report), now_ms=now_ms)
         async for batch in self.fleet.states():
             queued += await self.fleet.enqueue(self._due(batch, now, report), now_ms=now_ms)

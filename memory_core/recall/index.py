@@ -1,6 +1,6 @@
 """Recall: finding the past messages a new message is about, so they can go in the prompt.
 
-:class:`RecallIndex` is recall's face to the pipeline, bootstrap and benchmarks: it
+:class:`RecallIndex` is recall's face to the intake, the replier, bootstrap and benchmarks: it
 searches, and composes the parts that each own one job:
 
 * :mod:`memory_core.recall.sync`: each scope's index in memory kept in step with Redis (the
@@ -38,7 +38,7 @@ from memory_core.scopes import Scope
 from memory_core.store.lane import FastLane
 from memory_core.store.recall_reads import RecallStore
 
-# The pipeline, prompt assembly and bootstrap name these from here, beside the index.
+# The replier, prompt assembly and bootstrap name these from here, beside the index.
 __all__ = ["Doc", "Embedder", "Hit", "QueryVector", "RecallIndex"]
 
 # A question's unit vector on its way (None: embedding failed; recall goes by words).
@@ -241,7 +241,7 @@ class RecallIndex:
             return None
         return unit_vector(np.asarray(embedded, dtype=np.float32))
 
-    # -- the parts' work, for the pipeline, bootstrap and benchmarks ---------------------
+    # -- the parts' work, for the intake, bootstrap and benchmarks ---------------------
     @property
     def cache_stats(self) -> CacheStats:
         """The cached indexes' bytes and scopes, evictions and builds (for /metrics)."""

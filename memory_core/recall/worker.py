@@ -31,7 +31,8 @@ little: its time goes to the model, not to round trips.
 The worker leaves when its stdin closes (the bot stopped, or died). What it has not
 embedded yet is found again later: a search that meets a message with no vector asks for
 a look through its scope. Its backlog and lag are written to Redis every few seconds for
-/metrics and the dashboard (:func:`read_status`).
+/metrics and the dashboard (a heartbeat, :class:`~memory_core.store.heartbeats.Heartbeats`;
+read back by :func:`read_status`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from memory_core.recall import question_model
 from memory_core.recall.documents import Doc, same_exchange
 from memory_core.recall.embedding import encode_sync, loaded_model
 from memory_core.recall.vectors import embedding_text, encode_vector
+from memory_core.store.heartbeats import Heartbeats
 from memory_core.store.keys import KeySchema
 from memory_core.store.recall_reads import RecallStore
 
@@ -103,6 +105,7 @@ def message_doc(entry_id: str, fields: dict[str, str]) -> Doc:
 class EmbeddingWorker:
     def __init__(self, client: Any, keys: KeySchema, out: IO[str]) -> None:
         self.data = RecallStore(client, keys)  # its reads and writes
+        self.heartbeats = embedders(client, keys)
         self.out = out
         # What it knows of each scope, least recently announced first (at most KEPT_SCOPES
         # idle ones: one that comes back after that is read whole again).
@@ -294,34 +297,24 @@ class EmbeddingWorker:
         status = self.status()
         self.say(status=status)
         with contextlib.suppress(MemorybotError):
-            await self.data.set_status(self.name, json.dumps(status))
+            await self.heartbeats.beat(self.name, status)
 
     async def leave(self) -> None:
         with contextlib.suppress(MemorybotError):
-            await self.data.drop_statuses(self.name)
+            await self.heartbeats.leave(self.name)
+
+
+def embedders(client: Any, keys: KeySchema) -> Heartbeats:
+    """The embedding workers' statuses."""
+    return Heartbeats(client, keys.embedders, ttl_s=STATUS_TTL_S)
 
 
 async def read_status(client: Any, keys: KeySchema) -> dict[str, float]:
     """The fleet's embedding workers, added up: how many answer, their backlog (messages
     stored but not embedded yet), the longest lag (seconds since the oldest of them was
-    stored) and the messages they embedded since they started."""
-    store = RecallStore(client, keys)
-    raw = await store.statuses()
-    now = time.time()
-    live: list[dict[str, float]] = []
-    gone: list[str] = []
-    for name, blob in raw.items():
-        try:
-            status = json.loads(blob)
-            fresh = now - float(status["at"]) < STATUS_TTL_S
-        except (ValueError, KeyError, TypeError):
-            fresh = False
-        if fresh:
-            live.append(status)
-        else:
-            gone.append(name)
-    if gone:  # a worker that died without leaving: its entry goes with it
-        await store.drop_statuses(*gone)
+    stored) and the messages they embedded since they started. A worker that died without
+    leaving is dropped."""
+    live = await embedders(client, keys).live()
     return {
         "workers": len(live),
         "backlog": sum(float(s.get("backlog", 0)) for s in live),

@@ -13,9 +13,8 @@ crash interrupted); what a forget removes is
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -28,7 +27,6 @@ from memory_core.models import (
     MAX_FACT_CHARS,
     MODES,
     TIER_FIELDS,
-    Attachment,
     DaySummary,
     Fact,
     LogEntry,
@@ -39,7 +37,6 @@ from memory_core.scopes import Audience, Scope, parse_scope
 from memory_core.service.answer_record import AnswerRecord, read_record
 from memory_core.service.budget import Budget, SpendReport, parse_limit
 from memory_core.service.exports import EXPORT_FORMAT, EXPORT_VERSION, EXPORTED_STATE, parse_export
-from memory_core.service.forget_request import ForgetReport
 from memory_core.service.forget_requests import ForgetRequests
 from memory_core.service.forgetting import PersonForgetting, PlaceForgetting, TextForgetting
 from memory_core.service.import_check import without_forgotten
@@ -91,7 +88,10 @@ class MemberView:
 
 class MemoryAdmin:
     """Every admin operation on a scope: those that show, pin, edit, configure, export and
-    import are here; those that forget are its parts' (one per job), which it delegates to."""
+    import are here; those that forget are its parts', one per job, which callers take
+    directly: ``text`` (a text, a fact), ``person``, ``place``, ``messages`` (a platform's
+    edits and deletes, and captions) and ``requests`` (every forget carried out, and those a
+    crash interrupted finished)."""
 
     def __init__(
         self,
@@ -112,77 +112,6 @@ class MemoryAdmin:
         self.place = PlaceForgetting(self.requests, clock=clock, budget=budget)
         self.messages = MessageChanges(self.requests)
 
-    # -- forget (the parts' jobs, documented there) ------------------------------------
-    async def forget_text(self, scope: str, text: str) -> ForgetReport:
-        return await self.text.forget_text(scope, text)
-
-    async def forget_fact(self, scope: str, fact_id: str) -> bool:
-        return await self.text.forget_fact(scope, fact_id)
-
-    async def forget_user(self, scope: str, *, user_id: str, name: str = "") -> ForgetReport:
-        return await self.person.forget_user(scope, user_id=user_id, name=name)
-
-    async def forget_user_everywhere(
-        self, scope: str, *, user_id: str, name: str = ""
-    ) -> ForgetReport:
-        return await self.person.forget_user_everywhere(scope, user_id=user_id, name=name)
-
-    async def places_of_member(self, scope: str, user_id: str) -> list[str]:
-        return await self.person.places_of_member(scope, user_id)
-
-    async def forget_all(self, scope: str, *, keep_settings: bool = True) -> int:
-        return await self.place.forget_all(scope, keep_settings=keep_settings)
-
-    async def forget_server(self, server_key: str) -> int:
-        return await self.place.forget_server(server_key)
-
-    async def subtree(self, scope: str) -> list[str]:
-        return await self.requests.subtree(scope)
-
-    async def resume_forgets(self, scope: str) -> int:
-        return await self.requests.resume(scope)
-
-    async def forget_message(
-        self, scope: str, platform_id: str, *, when: datetime | None = None
-    ) -> int:
-        return await self.messages.forget_message(scope, platform_id, when=when)
-
-    async def edit_message(
-        self,
-        scope: str,
-        platform_id: str,
-        text: str,
-        *,
-        when: datetime | None = None,
-        attachments: Sequence[Attachment] = (),
-    ) -> bool:
-        return await self.messages.edit_message(
-            scope, platform_id, text, when=when, attachments=attachments
-        )
-
-    async def uncaptioned(
-        self,
-        scope: str,
-        platform_id: str,
-        attachments: Sequence[Attachment],
-        *,
-        when: datetime | None = None,
-    ) -> tuple[list[Attachment], int]:
-        return await self.messages.uncaptioned(scope, platform_id, attachments, when=when)
-
-    async def add_captions(
-        self,
-        scope: str,
-        platform_id: str,
-        captioned: Sequence[Attachment],
-        *,
-        epoch: int,
-        when: datetime | None = None,
-    ) -> bool:
-        return await self.messages.add_captions(
-            scope, platform_id, captioned, epoch=epoch, when=when
-        )
-
     def _now_iso(self) -> str:
         return self.clock.now().isoformat(timespec="seconds")
 
@@ -194,22 +123,22 @@ class MemoryAdmin:
         the guild or workspace (shown only to them: /memory answers are private). With
         ``spend``, today's tokens: the scope's, that person's own, the server's."""
         scope = parse_scope(scope)
-        state = await self.repo.state(scope)
+        state = await self.repo.reads.state(scope)
         person = self._person_here(scope, state, user_id)
-        entries = await self.repo.recent(scope, recent) if recent else []
+        entries = await self.repo.reads.recent(scope, recent) if recent else []
         memory = self.settings.memory
         return ScopeView(
             scope=scope,
             state=state,
-            days=await self.repo.days(scope),
-            weeks=await self.repo.weeks(scope),
-            facts=await self.repo.facts(scope),
+            days=await self.repo.reads.days(scope),
+            weeks=await self.repo.reads.weeks(scope),
+            facts=await self.repo.reads.facts(scope),
             recent=list(reversed(entries)),
-            messages=await self.repo.log_length(scope),
+            messages=await self.repo.reads.log_length(scope),
             mode=state.mode or memory.default_mode,
             timezone=state.tz or memory.timezone,
             language=state.lang or memory.language,
-            about_you=await self.repo.facts(person) if person else [],
+            about_you=await self.repo.reads.facts(person) if person else [],
             thread_facts=await self._thread_facts(scope),
             spend=await self.budget.report(scope, member_id=user_id)
             if spend and self.budget is not None
@@ -235,18 +164,18 @@ class MemoryAdmin:
     async def _thread_facts(self, scope: str) -> list[tuple[str, Fact]]:
         """A channel's threads' facts (with their thread), shown and forgotten from the
         channel: on Slack no command runs in a thread."""
-        threads = await self.repo.threads_of(scope)
-        found = await self.repo.facts_of(threads)
+        threads = await self.repo.reads.threads_of(scope)
+        found = await self.repo.reads.facts_of(threads)
         return [(thread, fact) for thread in threads for fact in found.get(thread, [])]
 
     async def member_view(self, scope: str, user_id: str, *, limit: int = 50) -> MemberView:
         """What is kept about ``user_id`` across the server of ``scope`` (at most ``limit``
         places, most recent first), for them alone to see."""
         scope = parse_scope(scope)
-        places = (await self.places_of_member(scope, user_id))[:limit]
-        names = await self.repo.names_of(places)
-        counts = await self.repo.messages_by(places, user_id)
-        facts = await self.repo.facts_of(places)
+        places = (await self.person.places_of_member(scope, user_id))[:limit]
+        names = await self.repo.reads.names_of(places)
+        counts = await self.repo.reads.messages_by(places, user_id)
+        facts = await self.repo.reads.facts_of(places)
         person = Scope.of(scope).person_scope(user_id)
         return MemberView(
             places=[
@@ -258,12 +187,12 @@ class MemoryAdmin:
                 )
                 for place in places
             ],
-            facts=await self.repo.facts(person.key) if person else [],
+            facts=await self.repo.reads.facts(person.key) if person else [],
         )
 
     async def place_names(self, scopes: list[str]) -> dict[str, str]:
         """The names people know the places by ("#general (My Server)"; "" unknown)."""
-        return await self.repo.names_of(scopes)
+        return await self.repo.reads.names_of(scopes)
 
     async def why(self, scope: str) -> AnswerRecord | None:
         """What the last answer in the scope used (``/memory why``), while it is kept."""
@@ -284,7 +213,7 @@ class MemoryAdmin:
             ts=self._now_iso(),
             pinned=True,
         )
-        return await self.repo.put_fact(scope, fact)
+        return await self.repo.writes.put_fact(scope, fact)
 
     async def remember_me(self, scope: str, text: str, *, user_id: str, name: str) -> Fact:
         """A person pins something about themselves. Their choice, so it follows them across
@@ -296,7 +225,7 @@ class MemoryAdmin:
         )
         if not user_id:
             raise InputError("remember me needs to know who you are (a user id)")
-        person = self._person_here(scope, await self.repo.state(scope), user_id)
+        person = self._person_here(scope, await self.repo.reads.state(scope), user_id)
         fact = Fact(
             id="",
             kind="profile",
@@ -312,10 +241,10 @@ class MemoryAdmin:
         )
         if person is None:  # a DM, the console, a place shared with another organisation
             fact.shared = False  # it stays here, and "forget me everywhere" finds it here
-            await self.repo.note_speaker(scope, user_id)
-            return await self.repo.put_fact(scope, fact)
-        await self.repo.note_person(scope, person)
-        return await self.repo.put_fact(person, fact)
+            await self.repo.writes.note_speaker(scope, user_id)
+            return await self.repo.writes.put_fact(scope, fact)
+        await self.repo.writes.note_person(scope, person)
+        return await self.repo.writes.put_fact(person, fact)
 
     async def edit_tier(self, scope: str, tier: str, text: str) -> None:
         """An admin's own words for a tier. The epoch moves first, so a summary being written
@@ -323,31 +252,31 @@ class MemoryAdmin:
         if tier not in TIER_FIELDS:
             raise InputError(f"unknown tier {tier!r}: choose one of {', '.join(TIER_FIELDS)}")
         scope = parse_scope(scope)
-        await self.repo.bump_epoch(scope)
-        await self.repo.set_fields(scope, {tier: text.strip()})
+        await self.repo.writes.bump_epoch(scope)
+        await self.repo.writes.set_fields(scope, {tier: text.strip()})
 
     async def edit_fact(self, scope: str, fact_id: str, text: str, *, by: str = "") -> Fact:
         """New text for a fact; the old text joins its history (provenance stays honest, and
         forget <text> still reaches it). The epoch moves first, as for a tier edit."""
         scope = parse_scope(scope)
         text = _fact_text(text, "a fact needs some text (to remove it, forget it)")
-        for fact in await self.repo.facts(scope):
+        for fact in await self.repo.reads.facts(scope):
             if fact.id == fact_id:
                 if fact.text != text:
-                    await self.repo.bump_epoch(scope)
+                    await self.repo.writes.bump_epoch(scope)
                     fact.history = [*fact.history, fact.text][-5:]
                     fact.text = text
                     fact.ts = self._now_iso()
                     fact.by = by or fact.by
-                    await self.repo.replace_fact(scope, fact)
+                    await self.repo.writes.replace_fact(scope, fact)
                     # The last answer's record (/memory why) quotes the old text: it goes.
-                    await self.repo.drop_answer_record(scope)
+                    await self.repo.writes.drop_answer_record(scope)
                 return fact
         raise InputError(f"there is no fact {fact_id!r} in {scope} (see /memory show facts)")
 
     # -- pause / config ----------------------------------------------------------------
     async def set_paused(self, scope: str, paused: bool) -> None:
-        await self.repo.set_fields(parse_scope(scope), {"paused": 1 if paused else 0})
+        await self.repo.writes.set_fields(parse_scope(scope), {"paused": 1 if paused else 0})
 
     async def configure(
         self,
@@ -371,7 +300,7 @@ class MemoryAdmin:
             user_daily_tokens=user_daily_tokens,
             sources=sources,
         )
-        await self.repo.set_fields(scope, changes)
+        await self.repo.writes.set_fields(scope, changes)
         shown = {k: str(v) for k, v in changes.items()}
         if sources is not None:
             shown["sources"] = sources  # as it was asked: on | off
@@ -380,7 +309,7 @@ class MemoryAdmin:
     # -- export / import ---------------------------------------------------------------
     async def export(self, scope: str) -> dict[str, Any]:
         scope = parse_scope(scope)
-        dump = await self.repo.dump(scope)
+        dump = await self.repo.reads.dump(scope)
         return {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
@@ -418,7 +347,7 @@ class MemoryAdmin:
             now=self.clock.now(),
         )
         if replace:
-            await self.repo.forget_scope(scope)
+            await self.repo.writes.forget_scope(scope)
         last_ms = int(dump.state.get("last_ms") or 0) or calendar.to_ms(self.clock.now())
         ledger = self.repo.ledger
         await ledger.adopt_server(scope)  # (the people forgotten across its server)
@@ -427,15 +356,15 @@ class MemoryAdmin:
             # again (the scope was empty) if it moved while the export was being written.
             known = await ledger.read(scope)
             kept, dropped = without_forgotten(dump, known, scope=scope)
-            await self.repo.restore(scope, kept, last_activity_ms=last_ms)
+            await self.repo.writes.restore(scope, kept, last_activity_ms=last_ms)
             if await ledger.version(scope) == known.version:
                 break
-            await self.repo.forget_scope(scope)
+            await self.repo.writes.forget_scope(scope)
         else:
             raise StoreError(f"{scope} kept forgetting while the export was loaded: load it again")
         if dropped:
             log.info("left %d forgotten messages of the export to %s out", dropped, scope)
-        await self.repo.resync_counters(scope)
+        await self.repo.writes.resync_counters(scope)
         return len(kept.log)
 
 

@@ -193,7 +193,7 @@ async def record_answer(
     if not isinstance(prompt, Prompt) or reply.kind not in ("llm", "offline"):
         return False
     record = build_record(msg, reply, prompt, now=now)
-    stored = await repo.put_answer_record(
+    stored = await repo.writes.put_answer_record(
         msg.scope, record.to_json(), ttl_ms=ttl_hours * 3_600_000, epoch=prompt.used.epoch
     )
     if not stored:
@@ -215,7 +215,7 @@ async def remember_basis(
 async def read_record(repo: MemoryRepo, scope: str) -> AnswerRecord | None:
     """The scope's record as it can be shown now: the facts, messages and day records it
     names that still exist, with their words as they are now."""
-    raw = await repo.answer_record(scope)
+    raw = await repo.writes.answer_record(scope)
     if raw is None:
         return None
     try:
@@ -239,7 +239,7 @@ async def _facts(repo: MemoryRepo, refs: tuple[_FactRef, ...], scope: str) -> tu
     holders = sorted({ref.holder for ref in refs})
     alive = {
         (holder, fact.id): fact
-        for holder, facts in (await repo.facts_of(holders)).items()
+        for holder, facts in (await repo.reads.facts_of(holders)).items()
         for fact in facts
     }
     return tuple(
@@ -271,9 +271,9 @@ async def _recalled(
     days: dict[tuple[str, str], str] = {}
     for place in sorted({ref.scope for ref in refs}):
         ids = [r.id for r in refs if r.scope == place and r.kind == "message" and r.id]
-        entries.update({(place, e.id): e for e in await repo.entries_by_ids(place, ids)})
+        entries.update({(place, e.id): e for e in await repo.reads.entries_by_ids(place, ids)})
         if any(r.scope == place and r.kind == "day" for r in refs):
-            days.update({(place, d.day): day_text(d) for d in await repo.episodes(place)})
+            days.update({(place, d.day): day_text(d) for d in await repo.reads.episodes(place)})
     out: list[UsedMessage] = []
     for ref in refs:
         if ref.kind == "day":

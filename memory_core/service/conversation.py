@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -30,8 +30,9 @@ from config.prompts import load_prompts
 from memory_core.errors import InputError, StoreError
 from memory_core.models import Attachment, IncomingMessage, IngestResult, Reply
 from memory_core.service.answer_record import remember_basis
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.intake import Intake
 from memory_core.service.prepared import Prepared
+from memory_core.service.replies import Replier
 from memory_core.service.sources import SourceLinks, source_text
 from memory_core.service.streaming import ReplySink, StreamedReply
 from memory_core.text.language import reply_language
@@ -73,7 +74,7 @@ class Delivery:
 
 
 class MessageChanges(Protocol):
-    """What memory does with a message changed on its platform (the admin service)."""
+    """What memory does with a message changed on its platform (the admin's message changes)."""
 
     async def edit_message(
         self,
@@ -104,13 +105,16 @@ class Conversation:
 
     def __init__(
         self,
-        pipeline: MemoryPipeline,
+        intake: Intake,
+        replier: Replier,
         *,
         changes: MessageChanges | None = None,
         deliveries: Deliveries | None = None,
     ) -> None:
-        self.pipeline = pipeline
-        self.changes = changes  # edits and deletes (bootstrap gives the admin service)
+        self.intake = intake  # the message stored, and the work it makes due handed on
+        self.replier = replier
+        self.settings = replier.settings
+        self.changes = changes  # edits and deletes (the admin's message changes)
         self.deliveries = deliveries
 
     async def receive(self, message: IncomingMessage) -> Turn | None:
@@ -120,13 +124,24 @@ class Conversation:
         repeat delivery comes back as a duplicate and is not answered. While Redis is away
         the message waits in memory and is stored when it is back. Raises what ``ingest``
         raises (StoreError, InputError): each door says where it happened."""
-        prepared = self.pipeline.prepare(message)
-        stored = await self.pipeline.ingest(message, prepared=prepared)
-        if stored.outcome == "duplicate":
-            log.debug("%s in %s already handled", message.platform_id, message.scope)
-        if not self.pipeline.should_reply(message, stored):
+        prepared = self.intake.prepare(message)
+        stored = await self.intake.accept(message, prepared=prepared)
+        if not self.should_reply(message, stored):
             return None
         return Turn(message=message, stored=stored, prepared=prepared)
+
+    def should_reply(self, message: IncomingMessage, stored: IngestResult) -> bool:
+        """Whether the bot answers ``message``, stored as ``stored`` says: never a repeat
+        delivery (answered the first time) nor a message not stored; always a direct one;
+        else as the scope's mode says (off, all, or when addressed)."""
+        if stored.outcome in ("duplicate", "day_closed", "forgotten"):
+            return False
+        if message.direct:
+            return True
+        mode = stored.mode or self.settings.memory.default_mode
+        if mode == "off":
+            return False
+        return mode == "all" or message.addressed
 
     async def answer(
         self,
@@ -145,11 +160,11 @@ class Conversation:
         source line a scope may ask for (none: no source line)."""
         if not sink.can_send():
             return Delivered(ok=False)
-        message, pipeline = turn.message, self.pipeline
+        message, replier = turn.message, self.replier
         writer = StreamedReply(sink, stream_interval_s=stream_interval_s)
         try:
             async with sink.typing():
-                reply = await pipeline.reply(
+                reply = await replier.reply(
                     message,
                     exclude_id=turn.stored.id,
                     on_progress=writer.progress if writer.streams else None,
@@ -160,26 +175,27 @@ class Conversation:
             # The message itself is stored; say so rather than stay silent.
             log.error("could not answer in %s: %s", message.scope, exc)
             language = reply_language(
-                turn.stored.lang, pipeline.settings.memory.language, [message.text]
+                turn.stored.lang, self.settings.memory.language, [message.text]
             )
             return Delivered(ok=await writer.finish(load_prompts(language).apology))
         log.info(
             "replied in %s (%s, %d prompt tokens)", message.scope, reply.kind, reply.prompt_tokens
         )
-        text = await source_text(
-            reply, message.text, links, repo=pipeline.repo, scope=message.scope
-        )
+        text = await source_text(reply, message.text, links, repo=replier.repo, scope=message.scope)
         if not await writer.finish(text):
             return Delivered(ok=False, reply=reply)  # nobody saw it: not conversation
         posted = sink.message_id(writer.first) if writer.first is not None else ""
         parts = tuple(sink.message_id(handle) for handle in writer.more)
         try:  # without the source line; under every part's id (a delete of any forgets it)
-            await pipeline.remember_answer(message, reply, platform_id=posted, also_ids=parts)
+            stored_id = await replier.remember_answer(
+                message, reply, platform_id=posted, also_ids=parts
+            )
+            reply = replace(reply, stored_id=stored_id)
         except StoreError as exc:
             log.error("could not store the answer in %s: %s", message.scope, exc)
-        memory = pipeline.settings.memory
+        memory = self.settings.memory
         await remember_basis(
-            pipeline.repo, message, reply, now=pipeline.clock.now(), ttl_hours=memory.why_ttl_hours
+            replier.repo, message, reply, now=replier.clock.now(), ttl_hours=memory.why_ttl_hours
         )
         return Delivered(ok=True, reply=reply)
 

@@ -55,17 +55,17 @@ class ForgetRequests:
     async def subtree(self, scope: str) -> list[str]:
         """The places an operation in ``scope`` reaches: a channel's threads, then the
         channel; a thread or any other place alone."""
-        return [*await self.repo.threads_of(scope), scope]
+        return [*await self.repo.reads.threads_of(scope), scope]
 
     async def forget_everything(self, scope: str) -> int:
         """Every key of one place's memory, and the facts about people learned there (a
         forget of everything, or one a crash interrupted). Returns how many keys went."""
         await self.repo.learning.drop(scope)  # what a learn read here, not stored yet
-        authors = {e.author_id for e in await self.repo.all_entries(scope)}
+        authors = {e.author_id for e in await self.repo.reads.all_entries(scope)}
         await self.forget_person_facts(
             scope, request=ForgetRequest(kind="all"), removed=set(), authors=authors
         )
-        return await self.repo.forget_scope(scope)  # the pending request goes with it
+        return await self.repo.writes.forget_scope(scope)  # the pending request goes with it
 
     async def forget_one(
         self, scope: str, request: ForgetRequest, *, found: Sequence[LogEntry] | None = None
@@ -93,7 +93,9 @@ class ForgetRequests:
             await self.repo.learning.drop(place)
             doomed = (found or {}).get(place)
             if doomed is None:
-                doomed = [e for e in await self.repo.all_entries(place) if request.drop_entry(e)]
+                doomed = [
+                    e for e in await self.repo.reads.all_entries(place) if request.drop_entry(e)
+                ]
                 # A summary sentence that quotes a removed message goes, even when it cut
                 # the text short; so does one quoting a message being edited right now (an
                 # edit or a caption takes it out of the log a moment before it stores it).
@@ -112,11 +114,11 @@ class ForgetRequests:
                 )
             else:
                 planned.append((place, request))
-        await self.repo.begin_forgets([(place, r.to_json()) for place, r in planned])
+        await self.repo.writes.begin_forgets([(place, r.to_json()) for place, r in planned])
         report = ForgetReport()
         for place, place_request in planned:
             done = await self._apply_forget(place, place_request)
-            await self.repo.end_forget(place, place_request.to_json())
+            await self.repo.writes.end_forget(place, place_request.to_json())
             if len(planned) == 1:
                 report = done
             else:
@@ -127,7 +129,9 @@ class ForgetRequests:
     async def edits_under_way(self, scope: str) -> list[LogEntry]:
         """The messages an edit written down and not finished is storing again, as they
         will be stored (their new text)."""
-        edits = [ForgetRequest.from_json(raw) for raw in await self.repo.pending_forgets(scope)]
+        edits = [
+            ForgetRequest.from_json(raw) for raw in await self.repo.writes.pending_forgets(scope)
+        ]
         return [
             LogEntry(
                 id="",
@@ -145,16 +149,16 @@ class ForgetRequests:
 
     async def resume(self, scope: str) -> int:
         """Finish the forgets a crash interrupted (maintenance calls this). Idempotent."""
-        pending = await self.repo.pending_forgets(scope)
+        pending = await self.repo.writes.pending_forgets(scope)
         for raw in pending:
             request = ForgetRequest.from_json(raw)
             if request.kind == "all":
                 await self.forget_everything(scope)
                 break
             await self._apply_forget(scope, request)
-            await self.repo.end_forget(scope, raw)
+            await self.repo.writes.end_forget(scope, raw)
         if not pending:
-            await self.repo.end_forget(scope, None)
+            await self.repo.writes.end_forget(scope, None)
         else:  # the text the crash left in the store's files goes with it now
             await self.persist(erase=True)
         return len(pending)
@@ -166,23 +170,23 @@ class ForgetRequests:
         if request.kind == "message":  # one message: read around its time, not the whole log
             entries = await self.message_entries(scope, request.platform_id, request.ts_ms)
         else:
-            entries = await self.repo.all_entries(scope)
+            entries = await self.repo.reads.all_entries(scope)
         doomed = [e.id for e in entries if request.drop_entry(e)]
         removed = {*request.entry_ids, *doomed}
-        report.messages = await self.repo.delete_entries(scope, doomed)
-        facts = await self.repo.facts(scope)
+        report.messages = await self.repo.writes.delete_entries(scope, doomed)
+        facts = await self.repo.reads.facts(scope)
         gone = [f.id for f in facts if request.drop_fact(f, removed)]
-        report.facts = await self.repo.delete_facts(scope, gone)
+        report.facts = await self.repo.writes.delete_facts(scope, gone)
         report.facts += await self.forget_person_facts(
             scope, request=request, removed=removed, authors={e.author_id for e in entries}
         )
         own = Scope.of(scope).person_scope(request.user_id) if request.kind == "user" else None
         if own:  # everything known about them across the guild
-            report.facts += len(await self.repo.facts(own.key))
-            await self.repo.forget_scope(own.key)
+            report.facts += len(await self.repo.reads.facts(own.key))
+            await self.repo.writes.forget_scope(own.key)
         await self._redact(scope, request, report)
         # Counters are triggers only; re-derive them after deleting unsummarised messages.
-        await self.repo.resync_counters(scope)
+        await self.repo.writes.resync_counters(scope)
         return report
 
     async def forget_person_facts(
@@ -196,22 +200,22 @@ class ForgetRequests:
         """Facts about people learned in ``scope`` live in their own scopes: found through the
         scope's record of them (and, for facts written before that record existed, through
         ``authors``, the user ids of the people who spoke here)."""
-        people = set(await self.repo.people_of(scope))
+        people = set(await self.repo.reads.people_of(scope))
         place = Scope.of(scope)
         people.update(p.key for a in authors if (p := place.person_scope(a)))
         count = 0
-        for person, person_facts in (await self.repo.facts_of(sorted(people))).items():
+        for person, person_facts in (await self.repo.reads.facts_of(sorted(people))).items():
             gone = [
                 f.id for f in person_facts if f.origin == scope and request.drop_fact(f, removed)
             ]
-            count += await self.repo.delete_facts(person, gone)
+            count += await self.repo.writes.delete_facts(person, gone)
         return count
 
     async def _redact(self, scope: str, request: ForgetRequest, report: ForgetReport) -> None:
         """Drop the summary sentences the forget reaches: tiers, days, day records, weeks."""
         if not request.redacts:
             return
-        state = await self.repo.state(scope)
+        state = await self.repo.reads.state(scope)
         changed: dict[str, str | int] = {}
         for name in TIER_FIELDS:
             before = str(getattr(state, name))
@@ -220,48 +224,50 @@ class ForgetRequests:
                 changed[name] = after
                 report.tiers.append(name)
         if changed:
-            await self.repo.set_fields(scope, changed)
-        days = await self.repo.days(scope)
+            await self.repo.writes.set_fields(scope, changed)
+        days = await self.repo.reads.days(scope)
         new_days = [redact_day(d, request.redact) for d in days]
         report.days = sum(a != b for a, b in zip(days, new_days, strict=True))
         if report.days:
-            await self.repo.replace_days(scope, new_days)
-        episodes = await self.repo.episodes(scope)
+            await self.repo.writes.replace_days(scope, new_days)
+        episodes = await self.repo.reads.episodes(scope)
         new_episodes = [redact_day(d, request.redact) for d in episodes]
         if new_episodes != episodes:
-            await self.repo.replace_episodes(scope, new_episodes)
-        weeks = await self.repo.weeks(scope)
+            await self.repo.writes.replace_episodes(scope, new_episodes)
+        weeks = await self.repo.reads.weeks(scope)
         new_weeks = [
             WeekSummary(w.week, request.redact(w.summary), w.days, w.degraded) for w in weeks
         ]
         report.weeks = sum(a.summary != b.summary for a, b in zip(weeks, new_weeks, strict=True))
         if report.weeks:
-            await self.repo.replace_weeks(scope, new_weeks)
+            await self.repo.writes.replace_weeks(scope, new_weeks)
 
     async def apply_edit(self, scope: str, request: ForgetRequest) -> ForgetReport:
         """Carry out an edit; safe to run again after a crash (the old entries are deleted
         by id, the new text is stored only if no copy of it is there yet)."""
         report = ForgetReport()
         # (no tombstone: the message stays, with its new text, under its id)
-        report.messages = await self.repo.delete_entries(scope, request.entry_ids, tombstone=False)
+        report.messages = await self.repo.writes.delete_entries(
+            scope, request.entry_ids, tombstone=False
+        )
         await self._store_edited(scope, request)
         removed = set(request.entry_ids)
-        facts = await self.repo.facts(scope)
+        facts = await self.repo.reads.facts(scope)
         gone = [f.id for f in facts if request.drop_fact(f, removed)]
-        report.facts = await self.repo.delete_facts(scope, gone)
+        report.facts = await self.repo.writes.delete_facts(scope, gone)
         report.facts += await self.forget_person_facts(
             scope, request=request, removed=removed, authors=[request.author_id]
         )
         await self._redact(scope, request, report)
-        await self.repo.resync_counters(scope)
+        await self.repo.writes.resync_counters(scope)
         return report
 
     async def _store_edited(self, scope: str, request: ForgetRequest) -> None:
         copies = await self.message_entries(scope, request.platform_id, request.ts_ms)
         if any(e.text == request.text for e in copies):
             return  # stored by an earlier run of this edit
-        await self.repo.release_platform_id(scope, request.platform_id)
-        await self.repo.ingest(
+        await self.repo.writes.release_platform_id(scope, request.platform_id)
+        await self.repo.messages.ingest(
             scope,
             ts_ms=request.ts_ms,
             role=request.role,
@@ -280,13 +286,15 @@ class ForgetRequests:
         send time (``from_ms``), so a window of the log from just before then is read first;
         the whole log only when the message is not in it (or no time is known)."""
         if from_ms > 0:
-            window = await self.repo.entries_from(
+            window = await self.repo.reads.entries_from(
                 scope, max(0, from_ms - LOOKUP_MARGIN_MS), limit=LOOKUP_WINDOW
             )
             found = [e for e in window if platform_id in e.platform_ids]
             if found:
                 return found
-        return [e for e in await self.repo.all_entries(scope) if platform_id in e.platform_ids]
+        return [
+            e for e in await self.repo.reads.all_entries(scope) if platform_id in e.platform_ids
+        ]
 
 
 def threads_first(scope: str) -> tuple[str, bool, str]:

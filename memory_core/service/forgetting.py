@@ -56,9 +56,9 @@ class TextForgetting:
             raise InputError("give the id of the fact to forget (see /memory show facts)")
         deleted = False
         for place in reversed(await self.requests.subtree(scope)):  # the place itself first
-            if await self.repo.delete_facts(place, [fact_id]):
+            if await self.repo.writes.delete_facts(place, [fact_id]):
                 # the last answer may have used it (/memory why also checks what is left)
-                await self.repo.drop_answer_record(place)
+                await self.repo.writes.drop_answer_record(place)
                 deleted = True
                 break
         if deleted:
@@ -88,7 +88,7 @@ class PersonForgetting:
             raise InputError("forget me needs a user id or a name")
         places = await self.requests.subtree(scope)
         if user_id:  # where they spoke, by the tree (the place asked in, whatever it says)
-            spoken = await self.repo.spoken_in([Scope.of(scope).root.key], user_id)
+            spoken = await self.repo.reads.spoken_in([Scope.of(scope).root.key], user_id)
             reached = {s for found in spoken.values() for s in found} | {scope}
             places = [p for p in places if p in reached]
         return await self._forget_person(places, user_id=user_id, name=name)
@@ -128,11 +128,11 @@ class PersonForgetting:
         place = Scope.of(scope)
         places: set[str] = set()
         if place.server_key is not None:
-            roots = [root for root, _ in await self.repo.places_of(place.server_key)]
-            for found in (await self.repo.spoken_in(roots, user_id)).values():
+            roots = [root for root, _ in await self.repo.reads.places_of(place.server_key)]
+            for found in (await self.repo.reads.spoken_in(roots, user_id)).values():
                 places.update(found)
         dm = place.dm_scope(user_id)
-        if dm is not None and await self.repo.scope_exists(dm.key):
+        if dm is not None and await self.repo.reads.scope_exists(dm.key):
             places.add(dm.key)
         return sorted(places, key=threads_first)
 
@@ -150,7 +150,7 @@ class PersonForgetting:
         report = await self.requests.forget_in(places, request)
         for place in places:
             if user_id:
-                await self.repo.forget_speaker(place, user_id)
+                await self.repo.writes.forget_speaker(place, user_id)
             if self.budget is not None:  # their share of the spend is about them too
                 await self.budget.ledger.forget_member(place, user_id)
         return report
@@ -188,12 +188,12 @@ class PlaceForgetting:
         if not keep_settings:
             kept = {}
         request = ForgetRequest(kind="all").to_json()
-        await self.repo.begin_forgets([(place, request) for place in places])
+        await self.repo.writes.begin_forgets([(place, request) for place in places])
         deleted = 0
         for place in places:  # threads first: the channel keeps the list of them till last
             deleted += await self.requests.forget_everything(place)
             if kept.get(place):
-                await self.repo.set_fields(place, kept[place])
+                await self.repo.writes.set_fields(place, kept[place])
         return deleted
 
     async def forget_server(self, server_key: str) -> int:
@@ -202,14 +202,14 @@ class PlaceForgetting:
         Slack DMs, what is known about its people, and the server's own record of its
         places. Returns how many places were forgotten. (A Discord DM belongs to no guild and
         stays: the person still talks to the bot there.)"""
-        roots = [root for root, _ in await self.repo.places_of(server_key)]
+        roots = [root for root, _ in await self.repo.reads.places_of(server_key)]
         people: set[str] = set()
         for root in roots:
-            people.update(await self.repo.people_of(root))
-            for thread in await self.repo.threads_of(root):
-                people.update(await self.repo.people_of(thread))
+            people.update(await self.repo.reads.people_of(root))
+            for thread in await self.repo.reads.threads_of(root):
+                people.update(await self.repo.reads.people_of(thread))
         for person in sorted(people):  # first: a person scope has no pending-forget sweep
-            await self.repo.forget_scope(person)
+            await self.repo.writes.forget_scope(person)
         forgotten: list[str] = []
         for root in roots:
             forgotten += await self.requests.subtree(root)
@@ -218,7 +218,9 @@ class PlaceForgetting:
         # counter), not its token spend (member ids among it), not its record of places.
         today = self.clock.now().date()
         days = [(today - timedelta(days=n)).isoformat() for n in range(-1, SPEND_DAYS + 2)]
-        await self.repo.purge([*forgotten, *sorted(people)], server_key=server_key, days=days)
+        await self.repo.writes.purge(
+            [*forgotten, *sorted(people)], server_key=server_key, days=days
+        )
         await self.requests.persist(erase=True)  # (one rewrite of the store's files for them all)
         return len(roots)
 

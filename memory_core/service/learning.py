@@ -34,11 +34,15 @@ from memory_core import calendar
 from memory_core.clock import Clock
 from memory_core.errors import EmptyMessage, InputError
 from memory_core.models import Attachment, IncomingMessage
+from memory_core.recall.index import RecallIndex
 from memory_core.scopes import Audience, Scope
+from memory_core.service.intake import Intake
 from memory_core.service.past import LearnRefused, PastMessage, PastSource
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.scheduling import MaintenanceScheduler
 from memory_core.store.gone import Ledger
 from memory_core.store.learning import LearningStore, Staged, staged_member
+from memory_core.store.ledger import ErasureLedger
+from memory_core.store.repo_reads import ScopeReads
 from memory_core.tiers.past_days import PastDays, PastReport
 
 log = logging.getLogger(__name__)
@@ -101,12 +105,26 @@ Progress = Callable[[LearnProgress], Awaitable[None] | None]
 
 
 class Learner:
-    def __init__(self, pipeline: MemoryPipeline, store: LearningStore, clock: Clock) -> None:
-        self.pipeline = pipeline
+    def __init__(
+        self,
+        *,
+        intake: Intake,
+        maintenance: MaintenanceScheduler,
+        reads: ScopeReads,
+        ledger: ErasureLedger,
+        store: LearningStore,
+        clock: Clock,
+        recall: RecallIndex | None = None,
+    ) -> None:
+        self.intake = intake  # the place's own days' messages, stored as any message
+        self.maintenance = maintenance
+        self.reads = reads
         self.store = store
-        self.ledger = pipeline.repo.ledger  # what was forgotten: never learned again
+        self.ledger = ledger  # what was forgotten: never learned again
         self.clock = clock
-        self.past_days = PastDays(pipeline.maintainer, store)
+        self.recall = recall
+        self.settings = intake.settings
+        self.past_days = PastDays(maintenance.maintainer, store)
 
     async def status(self, place: str) -> LearnProgress:
         return LearnProgress.from_job(place, await self.store.job(_root(place)))
@@ -199,22 +217,22 @@ class Learner:
         timezone, so every day read is whole. (A learn that began mid-day would leave that
         day's morning to a later, longer learn, which could then not store it: the day's
         record is made by then.)"""
-        state = await self.pipeline.repo.state(root)
-        tz = state.tz or self.pipeline.settings.memory.timezone
+        state = await self.reads.state(root)
+        tz = state.tz or self.settings.memory.timezone
         first_day = calendar.local_day(self.clock.now() - timedelta(days=days), tz)
         return calendar.to_ms(calendar.day_start(first_day, tz))
 
     async def _estimated(self, root: str) -> LearnProgress:
         """The learn's figures, with what summarising its kept messages will take."""
         staged = await self.store.all_staged(root)
-        settings = self.pipeline.settings.memory
+        settings = self.settings.memory
         tokens = 0
         days: set[tuple[str, str]] = set()
         tz = settings.timezone
         for item in staged:
             message = _from_json(item.data)
             days.add((message.scope, calendar.local_day_ms(item.ts_ms, tz)))
-            tokens += self.pipeline.counter.count(message.text) + 8  # (its date and author)
+            tokens += self.intake.counter.count(message.text) + 8  # (its date and author)
         chunks = len(days) + tokens // max(1, settings.compact_max_input_tokens)
         weeks = len({(scope, calendar.week_of(day, settings.week_start)) for scope, day in days})
         estimate = tokens + (chunks + weeks) * CALL_OVERHEAD_TOKENS if staged else 0
@@ -260,9 +278,8 @@ class Learner:
         items: list[tuple[Staged, PastMessage]],
         progress: Progress | None,
     ) -> None:
-        pipeline = self.pipeline
-        state = await pipeline.repo.state(scope)
-        tz = state.tz or pipeline.settings.memory.timezone
+        state = await self.reads.state(scope)
+        tz = state.tz or self.settings.memory.timezone
         # The day the place's memory began: its past ends before it. Worked out once per
         # learn and kept with it (once the past is put in place, the log begins earlier).
         kept = (await self.store.job(root)).get(f"began:{scope}")
@@ -283,7 +300,7 @@ class Learner:
         stored = not_stored = forgotten = 0
         for staged, message in later:
             try:
-                result = await pipeline.ingest(_incoming(message), hold=False, own_day=True)
+                result = await self.intake.accept(_incoming(message), hold=False, own_day=True)
             except EmptyMessage:
                 result = None
             if result is not None and result.outcome == "day_closed":
@@ -297,8 +314,8 @@ class Learner:
             root, {"stored": stored, "not_stored": not_stored, "forgotten": forgotten}
         )
         if later:
-            await pipeline.schedule(scope)  # its days closed, as any place's
-        worker = pipeline.recall.worker if pipeline.recall is not None else None
+            await self.maintenance.schedule(scope)  # its days closed, as any place's
+        worker = self.recall.worker if self.recall is not None else None
         if worker is not None:
             worker.look_through(scope)  # the learned messages' vectors, in the background
         if progress is not None:
@@ -323,7 +340,7 @@ class Learner:
             if stored:
                 continue
             try:
-                prepared = self.pipeline.prepare(_incoming(message))
+                prepared = self.intake.prepare(_incoming(message))
             except EmptyMessage:
                 continue
             fields = {
@@ -367,7 +384,7 @@ class Learner:
         for _ in range(PUT_TRIES):
             # The summaries are written only while nothing was forgotten since their messages
             # were read (the epoch, compared where they are written); else read again.
-            epoch = (await self.pipeline.repo.state(scope)).epoch
+            epoch = (await self.reads.state(scope)).epoch
             put = await self.store.entries_between(scope, past[0][0].ts_ms, cutoff_ms)
             report = await self.past_days.summarise(scope, put, cutoff_day=cutoff_day, epoch=epoch)
             if report is not None:
@@ -377,7 +394,7 @@ class Learner:
             log.warning("%s: its past's summaries kept meeting forgets: left to maintenance", scope)
         await self.store.unstage(root, [staged.member for staged, _ in past])
         await self.store.count(root, {"day_records": report.days, "weeks": report.weeks})
-        await self.pipeline.schedule(scope)  # mid and overview made again with the past in
+        await self.maintenance.schedule(scope)  # mid and overview made again with the past in
 
 
 def _keep(

@@ -129,7 +129,7 @@ class MessageChanges:
         is made once), and the scope's epoch, read first: the caption is written only if
         nothing was forgotten since (:meth:`add_captions`)."""
         scope = parse_scope(scope)
-        epoch = (await self.repo.state(scope)).epoch  # before the message it decides on
+        epoch = (await self.repo.reads.state(scope)).epoch  # before the message it decides on
         stored = await self.requests.message_entries(
             scope, platform_id, calendar.to_ms(when) if when is not None else 0
         )
@@ -174,9 +174,9 @@ class MessageChanges:
             role=entry.role,
             public=entry.public,
         )
-        if not await self.repo.begin_forget_at(scope, request.to_json(), epoch=epoch):
+        if not await self.repo.writes.begin_forget_at(scope, request.to_json(), epoch=epoch):
             return False
         await self.requests.apply_edit(scope, request)
-        await self.repo.end_forget(scope, request.to_json())
+        await self.repo.writes.end_forget(scope, request.to_json())
         await self.requests.persist()
         return True

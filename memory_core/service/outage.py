@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
     from memory_core.service.prepared import Prepared
 
-log = logging.getLogger("memory_core.service.pipeline")  # (where operators look for it)
+log = logging.getLogger(__name__)
 
 HELD_ATTEMPTS = 3  # a held message that fails this many times (not an outage) is given up
 
@@ -37,13 +37,13 @@ class OutageBuffer:
         limit: int,
         cluster: bool,
         store: Callable[[Prepared, IncomingMessage], Awaitable[IngestResult]],
-        after: Callable[[Prepared, IngestResult], Awaitable[None]],
+        after: Callable[[IncomingMessage, Prepared, IngestResult], Awaitable[None]],
         metrics: Metrics | None = None,
     ) -> None:
         self.limit = limit
         self.cluster = cluster
         self._store = store  # stores a held message (raises StoreUnavailable while away)
-        self._after = after  # what follows a message stored (its maintenance, when due)
+        self._after = after  # what follows a message stored (the work it makes due)
         self.metrics = metrics
         self._buffer: deque[Held] = deque()
         self._held_ids: set[tuple[str, str]] = set()  # (scope, platform id) in the buffer
@@ -147,7 +147,7 @@ class OutageBuffer:
                     continue
                 self._release(held)
                 stored += 1
-                await self._after(prepared, result)
+                await self._after(msg, prepared, result)
             if blocked:
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)

@@ -14,4 +14,6 @@ class Prepared:
     truncated: bool
     ts_ms: int
     tokens: int
+    day: str  # its local day (the default timezone's: the store's day index)
+    day_end_ms: int  # when that day ends
     own_day: bool = False  # refused rather than counted in a later day (replay)

@@ -1,4 +1,5 @@
-"""Replaying a transcript (JSON lines) through the pipeline, its timestamps driving the clock.
+"""Replaying a transcript (JSON lines) through the conversation, its timestamps driving the
+clock.
 
 Line shape: ``{"ts": "2025-08-13T15:30:00+09:00", "user": "Alice", "text": "...",
 "role": "user"|"assistant", "scope": "console:team", "id": "m-1", "user_id": "U42"}``
@@ -30,14 +31,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memory_core import calendar
 from memory_core.clock import ManualClock
 from memory_core.errors import EmptyMessage, InputError, ReplayLineError, StoreUnavailable
 from memory_core.models import IncomingMessage, IngestResult
 from memory_core.scopes import parse_scope
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.conversation import Conversation, Turn
+from memory_core.service.scheduling import MaintenanceScheduler
+from memory_core.service.streaming import KeptAnswer
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,16 @@ MAX_ID_CHARS = 200
 SHOWN_CHARS = 60  # of a bad value quoted in a reason
 MAX_REASON_CHARS = 240
 OUTAGE_WAIT_S = 60.0  # how long a replay waits for Redis to come back before it gives up
+
+
+class Replayable(Protocol):
+    """What a replay runs on (a core): the conversation every message takes, its
+    maintenance, and waiting for the background work to finish."""
+
+    conversation: Conversation
+    maintenance: MaintenanceScheduler
+
+    async def drain(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +290,7 @@ def closed_day_reason(line: ReplayLine, scope: str, open_day: str) -> str:
 
 
 async def replay(
-    pipeline: MemoryPipeline,
+    core: Replayable,
     clock: ManualClock,
     lines: Iterable[ReplayLine | ReplayLineError],
     *,
@@ -286,7 +299,7 @@ async def replay(
     on_line: Callable[[ReplayReport], None] | None = None,
     outage_wait_s: float = OUTAGE_WAIT_S,
 ) -> ReplayReport:
-    """Feed the lines through the pipeline in order. Bad lines are skipped and reported;
+    """Feed the lines through the conversation in order. Bad lines are skipped and reported;
     lines stored by an earlier replay are counted, not stored again. If Redis goes away the
     replay waits for it (up to ``outage_wait_s`` seconds at a time), its clock held at the
     line being stored, so every day is closed with its own messages; past that,
@@ -295,7 +308,8 @@ async def replay(
     # A replay imports history in one process: its maintenance needs no fleet lock (every
     # write is a compare-and-set), and a lock left behind by a replay that died during a
     # summary must not keep the replay run again from closing days.
-    locked, pipeline.maintenance.lock = pipeline.maintenance.lock, False
+    maintenance = core.maintenance
+    locked, maintenance.lock = maintenance.lock, False
     try:
         for item in lines:
             report.lines += 1
@@ -303,18 +317,18 @@ async def replay(
                 report.skipped.append(item)
             else:
                 await _replay_line(
-                    pipeline, clock, item, default_scope, reply, report, outage_wait_s
+                    core.conversation, clock, item, default_scope, reply, report, outage_wait_s
                 )
             if on_line:
                 on_line(report)
-        await pipeline.drain()
+        await core.drain()
     finally:
-        pipeline.maintenance.lock = locked
+        maintenance.lock = locked
     return report
 
 
 async def _replay_line(
-    pipeline: MemoryPipeline,
+    conversation: Conversation,
     clock: ManualClock,
     item: ReplayLine,
     default_scope: str,
@@ -338,7 +352,7 @@ async def _replay_line(
         direct=True,
     )
     try:
-        result, retried = await _store(pipeline, msg, item.line_no, outage_wait_s)
+        result, retried = await _store(conversation, msg, item.line_no, outage_wait_s)
     except EmptyMessage as exc:
         report.skipped.append(ReplayLineError(item.line_no, str(exc)))
         return
@@ -359,12 +373,12 @@ async def _replay_line(
         return
     report.out_of_order += int(result.outcome == "older")
     report.stored += int(result.stored)
-    if reply and result.stored and item.role == "user" and not pipeline.llm.offline:
-        await _answer(pipeline, msg, item.line_no, result, report)
+    if reply and result.stored and item.role == "user" and not conversation.replier.llm.offline:
+        await _answer(conversation, Turn(message=msg, stored=result), report)
 
 
 async def _store(
-    pipeline: MemoryPipeline, msg: IncomingMessage, line_no: int, wait_s: float
+    conversation: Conversation, msg: IncomingMessage, line_no: int, wait_s: float
 ) -> tuple[IngestResult, bool]:
     """Store one line (and run the maintenance it makes due), waiting out an outage;
     (the result, whether it took more than one attempt). Retrying is safe: the line's
@@ -376,9 +390,10 @@ async def _store(
     attempt = 0
     while True:
         try:
-            if pipeline.held:  # an answer held in an outage is stored first, in order
-                await pipeline.wait_held(max(0.0, deadline - loop.time()) if deadline else wait_s)
-            return await pipeline.ingest(msg, hold=False, own_day=True), attempt > 0
+            intake = conversation.intake
+            if intake.held:  # an answer held in an outage is stored first, in order
+                await intake.wait_held(max(0.0, deadline - loop.time()) if deadline else wait_s)
+            return await intake.accept(msg, hold=False, own_day=True), attempt > 0
         except OUTAGE as exc:
             now = loop.time()
             if not deadline:
@@ -401,21 +416,12 @@ async def _store(
             attempt += 1
 
 
-async def _answer(
-    pipeline: MemoryPipeline,
-    msg: IncomingMessage,
-    line_no: int,
-    result: IngestResult,
-    report: ReplayReport,
-) -> None:
-    try:
-        answer = await pipeline.reply(msg, exclude_id=result.id)
-    except OUTAGE as exc:
-        # The answer is stored or held (reply holds it); what failed is the maintenance
-        # after it, which the next line's store runs again once Redis is back.
-        log.warning("Redis went away after the answer to line %d: %s", line_no, exc)
-        return
-    if answer.kind == "llm":
+async def _answer(conversation: Conversation, turn: Turn, report: ReplayReport) -> None:
+    """Answer a replayed line as a door would (written, delivered, then remembered), the
+    answer kept by the replay rather than posted anywhere."""
+    delivered = await conversation.answer(turn, KeptAnswer(), stream_interval_s=None)
+    kind = delivered.reply.kind if delivered.reply is not None else "apology"
+    if kind == "llm":
         report.replies += 1
-    elif answer.kind == "apology":
+    elif kind == "apology":
         report.apologies += 1

@@ -12,15 +12,17 @@ from typing import TYPE_CHECKING
 
 from config.prompts import PromptSet, load_prompts
 from config.settings import Settings
+from memory_core.calendar import ZoneFallback
 from memory_core.clock import Clock
 from memory_core.errors import InvalidScope, LLMBadOutput, LLMUnavailable, StoreError
 from memory_core.llm.client import LLM
-from memory_core.models import IncomingMessage, IngestResult, Reply
+from memory_core.models import IncomingMessage, Reply
 from memory_core.prompt.answers import SecretMask, StreamedAnswer, capped, read_stream, with_marker
 from memory_core.prompt.assembly import AlsoRead, AssemblyInput, Prompt, PromptAssembler
 from memory_core.prompt.thread_start import lacks_starter, thread_start
 from memory_core.recall.index import RecallIndex
 from memory_core.scopes import Scope, parse_scope
+from memory_core.service.intake import Intake
 from memory_core.service.offline import offline_reply
 from memory_core.service.prepared import Prepared
 from memory_core.service.thread_starters import ThreadStarters
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
     from memory_core.service.budget import Budget
 
-log = logging.getLogger("memory_core.service.pipeline")  # (where operators look for it)
+log = logging.getLogger(__name__)
 
 RECENT_FETCH = 100  # raw messages read for the working window
 
@@ -70,9 +72,8 @@ class Replier:
         recall: RecallIndex | None,
         budget: Budget | None,
         metrics: Metrics | None,
-        prepare: Callable[[IncomingMessage], Prepared],
-        ingest: Callable[[IncomingMessage], Awaitable[IngestResult]],
-        scope_tz: Callable[[str, str], str],
+        intake: Intake,
+        zones: ZoneFallback,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -84,9 +85,8 @@ class Replier:
         self.budget = budget
         self.metrics = metrics
         self.secrets = SecretMask(settings.secret_values())
-        self.prepare = prepare
-        self.ingest = ingest
-        self.scope_tz = scope_tz
+        self.intake = intake  # a message prepared as it is stored; the answer stored
+        self.zones = zones
         self.starters = ThreadStarters(
             repo.starters, clock=clock, max_chars=settings.memory.max_message_chars
         )
@@ -121,7 +121,7 @@ class Replier:
         """What memory holds for a reply to ``msg``: the scope's state, facts and window,
         and what recall found for it (best first), ready to assemble. ``recall_wait_s``: the
         longest to wait for recall (a live reply's; a dry run waits for it whole)."""
-        prepared = (prepared or self.prepare(msg)) if text is None else None
+        prepared = (prepared or self.intake.prepare(msg)) if text is None else None
         scope = prepared.scope if prepared else parse_scope(msg.scope)
         # What is known about the asker across the server, where it may be used: not in a
         # DM, nor where another organisation reads (Audience.lets_facts_in).
@@ -134,11 +134,11 @@ class Replier:
         # The question's meaning is embedded (a few ms of CPU) while memory is read.
         meaning = recall.embed_query(scope, new_text) if recall else None
         try:
-            snapshot = await self.repo.prompt_snapshot(
+            snapshot = await self.repo.reads.prompt_snapshot(
                 scope, recent=RECENT_FETCH, user=person.key if person else None
             )
             also_read = await self._also_read(also)
-            tz = self.scope_tz(scope, snapshot.state.tz)
+            tz = self.zones.usable(scope, snapshot.state.tz)
             starter = None
             if msg.thread_starter is not None and lacks_starter(scope, snapshot.from_thread):
                 starter = await self.starters.starter(scope, msg.thread_starter)
@@ -185,8 +185,8 @@ class Replier:
         """Another place's summaries and facts, for an answer that may read them."""
         if scope is None:
             return None
-        state = await self.repo.state(scope)
-        facts = (await self.repo.facts_of([scope]))[scope]
+        state = await self.repo.reads.state(scope)
+        facts = (await self.repo.reads.facts_of([scope]))[scope]
         return AlsoRead(scope=scope, state=state, facts=facts)
 
     async def reply(
@@ -299,7 +299,7 @@ class Replier:
         Returns its entry id ("" when not stored)."""
         if reply.kind != "llm":
             return ""
-        stored = await self.ingest(
+        stored = await self.intake.accept(
             IncomingMessage(
                 scope=msg.scope,
                 text=reply.text,

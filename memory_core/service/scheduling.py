@@ -4,8 +4,8 @@ A message that makes maintenance due hands the scope to a :class:`MaintenanceSch
 the background, one run at a time per scope in this process (a scope due again meanwhile
 runs once more after it), at most ``llm.concurrency`` at once; or at once, awaited, where no
 background is wanted (replay, one-shot commands). The fleet's lock keeps it one at a time
-per scope across processes. :class:`ManualMaintenance` never runs one by itself: a test
-drives maintenance step by step by calling ``maintain``.
+per scope across processes. A ``manual`` scheduler never runs one by itself: a test drives
+maintenance step by step by calling ``maintain``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from memory_core import calendar
+from memory_core.models import IngestResult
 from memory_core.tiers.maintenance import Maintainer, MaintenanceReport
 
 if TYPE_CHECKING:
     from memory_core.fleet.metrics import Metrics
 
-log = logging.getLogger("memory_core.service.pipeline")  # (where operators look for it)
+log = logging.getLogger(__name__)
 
 KEPT_REPORTS = 1000
 
@@ -30,12 +32,15 @@ class MaintenanceScheduler:
         self,
         maintainer: Maintainer,
         *,
+        zones: calendar.ZoneFallback,
         concurrency: int,
         background: bool = True,
         metrics: Metrics | None = None,
     ) -> None:
         self.maintainer = maintainer
+        self.zones = zones
         self.background = background
+        self.manual = False  # True: only ``maintain`` runs it (a test drives each step)
         self.metrics = metrics
         self.reports: list[MaintenanceReport] = []
         self.on_report: Callable[[MaintenanceReport], None] | None = None
@@ -46,8 +51,23 @@ class MaintenanceScheduler:
         self._due_again: set[str] = set()
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
+    def due_after(self, scope: str, result: IngestResult, ts_ms: int) -> bool:
+        """Whether the message just stored (at ``ts_ms``, ``result`` the store's answer)
+        makes ``scope``'s maintenance due: the first message of a new local day (lazy
+        rollover), or enough unsummarised text."""
+        tz = self.zones.usable(scope, result.tz)
+        if tz != (result.tz or self.zones.default):
+            return False  # its maintenance would only report the bad zone: the sweep does
+        if result.state_day and calendar.local_day_ms(ts_ms, tz) > result.state_day:
+            return True
+        if result.retry_at > ts_ms:
+            return False
+        return self.maintainer.compaction_due(result.unsum_tokens, result.unsum_count)
+
     async def schedule(self, scope: str) -> None:
-        """Run maintenance for ``scope``: in the background, or now."""
+        """Run maintenance for ``scope``: in the background, or now (never when manual)."""
+        if self.manual:
+            return
         if not self.background:
             await self.maintain(scope)
             return
@@ -85,11 +105,3 @@ class MaintenanceScheduler:
         """Wait for the background runs (shutdown, the end of a replay)."""
         while self._running:
             await asyncio.gather(*list(self._running.values()), return_exceptions=True)
-
-
-class ManualMaintenance(MaintenanceScheduler):
-    """Maintenance only when asked (``maintain``): a message that makes it due runs nothing,
-    so a test sets up a scope and then drives each step itself."""
-
-    async def schedule(self, scope: str) -> None:
-        return None

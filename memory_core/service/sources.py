@@ -76,7 +76,7 @@ async def source_text(
         return reply.text
     where, doc = found
     try:
-        entries = await repo.entries_by_ids(where or scope, [doc.id])
+        entries = await repo.reads.entries_by_ids(where or scope, [doc.id])
     except StoreError as exc:  # decoration: the answer goes out without it
         log.warning("no source line in %s: %s", scope, exc)
         return reply.text

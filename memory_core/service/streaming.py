@@ -18,9 +18,10 @@ opaque here, and a sink reports a failed post or edit by its return value, havin
 from __future__ import annotations
 
 import enum
+import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from memory_core.text.chunks import split_message
@@ -84,6 +85,41 @@ class ReplySink(Protocol[HandleT]):
         """The platform's id of a posted message ("" where there is none): the answer is
         remembered under it, so that deleting it on the platform forgets it."""
         ...
+
+
+class KeptAnswer:
+    """The sink of a caller without a platform (``memorybot ask``, a replay, the
+    benchmarks): the answer's messages are kept, in order, for the caller to show. Nothing
+    it keeps can be deleted on a platform, so the answer is remembered without an id."""
+
+    message_chars = sys.maxsize  # nothing to split for
+
+    def __init__(self) -> None:
+        self.posted: list[str] = []
+
+    def can_send(self) -> bool:
+        return True
+
+    def typing(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext()
+
+    def markup(self, text: str) -> str:
+        return text
+
+    async def post(self, *, text: str) -> int:
+        self.posted.append(text)
+        return len(self.posted) - 1
+
+    async def edit(self, *, handle: int, text: str) -> bool:
+        self.posted[handle] = text
+        return True
+
+    def message_id(self, handle: int) -> str:
+        return ""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.posted)
 
 
 @runtime_checkable
@@ -240,7 +276,7 @@ class StreamedReply(Generic[HandleT]):
         return split_message(self.sink.markup(text), limit or self.sink.message_chars)
 
     async def progress(self, text_so_far: str) -> None:
-        """The pipeline's ``on_progress``: show the answer growing, throttled."""
+        """The replier's ``on_progress``: show the answer growing, throttled."""
         if self.throttle is None or self.broken or not text_so_far.strip():
             return
         if not self.throttle.ready():

@@ -21,6 +21,14 @@ redis-py's conversions per command (PING is "PONG", not True). Text comes back d
 UTF-8, bytes that are not UTF-8 replaced, as the main client's ``decode_responses`` and
 ``encoding_errors="replace"``; text sent that is not UTF-8 (a lone surrogate) is stored with
 "?" in its place, as the main client stores it.
+
+Why not redis-py's own pieces: its asyncio ``Connection`` is the per-command Python this
+avoids, and it has no pipelining of independent callers on one connection. What the lane
+borrows from redis-py is its URL parsing (public) and, to raise the same class for an error
+reply, its parser's ``parse_error`` in the private ``redis._parsers`` (there since redis 5.0).
+pyproject.toml pins redis and hiredis to the ranges this is tested on, and
+tests/integration/test_lane.py checks, reply by reply, that the lane answers and fails as
+redis-py's client does; a redis-py that moved the parser fails at import with what to do.
 """
 
 from __future__ import annotations
@@ -33,10 +41,20 @@ from collections.abc import Sequence
 from typing import Any
 
 import hiredis
-from redis._parsers.base import BaseParser
+import redis
 from redis.asyncio.connection import parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+try:  # redis-py's private parser: the exception its client raises for an error reply
+    from redis._parsers.base import BaseParser
+except ImportError as exc:  # (pyproject.toml pins the range where it is)
+    raise ImportError(
+        f"memory_core/store/lane.py needs redis-py's redis._parsers.base.BaseParser, which "
+        f"redis {redis.__version__} does not have: install the range pyproject.toml pins "
+        "(redis>=5.0,<9), or port lane.py's error replies to this release and run "
+        "tests/integration/test_lane.py"
+    ) from exc
 
 # How often an open connection checks that its oldest command has been answered in time.
 WATCH_EVERY_S = 1.0

@@ -1,6 +1,7 @@
 """The fleet metrics' Redis side: per-minute hashes of counters, one per metric bucket of the
 key schema (each process adds to its own, so a cluster spreads the writes; readers add the
-buckets up). What is counted is :mod:`memory_core.fleet.metrics`'s."""
+buckets up). What is counted is :mod:`memory_core.fleet.metrics`'s; the processes' gauges
+(their recall indexes now) are heartbeats (:mod:`memory_core.store.heartbeats`)."""
 
 from __future__ import annotations
 
@@ -44,16 +45,3 @@ class MetricsStore:
                 minute.update({k: int(v) for k, v in row.items()})
             out.append(dict(minute))
         return out
-
-    # -- each process's recall index memory (gauges, not counters) ----------------------------
-    async def set_recall_cache(self, process: str, status: str) -> None:
-        await self.client.hset(self.keys.recall_caches, process, status)
-
-    async def recall_caches(self) -> dict[str, str]:
-        """Each bot process's last report of its recall indexes (JSON), by process."""
-        raw: dict[str, str] = await self.client.hgetall(self.keys.recall_caches)
-        return raw
-
-    async def drop_recall_caches(self, *processes: str) -> None:
-        if processes:
-            await self.client.hdel(self.keys.recall_caches, *processes)

@@ -140,14 +140,3 @@ class RecallStore:
         k = self.keys.scope(scope)
         kept = await run_script(self.client, "store_vectors", [k.log, k.vectors], list(triples))
         return [int(n) for n in kept]
-
-    # -- the embedding workers' status (for /metrics and the dashboard) ---------------------
-    async def statuses(self) -> dict[str, str]:
-        """Each embedding worker's last status (JSON), by worker."""
-        return dict(await self.client.hgetall(self.keys.embedders))
-
-    async def set_status(self, worker: str, status: str) -> None:
-        await self.client.hset(self.keys.embedders, worker, status)
-
-    async def drop_statuses(self, *workers: str) -> None:
-        await self.client.hdel(self.keys.embedders, *workers)

@@ -43,7 +43,7 @@ class Compactor:
         tz = self.policy.tz(state)
         if entries is None:
             end_ms = calendar.day_end_ms(state.day, tz)
-            entries = await self.repo.entries_after(
+            entries = await self.repo.reads.entries_after(
                 scope, state.short_upto, before_ms=end_ms, limit=READ_LIMIT
             )
         candidates = entries if final else _drop_newest(entries, settings.compact_keep_tokens)
@@ -78,7 +78,7 @@ class Compactor:
                 facts_max=settings.facts_max,
                 origin=scope,
             )
-        after = await self.repo.advance_short(
+        after = await self.repo.steps.advance_short(
             scope,
             expected_upto=state.short_upto,
             expected_day=state.day,
@@ -115,7 +115,7 @@ class Compactor:
                 origin=scope,
                 shared=True,
             )
-            await self.repo.apply_person_facts(
+            await self.repo.writes.apply_person_facts(
                 person_scope, ops, before=before, origin=scope, epoch=state.epoch
             )
 
@@ -155,8 +155,8 @@ class Compactor:
         self, scope: str, state: ScopeState, chunk: Sequence[LogEntry], *, fresh: bool = False
     ) -> KnownFacts:
         speakers, public_speakers = speakers_of(scope, chunk)
-        channel = await self.repo.facts(scope) if state.fact_seq or fresh else []
-        people = await self.repo.facts_of(sorted(set(public_speakers.values())))
+        channel = await self.repo.reads.facts(scope) if state.fact_seq or fresh else []
+        people = await self.repo.reads.facts_of(sorted(set(public_speakers.values())))
         return KnownFacts(
             channel=channel,
             people={p: [f for f in facts if f.shared] for p, facts in people.items()},

@@ -33,7 +33,7 @@ class DayCloser:
     ) -> Known | None:
         tz = self.policy.tz(state)
         end_ms = calendar.day_end_ms(state.day, tz)
-        leftover, next_message = await self.repo.day_view(
+        leftover, next_message = await self.repo.reads.day_view(
             scope, after_id=state.short_upto, end_ms=end_ms, limit=READ_LIMIT
         )
         if leftover:
@@ -61,11 +61,13 @@ class DayCloser:
                 state.short,
                 messages=state.day_msgs,
                 degraded=False,
-                facts=await self.repo.facts(scope) if state.fact_seq else (),
+                facts=await self.repo.reads.facts(scope) if state.fact_seq else (),
             )
-        elif week and not any(calendar.in_week(d.day, week) for d in await self.repo.days(scope)):
+        elif week and not any(
+            calendar.in_week(d.day, week) for d in await self.repo.reads.days(scope)
+        ):
             week = ""  # an idle week: nothing to consolidate, no LLM call
-        result, after, days = await self.repo.close_day(
+        result, after, days = await self.repo.steps.close_day(
             scope,
             day=state.day,
             next_day=next_day,

@@ -143,7 +143,7 @@ class Maintainer:
         keeper = asyncio.create_task(self.lock.keep(scope, token)) if token else None
         try:
             parent = Scope.of(scope).parent
-            known.parent = await self.repo.state(parent.key) if parent else None
+            known.parent = await self.repo.reads.state(parent.key) if parent else None
             if self.over_budget is not None and await self.over_budget(scope):
                 self.policy.budget_reached.add(scope)
             with charge_to(SpendTag(scope)):  # the summary calls are on the scope's bill
@@ -165,7 +165,7 @@ class Maintainer:
 
     async def _step(self, scope: str, report: MaintenanceReport, known: Known) -> Known | None:
         """One step; returns what it learned of the state after it (None: nothing to do)."""
-        state = (known.state or await self.repo.state(scope)).inherit(known.parent)
+        state = (known.state or await self.repo.reads.state(scope)).inherit(known.parent)
         if state.forgets_pending and self.recover is not None:
             await self.recover(scope)  # finish an interrupted forget before summarising
             return Known()
@@ -184,8 +184,8 @@ class Maintainer:
         if self.policy.trim_due(state):
             # A quiet scope closes no more days, so retention runs on its own here.
             minid, target_ms = self.policy.trim_target(state)
-            await self.repo.trim_log_before(scope, minid)
-            await self.repo.set_fields(scope, {"trimmed_ms": target_ms})
+            await self.repo.writes.trim_log_before(scope, minid)
+            await self.repo.writes.set_fields(scope, {"trimmed_ms": target_ms})
             return None
         return None
 

@@ -26,7 +26,7 @@ class MaintenanceLock:
     async def take(self, scope: str, report: MaintenanceReport, known: Known) -> str:
         """The lock's token ("" when another worker holds it: the report says who); the
         state read with it goes into ``known``."""
-        claim = await self.repo.lock_and_state(scope, self.ttl_ms)
+        claim = await self.repo.steps.lock_and_state(scope, self.ttl_ms)
         if claim.token is None:
             report.skipped = True
             report.held_by, report.held_until_ms = claim.holder, claim.expires_ms
@@ -47,7 +47,7 @@ class MaintenanceLock:
         while True:
             await asyncio.sleep(self.ttl_ms / 3000)
             try:
-                held = await self.repo.renew_lock(scope, token, self.ttl_ms)
+                held = await self.repo.steps.renew_lock(scope, token, self.ttl_ms)
             except StoreError as exc:
                 log.warning("%s; trying again, its writes stay safe meanwhile", exc)
                 continue
@@ -66,6 +66,6 @@ class MaintenanceLock:
                 log.error("renewing the maintenance lock of %s failed: %r", scope, outcome)
         if token:
             try:
-                await self.repo.unlock(scope, token)
+                await self.repo.steps.unlock(scope, token)
             except StoreError as exc:
                 log.warning("%s", exc)

@@ -61,7 +61,7 @@ class PastDays:
         report = PastReport()
         if not entries:
             return report
-        state = await m.repo.state(scope)
+        state = await m.repo.reads.state(scope)
         if state.epoch != epoch:
             return None
         try:
@@ -80,7 +80,7 @@ class PastDays:
         m = self.maintainer
         epoch = state.epoch
         parent = Scope.of(scope).parent
-        state = state.inherit(await m.repo.state(parent.key) if parent else None)
+        state = state.inherit(await m.repo.reads.state(parent.key) if parent else None)
         tz = m.policy.tz(state)
         try:
             with charge_to(SpendTag(scope)):
@@ -109,7 +109,7 @@ class PastDays:
         fields: dict[str, str | int] = {"refresh_pending": 1, "refresh_seq": state.refresh_seq + 1}
         if not state.day:
             fields["day"] = cutoff_day
-        await m.repo.set_fields(scope, fields)
+        await m.repo.writes.set_fields(scope, fields)
         return report
 
     async def _day(
@@ -147,7 +147,7 @@ class PastDays:
                 if not await self.learning.write_facts(scope, ops, epoch=state.epoch):
                     raise _Forgotten
             await m.compactor.learn_about_people(scope, state, known, personal, said_iso)
-        facts = await m.repo.facts(scope)
+        facts = await m.repo.reads.facts(scope)
         return episode(day, short, messages=len(entries), degraded=degraded, facts=facts)
 
     async def _compact(

@@ -94,7 +94,7 @@ class StepPolicy:
         if exc.retry_after is not None and exc.retry_after > 0:
             delay = max(delay, exc.retry_after)
         retry_at = calendar.to_ms(self.clock.now()) + int(delay * 1000)
-        failures = await self.repo.note_failure(scope, retry_at_ms=retry_at)
+        failures = await self.repo.steps.note_failure(scope, retry_at_ms=retry_at)
         report.failures += 1
         report.waiting_until = retry_at
         log.warning(

@@ -30,7 +30,7 @@ class TierRefresher:
             return None
         settings = self.settings
         if days is None:
-            days = await self.repo.days(scope)
+            days = await self.repo.reads.days(scope)
         week = state.week_pending
         week_days = [d for d in days if calendar.in_week(d.day, week)] if week else []
         lang = resolve(state.lang or settings.language, (d.summary for d in days))
@@ -54,7 +54,7 @@ class TierRefresher:
             week_summary = WeekSummary(
                 week=week, summary=outcome.week, days=len(week_days), degraded=outcome.degraded
             )
-        result, after = await self.repo.apply_refresh(
+        result, after = await self.repo.steps.apply_refresh(
             scope,
             refresh_seq=state.refresh_seq,
             mid=outcome.mid,

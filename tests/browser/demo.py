@@ -143,7 +143,7 @@ async def seed_demo(core: Core, clock: ManualClock, *, days: int = 10) -> list[s
                 clock.set(when)
                 line = place.lines[(day * place.per_day + i) % len(place.lines)]
                 author = place.people[(day + i) % len(place.people)]
-                await core.pipeline.ingest(
+                await core.intake.accept(
                     IncomingMessage(
                         scope=place.scope,
                         text=line,

@@ -42,7 +42,7 @@ async def seed(core: Core) -> None:
     }
     for scope, (name, lines) in chats.items():
         for author, text in lines:
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(
                     scope=scope, text=text, author=author, author_id=author, place_name=name
                 )
@@ -113,10 +113,10 @@ async def test_find_a_scope_edit_short_and_see_it_in_the_prompt(
     await page.get_by_role("button", name="Save short").click()
     await expect(page.get_by_role("status")).to_have_text("Saved the Short (today) tier.")
     await expect(page.locator("#tier-short-text")).to_have_value(new_short)
-    assert (await served.core.repo.state(GENERAL)).short == new_short
+    assert (await served.core.repo.reads.state(GENERAL)).short == new_short
 
     # The prompt the next reply gets, in this process and from the real CLI.
-    prompt = await served.core.pipeline.build_prompt(
+    prompt = await served.core.replier.build_prompt(
         IncomingMessage(scope=GENERAL, text="What did we agree?", author="Alice")
     )
     assert new_short in prompt.messages[0]["content"]
@@ -143,7 +143,7 @@ async def test_edit_and_delete_facts(served: Served, watched: tuple[Page, Watch]
     await page.fill("#fact-f1-text", "Deploys happen on Wednesdays")
     await page.get_by_role("button", name="Save fact f1").click()
     await expect(page.get_by_role("status")).to_have_text("Saved the fact.")
-    facts = {f.id: f for f in await served.core.repo.facts(GENERAL)}
+    facts = {f.id: f for f in await served.core.repo.reads.facts(GENERAL)}
     assert facts["f1"].text == "Deploys happen on Wednesdays"
     assert facts["f1"].history == ["Deploys happen on Tuesdays"]
 
@@ -151,8 +151,8 @@ async def test_edit_and_delete_facts(served: Served, watched: tuple[Page, Watch]
     await expect(page.get_by_role("status")).to_have_text("Deleted the fact.")
     await expect(page.locator("#fact-f2")).to_have_count(0)
     await expect(page.locator("#facts > summary")).to_have_text("Facts (2)")
-    assert [f.id for f in await served.core.repo.facts(GENERAL)] == ["f1", "f3"]
-    prompt = await served.core.pipeline.build_prompt(
+    assert [f.id for f in await served.core.repo.reads.facts(GENERAL)] == ["f1", "f3"]
+    prompt = await served.core.replier.build_prompt(
         IncomingMessage(scope=GENERAL, text="lunch?", author="Bob")
     )
     assert "Lunch budget" not in prompt.messages[0]["content"]
@@ -177,9 +177,9 @@ async def test_forget_text_is_gone_from_the_page_and_from_redis(
     assert "Pinecrest" not in await page.content()
     await expect(page.locator("#history")).to_contain_text("The release train leaves")
 
-    entries = await served.core.repo.all_entries(GENERAL)
+    entries = await served.core.repo.reads.all_entries(GENERAL)
     assert len(entries) == 2 and all("Pinecrest" not in e.text for e in entries)
-    assert all("Pinecrest" not in f.text for f in await served.core.repo.facts(GENERAL))
+    assert all("Pinecrest" not in f.text for f in await served.core.repo.reads.facts(GENERAL))
     assert not [v for v in await scope_values(served.core, GENERAL) if "Pinecrest" in v]
 
 
@@ -196,16 +196,16 @@ async def test_forget_all_asks_for_confirmation(
     await page.fill("#confirm", "discord:100:999")
     await page.get_by_role("button", name="Forget everything").click()
     await expect(page.get_by_role("alert")).to_contain_text("nothing was deleted")
-    assert await served.core.repo.scope_exists(GENERAL)
+    assert await served.core.repo.reads.scope_exists(GENERAL)
 
     await page.fill("#confirm", GENERAL)
     await page.get_by_role("button", name="Forget everything").click()
     await page.wait_for_url(f"{served.url}/?done=forgot-all")
     await expect(page.get_by_role("status")).to_have_text("Forgot everything in that scope.")
     await expect(page.locator("table.scopes tbody tr")).to_have_count(2)
-    assert not await served.core.repo.scope_exists(GENERAL)
+    assert not await served.core.repo.reads.scope_exists(GENERAL)
     assert await forgotten(served.core, GENERAL)
-    assert await served.core.repo.scope_exists(RANDOM)  # only that scope went
+    assert await served.core.repo.reads.scope_exists(RANDOM)  # only that scope went
 
 
 async def test_settings_pause_note_and_export(served: Served, watched: tuple[Page, Watch]) -> None:
@@ -220,18 +220,18 @@ async def test_settings_pause_note_and_export(served: Served, watched: tuple[Pag
     await page.select_option("#settings select[name=language]", "ja")
     await page.get_by_role("button", name="Save settings").click()
     await expect(page.get_by_role("status")).to_have_text("Saved the settings.")
-    state = await served.core.repo.state(OPS)
+    state = await served.core.repo.reads.state(OPS)
     assert (state.mode, state.tz, state.lang) == ("all", "Asia/Tokyo", "ja")
 
     await page.get_by_role("button", name="Pause").click()
     await expect(page.get_by_role("status")).to_contain_text("Paused")
-    assert (await served.core.repo.state(OPS)).paused
+    assert (await served.core.repo.reads.state(OPS)).paused
 
     await open_section(page, "Facts (0)")
     await page.fill("#facts input[name=text]", "Pager rotation changes on Mondays")
     await page.get_by_role("button", name="Remember").click()
     await expect(page.get_by_role("status")).to_have_text("Remembered the note.")
-    [note] = await served.core.repo.facts(OPS)
+    [note] = await served.core.repo.reads.facts(OPS)
     assert note.text == "Pager rotation changes on Mondays" and note.by == "dashboard"
 
     async with page.expect_download() as download_info:
@@ -253,7 +253,7 @@ async def test_history_pages_newest_first_and_japanese(
     page, _ = watched
     scope = "slack:T9:C9"
     for i in range(120):
-        await served.core.pipeline.ingest(
+        await served.core.intake.accept(
             IncomingMessage(
                 scope=scope, text=f"メッセージ {i} です。明日の会議は10時から。", author="佐藤"
             )
@@ -277,7 +277,7 @@ async def test_health_and_metrics_after_activity(
 ) -> None:
     page, _ = watched
     await seed(served.core)
-    recall = served.core.pipeline.recall
+    recall = served.core.recall
     assert recall is not None
     assert await recall.search(GENERAL, "When is the Pinecrest offsite?")  # its index built
     await served.core.metrics.flush()

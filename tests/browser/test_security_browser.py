@@ -25,7 +25,7 @@ ATTACKS = (
 async def seed_hostile(served: Served) -> None:
     core = served.core
     for i, attack in enumerate(ATTACKS):
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(
                 scope=SCOPE,
                 text=f"{attack} {MARKER}",
@@ -79,7 +79,9 @@ async def test_chat_html_renders_as_text_and_no_dialog_fires(
     # A textarea holding "</textarea><script>" still saves exactly what it shows.
     await page.get_by_role("button", name="Save short").click()
     await expect(page.get_by_role("status")).to_have_text("Saved the Short (today) tier.")
-    assert (await served.core.repo.state(SCOPE)).short == f"{ATTACKS[0]} {ATTACKS[3]} {MARKER}"
+    assert (
+        await served.core.repo.reads.state(SCOPE)
+    ).short == f"{ATTACKS[0]} {ATTACKS[3]} {MARKER}"
 
     await page.goto(f"{served.url}/scopes/{SCOPE}/prompt")
     await page.fill("input[name=text]", ATTACKS[2])
@@ -104,7 +106,7 @@ async def test_chat_html_renders_as_text_and_no_dialog_fires(
 
 async def test_no_page_without_login(served: Served, watched: tuple[Page, Watch]) -> None:
     page, _ = watched
-    await served.core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
+    await served.core.intake.accept(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
     await served.core.admin.remember(SCOPE, f"{MARKER} fact")
     every = routes(served.server.app, scope=SCOPE)
     assert len(every) >= 14
@@ -133,8 +135,8 @@ async def test_no_page_without_login(served: Served, watched: tuple[Page, Watch]
     )
     await page.goto(f"{served.url}/scopes/{SCOPE}")
     assert page.url.startswith(f"{served.url}/login")
-    assert (await served.core.repo.state(SCOPE)).short == ""  # the POSTs changed nothing
-    assert len(await served.core.repo.facts(SCOPE)) == 1
+    assert (await served.core.repo.reads.state(SCOPE)).short == ""  # the POSTs changed nothing
+    assert len(await served.core.repo.reads.facts(SCOPE)) == 1
 
 
 async def test_wrong_token_is_refused(served: Served, watched: tuple[Page, Watch]) -> None:
@@ -152,7 +154,7 @@ async def test_changes_without_the_csrf_token_are_refused(
     served: Served, watched: tuple[Page, Watch]
 ) -> None:
     page, _ = watched
-    await served.core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
+    await served.core.intake.accept(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
     await served.core.admin.remember(SCOPE, "keep me")
     before = await served.core.admin.export(SCOPE)
     await login(page, served.url)
@@ -194,7 +196,7 @@ async def test_logout_ends_the_session(
     served: Served, watched: tuple[Page, Watch], browser: Browser
 ) -> None:
     page, _ = watched
-    await served.core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
+    await served.core.intake.accept(IncomingMessage(scope=SCOPE, text=MARKER, author="A"))
     await login(page, served.url)
     [cookie] = [c for c in await page.context.cookies() if c["name"] == "mb_session"]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"

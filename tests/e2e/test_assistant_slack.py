@@ -114,7 +114,7 @@ async def test_a_question_is_answered_thinking_first_and_titles_the_thread(
     assert thinking < len(calls) - 1 - calls[::-1].index("chat.postMessage")
     assert thread.title == "what should I pack for the offsite?"
     # Its own scope, under the member's DM.
-    entries = await slack.core.repo.all_entries(thread_scope(started))
+    entries = await slack.core.repo.reads.all_entries(thread_scope(started))
     assert [(e.role, e.text) for e in entries] == [
         ("user", "what should I pack for the offsite?"),
         ("assistant", answer),
@@ -151,7 +151,7 @@ async def test_the_public_channel_the_member_views_is_read(http: Harness) -> Non
     assert why is not None and why.sections.get("also_read")
     assert any("starts on Monday" in m.snippet for m in why.recalled)
     # Read, never written: the channel holds only what was said there.
-    assert [e.text for e in await slack.core.repo.all_entries(SCOPE)] == [
+    assert [e.text for e in await slack.core.repo.reads.all_entries(SCOPE)] == [
         "the zebrafalcon rollout starts on Monday"
     ]
 
@@ -204,7 +204,7 @@ async def test_forget_and_export_reach_the_assistant_thread(http: Harness) -> No
     # /memory in the DM reaches its threads, the assistant's among them.
     forgot = await slack.command("forget 4417", channel=DM)
     assert "Forgot" in (forgot.text or block_texts(forgot))
-    assert all("4417" not in e.text for e in await slack.core.repo.all_entries(scope))
+    assert all("4417" not in e.text for e in await slack.core.repo.reads.all_entries(scope))
     await ask(slack, started, "what is my locker code?")
     assert "4417" not in slack.llm.of("reply")[-1].prompt_text
 
@@ -219,14 +219,14 @@ async def test_an_edit_and_a_delete_in_the_assistant_thread_reach_its_memory(
     question, _ = await asked(slack, started, "my locker code is 4417")
     await slack.deliver(slack.fake.message_changed_event(original=question, text="my locker is 12"))
     await slack.settle()
-    assert [e.text for e in await slack.core.repo.all_entries(scope) if e.role == "user"] == [
+    assert [e.text for e in await slack.core.repo.reads.all_entries(scope) if e.role == "user"] == [
         "my locker is 12"
     ]
     second, _ = await asked(slack, started, "also my bike lock is 9090")
     await slack.deliver(slack.fake.message_deleted_event(original=second))
     await slack.settle()
     assert "also my bike lock is 9090" not in [
-        e.text for e in await slack.core.repo.all_entries(scope)
+        e.text for e in await slack.core.repo.reads.all_entries(scope)
     ]
 
 

@@ -33,13 +33,13 @@ async def test_an_image_only_message_is_captioned_once_and_recalled_by_its_capti
     scope = world.scope(world.general)
     async with serving(fake, core) as bot:
         shared = await say(fake, bot, world.general, world.alice, "", attachments={"p.png": IMAGE})
-        await core.pipeline.drain()
+        await core.drain()
         await chatter(fake, bot, world, 6)  # no more caption calls: no image in them
         await say(
             fake, bot, world.general, world.bob, "who was asleep on the sofa?", mentions_bot=True
         )
         await fake.wait_for_messages(world.general.id, 1)
-        await core.pipeline.drain()
+        await core.drain()
     [call] = fake_llm.of("caption")
     assert call.model == "fake-vision" and call.images == [IMAGE]
     [part] = [p for p in call.messages[0]["content"] if p["type"] == "image_url"]
@@ -61,7 +61,7 @@ async def test_vision_is_off_by_default(
     core = await make_core(background=True)
     async with serving(fake, core) as bot:
         shared = await say(fake, bot, world.general, world.alice, "", attachments={"p.png": IMAGE})
-        await core.pipeline.drain()
+        await core.drain()
     assert fake_llm.of("caption") == []
     [(text, _)] = await copies_of(core, world.scope(world.general), shared)
     assert "caption" not in text and text.startswith("[file: p.png, PNG image")
@@ -81,7 +81,7 @@ async def test_a_failing_caption_call_keeps_the_message_as_it_was(
             shared = await say(
                 fake, bot, world.general, world.alice, "look", attachments={"p.png": IMAGE}
             )
-            await core.pipeline.drain()
+            await core.drain()
     assert len(fake_llm.of("caption")) == 2  # one retry, then given up
     [(text, _)] = await copies_of(core, world.scope(world.general), shared)
     assert text == f"look\n[file: p.png, PNG image, {SIZE} <{shared['attachments'][0]['url']}>]"
@@ -113,7 +113,7 @@ async def test_a_message_deleted_before_its_caption_arrives_stays_forgotten(
         )
         await bot.deleted(shared)
         release.set()
-        await core.pipeline.drain()
+        await core.drain()
     assert await copies_of(core, scope, shared) == []
     values = await stored_values(core)
     assert not any("whiteboard" in v or "p.png" in v for v in values)
@@ -126,10 +126,10 @@ async def test_an_edit_that_keeps_the_image_keeps_its_caption(
     core = await make_core(llm=VISION, background=True)
     async with serving(fake, core) as bot:
         shared = await say(fake, bot, world.general, world.alice, "a", attachments={"p.png": IMAGE})
-        await core.pipeline.drain()
+        await core.drain()
         await fake.edit_user_message(shared, content="our cat")
         await bot.edited(shared)
-        await core.pipeline.drain()
+        await core.drain()
     assert len(fake_llm.of("caption")) == 1
     [(text, _)] = await copies_of(core, world.scope(world.general), shared)
     assert text.startswith(f'our cat\n[file: p.png, PNG image, {SIZE} caption: "{CAPTION}" <')

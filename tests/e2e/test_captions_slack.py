@@ -103,12 +103,12 @@ async def test_an_image_only_share_is_captioned_once_and_recalled_by_its_caption
 ) -> None:
     slack = vision
     shared, image = await share_image(slack)
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     for i in range(6):
         await slack.say(f"bob {i} talks about the weather and the trains", user=BOB)
     await slack.mention("who was asleep on the sofa?", user=BOB)
     await slack.replies(1)
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     [call] = slack.llm.of("caption")
     assert call.images == [IMAGE]
     line = f'[file: p.png, PNG, {SIZE} caption: "{CAPTION}" <{image["permalink"]}>]'
@@ -125,7 +125,7 @@ async def test_vision_off_by_default_downloads_nothing(
 ) -> None:
     async for slack in harness(fake, make_core, fake_llm):
         shared, image = await share_image(slack)
-        await slack.core.pipeline.drain()
+        await slack.core.drain()
         assert slack.llm.of("caption") == [] and slack.fake.file_downloads == []
         assert await copies(slack, shared) == [f"[file: p.png, PNG, {SIZE} <{image['permalink']}>]"]
 
@@ -144,7 +144,7 @@ async def test_without_files_read_there_is_no_caption_and_the_log_says_why(
         async for slack in harness(manifest_only, make_core, fake_llm, llm=VISION):
             with caplog.at_level(logging.WARNING, logger="memory_core.service.captions"):
                 shared, image = await share_image(slack, "our cat")
-                await slack.core.pipeline.drain()
+                await slack.core.drain()
             assert slack.fake.file_downloads == [(image["id"], False)]
             assert slack.llm.of("caption") == []
             assert await copies(slack, shared) == [
@@ -157,7 +157,7 @@ async def test_a_failing_caption_call_keeps_the_share_as_it_was(vision: Harness)
     slack = vision
     slack.llm.fail_next(1, status=503, purposes=("caption",))
     shared, image = await share_image(slack, "look")
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     assert len(slack.llm.of("caption")) == 1
     assert await copies(slack, shared) == [
         f"look\n[file: p.png, PNG, {SIZE} <{image['permalink']}>]"
@@ -195,7 +195,7 @@ async def test_a_share_deleted_before_its_caption_arrives_stays_forgotten(
     )
     await slack.settle()
     release.set()
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     assert await copies(slack, shared) == []
     values = await stored_values(slack.core)
     assert not any("whiteboard" in v or "p.png" in v for v in values)
@@ -205,10 +205,10 @@ async def test_a_share_deleted_before_its_caption_arrives_stays_forgotten(
 async def test_an_edit_of_a_captioned_share_keeps_its_caption(vision: Harness) -> None:
     slack = vision
     shared, image = await share_image(slack, "a")
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     await slack.deliver(slack.fake.message_changed_event(original=shared, text="our cat"))
     await slack.settle()
-    await slack.core.pipeline.drain()
+    await slack.core.drain()
     assert len(slack.llm.of("caption")) == 1
     assert await copies(slack, shared) == [
         f'our cat\n[file: p.png, PNG, {SIZE} caption: "{CAPTION}" <{image["permalink"]}>]'

@@ -56,8 +56,8 @@ def channel_lookups(fake: FakeDiscord) -> list[tuple[str, int]]:
 async def forgotten(core: Core, scope: str) -> bool:
     """Redis holds no memory of the place (the repo's own test: nothing but the counters a
     forget keeps) and the scopes index no longer lists it."""
-    indexed = {s for s, _ in await core.repo.scopes(offset=0, limit=10_000)}
-    return not await core.repo.scope_exists(scope) and scope not in indexed
+    indexed = {s for s, _ in await core.repo.reads.scopes(offset=0, limit=10_000)}
+    return not await core.repo.reads.scope_exists(scope) and scope not in indexed
 
 
 async def test_a_channel_deleted_while_down_is_forgotten_with_its_threads(
@@ -71,7 +71,7 @@ async def test_a_channel_deleted_while_down_is_forgotten_with_its_threads(
     for gone in (world.general, world.thread, world.forum_post):
         assert await forgotten(core, world.scope(gone)), gone.name
     assert await texts_in(core, world.scope(world.random)) == ["alice in random"]
-    places = [scope for scope, _ in await core.repo.places_of(f"discord:{world.guild.id}")]
+    places = [scope for scope, _ in await core.repo.reads.places_of(f"discord:{world.guild.id}")]
     assert world.scope(world.general) not in places
     # the channel was asked for once, its thread not at all (the channel's 404 took it)
     assert sorted(channel_lookups(fake)) == sorted(
@@ -90,10 +90,10 @@ async def test_a_server_that_removed_the_bot_while_down_is_forgotten(
         await bot.handled(dm)
     fake.remove_bot_from_guild(world.guild.id)
     await restart(fake, core)
-    assert await core.repo.places_of(f"discord:{world.guild.id}") == []
+    assert await core.repo.reads.places_of(f"discord:{world.guild.id}") == []
     for place in (world.general, world.thread, world.random):
         assert await forgotten(core, world.scope(place)), place.name
-    indexed = [scope for scope, _ in await core.repo.scopes(offset=0, limit=100)]
+    indexed = [scope for scope, _ in await core.repo.reads.scopes(offset=0, limit=100)]
     assert not [s for s in indexed if s.startswith(f"discord:{world.guild.id}:")]
     assert await texts_in(core, world.scope(world.other_channel)) == ["another server stays"]
     assert "my DM stays" in await texts_in(core, f"discord:dm:{world.alice.user.id}")
@@ -127,7 +127,7 @@ async def test_a_place_the_bot_can_no_longer_see_keeps_its_memory(
     )
     fake.set_overwrites(world.general.id, [hidden])
     fake.delete_thread(world.forum_post.id)
-    with caplog.at_level(logging.WARNING, logger="bots.discord.recheck"):
+    with caplog.at_level(logging.WARNING, logger="bots.learn.discord_catch_up"):
         await restart(fake, core)
     assert await texts_in(core, world.scope(world.general)) == ["alice in general"]
     assert await texts_in(core, world.scope(world.thread)) == ["alice in side-topic"]

@@ -1,9 +1,9 @@
 """What was deleted or edited on Slack while memorybot was away, caught up when it comes back
-(bots/slack/catch_up.py): ``run_slack`` itself (the real Bolt app over Socket Mode) against the
-fake Slack, a real Core on the private Redis. "Away" is the time between two runs: the first
-run stores messages, is stopped, the fake changes what the Web API shows without sending any
-event (``delete_quietly``, ``edit_quietly``), and a second run over a new Core (the same
-Redis) starts.
+(bots/learn/slack_catch_up.py): ``run_slack`` itself (the real Bolt app over Socket Mode)
+against the fake Slack, a real Core on the private Redis. "Away" is the time between two
+runs: the first run stores messages, is stopped, the fake changes what the Web API shows
+without sending any event (``delete_quietly``, ``edit_quietly``), and a second run over a
+new Core (the same Redis) starts.
 
 A run reports each catch-up it finished (``on_caught_up``); a test waits for that report, not
 for time to pass.
@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from bots.learn.slack_catch_up import CatchUpReport
 from bots.slack.bot import run_slack
-from bots.slack.catch_up import CatchUpReport
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI
@@ -132,12 +132,12 @@ def scope_of(event: dict[str, Any]) -> str:
 
 async def stored(core: Core, scope: str, ts: str) -> None:
     async with asyncio.timeout(10):
-        while ts not in {e.platform_id for e in await core.repo.all_entries(scope)}:  # noqa: ASYNC110
+        while ts not in {e.platform_id for e in await core.repo.reads.all_entries(scope)}:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
 
 
 async def texts(core: Core, scope: str = SCOPE) -> list[str]:
-    return [e.text for e in await core.repo.all_entries(scope) if e.role == "user"]
+    return [e.text for e in await core.repo.reads.all_entries(scope) if e.role == "user"]
 
 
 async def new_core(
@@ -160,7 +160,7 @@ async def test_a_message_deleted_while_away_is_forgotten_with_its_facts(
         pasted = await first.say(f"my number is {PHONE}, call me after lunch")
         for i in range(6):
             await first.say(f"bob {i} {CHATTER}", user=BOB)
-        facts = [f.text for f in await first.core.repo.facts(SCOPE)]
+        facts = [f.text for f in await first.core.repo.reads.facts(SCOPE)]
         assert any(PHONE in fact for fact in facts), facts
     shown = await cli("memory", "show", "--scope", SCOPE, REDIS_URL=clean_redis)
     assert "8 messages stored" in shown.out and PHONE in shown.out, shown.out
@@ -171,10 +171,10 @@ async def test_a_message_deleted_while_away_is_forgotten_with_its_facts(
         report = await second.caught_up()
         core = second.core
         assert (report.places, report.forgotten, report.edited) == (1, 1, 0)
-        assert pasted["ts"] not in {e.platform_id for e in await core.repo.all_entries(SCOPE)}
+        assert pasted["ts"] not in {e.platform_id for e in await core.repo.reads.all_entries(SCOPE)}
         assert "the budget is 40k" in await texts(core)
         assert [v for v in await scope_values(core, SCOPE) if PHONE in v] == []
-        assert [f.text for f in await core.repo.facts(PERSON) if PHONE in f.text] == []
+        assert [f.text for f in await core.repo.reads.facts(PERSON) if PHONE in f.text] == []
     shown = await cli("memory", "show", "--scope", SCOPE, REDIS_URL=clean_redis)
     assert shown.code == 0, shown.err
     assert "7 messages stored" in shown.out and PHONE not in shown.out, shown.out
@@ -192,7 +192,7 @@ async def test_a_thread_reply_and_a_thread_parent_deleted_while_away_are_forgott
         thread = f"{SCOPE}:{parent['ts']}"
         kept = await first.say("ask carol about dates", user=BOB, thread_ts=parent["ts"])
         gone = await first.say("the door code is 4412", user=BOB, thread_ts=parent["ts"])
-    assert [e.role for e in await first.core.repo.all_entries(SCOPE)].count("assistant") == 1
+    assert [e.role for e in await first.core.repo.reads.all_entries(SCOPE)].count("assistant") == 1
 
     fake.delete_quietly(gone)
     assert fake.delete_quietly(asked)["message"]["subtype"] == "tombstone"
@@ -201,10 +201,10 @@ async def test_a_thread_reply_and_a_thread_parent_deleted_while_away_are_forgott
         report = await second.caught_up()
         core = second.core
         assert (report.places, report.forgotten) == (2, 2)
-        assert [(e.text, e.platform_id) for e in await core.repo.all_entries(thread)] == [
+        assert [(e.text, e.platform_id) for e in await core.repo.reads.all_entries(thread)] == [
             ("ask carol about dates", kept["ts"])
         ]
-        log = await core.repo.all_entries(SCOPE)
+        log = await core.repo.reads.all_entries(SCOPE)
         assert [e.text for e in log if e.role == "user"] == ["let's plan the offsite"]
         assert [e.role for e in log].count("assistant") == 1  # the bot's answer stays
         assert [v for v in await scope_values(core, thread) if "4412" in v] == []
@@ -242,7 +242,7 @@ async def test_a_message_edited_while_away_holds_only_its_new_text(
         report = await second.caught_up()
         core = second.core
         assert (report.forgotten, report.edited) == (0, 1)
-        log = sorted(await core.repo.all_entries(SCOPE), key=lambda e: e.platform_id)
+        log = sorted(await core.repo.reads.all_entries(SCOPE), key=lambda e: e.platform_id)
         assert [(e.text, e.platform_id, e.author_id) for e in log] == [
             ("call @Bob Builder after lunch", said["ts"], ALICE),
             ("the budget is 40k", same["ts"], ALICE),

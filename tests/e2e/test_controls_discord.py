@@ -58,7 +58,7 @@ async def test_remember_this_pins_a_note_with_its_link(
         refused = await menu(fake, "Remember this", world.thread, world.bob, message)
         assert "Only admins" in said(refused)
         await menu(fake, "Remember this", world.thread, world.admin, message)
-    [note] = await core.repo.facts(world.scope(world.thread))
+    [note] = await core.repo.reads.facts(world.scope(world.thread))
     assert note.pinned and note.text.startswith("bob: the release is on May 4 (https://")
     assert f"/{world.thread.id}/{message['id']})" in note.text
 
@@ -88,7 +88,7 @@ async def test_deleted_channels_and_threads_and_a_removed_bot_are_forgotten(
         "another server stays",
         "still serving",
     ]
-    assert await core.repo.places_of(f"discord:{world.guild.id}") == []
+    assert await core.repo.reads.places_of(f"discord:{world.guild.id}") == []
 
 
 async def until_forgotten(core: Core, scope: str) -> None:
@@ -138,14 +138,14 @@ async def test_forwards_polls_voice_messages_and_forum_posts_are_remembered(
             applied_tags=["bug"],
         )
         await bot.handled(first)
-    entries = await core.repo.all_entries(world.scope(world.general))
+    entries = await core.repo.reads.all_entries(world.scope(world.general))
     by_id = {e.platform_id: e for e in entries}
     forward = by_id[str(forwarded["id"])]
     assert forward.author == "alice" and forward.author_id == str(world.alice.user.id)
     assert forward.text.startswith(
         "[forwarded from #random, its author not given] the wifi password"
     )
-    dm_log = await core.repo.all_entries(f"discord:dm:{world.alice.user.id}")
+    dm_log = await core.repo.reads.all_entries(f"discord:dm:{world.alice.user.id}")
     [in_dm] = [e for e in dm_log if e.role == "user"]  # (and the bot's answer: a DM is answered)
     # (in the DM, which is no server's, the server is named too)
     assert in_dm.text == forward.text.replace("#random", "#random (Memory Lab)")
@@ -153,7 +153,7 @@ async def test_forwards_polls_voice_messages_and_forum_posts_are_remembered(
     assert by_id[str(poll["id"])].text == "[poll] Lunch?: pizza; sushi"
     assert "[poll closed] Lunch?: sushi won, 1 of 1 votes" in by_id[str(result["id"])].text
     assert by_id[str(voice["id"])].text.startswith("[voice message, 12 s]")
-    [opened] = await core.repo.all_entries(world.scope(post))
+    [opened] = await core.repo.reads.all_entries(world.scope(post))
     assert opened.text == "[forum post: Login fails; tags: bug]\nit says 403"
 
 

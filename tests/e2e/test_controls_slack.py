@@ -22,7 +22,7 @@ REMEMBER = "memorybot_remember_message"
 
 
 async def texts(slack: Harness, scope: str) -> list[str]:
-    return [e.text for e in await slack.core.repo.all_entries(scope)]
+    return [e.text for e in await slack.core.repo.reads.all_entries(scope)]
 
 
 async def shortcut(slack: Harness, callback_id: str, message: dict[str, Any], user: str) -> str:
@@ -55,7 +55,7 @@ async def test_forget_this_message_in_a_thread_by_its_author_or_an_admin(http: H
     assert await texts(slack, thread) == []
     # An admin may forget someone else's: Alice's question in the channel.
     assert "Forgot that message" in await shortcut(slack, FORGET, asked, ALICE)
-    users = [e.text for e in await slack.core.repo.all_entries(SCOPE) if e.role == "user"]
+    users = [e.text for e in await slack.core.repo.reads.all_entries(SCOPE) if e.role == "user"]
     assert users == []
 
 
@@ -66,7 +66,7 @@ async def test_remember_this_pins_a_note_with_its_link_admins_only(http: Harness
     assert "Only admins" in refused
     pinned = await shortcut(slack, REMEMBER, bobs, ALICE)
     assert "Remembered" in pinned
-    [fact] = await slack.core.repo.facts(thread)
+    [fact] = await slack.core.repo.reads.facts(thread)
     assert fact.pinned and "77-1234" in fact.text and "https://" in fact.text
     assert fact.text.startswith("Bob Builder: my badge is 77-1234 (https://")
 

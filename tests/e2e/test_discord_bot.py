@@ -22,15 +22,15 @@ import redis
 from aiohttp import web
 from discord.http import Route
 
-from bots.bench.cluster import LocalRedis
 from bots.discord import commands as discord_commands
-from bots.discord.bot import build_client, run_discord
+from bots.discord.bot import MemoryBot, run_discord
 from bots.discord.commands import sync_command_tree
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import ConfigError
 from memory_core.scopes import Scope
+from memorybot_testkit.redis_servers import LocalRedis
 from tests.discord_world import (
     World,
     chatter,
@@ -232,7 +232,7 @@ async def test_a_thread_reads_its_parents_long_term_memory(
     assert await texts_in(core, parent_scope) == []
     # The thread sits under its channel: its scope names it, and the channel lists it.
     assert Scope.of(thread_scope).parent == Scope.of(parent_scope)
-    assert await core.repo.threads_of(parent_scope) == [thread_scope]
+    assert await core.repo.reads.threads_of(parent_scope) == [thread_scope]
 
 
 async def test_other_bots_and_its_own_messages_are_ignored(
@@ -404,19 +404,19 @@ async def test_an_edit_removes_the_text_from_every_tier_day_week_and_fact(
             fake, bot, world.general, world.alice, f"my number is {PHONE}, call me after lunch"
         )
         await chatter(fake, bot, world, 8)
-        assert PHONE in (await core.repo.state(scope)).short
+        assert PHONE in (await core.repo.reads.state(scope)).short
         clock.advance(timedelta(days=8))  # the day and its week close
-        await core.pipeline.maintain(scope)
-        state = await core.repo.state(scope)
+        await core.maintenance.maintain(scope)
+        state = await core.repo.reads.state(scope)
         spread = {
-            "days": any(PHONE in d.summary for d in await core.repo.days(scope)),
-            "episodes": any(PHONE in d.summary for d in await core.repo.episodes(scope)),
-            "weeks": any(PHONE in w.summary for w in await core.repo.weeks(scope)),
+            "days": any(PHONE in d.summary for d in await core.repo.reads.days(scope)),
+            "episodes": any(PHONE in d.summary for d in await core.repo.reads.episodes(scope)),
+            "weeks": any(PHONE in w.summary for w in await core.repo.reads.weeks(scope)),
             "mid": PHONE in state.mid,
             "long": PHONE in state.long,
             "overview": PHONE in state.overview,
-            "facts": any(PHONE in f.text for f in await core.repo.facts(scope)),
-            "person facts": any(PHONE in f.text for f in await core.repo.facts(person)),
+            "facts": any(PHONE in f.text for f in await core.repo.reads.facts(scope)),
+            "person facts": any(PHONE in f.text for f in await core.repo.reads.facts(person)),
         }
         assert all(spread.values()), spread
 
@@ -428,7 +428,7 @@ async def test_an_edit_removes_the_text_from_every_tier_day_week_and_fact(
     assert await copies_of(core, scope, pasted) == [
         ("call me after lunch", str(world.alice.user.id))
     ]
-    assert await core.repo.log_length(scope) == 9
+    assert await core.repo.reads.log_length(scope) == 9
 
 
 async def test_an_edit_today_rewrites_the_short_tier_and_link_previews_change_nothing(
@@ -442,7 +442,7 @@ async def test_an_edit_today_rewrites_the_short_tier_and_link_previews_change_no
             fake, bot, world.general, world.alice, f"the lab door code is {DOOR_CODE} today"
         )
         await chatter(fake, bot, world, 6)
-        assert DOOR_CODE in (await core.repo.state(scope)).short
+        assert DOOR_CODE in (await core.repo.reads.state(scope)).short
         before = await scope_values(core, scope)
         # Discord adds a link preview, and a no-op edit (same text): memory stays as it is.
         embed = {"type": "link", "url": "https://example.com/lab", "title": "Lab"}
@@ -457,7 +457,7 @@ async def test_an_edit_today_rewrites_the_short_tier_and_link_previews_change_no
     assert await copies_of(core, scope, pasted) == [
         ("the lab door code is in the vault", str(world.alice.user.id))
     ]
-    assert DOOR_CODE not in (await core.repo.state(scope)).short
+    assert DOOR_CODE not in (await core.repo.reads.state(scope)).short
 
 
 async def test_edits_in_a_thread_and_a_dm_land_in_their_scopes(
@@ -705,7 +705,7 @@ async def test_a_store_outage_keeps_the_client_running_and_the_message_held(
             [reply] = await fake.wait_for_messages(world.general.id, 1)
             _, shown = await command(fake, "memory show", world.general, world.alice)
             assert not bot.is_closed()
-            assert core.pipeline.held == 1
+            assert core.intake.held == 1
     finally:
         await core.close()
         server.stop()
@@ -1127,7 +1127,7 @@ async def test_a_shard_process_serves_only_its_shards_guilds(
     channels = [fake.add_text_channel(g.id, "general") for g in guilds]
     members = [fake.add_member(g.id, name=f"user-{i}") for i, g in enumerate(guilds)]
     core = await make_core()
-    bot = build_client(core, shard_count=2, shard_ids=[1], guild_ready_timeout=0.05)
+    bot = MemoryBot(core, shard_count=2, shard_ids=[1], guild_ready_timeout=0.05)
     async with fake.running(bot):
         assert [g.id for g in bot.guilds] == [guilds[1].id]
         await fake.send_message(

@@ -1,7 +1,7 @@
-"""Learning a Discord channel's past end to end: :class:`bots.discord.history.DiscordPast` with
-the real discord.py client against the fake Discord (its history, thread listings and rate
-limits as Discord documents them): everything read once, in pages that resume, as the live
-door would have stored it."""
+"""Learning a Discord channel's past end to end: :class:`bots.learn.discord_history.DiscordPast`
+with the real discord.py client against the fake Discord (its history, thread listings and
+rate limits as Discord documents them): everything read once, in pages that resume, as the
+live door would have stored it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections import Counter
 import discord
 import pytest
 
-from bots.discord.history import Cursor, DiscordPast, discord_past
+from bots.learn.discord_history import Cursor, DiscordPast, discord_past
 from memory_core.scopes import Audience
 from memory_core.service.past import LearnRefused, PastMessage, PastPage
 from tests.discord_world import LONG_AGO, learn, learning_client, spend_budget

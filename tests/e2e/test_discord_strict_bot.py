@@ -113,7 +113,7 @@ async def test_a_private_thread_the_bot_is_added_to_later_is_remembered_as_a_thr
         await say(fake, bot, thread, world.alice, "after the bot joined")
     assert await texts_in(core, scope) == ["after the bot joined"]
     assert scope == f"{world.scope(world.general)}:{thread.id}"  # under its channel
-    assert await core.repo.threads_of(world.scope(world.general)) == [scope]
+    assert await core.repo.reads.threads_of(world.scope(world.general)) == [scope]
 
 
 async def test_memory_is_offered_in_servers_and_the_bot_dm_only(

@@ -81,7 +81,7 @@ async def test_a_forgotten_text_is_not_learned_from_an_older_export(
     assert SECRET not in shown.out.casefold() and "ＺＥＢＲＡ" not in shown.out
 
     core = await make_core(offline=True)  # (to read what is stored, not to write)
-    assert [e.text for e in await core.repo.all_entries(place)] == [
+    assert [e.text for e in await core.repo.reads.all_entries(place)] == [
         "we picked Postgres",
         "for billing",
     ]
@@ -126,7 +126,7 @@ async def test_forget_me_everywhere_holds_against_a_dm_export_and_not_for_the_fu
         assert learned.code == 0, learned.err
         assert f"{dm} (discord-export)" in learned.out, learned.out
         assert "0 new" in learned.out and "3 forgotten here" in learned.out, learned.out
-        assert await core.repo.all_entries(dm) == []
+        assert await core.repo.reads.all_entries(dm) == []
 
         # What she says to the bot from now on is remembered as ever.
         later = await fake.send_dm(user_id=world.alice.user.id, content="call me Ali from now on")
@@ -136,7 +136,7 @@ async def test_forget_me_everywhere_holds_against_a_dm_export_and_not_for_the_fu
         assert again.code == 0, again.err
         assert "3 forgotten here" in again.out, again.out
 
-    texts = [e.text for e in await core.repo.all_entries(dm) if e.role == "user"]
+    texts = [e.text for e in await core.repo.reads.all_entries(dm) if e.role == "user"]
     assert texts == ["call me Ali from now on"]
     shown = await cli("memory", "show", "--scope", dm, REDIS_URL=clean_redis)
     assert shown.code == 0, shown.err

@@ -60,11 +60,11 @@ async def test_a_staged_learn_stores_nothing_of_a_member_forgotten_everywhere_me
 
         storing, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
         await said(fake, storing, "Learned ")
-        texts = [e.text for e in await core.repo.all_entries(general)]
-        texts += [e.text for e in await core.repo.all_entries(world.scope(world.thread))]
+        texts = [e.text for e in await core.repo.reads.all_entries(general)]
+        texts += [e.text for e in await core.repo.reads.all_entries(world.scope(world.thread))]
         assert texts and not [t for t in texts if "alice" in t], texts
         assert [t for t in texts if t.startswith("bob plan")]  # the rest is learned
-        await core.pipeline.drain()
+        await core.drain()
     assert "alice secret" not in await stored_values(core)
 
 
@@ -129,9 +129,9 @@ async def test_a_forget_while_a_learn_stores_or_summarises_is_not_undone(
         gate.action = forget
         storing, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
         await said(fake, storing, "Learned ")
-        await core.pipeline.drain()
+        await core.drain()
         assert gate.fired
-        texts = [e.text for e in await core.repo.all_entries(general)]
+        texts = [e.text for e in await core.repo.reads.all_entries(general)]
         assert [t for t in texts if t.startswith("bob plan")]
     values = await stored_values(core)
     assert "alice secret" not in values.casefold()
@@ -151,7 +151,7 @@ async def test_an_answer_in_two_posts_is_known_by_both_to_learns_and_forgets(
     async with serving(fake, core) as bot:
         await say(fake, bot, world.general, world.alice, "tell me all", mentions_bot=True)
         await fake.wait_for(lambda: len(fake.sent_messages) >= 2, what="the answer's two posts")
-        entries = await core.repo.all_entries(general)
+        entries = await core.repo.reads.all_entries(general)
         answer = [e for e in entries if e.role == "assistant"]
         assert len(answer) == 1  # one answer, in two posts
 
@@ -162,5 +162,5 @@ async def test_an_answer_in_two_posts_is_known_by_both_to_learns_and_forgets(
         await fake.wait_for_response(forgot)
         relearn, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
         await said(fake, relearn, "Nothing new to learn")
-        await core.pipeline.drain()
+        await core.drain()
     assert "alice-echo" not in await stored_values(core)

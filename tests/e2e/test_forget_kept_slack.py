@@ -61,7 +61,7 @@ async def test_a_forgotten_text_is_not_learned_from_older_history(learning: Harn
 
     kept = [text for _, text in HISTORY if SECRET not in text]
     assert [e.text for e in await entries(slack.core)] == kept
-    days = await slack.core.repo.days(SCOPE)
+    days = await slack.core.repo.reads.days(SCOPE)
     assert days and all(SECRET not in d.summary.casefold() for d in days), days
     # Nowhere in the channel's keys (day records, tiers, facts, recall, the ledger itself).
     values = await scope_values(slack.core, SCOPE, memory_only=True)

@@ -71,7 +71,9 @@ async def test_a_forward_keeps_names_embeds_components_and_where_it_came_from(
             author_id=carol,
         )
         await bot.handled(to_dm)
-    general = {e.platform_id: e for e in await core.repo.all_entries(world.scope(world.general))}
+    general = {
+        e.platform_id: e for e in await core.repo.reads.all_entries(world.scope(world.general))
+    }
     mentions, v2 = (general[str(f["id"])] for f in forwards)
     assert mentions.author == "alice"
     assert mentions.text == (
@@ -81,7 +83,7 @@ async def test_a_forward_keeps_names_embeds_components_and_where_it_came_from(
     assert v2.text == (
         "[forwarded from #random, its author not given] ## Release 4.2\nships Friday, owner @bob"
     )
-    dm = await core.repo.all_entries(f"discord:dm:{carol}")
+    dm = await core.repo.reads.all_entries(f"discord:dm:{carol}")
     [in_dm] = [e for e in dm if e.platform_id == str(to_dm["id"])]
     assert in_dm.text == (
         "[forwarded from #general (Elsewhere), its author not given] the venue is Hall B"

@@ -47,24 +47,24 @@ async def test_an_admin_learns_a_channel_s_past_with_its_thread_once(
         # The other bot, the join; and the world's own system messages (its thread began).
         skipped = re.search(r"(\d+) from bots or the system", found)
         assert skipped and int(skipped[1]) >= 2 and "/memory learn confirm" in found
-        assert await core.repo.all_entries(general) == []  # nothing learned before confirm
+        assert await core.repo.reads.all_entries(general) == []  # nothing learned before confirm
 
         storing, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
         done = await said(fake, storing, f"Learned 123 messages of {general}")
         assert "2 day records" in done  # a day of the channel, a day of its thread
 
-        texts = [e.text for e in await core.repo.all_entries(general)]
+        texts = [e.text for e in await core.repo.reads.all_entries(general)]
         assert texts == [f"past {n}" for n in range(120)]
-        assert [e.text for e in await core.repo.all_entries(thread)] == [
+        assert [e.text for e in await core.repo.reads.all_entries(thread)] == [
             f"aside {n}" for n in range(3)
         ]
-        assert {e.author for e in await core.repo.all_entries(general)} == {"alice", "bob"}
+        assert {e.author for e in await core.repo.reads.all_entries(general)} == {"alice", "bob"}
 
         again, _ = await command(fake, "memory learn", world.general, world.admin, days=30)
         await said(fake, again, f"Nothing new to learn in {general}: 123 messages already")
         status, _ = await command(fake, "memory learn", world.general, world.admin, step="status")
         assert "done" in await said(fake, status, f"Learn of {general}")
-    assert len(await core.repo.all_entries(general)) == 120
+    assert len(await core.repo.reads.all_entries(general)) == 120
 
 
 async def test_2000_messages_and_30_threads_stopped_by_a_rate_limit_go_on_after_a_restart(
@@ -103,10 +103,10 @@ async def test_2000_messages_and_30_threads_stopped_by_a_rate_limit_go_on_after_
         assert "0 already remembered" in found
         stored, _ = await command(fake, "memory learn", world.general, world.admin, step="confirm")
         await said(fake, stored, f"Learned 2090 messages of {general}")
-    texts = [e.text for e in await restarted.repo.all_entries(general)]
+    texts = [e.text for e in await restarted.repo.reads.all_entries(general)]
     assert texts == [f"old {n}" for n in range(2000)]
     for t, thread in enumerate(threads):
-        said_there = [e.text for e in await restarted.repo.all_entries(world.scope(thread))]
+        said_there = [e.text for e in await restarted.repo.reads.all_entries(world.scope(thread))]
         assert said_there == [f"t{t} r{r}" for r in range(3)]
 
 

@@ -230,19 +230,19 @@ async def spread_everywhere(slack: Harness) -> None:
     for i in range(6):
         await slack.say(f"bob {i} {CHATTER}", user=BOB)
     await slack.settle()
-    assert PHONE in (await slack.core.repo.state(SCOPE)).short
+    assert PHONE in (await slack.core.repo.reads.state(SCOPE)).short
     clock = slack.core.clock
     assert isinstance(clock, ManualClock)
     clock.advance(timedelta(days=8))
-    await slack.core.pipeline.maintain(SCOPE)
-    repo, state = slack.core.repo, await slack.core.repo.state(SCOPE)
+    await slack.core.maintenance.maintain(SCOPE)
+    repo, state = slack.core.repo, await slack.core.repo.reads.state(SCOPE)
     spread = {
-        "days": any(PHONE in d.summary for d in await repo.days(SCOPE)),
-        "episodes": any(PHONE in d.summary for d in await repo.episodes(SCOPE)),
-        "weeks": any(PHONE in w.summary for w in await repo.weeks(SCOPE)),
+        "days": any(PHONE in d.summary for d in await repo.reads.days(SCOPE)),
+        "episodes": any(PHONE in d.summary for d in await repo.reads.episodes(SCOPE)),
+        "weeks": any(PHONE in w.summary for w in await repo.reads.weeks(SCOPE)),
         "tiers": all(PHONE in t for t in (state.mid, state.long, state.overview)),
-        "facts": any(PHONE in f.text for f in await repo.facts(SCOPE)),
-        "person facts": any(PHONE in f.text for f in await repo.facts(PERSON)),
+        "facts": any(PHONE in f.text for f in await repo.reads.facts(SCOPE)),
+        "person facts": any(PHONE in f.text for f in await repo.reads.facts(PERSON)),
     }
     assert all(spread.values()), spread
 

@@ -1,4 +1,4 @@
-"""Learning a Slack channel's past (bots/slack/history.py) end to end: the door's own
+"""Learning a Slack channel's past (bots/learn/slack_history.py) end to end: the door's own
 slack_sdk client against the fake Slack's conversations.history / conversations.replies,
 names and audience looked up as the live door does, on virtual time (a wait moves the
 source's clock and the fake's rate windows; nothing sleeps).

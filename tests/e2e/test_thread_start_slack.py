@@ -24,7 +24,7 @@ async def test_a_follow_up_in_the_bots_thread_sees_what_opened_it(http: Harness)
     began = prompt.split("How this thread began", 1)[1].split("##", 1)[0]
     assert "4417-B" in began and (answer.text or "")[:30] in began
     # The answer is kept under its own ts: deleting it in Slack forgets it.
-    [kept] = [e for e in await slack.core.repo.all_entries(SCOPE) if e.role == "assistant"]
+    [kept] = [e for e in await slack.core.repo.reads.all_entries(SCOPE) if e.role == "assistant"]
     assert kept.platform_id == answer.ts and kept.answers == asked["ts"]
 
 
@@ -85,7 +85,7 @@ async def test_a_thread_under_a_message_from_before_the_bot_reads_it_from_slack_
     # Context, not memory: in no log, so never summarised, recalled or exported.
     thread = f"{SCOPE}:{BEFORE_THE_BOT}"
     for scope in (SCOPE, thread):
-        stored = {e.platform_id for e in await slack.core.repo.all_entries(scope)}
+        stored = {e.platform_id for e in await slack.core.repo.reads.all_entries(scope)}
         assert BEFORE_THE_BOT not in stored
     # Forgotten in the channel (its threads with it): out of the prompt and of Redis.
     assert "Forgot" in block_texts(await slack.command("forget 7781"))

@@ -37,7 +37,7 @@ async def test_forget_all_in_a_channel_reaches_its_public_and_private_threads(
         await say(fake, bot, private, world.alice, "private thread secret 2222")
         await say(fake, bot, world.random, world.alice, "another channel stays")
         general = world.scope(world.general)
-        assert sorted(await core.repo.threads_of(general)) == sorted(
+        assert sorted(await core.repo.reads.threads_of(general)) == sorted(
             [world.scope(world.thread), world.scope(private)]
         )
         _, asked = await command(fake, "memory forget all", world.general, world.admin)

@@ -29,7 +29,7 @@ async def thread_under_an_answer(slack: Harness) -> tuple[str, str]:
     await slack.say("send it to my home: 12 Elm Street", user=BOB, thread_ts=asked["ts"])
     await slack.settle()
     thread = f"{SCOPE}:{asked['ts']}"
-    texts = [e.text for e in await slack.core.repo.all_entries(thread)]
+    texts = [e.text for e in await slack.core.repo.reads.all_entries(thread)]
     assert texts == ["send it to my home: 12 Elm Street"]
     return thread, asked["ts"]
 
@@ -42,7 +42,7 @@ async def test_forget_me_in_the_channel_reaches_the_thread_under_the_answer(
     await slack.say("Alice's note in the thread", user=ALICE, thread_ts=ts)
     forgot = block_texts(await slack.command("forget me", user=BOB))
     assert "Forgot you (Bob Builder) in 2 places" in forgot
-    assert [e.text for e in await slack.core.repo.all_entries(thread)] == [
+    assert [e.text for e in await slack.core.repo.reads.all_entries(thread)] == [
         "Alice's note in the thread"
     ]
     # The next prompt in the thread holds nothing of it.
@@ -64,7 +64,7 @@ async def test_forget_all_in_the_channel_reaches_its_threads(http: Harness) -> N
     ]
     done = await slack.click("memory_forget_all_confirm", button)
     assert "and its threads (1)" in block_texts(done)
-    assert await slack.core.repo.all_entries(thread) == []
+    assert await slack.core.repo.reads.all_entries(thread) == []
     keys = "\n".join(await all_keys(slack.core))
     assert "Elm" not in keys
     for key in await all_keys(slack.core):
@@ -125,9 +125,9 @@ async def test_a_slack_connect_channel_is_its_own_audience(http: Harness) -> Non
     )
     assert "follows you" not in kept
     shared_scope = f"slack:{T1}:{SHARED}"
-    assert any("vegetarian" in f.text for f in await slack.core.repo.facts(shared_scope))
+    assert any("vegetarian" in f.text for f in await slack.core.repo.reads.facts(shared_scope))
     assert not [k for k in await all_keys(slack.core) if f"user:{DAVE}" in k]
-    assert (await slack.core.repo.state(shared_scope)).aud == "shared"
+    assert (await slack.core.repo.reads.state(shared_scope)).aud == "shared"
 
 
 async def test_after_forget_me_no_why_record_elsewhere_shows_the_forgotten_fact(

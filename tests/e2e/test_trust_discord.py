@@ -36,8 +36,8 @@ async def test_forget_me_by_a_member_whose_name_is_inside_another_name(
     async with serving(fake, core) as bot:
         for member, text in lines * 4:
             await say(fake, bot, world.general, member, text)
-        await core.pipeline.drain()  # the summaries are written in the background
-        before = (await core.repo.state(scope)).short
+        await core.drain()  # the summaries are written in the background
+        before = (await core.repo.reads.state(scope)).short
         assert "hojicha" in before and "555 0100" in before  # the summary quotes both
         _, forgot = await command(fake, "memory forget me", world.general, al)
     assert forgot.ephemeral and "Forgot you (al)" in (forgot.content or "")
@@ -45,7 +45,7 @@ async def test_forget_me_by_a_member_whose_name_is_inside_another_name(
     assert texts.count("Alice likes hojicha tea very much") == 4
     assert texts.count("the standup moves to ten tomorrow morning") == 4
     assert not any("555 0100" in t for t in texts)
-    after = await core.repo.state(scope)
+    after = await core.repo.reads.state(scope)
     assert "hojicha" in after.short and "standup" in after.short
     assert "555 0100" not in after.short
     values = [v for key in await all_keys(core) for v in await key_values(core, key)]
@@ -86,8 +86,8 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
                 world.alice,
                 "I drink green tea every morning before work " * 3,
             )
-        await core.pipeline.drain()  # the facts are learned in the background
-        person = await core.repo.facts(f"discord:{world.guild.id}:user:{world.alice.user.id}")
+        await core.drain()  # the facts are learned in the background
+        person = await core.repo.reads.facts(f"discord:{world.guild.id}:user:{world.alice.user.id}")
         assert [f.text for f in person] == ["alice likes green tea"]  # before anyone asks
         for channel in (world.general, world.thread, world.random, private):
             await say(
@@ -100,7 +100,7 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
     for prompt in public_prompts:
         assert "pregnant" not in prompt
         assert "green tea" in prompt  # said in public: it follows her
-    person = await core.repo.facts(f"discord:{world.guild.id}:user:{world.alice.user.id}")
+    person = await core.repo.reads.facts(f"discord:{world.guild.id}:user:{world.alice.user.id}")
     assert [f.text for f in person] == ["alice likes green tea"]
     assert not any("pregnant" in json.dumps(f.to_json()) for f in person)
 
@@ -153,5 +153,5 @@ async def test_without_read_message_history_the_answer_is_posted_not_refused(
     assert answer.message_reference is None
     assert (answer.content or "").startswith("ACK:")
     assert [r.status for r in fake.requests if r.status >= 400] == []
-    log = await core.repo.all_entries(world.scope(no_history))
+    log = await core.repo.reads.all_entries(world.scope(no_history))
     assert [e.role for e in log] == ["user", "assistant"]

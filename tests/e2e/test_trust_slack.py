@@ -53,17 +53,17 @@ async def test_forget_me_by_a_member_whose_name_is_inside_another_name(
     for user, text in lines * 4:
         await private_slack.say(text, user=user)
         await private_slack.bot.drain()
-    await private_slack.core.pipeline.drain()  # the summaries are written in the background
-    before = (await private_slack.core.repo.state(SCOPE)).short
+    await private_slack.core.drain()  # the summaries are written in the background
+    before = (await private_slack.core.repo.reads.state(SCOPE)).short
     assert "hojicha" in before and "555 0100" in before
     forgot = await private_slack.command("forget me", user=AL)
     assert "Forgot you (al)" in (forgot.text or "")
-    log = await private_slack.core.repo.all_entries(SCOPE)
+    log = await private_slack.core.repo.reads.all_entries(SCOPE)
     texts = user_texts(log)
     assert texts.count("Alice likes hojicha tea very much") == 4
     assert texts.count("the standup moves to ten tomorrow morning") == 4
     assert not any("555 0100" in t for t in texts)
-    after = (await private_slack.core.repo.state(SCOPE)).short
+    after = (await private_slack.core.repo.reads.state(SCOPE)).short
     assert "hojicha" in after and "standup" in after and "555 0100" not in after
     values = [
         v
@@ -82,8 +82,8 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
         )
         await private_slack.say("I drink green tea every morning before work " * 3)
     await private_slack.bot.drain()
-    await private_slack.core.pipeline.drain()  # the facts are learned in the background
-    person = await private_slack.core.repo.facts(f"slack:{T1}:user:{ALICE}")
+    await private_slack.core.drain()  # the facts are learned in the background
+    person = await private_slack.core.repo.reads.facts(f"slack:{T1}:user:{ALICE}")
     assert [f.text for f in person] == ["Alice likes green tea"]  # before anyone asks
     await private_slack.mention("what do you know about me?")  # app_mention: no channel_type
     await private_slack.mention("what do you know about me?", channel=PRIVATE)
@@ -93,7 +93,7 @@ async def test_a_fact_said_in_a_private_channel_is_in_no_other_channels_prompt(
     [public_prompt] = [p for p in prompts if p is not private_prompt]
     assert "green tea" in public_prompt and "pregnant" not in public_prompt
     assert "pregnant" in private_prompt and "green tea" in private_prompt
-    person = await private_slack.core.repo.facts(f"slack:{T1}:user:{ALICE}")
+    person = await private_slack.core.repo.reads.facts(f"slack:{T1}:user:{ALICE}")
     assert [f.text for f in person] == ["Alice likes green tea"]
-    private_facts = await private_slack.core.repo.facts(f"slack:{T1}:{PRIVATE}")
+    private_facts = await private_slack.core.repo.reads.facts(f"slack:{T1}:{PRIVATE}")
     assert [(f.text, f.shared) for f in private_facts] == [("Alice is pregnant", False)]

@@ -23,7 +23,7 @@ async def test_a_lone_surrogate_in_an_event_is_stored_repaired_and_answered(
     await slack.mention("what did I order?")
     [answer] = await slack.replies(1)
     assert (answer.text or "").startswith("ACK:")
-    entries = await slack.core.repo.all_entries(f"slack:T1:{C1}")
+    entries = await slack.core.repo.reads.all_entries(f"slack:T1:{C1}")
     said = [e.text for e in entries if "au lait" in e.text]
     assert said == ["order a café au lait \ufffd for the 3pm sync"]
     # The model was asked with the repaired text, the café itself untouched.

@@ -92,7 +92,7 @@ async def test_the_menus_through_a_user_install_where_the_bot_is_not_change_noth
         assert answer.ephemeral and NOT_HERE in said(answer), said(answer)
     # Nobody is an admin there: not even in Bob's own DM with the bot did a note land.
     assert after == before
-    assert await core.repo.facts(f"discord:dm:{bob}") == []
+    assert await core.repo.reads.facts(f"discord:dm:{bob}") == []
 
 
 async def test_the_bots_own_dm_is_its_persons(
@@ -109,6 +109,6 @@ async def test_the_bots_own_dm_is_its_persons(
         assert "Remembered" in said(pinned), said(pinned)
         forgot = await menu(fake, "Forget this message", dm, alice, mine)
         assert "Forgot that message" in said(forgot), said(forgot)
-    [note] = await core.repo.facts(scope)
+    [note] = await core.repo.reads.facts(scope)
     assert note.pinned and note.text.startswith("alice: my locker is 12 (https://")
     assert "my locker is 12" not in await texts_in(core, scope)

@@ -33,7 +33,7 @@ async def shortcut(
 
 
 async def texts(slack: Harness, scope: str) -> list[str]:
-    return [e.text for e in await slack.core.repo.all_entries(scope)]
+    return [e.text for e in await slack.core.repo.reads.all_entries(scope)]
 
 
 async def test_a_shortcut_in_a_dm_between_two_people_changes_nothing_and_says_why(
@@ -56,7 +56,7 @@ async def test_a_shortcut_in_a_dm_between_two_people_changes_nothing_and_says_wh
     # No memory of it (only the cached answer of whose DM it is).
     kept = [k for k in await all_keys(slack.core) if BETWEEN in k]
     assert len(kept) == 1 and ":cache:slack-dm:" in kept[0], kept
-    assert await slack.core.repo.facts(f"slack:{T1}:{BETWEEN}") == []
+    assert await slack.core.repo.reads.facts(f"slack:{T1}:{BETWEEN}") == []
     # Slack said whose the DM is (not the app's: channel_not_found; asked once, then
     # cached); nothing of the message was looked up.
     [lookup] = slack.fake.calls_of("conversations.info")
@@ -70,7 +70,7 @@ async def test_the_apps_own_dm_is_its_persons(http: Harness) -> None:
     await slack.replies(1)  # a DM is answered
     pinned = await shortcut(slack, REMEMBER, mine, ALICE, DM)
     assert "Remembered" in pinned
-    [note] = await slack.core.repo.facts(f"slack:{T1}:{DM}")
+    [note] = await slack.core.repo.reads.facts(f"slack:{T1}:{DM}")
     assert note.pinned and note.text.startswith("Alice: my locker is 12 (https://")
     assert "Forgot that message" in await shortcut(slack, FORGET, mine, ALICE, DM)
     assert "my locker is 12" not in await texts(slack, f"slack:{T1}:{DM}")
@@ -85,7 +85,7 @@ async def test_when_slack_cannot_say_whose_dm_it_is_nothing_changes(http: Harnes
     slack.fake.fail_next(method="conversations.info", error="missing_scope")
     answer = await shortcut(slack, REMEMBER, mine, ALICE, DM)
     assert "could not check whose conversation this is" in answer
-    assert await slack.core.repo.facts(f"slack:{T1}:{DM}") == []
+    assert await slack.core.repo.reads.facts(f"slack:{T1}:{DM}") == []
 
 
 async def test_an_owner_of_the_other_organisation_is_no_admin_of_a_shared_channel(
@@ -103,7 +103,7 @@ async def test_an_owner_of_the_other_organisation_is_no_admin_of_a_shared_channe
     assert "Only admins" in await shortcut(slack, REMEMBER, bobs, DAVE, SHARED)
     assert "Only admins" in (await slack.command("forget all", user=DAVE, channel=SHARED)).text
     assert "the launch slips to Friday" in await texts(slack, scope)
-    assert await slack.core.repo.facts(scope) == []
+    assert await slack.core.repo.reads.facts(scope) == []
     # His own message is his; a T1 admin forgets Bob's.
     assert "Forgot that message" in await shortcut(slack, FORGET, daves, DAVE, SHARED)
     assert "Forgot that message" in await shortcut(slack, FORGET, bobs, ALICE, SHARED)

@@ -91,7 +91,7 @@ async def test_source_line_links_the_recalled_message_and_memory_keeps_the_plain
     match = re.fullmatch(r"-# \[from (\d{4}-\d\d-\d\d)\]\((\S+)\)", source)
     assert match, source
     assert resolve(fake, match.group(2))["id"] == old["id"]
-    entries = await core.repo.all_entries(scope)
+    entries = await core.repo.reads.all_entries(scope)
     assert entries[-1].role == "assistant" and entries[-1].text == ANSWER
 
 

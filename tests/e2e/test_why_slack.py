@@ -81,7 +81,7 @@ async def test_source_line_is_the_permalink_and_memory_keeps_the_plain_answer(
     assert match, source
     target = slack.fake.resolve_permalink(match.group(1))
     assert target is not None and target["ts"] == old["ts"]
-    stored = await slack.core.repo.all_entries(SCOPE)
+    stored = await slack.core.repo.reads.all_entries(SCOPE)
     assert stored[-1].role == "assistant" and stored[-1].text == ANSWER
 
 

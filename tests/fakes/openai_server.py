@@ -1,13 +1,17 @@
-"""The fake OpenAI-compatible server lives in :mod:`bots.bench.fake_llm`, because the benchmarks
-count requests and tokens with it too; the tests import it from here."""
+"""The fake OpenAI-compatible server the tests talk to. It is written once, in the testkit
+(testkit/memorybot_testkit/openai_server.py), because the benchmarks count requests and
+tokens with it too; the tests import it from here."""
 
-from bots.bench.fake_llm import (
+from memorybot_testkit.openai_server import (
     PURPOSE_HEADER,
     FakeOpenAI,
     Fault,
     RecordedRequest,
+    content_error,
     default_answer,
     embed_text,
+    fake_usage,
+    stream_options_error,
 )
 
 __all__ = [
@@ -15,6 +19,9 @@ __all__ = [
     "FakeOpenAI",
     "Fault",
     "RecordedRequest",
+    "content_error",
     "default_answer",
     "embed_text",
+    "fake_usage",
+    "stream_options_error",
 ]

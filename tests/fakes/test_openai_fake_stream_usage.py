@@ -11,8 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bots.bench.fake_llm import stream_options_error
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, stream_options_error
 
 
 @pytest.mark.parametrize(

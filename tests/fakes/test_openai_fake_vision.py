@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bots.bench.fake_llm import content_error
+from tests.fakes.openai_server import content_error
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

@@ -76,9 +76,9 @@ async def main(action: str) -> None:
     core = await build_core(settings, clock=clock, background=False)
     scope = os.environ.get("CHILD_SCOPE", "")
     if action == "maintain":
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
     elif action == "forget":
-        await core.admin.forget_text(scope, os.environ["CHILD_TEXT"])
+        await core.admin.text.forget_text(scope, os.environ["CHILD_TEXT"])
     elif action == "sweep":
         print("sweeping", flush=True)
         report = await core.scheduler.sweep()

@@ -29,7 +29,7 @@ async def test_a_burst_wider_than_the_pool_waits_instead_of_failing(
     assert pool.max_connections == 3
     scopes = [f"discord:1:{i}" for i in range(40)]
     burst = [
-        core.pipeline.ingest(IncomingMessage(scope=scopes[i % 40], text=f"m{i}", author="a"))
+        core.intake.accept(IncomingMessage(scope=scopes[i % 40], text=f"m{i}", author="a"))
         for i in range(200)
     ]
     results = await asyncio.gather(*burst)

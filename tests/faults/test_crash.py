@@ -52,7 +52,7 @@ async def _kill_when(
 async def _messages(core, clock: ManualClock, n: int, day: datetime) -> None:  # type: ignore[no-untyped-def]
     for i in range(n):
         clock.set(day + timedelta(minutes=i))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope=SCOPE, text=f"note {i} about the launch plan " * 3, author="A")
         )
 
@@ -78,16 +78,16 @@ async def test_killed_during_compaction(
     proc = await _spawn("maintain", _env(clean_redis, fake_llm, START + timedelta(hours=1)))
     await _kill_when(proc, lambda: _true(fake_llm.count("compact") >= 1))
     fake_llm.slow = {}
-    state = await core.repo.state(SCOPE)
+    state = await core.repo.reads.state(SCOPE)
     assert state.short == "" and state.short_upto == ""  # nothing half-written
-    assert await core.repo.log_length(SCOPE) == 20
+    assert await core.repo.reads.log_length(SCOPE) == 20
     # The dead child's lock runs out: Redis expires it (PX), in real time.
     await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(START + timedelta(hours=1))
-    report = await core.pipeline.maintain(SCOPE)
+    report = await core.maintenance.maintain(SCOPE)
     assert report.compactions == 1
-    assert (await core.repo.state(SCOPE)).short.startswith("S:")
-    assert await core.repo.log_length(SCOPE) == 20
+    assert (await core.repo.reads.state(SCOPE)).short.startswith("S:")
+    assert await core.repo.reads.log_length(SCOPE) == 20
 
 
 async def test_killed_during_rollover(
@@ -102,16 +102,16 @@ async def test_killed_during_rollover(
     proc = await _spawn("maintain", _env(clean_redis, fake_llm, next_day))
     await _kill_when(proc, lambda: _true(fake_llm.count("refresh") >= 1))
     fake_llm.slow = {}
-    assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11"]
-    assert (await core.repo.state(SCOPE)).refresh_pending
+    assert [d.day for d in await core.repo.reads.days(SCOPE)] == ["2025-08-11"]
+    assert (await core.repo.reads.state(SCOPE)).refresh_pending
     await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(next_day)
     for _ in range(2):  # twice: the second run must change nothing
-        await core.pipeline.maintain(SCOPE)
-    assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11"]
-    state = await core.repo.state(SCOPE)
+        await core.maintenance.maintain(SCOPE)
+    assert [d.day for d in await core.repo.reads.days(SCOPE)] == ["2025-08-11"]
+    state = await core.repo.reads.state(SCOPE)
     assert not state.refresh_pending and state.mid.startswith("MID:")
-    assert await core.repo.log_length(SCOPE) == 12
+    assert await core.repo.reads.log_length(SCOPE) == 12
 
 
 async def test_killed_during_forget(
@@ -132,20 +132,20 @@ async def test_killed_during_forget(
             id=f"{base + i}-0",
         )
     await pipe.execute()
-    await core.repo.set_fields(
+    await core.repo.writes.set_fields(
         SCOPE, {"day": "2025-08-11", "short": f"They said {secret}.", "last_ms": base + 60_000}
     )
     proc = await _spawn("forget", _env(clean_redis, fake_llm, START, CHILD_TEXT=secret))
     await _kill_when(proc, lambda: _pending(core, k.forgets))
-    assert (await core.repo.state(SCOPE)).forgets_pending  # killed mid-forget
+    assert (await core.repo.reads.state(SCOPE)).forgets_pending  # killed mid-forget
     # Restart: the next maintenance finishes the forget before anything else.
     await lock_expired(core.store.client, core.store.keys.scope(SCOPE).lock)
     clock.set(START + timedelta(hours=1))
-    await core.pipeline.maintain(SCOPE)
+    await core.maintenance.maintain(SCOPE)
     values = await scope_values(core, SCOPE)
     assert not [v for v in values if secret.lower() in v.lower()]
-    assert await core.repo.log_length(SCOPE) == 60_000 - 61
-    assert not (await core.repo.state(SCOPE)).forgets_pending
+    assert await core.repo.reads.log_length(SCOPE) == 60_000 - 61
+    assert not (await core.repo.reads.state(SCOPE)).forgets_pending
 
 
 async def _true(value: bool) -> bool:

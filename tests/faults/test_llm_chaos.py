@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import NAMES, START, WORDS, CoreFactory
 
@@ -36,8 +37,8 @@ async def test_an_hour_of_llm_chaos(make_core: CoreFactory, fake_llm: FakeOpenAI
         scope = f"console:c{i % 20}"
         text = f"m{i} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
         asks = i % 5 == 0
-        reply = await core.pipeline.handle(
-            IncomingMessage(scope=scope, text=text, author=rng.choice(NAMES), direct=asks)
+        reply = await converse(
+            core, IncomingMessage(scope=scope, text=text, author=rng.choice(NAMES), direct=asks)
         )
         sent.setdefault(scope, []).append(text)
         if reply is not None:
@@ -51,15 +52,15 @@ async def test_an_hour_of_llm_chaos(make_core: CoreFactory, fake_llm: FakeOpenAI
     assert any(r.purpose != "reply" for r in fake_llm.faulted)  # summaries were hit too
     # Not one message lost.
     for scope, texts in sent.items():
-        stored = [e.text for e in await core.repo.all_entries(scope) if e.role == "user"]
+        stored = [e.text for e in await core.repo.reads.all_entries(scope) if e.role == "user"]
         assert stored == texts, scope
     # The LLM recovers; summaries catch up, for the hour and for the day that ended.
     fake_llm.chaos = 0.0
     clock.set(START + timedelta(days=1, hours=1))
     await core.scheduler.sweep(force=True)
     for scope in sent:
-        state = await core.repo.state(scope)
+        state = await core.repo.reads.state(scope)
         assert state.failures == 0 and not state.refresh_pending, scope
-        days = await core.repo.days(scope)
+        days = await core.repo.reads.days(scope)
         assert [d.day for d in days] == ["2025-08-11"], scope
-        assert days[0].messages == len(await core.repo.all_entries(scope)), scope
+        assert days[0].messages == len(await core.repo.reads.all_entries(scope)), scope

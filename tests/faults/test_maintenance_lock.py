@@ -37,7 +37,7 @@ async def _messages(core: Core, clock: ManualClock, n: int) -> None:
     manual_maintenance(core)
     for i in range(n):
         clock.set(START + timedelta(minutes=i))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope=SCOPE, text=f"note {i} about the launch plan " * 3, author="A")
         )
 
@@ -87,9 +87,9 @@ async def test_a_killed_holders_lock_is_taken_over_at_once(
     report = json.loads(out)
     assert report["skipped"] == 0 and report["held"] == []
     assert report["refreshes"] == 1
-    state = await core.repo.state(SCOPE)
+    state = await core.repo.reads.state(SCOPE)
     assert not state.refresh_pending and state.mid.startswith("MID:")
-    assert [d.day for d in await core.repo.days(SCOPE)] == ["2025-08-11"]
+    assert [d.day for d in await core.repo.reads.days(SCOPE)] == ["2025-08-11"]
 
 
 async def test_a_live_holder_is_named_with_its_expiry(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
+from memorybot_testkit.redis_servers import LocalRedis, free_port
 from tests.discord_world import World, say, serving
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI
@@ -38,12 +38,12 @@ async def test_a_redis_restart_loses_no_message_and_doubles_none(
                 await say(fake, bot, world.general, world.bob, f"during {i}")
             await say(fake, bot, world.general, world.alice, "anyone?", mentions_bot=True)
             [apology] = await fake.wait_for_messages(world.general.id, 1)
-            assert core.pipeline.held == 4
+            assert core.intake.held == 4
             restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
-            await until(lambda: core.pipeline.held == 0)
+            await until(lambda: core.intake.held == 0)
             for i in range(2):
                 await say(fake, bot, world.general, world.alice, f"after {i}")
-        texts = [e.text for e in await core.repo.all_entries(scope) if e.role == "user"]
+        texts = [e.text for e in await core.repo.reads.all_entries(scope) if e.role == "user"]
     finally:
         await core.close()
         if restarted is not None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from bots.bench.cluster import LocalRedis, free_port
 from config.prompts import load_prompts
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
+from memorybot_testkit.redis_servers import LocalRedis, free_port
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack import FakeSlack
 from tests.helpers import AOF, START, make_settings, until
@@ -37,13 +37,13 @@ async def test_a_redis_restart_loses_no_message_and_doubles_none(
             during = await slack.say("during the outage")
             await slack.mention("anyone there?")  # app_mention + message, one ts
             [apology] = await slack.replies(1)
-            assert core.pipeline.held == 2
+            assert core.intake.held == 2
             restarted = LocalRedis(port, extra=(*AOF, "--dir", server.dir))
-            await until(lambda: core.pipeline.held == 0)
+            await until(lambda: core.intake.held == 0)
             await slack.deliver(during)  # Slack retries a delivery it thinks failed
             await slack.say("after")
             await slack.settle()
-        texts = [e.text for e in await core.repo.all_entries(SCOPE) if e.role == "user"]
+        texts = [e.text for e in await core.repo.reads.all_entries(SCOPE) if e.role == "user"]
     finally:
         await core.close()
         if restarted is not None:

@@ -8,11 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from bots.bench.cluster import LocalRedis, free_port
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
+from memorybot_testkit.redis_servers import LocalRedis, free_port
 from tests.helpers import START, make_settings
 
 
@@ -39,7 +40,7 @@ async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(
                     extra=("--appendonly", "yes", "--appendfsync", "always", "--dir", server.dir),
                 )
             clock.set(START + timedelta(seconds=i))
-            result = await core.pipeline.ingest(
+            result = await core.intake.accept(
                 IncomingMessage(
                     scope=f"s{i % 100}",
                     text=f"message {i}",
@@ -47,13 +48,13 @@ async def test_restart_mid_stream_loses_nothing_and_duplicates_nothing(
                     author_id=str(i % 7),
                 )
             )
-            held_seen = max(held_seen, core.pipeline.held)
+            held_seen = max(held_seen, core.intake.held)
             assert result.stored or result.buffered
             await asyncio.sleep(0.001)
-        await asyncio.wait_for(_until(lambda: core.pipeline.held == 0), timeout=30)
+        await asyncio.wait_for(_until(lambda: core.intake.held == 0), timeout=30)
         assert held_seen > 0, "the outage was noticed: messages were held"
         for scope in range(100):
-            texts = [e.text for e in await core.repo.all_entries(f"console:s{scope}")]
+            texts = [e.text for e in await core.repo.reads.all_entries(f"console:s{scope}")]
             expected = [f"message {i}" for i in range(scope, 1000, 100)]
             assert texts == expected, scope  # all there, in order, once
         assert any("holding messages in memory" in r.message for r in caplog.records)
@@ -73,21 +74,19 @@ async def test_during_an_outage_replies_apologise_and_past_the_bound_messages_ar
     try:
         server.proc.terminate()
         server.proc.wait(10)
-        reply = await core.pipeline.handle(
-            IncomingMessage(scope="b", text="hello?", author="a", direct=True)
+        reply = await converse(
+            core, IncomingMessage(scope="b", text="hello?", author="a", direct=True)
         )
         assert reply is not None and reply.kind == "apology"
         assert "memory is unavailable" in reply.text
         for i in range(2):
-            result = await core.pipeline.ingest(
-                IncomingMessage(scope="b", text=f"m{i}", author="a")
-            )
+            result = await core.intake.accept(IncomingMessage(scope="b", text=f"m{i}", author="a"))
             assert result.buffered
-        assert core.pipeline.held == 3
+        assert core.intake.held == 3
         with pytest.raises(StoreUnavailable, match="NOT stored"):
-            await core.pipeline.ingest(IncomingMessage(scope="b", text="m3", author="a"))
+            await core.intake.accept(IncomingMessage(scope="b", text="m3", author="a"))
     finally:
-        core.pipeline.outage._buffer.clear()  # Redis will not come back in this test
+        core.intake.outage._buffer.clear()  # Redis will not come back in this test
         await core.close()
         server.stop()
 

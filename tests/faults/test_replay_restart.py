@@ -13,11 +13,10 @@ from typing import Any
 
 import redis
 
-from bots.bench.cluster import LocalRedis, free_port
-from bots.bench.fake_llm import RecordedRequest, default_answer
 from memory_core import calendar
 from memory_core.models import DaySummary, LogEntry
-from tests.fakes.openai_server import FakeOpenAI
+from memorybot_testkit.redis_servers import LocalRedis, free_port
+from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, default_answer
 from tests.helpers import START, spawn_memorybot
 
 AOF = ("--appendonly", "yes", "--appendfsync", "always")

@@ -10,12 +10,13 @@ from datetime import timedelta
 
 import pytest
 
-from bots.bench.cluster import LocalCluster
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.errors import StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.store import KeySchema
+from memorybot_testkit.converse import converse
+from memorybot_testkit.redis_servers import LocalCluster
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, make_settings, until
 
@@ -71,7 +72,7 @@ async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up
                 """Send one message; True when it was stored at once (False: held)."""
                 clock.advance(timedelta(seconds=1))
                 msg = IncomingMessage(scope=scope, text=text, author="Ann", author_id="1")
-                result = await asyncio.wait_for(core.pipeline.ingest(msg), timeout=15)
+                result = await asyncio.wait_for(core.intake.accept(msg), timeout=15)
                 assert result.stored or result.buffered, (scope, result)
                 sent[scope].append(text)
                 return result.stored
@@ -86,23 +87,23 @@ async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up
                     assert not await say(scope, f"{scope} away {n}"), "held while it is away"
                 for scope in live:
                     assert await say(scope, f"{scope} live {n}"), f"{scope} stored at once"
-            assert core.pipeline.held == ROUNDS * len(away)
+            assert core.intake.held == ROUNDS * len(away)
             # A caller that does not hold (replay) is refused only for the lost shard's
             # scopes: it waits for its own scope's held messages, not the whole buffer.
             for scope in live:
                 clock.advance(timedelta(seconds=1))
                 msg = IncomingMessage(scope=scope, text=f"{scope} replayed", author="Ann")
-                result = await asyncio.wait_for(core.pipeline.ingest(msg, hold=False), 15)
+                result = await asyncio.wait_for(core.intake.accept(msg, hold=False), 15)
                 assert result.stored, scope
                 sent[scope].append(msg.text)
             msg = IncomingMessage(scope=away[0], text="not held", author="Ann")
             with pytest.raises(StoreUnavailable):
-                await asyncio.wait_for(core.pipeline.ingest(msg, hold=False), 15)
+                await asyncio.wait_for(core.intake.accept(msg, hold=False), 15)
             for scope in live:  # asked and answered with memory; both are in memory
                 clock.advance(timedelta(seconds=1))
                 ask = f"recap {scope}"
                 msg = IncomingMessage(scope=scope, text=ask, author="Ann", addressed=True)
-                reply = await asyncio.wait_for(core.pipeline.handle(msg), timeout=15)
+                reply = await asyncio.wait_for(converse(core, msg), timeout=15)
                 assert reply is not None and reply.kind == "llm", (scope, reply)
                 assert reply.stored_id, f"the answer in {scope} is stored at once"
                 assert f"{scope} live {ROUNDS - 1}" in fake_llm.requests[-1].prompt_text
@@ -110,9 +111,9 @@ async def test_with_one_shard_away_the_others_store_and_answer_and_it_catches_up
 
             cluster.servers[lost].start()
             cluster.wait_ready()
-            await asyncio.wait_for(until(lambda: core.pipeline.held == 0), timeout=30)
+            await asyncio.wait_for(until(lambda: core.intake.held == 0), timeout=30)
             for scope, texts in sent.items():
-                stored = [e.text for e in await core.repo.all_entries(scope)]
+                stored = [e.text for e in await core.repo.reads.all_entries(scope)]
                 assert stored == texts, scope  # everything, in order, once
         finally:
             await core.close()

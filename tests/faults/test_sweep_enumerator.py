@@ -28,7 +28,7 @@ async def _a_day_of_messages(make_core: CoreFactory) -> ManualClock:
     manual_maintenance(core)
     for i, scope in enumerate(SCOPES):
         clock.set(START + timedelta(seconds=i))
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=f"note {i}", author="A"))
+        await core.intake.accept(IncomingMessage(scope=scope, text=f"note {i}", author="A"))
     clock.set(NEXT_DAY)
     return clock
 

@@ -161,7 +161,7 @@ async def test_hand_written_hostile_arguments(make_core: CoreFactory, text: str,
     outside = [k for k in keys if k.startswith("mb:{") and not k.startswith(f"mb:{{{scope}}}")]
     assert outside == [], outside
     assert not any("../" in k or "\x00" in k for k in keys), keys
-    state = await core.repo.state(scope)
+    state = await core.repo.reads.state(scope)
     assert state.tz in ("", "Asia/Tokyo"), state.tz
 
 
@@ -177,7 +177,7 @@ async def test_a_valid_timezone_after_refused_ones_is_the_one_kept(make_core: Co
         core, scope="console:x", command="config timezone Asia/Tokyo", actor=ADMIN
     )
     assert good.ok, good.text()
-    assert (await core.repo.state("console:x")).tz == "Asia/Tokyo"
+    assert (await core.repo.reads.state("console:x")).tz == "Asia/Tokyo"
 
 
 async def test_member_tricks_are_refused_and_change_nothing(make_core: CoreFactory) -> None:
@@ -200,9 +200,9 @@ async def test_member_tricks_are_refused_and_change_nothing(make_core: CoreFacto
         result = await run_command(core, scope=scope, command=text, actor=MEMBER)
         check_answer(result, text)
         assert not result.ok, text
-    facts = await core.repo.facts(scope)
+    facts = await core.repo.reads.facts(scope)
     assert [f.text for f in facts] == ["the door code is 4711"]
-    assert not (await core.repo.state(scope)).paused
+    assert not (await core.repo.reads.state(scope)).paused
 
 
 async def test_every_nasty_string_after_every_verb(make_core: CoreFactory) -> None:

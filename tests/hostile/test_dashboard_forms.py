@@ -60,7 +60,7 @@ class Site:
 async def form_site(make_core: CoreFactory) -> AsyncIterator[Site]:
     core = await make_core(offline=True, dashboard={"token": TOKEN})
     for scope, text in ((SCOPE, "Quokka hi"), (OTHER, f"{OTHER_MARKER} is the codename")):
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author="Ann"))
+        await core.intake.accept(IncomingMessage(scope=scope, text=text, author="Ann"))
         await core.admin.remember(scope, f"note about {text}")
     other_before = json.dumps(await core.admin.export(OTHER), sort_keys=True)
     async with (

@@ -145,7 +145,7 @@ async def test_odd_messages_are_stored_and_answered_without_pings(
         hostile_world.general.id, len(sent), timeout=WAIT
     )
     assert_never_pings(replies)
-    stored = {e.platform_id: e for e in await hostile_world.core.repo.all_entries(scope)}
+    stored = {e.platform_id: e for e in await hostile_world.core.repo.reads.all_entries(scope)}
     for message in sent:
         entry = stored[str(message["id"])]
         assert entry.author == "alice" and entry.text.startswith("@memorybot")
@@ -155,7 +155,7 @@ async def test_odd_messages_are_stored_and_answered_without_pings(
         hostile_world.general.id, len(sent) + 1, timeout=WAIT
     )
     assert str(last["id"]) in {
-        e.platform_id for e in await hostile_world.core.repo.all_entries(scope)
+        e.platform_id for e in await hostile_world.core.repo.reads.all_entries(scope)
     }
     assert unhandled(caplog) == []
 
@@ -169,9 +169,10 @@ async def test_messages_without_text_are_ignored_and_threads_keep_their_scope(
     await hostile_world.say(hostile_world.thread, "\u200b@everyone ```", mention=True)
     await hostile_world.fake.wait_for_messages(hostile_world.thread.id, 1, timeout=WAIT)
     assert (
-        await hostile_world.core.repo.all_entries(hostile_world.scope(hostile_world.general)) == []
+        await hostile_world.core.repo.reads.all_entries(hostile_world.scope(hostile_world.general))
+        == []
     )
-    thread_log = await hostile_world.core.repo.all_entries(
+    thread_log = await hostile_world.core.repo.reads.all_entries(
         hostile_world.scope(hostile_world.thread)
     )
     assert [e.role for e in thread_log] == ["user", "assistant"]
@@ -198,7 +199,9 @@ async def test_a_dm_with_odd_content_stays_in_the_dm_scope(hostile_world: World)
     dm = hostile_world.fake.dm_channel_id(hostile_world.alice.user.id)
     replies = await hostile_world.fake.wait_for_messages(dm, 3, timeout=WAIT)
     assert_never_pings(replies)
-    log = await hostile_world.core.repo.all_entries(f"discord:dm:{hostile_world.alice.user.id}")
+    log = await hostile_world.core.repo.reads.all_entries(
+        f"discord:dm:{hostile_world.alice.user.id}"
+    )
     assert [e.role for e in log] == ["user", "assistant"] * 3
 
 
@@ -232,7 +235,7 @@ async def test_slash_commands_with_nasty_arguments_answer_privately(
     assert response.ephemeral
     assert says in answer_text(response), answer_text(response)
     assert (
-        await hostile_world.core.repo.state(hostile_world.scope(hostile_world.general))
+        await hostile_world.core.repo.reads.state(hostile_world.scope(hostile_world.general))
     ).tz == ""
     _, shown = await hostile_world.command("memory show", member=hostile_world.alice)
     assert shown.ephemeral and "Memory of" in answer_text(shown)
@@ -304,7 +307,7 @@ async def test_forget_all_never_trusts_a_value_that_only_looks_true(
     )
     assert response.ephemeral
     assert "Confirm" in str(response.components) or "cannot be undone" in answer_text(response)
-    assert [e.text for e in await hostile_world.core.repo.all_entries(scope)] == [
+    assert [e.text for e in await hostile_world.core.repo.reads.all_entries(scope)] == [
         "keep this memory"
     ]
 
@@ -315,4 +318,4 @@ async def test_a_genuine_confirm_still_forgets(hostile_world: World) -> None:
     await hostile_world.say(hostile_world.general, "forget this", mention=False)
     _, response = await hostile_world.command("memory forget all", options={"confirm": True})
     assert "Forgot everything" in answer_text(response)
-    assert await hostile_world.core.repo.all_entries(scope) == []
+    assert await hostile_world.core.repo.reads.all_entries(scope) == []

@@ -102,15 +102,15 @@ def gone_by(kind: str, said: Said) -> bool:
 async def forget(core: Core, kind: str) -> None:
     admin = core.admin
     if kind == "text":
-        await admin.forget_text(CHANNEL, NEEDLE)
+        await admin.text.forget_text(CHANNEL, NEEDLE)
     elif kind == "me":
-        await admin.forget_user(CHANNEL, user_id="U1", name="Alice")
+        await admin.person.forget_user(CHANNEL, user_id="U1", name="Alice")
     elif kind == "everywhere":
-        await admin.forget_user_everywhere(CHANNEL, user_id="U1", name="Alice")
+        await admin.person.forget_user_everywhere(CHANNEL, user_id="U1", name="Alice")
     elif kind == "delete":
-        await admin.forget_message(THREAD, DELETED)  # (said in the thread)
+        await admin.messages.forget_message(THREAD, DELETED)  # (said in the thread)
     else:
-        await admin.forget_all(CHANNEL)
+        await admin.place.forget_all(CHANNEL)
 
 
 # -- the writers --------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def late(world: World, i: int, said: Said, **extra: Any) -> IncomingMessage:
 async def held(core: Core, world: World) -> None:
     """Messages held while the store was away, stored late with their own times."""
     for i, said in enumerate(world.past):
-        await core.pipeline.ingest(late(world, i, said), hold=False)
+        await core.intake.accept(late(world, i, said), hold=False)
 
 
 async def captioned(core: Core, world: World) -> None:
@@ -154,12 +154,12 @@ async def captioned(core: Core, world: World) -> None:
     without background work captions at once): the caption rewrites the message's text."""
     for i, said in enumerate(world.past):
         image = late(world, i, said, attachments=(Image().attachment(),))
-        await core.pipeline.ingest(image, hold=False)
+        await core.intake.accept(image, hold=False)
 
 
 async def maintenance(core: Core, world: World) -> None:
     for scope in (THREAD, CHANNEL):
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
 
 
 Writer = Callable[[Core, World], Awaitable[None]]
@@ -252,7 +252,7 @@ async def prepare(core: Core, world: World, needs: str, clock: ManualClock) -> N
     and in another channel; for maintenance, the past stored live as it was said."""
     others = ((OTHER, "U1", "mk90ax"), (OTHER, "U2", "mk91bx"), (DM, "U1", "mk92ax"))
     for scope, author, mark in others:
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(
                 scope=scope,
                 text=f"{mark} likes the garden project and the tea",
@@ -311,12 +311,12 @@ async def test_nothing_forgotten_comes_back_by_any_writer(
     # Later work on what is left brings nothing back either.
     clock.advance(timedelta(days=2))
     for scope in (THREAD, CHANNEL, OTHER, DM):
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
     values = [v for key in await all_keys(core) for v in await key_values(core, key)]
     left = {m for v in values for m in MARK.findall(v)}
     assert not left & gone, f"{writer}, forget {kind} at {at}: still stored {sorted(left & gone)}"
     for scope in (CHANNEL, THREAD, OTHER, DM):
-        prompt = await core.pipeline.build_prompt(
+        prompt = await core.replier.build_prompt(
             IncomingMessage(scope=scope, text="what about the garden?", author="x", author_id="U1")
         )
         shown = set(MARK.findall(json.dumps(prompt.messages))) & gone

@@ -120,11 +120,9 @@ async def base(make_core: CoreFactory) -> Base:
     core = await make_core(clock=clock)
     await feed(core, clock, SOURCE, conversation(START, days=8, per_day=4))
     await core.admin.remember(SOURCE, "standup is at 10", by="Ada")
-    await core.pipeline.ingest(IncomingMessage(scope=THREAD, text="in the thread", author="Ada"))
+    await core.intake.accept(IncomingMessage(scope=THREAD, text="in the thread", author="Ada"))
     # Another guild's memory, which an edited export naming that guild must never reach.
-    await core.pipeline.ingest(
-        IncomingMessage(scope=OTHER, text=f"planned: {SECRET}", author="Eve")
-    )
+    await core.intake.accept(IncomingMessage(scope=OTHER, text=f"planned: {SECRET}", author="Eve"))
     clock.set(clock.now() + timedelta(minutes=1))
     export = json.loads(json.dumps(await core.admin.export(SOURCE)))
     assert export["days"] and export["facts"] and export["done"], "a rich export"
@@ -179,7 +177,7 @@ async def test_any_edit_of_an_export_imports_or_is_refused_clearly(
     base: Base, edits: list[tuple[str | None, int, str, Any]]
 ) -> None:
     core = base.core
-    await core.repo.forget_scope(TARGET)
+    await core.repo.writes.forget_scope(TARGET)
     data: Any = copy.deepcopy(base.export)
     for part, pick, action, value in edits:
         if part is not None and isinstance(data, dict) and part in data:
@@ -196,11 +194,11 @@ async def test_any_edit_of_an_export_imports_or_is_refused_clearly(
         left = await scope_values(core, TARGET)  # nothing, or the last example's forget epoch
         assert left == [] or await forgotten(core, TARGET), "nothing written for a refused import"
         return
-    assert count == await core.repo.log_length(TARGET)
-    assert {f.origin for f in await core.repo.facts(TARGET)} <= {"", TARGET}
+    assert count == await core.repo.reads.log_length(TARGET)
+    assert {f.origin for f in await core.repo.reads.facts(TARGET)} <= {"", TARGET}
     # The imported scope works as any other: it takes a message and builds a prompt.
-    await core.pipeline.ingest(IncomingMessage(scope=TARGET, text="after import", author="Ada"))
-    prompt = await core.pipeline.build_prompt(
+    await core.intake.accept(IncomingMessage(scope=TARGET, text="after import", author="Ada"))
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope=TARGET, text="what is planned?", author="Ada")
     )
     # What another guild said is never reached. (The name "discord:200:1" itself may be in

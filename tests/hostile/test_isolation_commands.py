@@ -114,20 +114,20 @@ async def test_show_and_export_never_cross_a_boundary(
         clock.advance(timedelta(hours=hop * 7, minutes=rng.randint(1, 50)))
         filler = " ".join(rng.choice(("plan", "tea", "trip", "code")) for _ in range(20))
         text = f"{marker(scope, person, i)} {filler}"
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope=scope, text=text, author=PEOPLE[person], author_id=person)
         )
         spoke.add((scope, person))
     clock.advance(timedelta(days=2))
     for scope in {s for s, _ in spoke}:
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
     for scope in SCOPES:
         for person in PEOPLE:
             shown, about_you = await answers(core, scope, person)
             leaked = foreign(shown, scope)
             assert leaked == [], f"{scope} showed {PEOPLE[person]} words from {leaked}"
             own = Scope.of(scope).person_scope(person)
-            mine = {f.text for f in await core.repo.facts(own.key)} if own else set()
+            mine = {f.text for f in await core.repo.reads.facts(own.key)} if own else set()
             for line in about_you:
                 text = line.split(" ", 1)[1] if " " in line else line
                 assert any(t in text for t in mine), f"{line!r} is not {PEOPLE[person]}'s fact"

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from memory_core.bootstrap import Core
 from memory_core.errors import EmptyMessage
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.hostile.strategies import HUGE, NASTY, hostile_text
 
@@ -22,7 +23,7 @@ async def send(core: Core, text: str, author: str = "Alice") -> str | None:
     """Store and answer one message; None when it is empty (the only refusal allowed)."""
     msg = IncomingMessage(scope=SCOPE, text=text, author=author, author_id=author[:40], direct=True)
     try:
-        reply = await core.pipeline.handle(msg)
+        reply = await converse(core, msg)
     except EmptyMessage:
         assert not text.strip(), f"{text!r} is not empty"
         return None
@@ -43,9 +44,9 @@ async def test_any_message_is_stored_and_answered(
 ) -> None:
     """Arbitrary unicode as text and as author name: stored and answered by the model (the
     request it receives is valid JSON), or refused as empty."""
-    before = await core.repo.log_length(SCOPE)
+    before = await core.repo.reads.log_length(SCOPE)
     answer = await send(core, text, author or "someone")
-    after = await core.repo.log_length(SCOPE)
+    after = await core.repo.reads.log_length(SCOPE)
     if answer is None:
         assert after == before
         return
@@ -61,10 +62,10 @@ async def test_nasty_and_huge_messages_are_kept_within_the_cap(
     for text in (*NASTY, *HUGE):
         await send(core, text)
     cap = core.settings.memory.max_message_chars
-    for entry in await core.repo.all_entries(SCOPE):
+    for entry in await core.repo.reads.all_entries(SCOPE):
         assert len(entry.text) <= cap + 80, len(entry.text)
     budget = core.settings.memory.budget_tokens
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope=SCOPE, text=HUGE[1], author="Alice")
     )
     assert prompt.tokens <= budget
@@ -75,7 +76,7 @@ async def test_lone_surrogates_are_stored_as_replacement_characters(core: Core) 
     """A JSON "\\ud800" escape decodes to a lone surrogate that UTF-8 cannot encode; the
     message is kept (the surrogate replaced), not lost to a UnicodeEncodeError."""
     await send(core, "before \ud800 after \udcff end", author="Bad\udc80Name")
-    [entry, _answer] = await core.repo.all_entries(SCOPE)
+    [entry, _answer] = await core.repo.reads.all_entries(SCOPE)
     assert entry.text.startswith("before ") and entry.text.endswith(" end")
     assert "\ud800" not in entry.text
     assert entry.author.startswith("Bad")

@@ -144,14 +144,12 @@ async def test_a_hostile_file_replays_its_good_lines_and_reports_the_rest(
     path.write_text("\n".join(line.replace("\n", " ") for line in lines) + "\n", "utf-8")
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, background=False)
-    report = await replay(
-        core.pipeline, clock, read_lines(path), default_scope="console:r", reply=False
-    )
+    report = await replay(core, clock, read_lines(path), default_scope="console:r", reply=False)
     verdicts = [check(n, raw) for n, raw in enumerate(PATHOLOGICAL.values(), 2) if raw.strip()]
     bad = [v.line_no for v in verdicts if isinstance(v, ReplayLineError)]
     assert [e.line_no for e in report.skipped] == bad
     assert report.stored == len(good) + len(verdicts) - len(bad)
-    stored = await core.repo.all_entries("console:r")
+    stored = await core.repo.reads.all_entries("console:r")
     # Years 1 and 9999 are refused (before 1970, later than tomorrow): a line of 9999 would
     # roll the scope past retention and Alice's line of 2025 with it.
     assert {"Alice", "Carol", "Dave"} <= {e.author for e in stored}

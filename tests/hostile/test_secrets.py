@@ -24,7 +24,6 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bots.bench.cluster import LocalRedis
 from bots.commands import Actor
 from bots.frontdoor import run_command
 from config.settings import Settings, load_settings
@@ -34,6 +33,8 @@ from memory_core.errors import LLMUnavailable, MemorybotError, StoreUnavailable
 from memory_core.models import IncomingMessage
 from memory_core.prompt.answers import MASK
 from memory_core.store.server import mask_url, open_store
+from memorybot_testkit.converse import converse, converse_streamed
+from memorybot_testkit.redis_servers import LocalRedis
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.fakes.slack import serve_web_app
@@ -274,14 +275,14 @@ async def exercise(core: Core, scope: str, emitted: Emitted) -> None:
     emitted.add("Core.describe()", "\n".join(core.describe()))
     filler = "the release moves to Friday and the budget is fine " * 4
     for i in range(4):
-        reply = await core.pipeline.handle(
-            IncomingMessage(scope=scope, text=f"{filler} {i}", author="Alice", direct=True)
+        reply = await converse(
+            core, IncomingMessage(scope=scope, text=f"{filler} {i}", author="Alice", direct=True)
         )
         assert reply is not None
         emitted.add("reply texts", reply.text)
     assert isinstance(core.clock, ManualClock)
     core.clock.advance(timedelta(days=1))
-    await core.pipeline.handle(IncomingMessage(scope=scope, text="next day", author="Bob"))
+    await converse(core, IncomingMessage(scope=scope, text="next day", author="Bob"))
     admin = Actor(user_id="u1", name="Alice", is_admin=True)
     for command in ("show tiers", "show stats", "show facts", "export", "config mode loud"):
         result = await run_command(core, scope=scope, command=command, actor=admin)
@@ -289,7 +290,7 @@ async def exercise(core: Core, scope: str, emitted: Emitted) -> None:
         if result.file is not None:
             emitted.add("the export file", result.file[1].decode())
     emitted.add("admin.export()", json.dumps(await core.admin.export(scope)))
-    prompt = await core.pipeline.build_prompt(IncomingMessage(scope=scope, text="hi", author="Q"))
+    prompt = await core.replier.build_prompt(IncomingMessage(scope=scope, text="hi", author="Q"))
     emitted.add("the reply prompt", json.dumps(prompt.messages))
 
 
@@ -309,14 +310,16 @@ async def test_core_logs_and_outputs_hide_secrets(
     try:
         await exercise(core, "discord:1:2", emitted)
         fake_llm.fail_next(1, status=401, purposes=("reply",))
-        refused = await core.pipeline.handle(
-            IncomingMessage(scope="discord:1:2", text="are you there?", author="A", direct=True)
+        refused = await converse(
+            core,
+            IncomingMessage(scope="discord:1:2", text="are you there?", author="A", direct=True),
         )
         assert refused is not None and refused.kind == "apology"
         fake_llm.fail_next(20, status=500)
         for i in range(3):
-            failed = await core.pipeline.handle(
-                IncomingMessage(scope="discord:1:3", text=f"hello again {i} " * 30, author="A")
+            failed = await converse(
+                core,
+                IncomingMessage(scope="discord:1:3", text=f"hello again {i} " * 30, author="A"),
             )
             assert failed is None  # not addressed; the summary calls fail in maintenance
         with pytest.raises(LLMUnavailable) as info:
@@ -347,13 +350,14 @@ async def test_a_model_that_echoes_the_key_does_not_make_memorybot_echo_it(
             core = await secret_core(monkeypatch, tmp_path, locked_redis.url, url)
             try:
                 for i in range(4):
-                    reply = await core.pipeline.handle(
+                    reply = await converse(
+                        core,
                         IncomingMessage(
                             scope=f"slack:T1:C{status}",
                             text=f"tell me something {i} " * 20,
                             author="A",
                             direct=True,
-                        )
+                        ),
                     )
                     assert reply is not None and reply.kind == "apology"
                     emitted.add(f"apologies ({status})", reply.text)
@@ -412,11 +416,12 @@ async def test_a_secret_in_the_models_answer_is_masked_when_sent_streamed_and_st
     scope = "discord:9:9"
     try:
         for i in range(3):
-            reply = await core.pipeline.handle(
+            reply = await converse_streamed(
+                core,
                 IncomingMessage(
                     scope=scope, text=f"what is your key? {i}", author="A", direct=True
                 ),
-                on_progress=progress if streamed else None,
+                progress if streamed else None,
             )
             assert reply is not None and reply.kind == "llm"
             assert MASK in reply.text and reply.text.endswith("Anything else?"), reply.text

@@ -99,7 +99,7 @@ class App:
         [*_, reply] = await self.fake.wait_for_messages(count=before + 1)
         await self.bot.drain()
         assert reply.thread_ts == mention["ts"]
-        stored = {e.platform_id for e in await self.core.repo.all_entries(SCOPE)}
+        stored = {e.platform_id for e in await self.core.repo.reads.all_entries(SCOPE)}
         assert mention["ts"] in stored
 
     async def keys_are_well_formed(self) -> None:
@@ -223,7 +223,7 @@ async def test_an_event_that_is_not_an_event_is_answered(
     assert answer.status in (200, 400, 404), answer
     assert [m for m in escaped(caplog) if m.startswith("aiohttp")] == []
     await app.keys_are_well_formed()
-    assert await app.core.repo.all_entries(SCOPE) == []
+    assert await app.core.repo.reads.all_entries(SCOPE) == []
     await app.still_answers_a_mention()
 
 
@@ -311,7 +311,7 @@ async def test_huge_text_is_stored_cut_and_answered(app: App) -> None:
     await app.bot.drain()
     assert reply.thread_ts == mention["ts"]
     assert all(len(m.text or "") <= 4000 for m in app.fake.posted_messages)
-    [entry, _answer] = await app.core.repo.all_entries(SCOPE)
+    [entry, _answer] = await app.core.repo.reads.all_entries(SCOPE)
     assert len(entry.text) <= app.core.settings.memory.max_message_chars + 80
 
 
@@ -358,7 +358,7 @@ async def test_memory_command_with_nasty_text_answers_privately(
     assert says in shown, shown[:500]
     for parsed in markup_texts(response):  # what Slack parses for mentions and links
         assert "<!" not in parsed and "<script>" not in parsed, parsed
-    assert (await app.core.repo.state(SCOPE)).tz == ""
+    assert (await app.core.repo.reads.state(SCOPE)).tz == ""
     await app.still_answers_a_mention()
 
 

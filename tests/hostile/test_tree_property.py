@@ -113,7 +113,7 @@ async def test_no_prompt_in_the_tree_holds_what_its_place_could_not_see_or_was_f
         reach = subtree(scope)
         server = Scope.of(scope).server_key
         if op == "say":
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(
                     scope=scope,
                     text=f"{mark} note about the project planning today " + "tea " * 8,
@@ -132,14 +132,16 @@ async def test_no_prompt_in_the_tree_holds_what_its_place_could_not_see_or_was_f
         elif op == "forget_text":
             targets = sorted(m for m in alive if notes[m].place in reach)
             if targets:
-                await admin.forget_text(scope, targets[pick % len(targets)])
+                await admin.text.forget_text(scope, targets[pick % len(targets)])
                 forget({targets[pick % len(targets)]})
         elif op in ("forget_me", "forget_me_everywhere"):
             everywhere = op == "forget_me_everywhere"
             if everywhere:
-                await admin.forget_user_everywhere(scope, user_id=person, name=PEOPLE[person])
+                await admin.person.forget_user_everywhere(
+                    scope, user_id=person, name=PEOPLE[person]
+                )
             else:
-                await admin.forget_user(scope, user_id=person, name=PEOPLE[person])
+                await admin.person.forget_user(scope, user_id=person, name=PEOPLE[person])
             own = Scope.of(scope).person_scope(person)
             forget(
                 {
@@ -154,12 +156,12 @@ async def test_no_prompt_in_the_tree_holds_what_its_place_could_not_see_or_was_f
                 }
             )
         elif op == "forget_all":
-            await admin.forget_all(scope)
+            await admin.place.forget_all(scope)
             forget({m for m, note in notes.items() if note.place in reach})
     clock.advance(timedelta(days=2))  # every day closes: summaries, day records, tiers
     everything = {*CHANNELS, *THREADS, *(dm(p, c) for p in PEOPLE for c in CHANNELS)}
     for scope in everything:
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
 
     values = [v for key in await all_keys(core) for v in await key_values(core, key)]
     left = {m for v in values for m in MARK.findall(v)}
@@ -169,7 +171,7 @@ async def test_no_prompt_in_the_tree_holds_what_its_place_could_not_see_or_was_f
         for person in PEOPLE:
             if place.is_dm and scope != dm(person, scope):
                 continue  # only its user talks in a DM
-            prompt = await core.pipeline.build_prompt(
+            prompt = await core.replier.build_prompt(
                 IncomingMessage(
                     scope=scope,
                     text="what do you know?",

@@ -77,7 +77,7 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
         mark = f"mk{n}x"
         if op == "say" or (target is None and op in ("edit", "delete", "forget_text")):
             said = Said(scope, person, mark, f"p{n}")
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(
                     scope=scope,
                     text=f"{mark} note about the project planning today " + "tea " * 8,
@@ -90,7 +90,7 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
             alive.append(said)
             said_where[mark] = scope
         elif op == "edit" and target is not None:
-            changed = await admin.edit_message(
+            changed = await admin.messages.edit_message(
                 scope, target.platform_id, f"{mark} edited note about the planning " + "tea " * 8
             )
             assert changed
@@ -98,26 +98,26 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
             said_where[mark] = scope
             target.mark = mark
         elif op == "delete" and target is not None:
-            await admin.forget_message(scope, target.platform_id)
+            await admin.messages.forget_message(scope, target.platform_id)
             forgotten.add(target.mark)
             alive.remove(target)
         elif op == "forget_text" and target is not None:
-            await admin.forget_text(scope, target.mark)
+            await admin.text.forget_text(scope, target.mark)
             forgotten.add(target.mark)
             alive.remove(target)
         elif op == "forget_me":
-            await admin.forget_user(scope, user_id=person, name=PEOPLE[person])
+            await admin.person.forget_user(scope, user_id=person, name=PEOPLE[person])
             for gone in [s for s in mine if s.person == person]:
                 forgotten.add(gone.mark)
                 alive.remove(gone)
         elif op == "forget_all":
-            await admin.forget_all(scope)
+            await admin.place.forget_all(scope)
             for gone in mine:
                 forgotten.add(gone.mark)
                 alive.remove(gone)
     clock.advance(timedelta(days=2))  # every day closes: summaries, day records, tiers
     for scope in {*CHANNELS, *(dm(p) for p in PEOPLE)}:
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
 
     values = [v for key in await all_keys(core) for v in await key_values(core, key)]
     left = {m for v in values for m in MARK.findall(v)}
@@ -126,7 +126,7 @@ async def test_no_prompt_holds_what_its_place_could_not_see_or_was_forgotten(
         for person in PEOPLE:
             if scope.startswith("discord:dm:") and scope != dm(person):
                 continue  # only its user talks in a DM
-            prompt = await core.pipeline.build_prompt(
+            prompt = await core.replier.build_prompt(
                 IncomingMessage(scope=scope, text="what do you know?", author="x", author_id=person)
             )
             for mark in MARK.findall(json.dumps(prompt.messages)):

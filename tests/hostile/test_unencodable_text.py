@@ -13,6 +13,7 @@ import pytest
 
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 
 SCOPE = "discord:1:2"
@@ -29,13 +30,14 @@ UNENCODABLE = (
 async def test_a_lone_surrogate_is_stored_as_u_fffd_and_answered(
     meaning_core: Core, fake_llm: FakeOpenAI, text: str
 ) -> None:
-    await meaning_core.pipeline.handle(
-        IncomingMessage(scope=SCOPE, text="we talked about café au lait", author="Bob")
+    await converse(
+        meaning_core,
+        IncomingMessage(scope=SCOPE, text="we talked about café au lait", author="Bob"),
     )
     msg = IncomingMessage(scope=SCOPE, text=text, author="Alice", author_id="U1", direct=True)
-    reply = await meaning_core.pipeline.handle(msg)
+    reply = await converse(meaning_core, msg)
     assert reply is not None and reply.kind == "llm", reply
-    entries = await meaning_core.repo.all_entries(SCOPE)
+    entries = await meaning_core.repo.reads.all_entries(SCOPE)
     stored = entries[-2].text  # then the answer
     assert stored == "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     stored.encode("utf-8")
@@ -46,7 +48,7 @@ async def test_a_lone_surrogate_is_stored_as_u_fffd_and_answered(
 async def test_an_edit_with_a_lone_surrogate_is_stored_repaired(meaning_core: Core) -> None:
     """A message edited on its platform goes through the same text rule."""
     msg = IncomingMessage(scope=SCOPE, text="first words", author="Alice", platform_id="m1")
-    await meaning_core.pipeline.ingest(msg)
-    await meaning_core.admin.edit_message(SCOPE, "m1", "second \ud800 words")
-    [entry] = await meaning_core.repo.all_entries(SCOPE)
+    await meaning_core.intake.accept(msg)
+    await meaning_core.admin.messages.edit_message(SCOPE, "m1", "second \ud800 words")
+    [entry] = await meaning_core.repo.reads.all_entries(SCOPE)
     assert entry.text == "second \ufffd words"

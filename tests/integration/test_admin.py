@@ -11,6 +11,7 @@ from bots.commands import Actor, execute, parse_command
 from memory_core.clock import ManualClock
 from memory_core.errors import EmptyMessage, InputError, PermissionDenied
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory, conversation, feed
 
@@ -53,18 +54,18 @@ async def test_import_rejects_bad_files_clearly(
     core = await make_core()
     with pytest.raises(InputError, match=problem.replace("[", r"\[")):
         await core.admin.import_("x", data)
-    assert not await core.repo.scope_exists("console:x")
+    assert not await core.repo.reads.scope_exists("console:x")
 
 
 async def test_pause_stops_remembering_and_resume_restarts(make_core: CoreFactory) -> None:
     core = await make_core()
-    await core.pipeline.ingest(IncomingMessage(scope="p", text="before", author="A"))
+    await core.intake.accept(IncomingMessage(scope="p", text="before", author="A"))
     await core.admin.set_paused("p", True)
-    result = await core.pipeline.ingest(IncomingMessage(scope="p", text="secret", author="A"))
+    result = await core.intake.accept(IncomingMessage(scope="p", text="secret", author="A"))
     assert not result.stored
     await core.admin.set_paused("p", False)
-    await core.pipeline.ingest(IncomingMessage(scope="p", text="after", author="A"))
-    assert [e.text for e in await core.repo.all_entries("console:p")] == ["before", "after"]
+    await core.intake.accept(IncomingMessage(scope="p", text="after", author="A"))
+    assert [e.text for e in await core.repo.reads.all_entries("console:p")] == ["before", "after"]
 
 
 async def test_a_paused_channel_keeps_its_reply_mode(
@@ -74,7 +75,7 @@ async def test_a_paused_channel_keeps_its_reply_mode(
     await core.admin.configure("discord:1:2", mode="off")
     await core.admin.set_paused("discord:1:2", True)
     mention = IncomingMessage(scope="discord:1:2", text="@bot hi", author="A", addressed=True)
-    assert await core.pipeline.handle(mention) is None, "mode off: a mention gets no answer"
+    assert await converse(core, mention) is None, "mode off: a mention gets no answer"
     assert fake_llm.count("reply") == 0
 
 
@@ -82,15 +83,15 @@ async def test_reply_modes(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None
     core = await make_core()
     heard = IncomingMessage(scope="discord:1:2", text="chatting", author="A")
     asked = IncomingMessage(scope="discord:1:2", text="@bot hi", author="A", addressed=True)
-    assert await core.pipeline.handle(heard) is None
-    assert (await core.pipeline.handle(asked)).kind == "llm"  # type: ignore[union-attr]
+    assert await converse(core, heard) is None
+    assert (await converse(core, asked)).kind == "llm"  # type: ignore[union-attr]
     await core.admin.configure("discord:1:2", mode="all")
-    assert await core.pipeline.handle(heard) is not None
+    assert await converse(core, heard) is not None
     await core.admin.configure("discord:1:2", mode="off")
-    assert await core.pipeline.handle(asked) is None
+    assert await converse(core, asked) is None
     dm = IncomingMessage(scope="discord:1:2", text="dm", author="A", direct=True)
-    assert await core.pipeline.handle(dm) is not None  # direct messages are always answered
-    texts = [e.text for e in await core.repo.all_entries("discord:1:2")]
+    assert await converse(core, dm) is not None  # direct messages are always answered
+    texts = [e.text for e in await core.repo.reads.all_entries("discord:1:2")]
     assert texts.count("chatting") == 2 and texts.count("@bot hi") == 2  # all remembered
 
 
@@ -112,14 +113,14 @@ async def test_config_validation(make_core: CoreFactory) -> None:
 async def test_bad_messages(make_core: CoreFactory) -> None:
     core = await make_core(memory={"max_message_chars": 200, "new_message_tokens": 60})
     with pytest.raises(EmptyMessage):
-        await core.pipeline.ingest(IncomingMessage(scope="b", text="   \n ", author="A"))
+        await core.intake.accept(IncomingMessage(scope="b", text="   \n ", author="A"))
     long = "word " * 5000
-    result = await core.pipeline.ingest(IncomingMessage(scope="b", text=long, author="A"))
+    result = await core.intake.accept(IncomingMessage(scope="b", text=long, author="A"))
     assert result.truncated
-    stored = (await core.repo.all_entries("console:b"))[0].text
+    stored = (await core.repo.reads.all_entries("console:b"))[0].text
     assert len(stored) < 300
     assert f"truncated: {len(long.strip()) - 200} more characters" in stored
-    prompt = await core.pipeline.build_prompt(IncomingMessage(scope="b", text=long, author="A"))
+    prompt = await core.replier.build_prompt(IncomingMessage(scope="b", text=long, author="A"))
     assert prompt.tokens <= core.settings.memory.budget_tokens
     assert prompt.sections["new_message"] <= 60
 
@@ -127,14 +128,14 @@ async def test_bad_messages(make_core: CoreFactory) -> None:
 async def test_ingest_sends_one_script_and_one_index_update(make_core: CoreFactory) -> None:
     """The hot path is EVALSHA + ZADD, pipelined: no reads before or after."""
     core = await make_core()
-    await core.pipeline.ingest(IncomingMessage(scope="r", text="warm up", author="A"))
+    await core.intake.accept(IncomingMessage(scope="r", text="warm up", author="A"))
 
     async def calls() -> dict[str, int]:
         stats = await core.store.client.info("commandstats")
         return {name: int(value["calls"]) for name, value in stats.items()}
 
     before = await calls()
-    await core.pipeline.ingest(IncomingMessage(scope="r", text="measured", author="A"))
+    await core.intake.accept(IncomingMessage(scope="r", text="measured", author="A"))
     after = await calls()
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
     assert delta.pop("cmdstat_evalsha") == 1
@@ -146,7 +147,7 @@ async def test_ingest_sends_one_script_and_one_index_update(make_core: CoreFacto
 
 async def test_commands_check_permissions_and_confirm(make_core: CoreFactory) -> None:
     core = await make_core()
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="discord:1:2", text="hello", author="Max", author_id="2")
     )
     with pytest.raises(PermissionDenied, match="Only admins"):
@@ -156,12 +157,12 @@ async def test_commands_check_permissions_and_confirm(make_core: CoreFactory) ->
     asked = await execute(
         core.admin, scope="discord:1:2", command=parse_command("forget all"), actor=ADMIN
     )
-    assert asked.needs_confirm and await core.repo.log_length("discord:1:2") == 1
+    assert asked.needs_confirm and await core.repo.reads.log_length("discord:1:2") == 1
     done = await execute(
         core.admin, scope="discord:1:2", command=parse_command("forget all confirm"), actor=ADMIN
     )
     assert "Forgot everything" in done.title
-    assert not await core.repo.scope_exists("discord:1:2")
+    assert not await core.repo.reads.scope_exists("discord:1:2")
     shown = await execute(
         core.admin, scope="discord:1:2", command=parse_command("show"), actor=MEMBER, language="ja"
     )
@@ -180,5 +181,5 @@ async def test_remember_pins_a_note_with_provenance(make_core: CoreFactory) -> N
     assert fact.by == "Ada" and fact.ts.startswith("2025-08-11T12:00")
     with pytest.raises(InputError):
         await core.admin.remember("n", "x" * 600)
-    prompt = await core.pipeline.build_prompt(IncomingMessage(scope="n", text="when?", author="B"))
+    prompt = await core.replier.build_prompt(IncomingMessage(scope="n", text="when?", author="B"))
     assert "standup is at 10:00" in prompt.messages[0]["content"]

@@ -14,6 +14,7 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.errors import PermissionDenied, UsageError
 from memory_core.models import IncomingMessage, Reply
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory, conversation, feed
 
@@ -34,7 +35,7 @@ async def command(core: Core, text: str, *, by: Actor = ADMIN, scope: str = SCOP
 
 
 async def answer(core: Core, text: str, *, by: Actor = ADMIN, scope: str = SCOPE) -> Reply:
-    reply = await core.pipeline.handle(said(text, by=by, scope=scope))
+    reply = await converse(core, said(text, by=by, scope=scope))
     assert reply is not None
     return reply
 
@@ -55,7 +56,7 @@ async def test_a_reached_channel_budget_answers_with_a_notice_and_no_model_call(
     assert "00:00 Asia/Tokyo" in second.text
     assert fake_llm.count("reply") == 1
     # The message itself is stored; the notice is not conversation.
-    texts = [e.text for e in await core.repo.recent(SCOPE, 10)]
+    texts = [e.text for e in await core.repo.reads.recent(SCOPE, 10)]
     assert "and one more question" in texts and second.text not in texts
     assert core.metrics.counts["budget_refusals:scope"] == 1
     shown = await command(core, "show")
@@ -82,7 +83,7 @@ async def test_show_stats_gives_the_spend_against_each_limit(
 
 
 def fake_llm_usage(request: object) -> dict[str, int]:
-    from bots.bench.fake_llm import RecordedRequest, default_answer, fake_usage
+    from tests.fakes.openai_server import RecordedRequest, default_answer, fake_usage
 
     assert isinstance(request, RecordedRequest)
     return fake_usage(request, default_answer(request))
@@ -153,8 +154,8 @@ async def test_a_streamed_reply_is_counted_from_the_usage_chunk(
         shown.append(text)
 
     msg = said("tell me a long story")
-    stored = await core.pipeline.ingest(msg)
-    reply = await core.pipeline.reply(msg, exclude_id=stored.id, on_progress=progress)
+    stored = await core.intake.accept(msg)
+    reply = await core.replier.reply(msg, exclude_id=stored.id, on_progress=progress)
     assert reply.kind == "llm" and shown
     (request,) = fake_llm.of("reply")
     assert request.body["stream"] is True
@@ -175,14 +176,14 @@ async def test_summaries_are_extractive_while_the_budget_is_reached_then_the_mod
     clock.set(START - timedelta(hours=1))
     assert (await answer(core, "spend the day's budget")).kind == "llm"
     await feed(core, clock, SCOPE, conversation(START, days=1, per_day=30))
-    await core.pipeline.drain()
-    state = await core.repo.state(SCOPE)
+    await core.drain()
+    state = await core.repo.reads.state(SCOPE)
     assert state.short, "the day is summarised all the same"
     assert fake_llm.count("compact", "refresh") == 0
     assert core.summarizer.stats.forced > 0
     # The next local day: the day closes with the model's help.
     clock.set(START + timedelta(days=1, hours=1))
-    await core.pipeline.maintain(SCOPE)
+    await core.maintenance.maintain(SCOPE)
     assert fake_llm.count("compact", "refresh") > 0
 
 
@@ -204,7 +205,7 @@ async def test_forget_me_drops_the_members_spend_and_forget_all_keeps_the_budget
     await command(core, "forget all confirm")
     fields = await client.hgetall(key)
     assert int(fields["tokens"]) == tokens and not [f for f in fields if f.startswith("n:")]
-    assert (await core.repo.state(SCOPE)).daily_tokens == "10"
+    assert (await core.repo.reads.state(SCOPE)).daily_tokens == "10"
     refused = await answer(core, "after the forget")
     assert refused.kind == "budget"
 
@@ -250,8 +251,8 @@ async def test_a_stream_without_a_usage_chunk_is_counted_with_our_tokenizer(
         return None
 
     msg = said("tell me a long story")
-    stored = await core.pipeline.ingest(msg)
-    reply = await core.pipeline.reply(msg, exclude_id=stored.id, on_progress=progress)
+    stored = await core.intake.accept(msg)
+    reply = await core.replier.reply(msg, exclude_id=stored.id, on_progress=progress)
     (request,) = fake_llm.of("reply")
     assert "stream_options" not in request.body
     day = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
@@ -265,13 +266,13 @@ async def test_captions_wait_while_the_budget_is_reached_and_are_counted_otherwi
     from tests.captions_data import VISION, Image, message
 
     core = await make_core(llm=VISION, budget={"daily_tokens": 10})
-    await core.pipeline.ingest(message(Image().attachment(), pid="m1"))
+    await core.intake.accept(message(Image().attachment(), pid="m1"))
     assert len(fake_llm.of("caption")) == 1
     day = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
     assert day["p:caption"] == day["tokens"] > 10 and day["u:u1"] == day["tokens"]
-    await core.pipeline.ingest(message(Image().attachment(), pid="m2"))
+    await core.intake.accept(message(Image().attachment(), pid="m2"))
     assert len(fake_llm.of("caption")) == 1  # the budget is spent: no second caption call
-    [text] = [e.text for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m2"]
+    [text] = [e.text for e in await core.repo.reads.all_entries(SCOPE) if e.platform_id == "m2"]
     assert "caption: " not in text and "p.png" in text
 
 
@@ -301,10 +302,10 @@ async def test_embeddings_are_on_the_scopes_bill_not_a_members(
     core = await make_core(llm={"embedding_model": "fake-embed"})
     for i in range(3):
         msg = IncomingMessage(scope=SCOPE, text=f"note {i}: the deploy is on Friday", author="Max")
-        await asyncio.create_task(core.pipeline.ingest(msg))
-    await core.pipeline.drain()
+        await asyncio.create_task(core.intake.accept(msg))
+    await core.drain()
     reply = await asyncio.create_task(answer(core, "when is the deploy?"))
-    await core.pipeline.drain()
+    await core.drain()
     assert reply.kind == "llm" and fake_llm.count("embed") >= 2  # the messages, the question
     counters = await core.budget.ledger.scope_day(SCOPE, START.date().isoformat())
     assert counters["p:embed"] > 0

@@ -11,7 +11,7 @@ from memory_core.bootstrap import Core
 from memory_core.errors import StoreError
 from memory_core.models import IncomingMessage, Reply
 from memory_core.service.conversation import Conversation, Turn
-from memory_core.service.pipeline import MemoryPipeline
+from memory_core.service.replies import Replier
 from memory_core.service.streaming import STREAMING_MARK
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
@@ -27,7 +27,7 @@ def asked(text: str, *, addressed: bool = True) -> IncomingMessage:
 
 
 async def roles_and_texts(core: Core) -> list[tuple[str, str]]:
-    return [(e.role, e.text) for e in await core.repo.all_entries(SCOPE)]
+    return [(e.role, e.text) for e in await core.repo.reads.all_entries(SCOPE)]
 
 
 async def turn_for(conversation: Conversation, text: str) -> Turn:
@@ -43,7 +43,7 @@ async def test_an_answer_streams_is_finished_and_remembered(
     fake_llm.responder = lambda request: answer if request.purpose == "reply" else None
     fake_llm.stream_piece_chars = 15
     core = await make_core()
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     sink = FakeSink(message_chars=2000)
     turn = await turn_for(conversation, "when is standup?")
     assert await conversation.answer(turn, sink, stream_interval_s=0.0)
@@ -61,7 +61,7 @@ async def test_a_message_the_bot_is_not_asked_or_a_repeat_is_stored_once_and_not
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core = await make_core()
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     assert await conversation.receive(asked("just chatting", addressed=False)) is None
     first = replace(asked("hello?"), platform_id="m1")
     assert await conversation.receive(first) is not None
@@ -75,7 +75,7 @@ async def test_a_model_failure_is_the_apology_and_no_answer_is_remembered(
 ) -> None:
     fake_llm.fail_next(purposes=("reply",))
     core = await make_core()
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     sink = FakeSink(message_chars=2000)
     turn = await turn_for(conversation, "remember the 7th")
     assert await conversation.answer(turn, sink, stream_interval_s=0.0)
@@ -84,10 +84,10 @@ async def test_a_model_failure_is_the_apology_and_no_answer_is_remembered(
 
 
 class StoreFailsWhileAnswering:
-    """The real pipeline, except that Redis goes away while the answer is written."""
+    """The real replier, except that Redis goes away while the answer is written."""
 
-    def __init__(self, pipeline: MemoryPipeline) -> None:
-        self.real = pipeline
+    def __init__(self, replier: Replier) -> None:
+        self.real = replier
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -101,7 +101,7 @@ async def test_a_store_failure_while_answering_is_the_apology_in_the_scopes_lang
 ) -> None:
     core = await make_core()
     await core.admin.configure(SCOPE, language="ja")
-    conversation = Conversation(StoreFailsWhileAnswering(core.pipeline))  # type: ignore[arg-type]
+    conversation = Conversation(core.intake, StoreFailsWhileAnswering(core.replier))  # type: ignore[arg-type]
     sink = FakeSink(message_chars=2000)
     turn = await turn_for(conversation, "what did we decide?")
     await conversation.answer(turn, sink, stream_interval_s=None)
@@ -113,7 +113,7 @@ async def test_an_answer_that_was_not_delivered_is_not_remembered(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core = await make_core()
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     refused = FakeSink(message_chars=2000, refuse_posts=5)
     turn = await turn_for(conversation, "are you there?")
     assert not await conversation.answer(turn, refused, stream_interval_s=0.0)
@@ -132,15 +132,15 @@ async def test_a_message_is_prepared_once_for_the_store_and_the_prompt(
     """The turn carries the message as it was stored (validated, capped, counted): the
     prompt is built from the same, not from a second preparation."""
     core = await make_core()
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     prepared: list[str] = []
-    prepare = core.pipeline.prepare
+    prepare = core.intake.prepare
 
     def counted(msg: IncomingMessage) -> Any:
         prepared.append(msg.text)
         return prepare(msg)
 
-    core.pipeline.prepare = counted  # type: ignore[method-assign]
+    core.intake.prepare = counted  # type: ignore[method-assign]
     turn = await turn_for(conversation, "what is for lunch?")
     assert await conversation.answer(turn, FakeSink(message_chars=2000), stream_interval_s=None)
     # Once for the question (the answer, stored after it, is prepared for itself).

@@ -19,29 +19,30 @@ SCOPE = "slack:T1:C1"
 
 
 async def said(core: Core, text: str, ts: str) -> None:
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=SCOPE, text=text, author="Ann", author_id="U1", platform_id=ts)
     )
 
 
 async def texts(core: Core) -> list[str]:
-    return sorted(e.text for e in await core.repo.all_entries(SCOPE))
+    return sorted(e.text for e in await core.repo.reads.all_entries(SCOPE))
 
 
 class Flaky:
-    """The admin service, failing the first ``failures`` calls as Redis going away would."""
+    """The admin's message changes, failing the first ``failures`` calls as Redis going away
+    would."""
 
-    def __init__(self, admin: Any, failures: int) -> None:
-        self.admin = admin
+    def __init__(self, changes: Any, failures: int) -> None:
+        self.changes = changes
         self.failures = failures
 
     async def edit_message(self, *args: Any, **kwargs: Any) -> bool:
         self._maybe_fail()
-        return bool(await self.admin.edit_message(*args, **kwargs))
+        return bool(await self.changes.edit_message(*args, **kwargs))
 
     async def forget_message(self, *args: Any, **kwargs: Any) -> int:
         self._maybe_fail()
-        return int(await self.admin.forget_message(*args, **kwargs))
+        return int(await self.changes.forget_message(*args, **kwargs))
 
     def _maybe_fail(self) -> None:
         if self.failures:
@@ -74,7 +75,9 @@ async def test_a_change_that_fails_is_logged_and_its_retry_applies_it(
     core = await make_core()
     await said(core, "the launch is on friday", "2.1")
     await said(core, "the budget is 400", "2.2")
-    flaky = Conversation(core.pipeline, changes=Flaky(core.admin, 2), deliveries=core.platform)
+    flaky = Conversation(
+        core.intake, core.replier, changes=Flaky(core.admin.messages, 2), deliveries=core.platform
+    )
     edit, delete = Delivery("slack", "Ev3"), Delivery("slack", "Ev4")
     assert not await flaky.edit(SCOPE, "2.1", "the launch is on monday", when=None, delivery=edit)
     assert await flaky.delete(SCOPE, [("2.2", datetime.now())], delivery=delete) == 0
@@ -92,4 +95,4 @@ async def test_a_conversation_for_answers_only_says_it_cannot_change_messages(
 ) -> None:
     core = await make_core()
     with pytest.raises(RuntimeError, match="without the admin service"):
-        await Conversation(core.pipeline).delete(SCOPE, [("3.1", None)])
+        await Conversation(core.intake, core.replier).delete(SCOPE, [("3.1", None)])

@@ -34,10 +34,10 @@ async def test_thousand_message_replay_call_budget(
     clock = ManualClock(START)
     core = await make_core(clock=clock)
     report = await replay(
-        core.pipeline, clock, read_lines(path), default_scope="console:replay", reply=False
+        core, clock, read_lines(path), default_scope="console:replay", reply=False
     )
     assert report.stored == 1000 and not report.skipped
-    rolled = sum(r.days_closed for r in core.pipeline.reports)
+    rolled = sum(r.days_closed for r in core.maintenance.reports)
     assert rolled == 9
     compact, refresh = fake_llm.count("compact"), fake_llm.count("refresh")
     assert fake_llm.count("reply") == 0
@@ -58,7 +58,7 @@ async def test_summary_prompts_do_not_grow_with_history(
     write_transcript(path, messages=600, days=3)
     clock = ManualClock(START)
     core = await make_core(clock=clock)
-    await replay(core.pipeline, clock, read_lines(path), default_scope="g", reply=False)
+    await replay(core, clock, read_lines(path), default_scope="g", reply=False)
     sizes = [len(r.prompt_text) for r in fake_llm.of("compact")]
     assert len(sizes) >= 6
     limit = core.settings.memory.compact_max_input_tokens * 6 + 8000  # chars, generous
@@ -75,17 +75,15 @@ async def test_one_model_call_per_answered_message(
     write_transcript(path, messages=200, days=1)
     clock = ManualClock(START)
     core = await make_core(clock=clock)
-    report = await replay(
-        core.pipeline, clock, read_lines(path), default_scope="console:replay", reply=True
-    )
-    await core.pipeline.drain()
+    report = await replay(core, clock, read_lines(path), default_scope="console:replay", reply=True)
+    await core.drain()
     assert report.stored == 200
     assert fake_llm.count("reply") == 200
     # The log holds the 200 messages and the 200 answers; one compaction folds at least
     # compact_min_messages of them, and a day that rolls over (the replay crosses midnight)
     # costs one compaction of its rest and one tier refresh.
-    logged = await core.repo.log_length("console:replay")
-    rolled = sum(r.days_closed for r in core.pipeline.reports)
+    logged = await core.repo.reads.log_length("console:replay")
+    rolled = sum(r.days_closed for r in core.maintenance.reports)
     assert logged == 400 and rolled <= 1
     batch = core.settings.memory.compact_min_messages
     compact = fake_llm.count("compact")

@@ -9,6 +9,7 @@ from datetime import timedelta
 from bots.dashboard import running_dashboard
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.browser.support import TOKEN
 from tests.dashboard_session import client, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
@@ -28,10 +29,10 @@ async def test_the_cost_page_shows_days_scopes_and_members(
 ) -> None:
     clock = ManualClock(START - timedelta(days=2))
     core = await make_core(clock=clock, dashboard={"token": TOKEN})
-    await core.pipeline.handle(asked("discord:1:2", "Old", "9"))
+    await converse(core, asked("discord:1:2", "Old", "9"))
     clock.set(START)
-    await core.pipeline.handle(asked("discord:1:2", HOSTILE, "7"))
-    await core.pipeline.handle(asked("slack:T1:C1", "Sam", "U1"))
+    await converse(core, asked("discord:1:2", HOSTILE, "7"))
+    await converse(core, asked("slack:T1:C1", "Sam", "U1"))
     ledger = core.budget.ledger
     today, old = START.date().isoformat(), (START - timedelta(days=2)).date().isoformat()
     top = dict(await ledger.top_scopes(today))
@@ -63,7 +64,7 @@ async def test_metrics_count_budget_refusals_by_limit(
 ) -> None:
     core = await make_core(dashboard={"token": TOKEN}, budget={"user_daily_tokens": 10})
     for _ in range(3):
-        await core.pipeline.handle(asked("discord:1:2", "Max", "2"))
+        await converse(core, asked("discord:1:2", "Max", "2"))
     await core.metrics.flush()
     async with running_dashboard(core) as server, client() as http:
         bearer = {"Authorization": f"Bearer {TOKEN}"}

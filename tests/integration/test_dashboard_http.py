@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import itsdangerous.timed
 import pytest
+from itsdangerous.encoding import base64_encode, int_to_bytes
 
 from bots.dashboard import running_dashboard, serve_dashboard
 from bots.dashboard.auth import COOKIE_NAME, LoginThrottle, SessionSigner
@@ -24,6 +26,7 @@ from bots.dashboard.server import DashboardServer
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
 from memory_core.models import Fact, IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.browser.support import TOKEN, change_routes, routes
 from tests.dashboard_session import client, log_in_any, parse_prometheus
 from tests.fakes.openai_server import FakeOpenAI
@@ -46,7 +49,7 @@ class Site:
 @pytest.fixture
 async def site(make_core: CoreFactory) -> AsyncIterator[Site]:
     core = await make_core(offline=True, dashboard={"token": TOKEN})
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"{MARKER} hi", author="Ann"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text=f"{MARKER} hi", author="Ann"))
     await core.admin.remember(SCOPE, f"{MARKER} is the codename")
     async with running_dashboard(core) as server:
         yield Site(core, server)
@@ -78,7 +81,7 @@ async def test_every_route_needs_a_login(site: Site) -> None:
         for path in ("/docs", "/openapi.json", "/redoc"):
             async with http.get(site.url + path) as r:
                 assert r.status == 404  # no API pages at all
-    assert (await site.core.repo.state(SCOPE)).short == ""  # the POSTs changed nothing
+    assert (await site.core.repo.reads.state(SCOPE)).short == ""  # the POSTs changed nothing
 
 
 async def test_login_cookie_and_security_headers(site: Site) -> None:
@@ -96,7 +99,8 @@ async def test_login_cookie_and_security_headers(site: Site) -> None:
         ) as r:
             assert r.status == 303 and r.headers["Location"] == "/"  # no open redirect
             cookie = r.headers["Set-Cookie"]
-        assert cookie.startswith(f"{COOKIE_NAME}=v1.")
+        value = cookie.split(";")[0].removeprefix(f"{COOKIE_NAME}=")
+        assert SessionSigner(TOKEN).verify(value) is not None  # itsdangerous-signed
         attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")[1:]}
         assert {"httponly", "max-age", "path", "samesite"} <= attributes
         assert "samesite=strict" in cookie.lower()
@@ -123,10 +127,10 @@ async def test_metrics_for_scrapers_count_the_fleet(
 ) -> None:
     core = await make_core(dashboard={"token": TOKEN})
     for i in range(3):
-        await core.pipeline.handle(
-            IncomingMessage(scope="console:m", text=f"hello {i}", author="A", direct=True)
+        await converse(
+            core, IncomingMessage(scope="console:m", text=f"hello {i}", author="A", direct=True)
         )
-    await core.pipeline.ingest(IncomingMessage(scope="discord:1:2", text="hi", author="B"))
+    await core.intake.accept(IncomingMessage(scope="discord:1:2", text="hi", author="B"))
     await core.metrics.flush()
     async with running_dashboard(core) as server, client() as http:
         async with http.get(f"{server.url}/metrics") as r:
@@ -156,6 +160,15 @@ async def test_metrics_for_scrapers_count_the_fleet(
         assert m["memorybot_window_minutes", ()] == 60
         assert "# HELP memorybot_messages_total Messages stored in the last 60 minutes" in text
         assert "# TYPE memorybot_messages_total gauge" in text
+        # Prometheus asks for OpenMetrics first: the same figures, in that format.
+        accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+        async with http.get(f"{server.url}/metrics", headers={**bearer, "Accept": accept}) as r:
+            assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+            open_metrics = await r.text()
+        assert open_metrics.endswith("# EOF\n")
+        again = parse_prometheus(open_metrics.removesuffix("# EOF\n"))
+        assert again.keys() == m.keys()  # (Redis's memory moves between two scrapes)
+        assert again["memorybot_messages_total", ()] == 7
 
         # A logged-in browser may read it too, and choose the window.
         await log_in_any(http, server.url)
@@ -202,7 +215,7 @@ async def test_every_change_needs_the_csrf_token(site: Site) -> None:
             allow_redirects=False,
         ) as r:
             assert r.status == 303
-        assert (await site.core.repo.state(SCOPE)).short == "fixed by hand"
+        assert (await site.core.repo.reads.state(SCOPE)).short == "fixed by hand"
         # Bad input is explained, not a crash; a missing scope is a 404, never created.
         async with http.post(
             f"{site.url}/scopes/{SCOPE}/tier", data={"csrf": token, "tier": "nope", "text": "x"}
@@ -212,24 +225,39 @@ async def test_every_change_needs_the_csrf_token(site: Site) -> None:
             f"{site.url}/scopes/discord:10:99/forget", data={"csrf": token, "text": "hi"}
         ) as r:
             assert r.status == 404
-        assert not await site.core.repo.scope_exists("discord:10:99")
+        assert not await site.core.repo.reads.scope_exists("discord:10:99")
         async with http.get(f"{site.url}/scopes/not a scope") as r:
             assert r.status == 400 and "invalid scope" in await r.text()
 
 
-async def test_sessions_expire_and_forgeries_fail(site: Site) -> None:
+async def test_sessions_expire_and_forgeries_fail(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     signer = SessionSigner(TOKEN)
-    cookie, session = signer.issue(now=time.time() - signer.ttl_s - 1)
-    assert signer.verify(cookie) is None  # expired
     cookie, session = signer.issue()
     assert signer.verify(cookie) == session
-    version, expires, sid, signature = cookie.split(".")
-    assert signer.verify(f"{version}.{int(expires) + 9999}.{sid}.{signature}") is None
+    assert session.expires - signer.ttl_s <= time.time() < session.expires
+    assert signer.verify(cookie, now=session.expires) is None  # expired
+    payload, stamp, signature = cookie.split(".")
+    later = base64_encode(int_to_bytes(int(time.time()) + 9999)).decode()
+    assert signer.verify(f"{payload}.{later}.{signature}") is None  # its time moved
+    other = SessionSigner(TOKEN).issue()[0].split(".")[0]
+    assert signer.verify(f"{other}.{stamp}.{signature}") is None  # another id, same signature
     assert SessionSigner(TOKEN + "2").verify(cookie) is None  # a new token ends sessions
     assert signer.csrf_matches(session, session.csrf)
     assert not signer.csrf_matches(session, signer.issue()[1].csrf)
+    assert not signer.csrf_matches(session, "")
+
+    class Earlier:  # the clock itsdangerous stamps cookies with, set back past the expiry
+        @staticmethod
+        def time() -> float:
+            return time.time() - signer.ttl_s - 5
+
+    with monkeypatch.context() as patched:
+        patched.setattr(itsdangerous.timed, "time", Earlier)
+        old, _ = signer.issue()
+    assert signer.verify(old) is None
     async with client() as http:
-        old, _ = signer.issue(now=time.time() - signer.ttl_s - 5)
         headers = {"Cookie": f"{COOKIE_NAME}={old}"}
         async with http.get(f"{site.url}/", headers=headers, allow_redirects=False) as r:
             assert r.status == 303  # to the login form
@@ -377,10 +405,10 @@ async def test_cli_serves_until_sigterm(tmp_path: Path, clean_redis: str, comman
 async def test_facts_about_people_are_linked_and_editable(site: Site) -> None:
     core = site.core
     person = "discord:10:user:ann"
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=SCOPE, text="I prefer tea", author="Ann", author_id="ann")
     )
-    await core.repo.put_fact(person, Fact(id="", kind="preference", text="Ann prefers tea"))
+    await core.repo.writes.put_fact(person, Fact(id="", kind="preference", text="Ann prefers tea"))
     async with client() as http:
         token = await log_in(http, site.url)
         async with http.get(f"{site.url}/scopes/{SCOPE}") as r:
@@ -391,7 +419,7 @@ async def test_facts_about_people_are_linked_and_editable(site: Site) -> None:
             f"{site.url}/scopes/{person}/facts/f1/delete", data={"csrf": token}
         ) as r:
             assert r.status == 200 and "Deleted the fact." in await r.text()
-    assert await core.repo.facts(person) == []
+    assert await core.repo.reads.facts(person) == []
 
 
 async def test_the_tree_shows_servers_channels_and_threads_with_their_counts(site: Site) -> None:
@@ -399,11 +427,11 @@ async def test_the_tree_shows_servers_channels_and_threads_with_their_counts(sit
     general, thread = "discord:10:30", "discord:10:30:31"
     for scope, name in ((general, "#general (Lab)"), (thread, "#side-topic (Lab)")):
         for n in range(2 if scope == general else 3):
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(scope=scope, text=f"line {n}", author="Ann", place_name=name)
             )
     await core.admin.remember(thread, "a fact in the thread")
-    await core.pipeline.ingest(IncomingMessage(scope="discord:77:1", text="x", author="Eve"))
+    await core.intake.accept(IncomingMessage(scope="discord:77:1", text="x", author="Eve"))
     async with client() as http:
         await log_in(http, site.url)
         async with http.get(f"{site.url}/tree") as r:
@@ -439,10 +467,10 @@ async def test_metrics_and_health_show_the_embedding_workers_lag(make_core: Core
         dashboard={"token": TOKEN},
         memory={"recall_embedder": "local"},
     )
-    assert core.pipeline.recall is not None and core.pipeline.recall.worker is not None
+    assert core.recall is not None and core.recall.worker is not None
     for i in range(20):
-        await core.pipeline.ingest(IncomingMessage(scope="console:e", text=f"note {i}", author="A"))
-    await core.pipeline.drain()
+        await core.intake.accept(IncomingMessage(scope="console:e", text=f"note {i}", author="A"))
+    await core.drain()
     # Another host's worker, behind, and one that stopped reporting a minute ago.
     now = time.time()
     behind = {"backlog": 42, "lag_s": 3.5, "embedded": 7, "at": now}
@@ -485,7 +513,7 @@ async def test_metrics_and_health_show_the_recall_indexes_memory(make_core: Core
     limit) and counts their builds and evictions: /metrics and the health page add them
     up; a process that stopped reporting is dropped from the figures."""
     core = await make_core(offline=True, dashboard={"token": TOKEN}, memory={"recall_cache_mb": 1})
-    recall = core.pipeline.recall
+    recall = core.recall
     assert recall is not None
     redis: Any = core.store.client
     scopes = [f"console:r{n}" for n in range(3)]

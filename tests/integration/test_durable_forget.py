@@ -83,23 +83,23 @@ async def say(core: Core, text: str, *, author: str, platform_id: str = "") -> N
     message = IncomingMessage(
         scope=SCOPE, text=text, author=author, author_id=author.lower(), platform_id=platform_id
     )
-    await core.pipeline.ingest(message)
+    await core.intake.accept(message)
 
 
 async def forget_text(core: Core) -> None:
-    await core.admin.forget_text(SCOPE, "hojicha")
+    await core.admin.text.forget_text(SCOPE, "hojicha")
 
 
 async def forget_me(core: Core) -> None:
-    await core.admin.forget_user(SCOPE, user_id="alice", name="Alice")
+    await core.admin.person.forget_user(SCOPE, user_id="alice", name="Alice")
 
 
 async def platform_delete(core: Core) -> None:
-    await core.admin.forget_message(SCOPE, "m-1")
+    await core.admin.messages.forget_message(SCOPE, "m-1")
 
 
 async def forget_all(core: Core) -> None:
-    await core.admin.forget_all(SCOPE)
+    await core.admin.place.forget_all(SCOPE)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ async def test_forget_fact_survives_a_server_crash_right_after_it_returns(cores:
     core = await cores.open()
     fact = await core.admin.remember(SCOPE, "the team drinks hojicha on Fridays")
     await core.admin.remember(SCOPE, "standup is at 10:00")
-    assert await core.admin.forget_fact(SCOPE, fact.id)
+    assert await core.admin.text.forget_fact(SCOPE, fact.id)
     core = await cores.crash_and_reopen()
     text = await stored(core)
     assert "hojicha" not in text
@@ -159,7 +159,7 @@ async def test_a_forget_returns_once_no_file_of_the_data_directory_holds_the_tex
     # for the plain bytes alone would miss that copy.
     assert any(SECRET.encode() in text for text in decompressed_strings(base.read_bytes()))
 
-    await core.admin.forget_text(SCOPE, SECRET)
+    await core.admin.text.forget_text(SCOPE, SECRET)
     assert files_holding(data_dir, SECRET) == []  # at once: the forget waited for it
 
     core = await cores.restart()
@@ -178,11 +178,11 @@ async def test_a_burst_of_forgets_costs_at_most_two_rewrites(cores: Cores) -> No
         message = IncomingMessage(
             scope=place, text=f"code {n}: {SECRET}", author="Alice", author_id="alice"
         )
-        await core.pipeline.ingest(message)
-        await core.pipeline.ingest(
+        await core.intake.accept(message)
+        await core.intake.accept(
             IncomingMessage(scope=place, text="sencha for me", author="Bob", author_id="bob")
         )
     before = await aof_rewrites(core)
-    await asyncio.gather(*(core.admin.forget_text(place, SECRET) for place in places))
+    await asyncio.gather(*(core.admin.text.forget_text(place, SECRET) for place in places))
     assert 1 <= await aof_rewrites(core) - before <= 2
     assert files_holding(cores.settings.store.data_dir, SECRET) == []

@@ -39,21 +39,21 @@ async def running_bot(make_core: CoreFactory, clock: ManualClock | None = None) 
     core = await make_core(
         clock=clock or ManualClock(START), offline=True, background=True, memory=LOCAL
     )
-    worker = core.pipeline.recall.worker if core.pipeline.recall is not None else None
+    worker = core.recall.worker if core.recall is not None else None
     assert worker is not None and await worker.ready()
     return core
 
 
 def worker_of(core: Core) -> BackgroundEmbedding:
-    assert core.pipeline.recall is not None and core.pipeline.recall.worker is not None
-    return core.pipeline.recall.worker
+    assert core.recall is not None and core.recall.worker is not None
+    return core.recall.worker
 
 
 async def say(core: Core, scope: str, *texts: str, author: str = "Mel") -> None:
     assert isinstance(core.clock, ManualClock)
     for text in texts:
         core.clock.advance(timedelta(seconds=20))
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author=author))
+        await core.intake.accept(IncomingMessage(scope=scope, text=text, author=author))
 
 
 async def vectors(core: Core, scope: str) -> set[str]:
@@ -62,7 +62,7 @@ async def vectors(core: Core, scope: str) -> set[str]:
 
 
 async def log_ids(core: Core, scope: str) -> set[str]:
-    return {e.id for e in await core.repo.all_entries(f"console:{scope}")}
+    return {e.id for e in await core.repo.reads.all_entries(f"console:{scope}")}
 
 
 async def test_messages_are_embedded_by_a_worker_process_not_the_bot(
@@ -76,7 +76,7 @@ async def test_messages_are_embedded_by_a_worker_process_not_the_bot(
     assert worker.pid is not None and worker.pid != os.getpid() and worker.alive
     for room in ("pets", "plans", "food"):
         await say(core, room, *(f"{room} message {i} about our weekend" for i in range(12)))
-    await core.pipeline.drain()
+    await core.drain()
     for room in ("pets", "plans", "food"):
         assert await vectors(core, f"console:{room}") == await log_ids(core, room)
     assert embedding._model is None  # nothing of it ran here
@@ -88,10 +88,10 @@ async def test_recall_by_meaning_finds_what_the_worker_embedded(make_core: CoreF
     core = await running_bot(make_core)
     await say(core, "pets", "We adopted a kitten called Bailey last spring")
     await say(core, "pets", *(f"the release {i} ships on friday" for i in range(30)), author="Ops")
-    await core.pipeline.drain()
-    assert core.pipeline.recall is not None
-    hits = await core.pipeline.recall.search("console:pets", "any cats?")
-    index = core.pipeline.recall._indexes["console:pets"]
+    await core.drain()
+    assert core.recall is not None
+    hits = await core.recall.search("console:pets", "any cats?")
+    index = core.recall._indexes["console:pets"]
     assert index.unembedded == []  # every vector loaded from what the worker stored
     assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
 
@@ -101,8 +101,8 @@ async def test_a_forget_wins_over_the_worker(make_core: CoreFactory) -> None:
     vector of a forgotten message is left, whichever came first."""
     core = await running_bot(make_core)
     await say(core, "pets", *(f"my address is {i} Elm Street" for i in range(40)))
-    await core.admin.forget_all("console:pets")
-    await core.pipeline.drain()
+    await core.admin.place.forget_all("console:pets")
+    await core.drain()
     assert await vectors(core, "console:pets") == set()
 
 
@@ -125,7 +125,7 @@ async def test_a_worker_that_dies_is_started_again_and_catches_up(
             break
         await asyncio.sleep(0.05)
     assert worker.alive and worker.pid != first
-    await core.pipeline.drain()
+    await core.drain()
     assert await vectors(core, "console:pets") == await log_ids(core, "pets")
 
 
@@ -139,9 +139,9 @@ async def test_messages_stored_before_a_restart_are_embedded_after_it(
     await say(before, "pets", *(f"an old message {i} about the garden" for i in range(25)))
     assert await vectors(before, "console:pets") == set()
     core = await running_bot(make_core, clock)
-    assert core.pipeline.recall is not None
-    await core.pipeline.recall.search("console:pets", "the garden?")
-    await core.pipeline.drain()
+    assert core.recall is not None
+    await core.recall.search("console:pets", "the garden?")
+    await core.drain()
     assert await vectors(core, "console:pets") == await log_ids(core, "pets")
 
 
@@ -172,9 +172,9 @@ async def test_a_question_is_embedded_beside_the_bot_and_here_when_that_is_gone(
     assert worker.query_pid not in (None, os.getpid(), worker.pid)
     await say(core, "pets", "We adopted a kitten called Bailey last spring")
     await say(core, "pets", *(f"the release {i} ships on friday" for i in range(30)), author="Ops")
-    await core.pipeline.drain()
-    assert core.pipeline.recall is not None
-    hits = await core.pipeline.recall.search("console:pets", "any cats?")
+    await core.drain()
+    assert core.recall is not None
+    hits = await core.recall.search("console:pets", "any cats?")
     assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
     assert embedding._model is None  # the question was embedded beside the bot
     worker.restart_after_s = 60  # (not back during this test)
@@ -188,7 +188,7 @@ async def test_a_question_is_embedded_beside_the_bot_and_here_when_that_is_gone(
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)  # (the bot hears it is gone)
-    hits = await core.pipeline.recall.search("console:pets", "any cats?")
+    hits = await core.recall.search("console:pets", "any cats?")
     assert any("Bailey" in doc.text for hit in hits[:3] for doc in hit.docs)
     assert embedding._model is not None  # embedded here instead
 
@@ -301,17 +301,17 @@ async def test_a_search_syncs_its_index_and_vectors_in_one_round_trip(
     connection: the vectors the worker stored since are used at once, the message stored a
     moment ago is noted for later, and nothing else is sent."""
     core = await running_bot(make_core)
-    recall = core.pipeline.recall
+    recall = core.recall
     assert recall is not None and core.store.lane is not None
     scope = "console:trips"
     await say(core, "trips", *(f"trip note {i} about the coast" for i in range(5)))
-    await core.pipeline.drain()
+    await core.drain()
     await recall.search(scope, "the coast")  # built, every vector loaded
     await say(core, "trips", "the ferry leaves at nine")  # stored, not embedded yet
     await recall.search(scope, "the ferry")
     index = recall._indexes[scope]
     assert [index.docs[row].text for row in index.unembedded] == ["the ferry leaves at nine"]
-    await core.pipeline.drain()  # the worker embeds it
+    await core.drain()  # the worker embeds it
     await say(core, "trips", "bring a coat")
     sent: list[tuple[object, ...]] = []
     call = core.store.lane.call

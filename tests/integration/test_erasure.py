@@ -30,41 +30,41 @@ async def test_no_dump_of_any_key_holds_a_forgotten_text(
     for n in range(40):  # several stream nodes' worth, the secret in the middle of them
         clock.advance(timedelta(minutes=3))
         text = f"{padding} {SECRET} {padding}" if n in (17, 18) else f"{padding} line {n}"
-        await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=text, author="Ann"))
-    await core.pipeline.maintain(SCOPE)  # summaries that quote it
+        await core.intake.accept(IncomingMessage(scope=SCOPE, text=text, author="Ann"))
+    await core.maintenance.maintain(SCOPE)  # summaries that quote it
     client = core.store.client
 
     async def holding() -> list[str]:
         return [k for k in await all_keys(core) if holds(await client.dump(k) or b"", SECRET)]
 
     assert await holding()  # the log, the summaries...
-    report = await core.admin.forget_text(SCOPE, SECRET)
+    report = await core.admin.text.forget_text(SCOPE, SECRET)
     assert report.messages == 2
     assert await holding() == []
     # The log kept its other messages, in order, and its ids never go back.
-    log = await core.repo.all_entries(SCOPE)
+    log = await core.repo.reads.all_entries(SCOPE)
     assert len(log) == 38 and [e.id for e in log] == sorted(e.id for e in log)
     info = await client.xinfo_stream(core.store.keys.scope(SCOPE).log)
     assert info["last-generated-id"] >= log[-1].id and info["max-deleted-entry-id"] != "0-0"
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="after", author="Ann"))
-    assert (await core.repo.all_entries(SCOPE))[-1].id > log[-1].id
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text="after", author="Ann"))
+    assert (await core.repo.reads.all_entries(SCOPE))[-1].id > log[-1].id
 
 
 async def test_a_forget_racing_new_messages_keeps_them(make_core: CoreFactory) -> None:
     """The rewrite's last step takes in what was stored since its slices copied the log."""
     core = await make_core(offline=True)
     for n in range(30):
-        await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"line {n}", author="A"))
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"x {SECRET}", author="A"))
+        await core.intake.accept(IncomingMessage(scope=SCOPE, text=f"line {n}", author="A"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text=f"x {SECRET}", author="A"))
     rewrite = core.repo.writes.rewrite_log
 
     async def with_a_message_between_slices(scope: str, *, slice_size: int = 1000) -> bool:
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text="new", author="B"))
+        await core.intake.accept(IncomingMessage(scope=scope, text="new", author="B"))
         return await rewrite(scope, slice_size=7)
 
     core.repo.writes.rewrite_log = with_a_message_between_slices  # type: ignore[method-assign]
-    await core.admin.forget_text(SCOPE, SECRET)
-    texts = [e.text for e in await core.repo.all_entries(SCOPE)]
+    await core.admin.text.forget_text(SCOPE, SECRET)
+    texts = [e.text for e in await core.repo.reads.all_entries(SCOPE)]
     assert texts == [f"line {n}" for n in range(30)] + ["new"]
 
 
@@ -81,23 +81,23 @@ async def test_forget_finds_text_a_person_reads_the_same(
     make_core: CoreFactory, said: str, forget: str
 ) -> None:
     core = await make_core(offline=True)
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=said, author="Ann"))
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="something else", author="A"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text=said, author="Ann"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text="something else", author="A"))
     await core.admin.remember(SCOPE, said)
-    report = await core.admin.forget_text(SCOPE, forget)
+    report = await core.admin.text.forget_text(SCOPE, forget)
     assert (report.messages, report.facts) == (1, 1)
-    assert [e.text for e in await core.repo.all_entries(SCOPE)] == ["something else"]
+    assert [e.text for e in await core.repo.reads.all_entries(SCOPE)] == ["something else"]
 
 
 async def test_recall_finds_what_a_person_reads_the_same(make_core: CoreFactory) -> None:
     core = await make_core(offline=True, memory={"window_tokens": 50, "window_min_tokens": 0})
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=SCOPE, text="the vault word is ZEBRA\u200bFALCON", author="Ann")
     )
     for n in range(15):
-        await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text=f"chatter {n}", author="B"))
-    assert core.pipeline.recall is not None
-    hits = await core.pipeline.recall.search(SCOPE, "what is the zebrafalcon?")
+        await core.intake.accept(IncomingMessage(scope=SCOPE, text=f"chatter {n}", author="B"))
+    assert core.recall is not None
+    hits = await core.recall.search(SCOPE, "what is the zebrafalcon?")
     assert hits and any("ZEBRA" in d.text for d in hits[0].docs)
 
 
@@ -107,10 +107,10 @@ async def test_forget_me_by_name_for_lines_without_a_user_id(make_core: CoreFact
     core = await make_core(offline=True)
     scope = "console:notes"
     for author, text in (("al", "al's plan"), ("Alice", "alice's plan"), ("al", "al again")):
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author=author))
-    report = await core.admin.forget_user(scope, user_id="al", name="al")
+        await core.intake.accept(IncomingMessage(scope=scope, text=text, author=author))
+    report = await core.admin.person.forget_user(scope, user_id="al", name="al")
     assert report.messages == 2
-    assert [e.text for e in await core.repo.all_entries(scope)] == ["alice's plan"]
+    assert [e.text for e in await core.repo.reads.all_entries(scope)] == ["alice's plan"]
     # On a platform, a display name is no proof of who someone is: ids only.
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="imported", author="bob"))
-    assert (await core.admin.forget_user(SCOPE, user_id="99", name="bob")).messages == 0
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text="imported", author="bob"))
+    assert (await core.admin.person.forget_user(SCOPE, user_id="99", name="bob")).messages == 0

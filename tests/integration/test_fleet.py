@@ -14,6 +14,7 @@ from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.fleet.scheduler import SweepReport
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse_streamed
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory, manual_maintenance
 
@@ -27,7 +28,7 @@ async def _fleet(make_core: CoreFactory, clock: ManualClock, n: int, **kw: objec
 async def _day_of_messages(core: Core, clock: ManualClock, scopes: list[str], day: int) -> None:
     for i, scope in enumerate(scopes):
         clock.set(START + timedelta(days=day, seconds=i))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope=scope, text=f"{scope} day {day} note {i}", author="U")
         )
 
@@ -75,9 +76,9 @@ async def test_four_workers_five_hundred_scopes_fourteen_days(
             "week:2025-08-11",
             "week:2025-08-18",
         ]
-        days = [d.day for d in await core.repo.days(scope)]
+        days = [d.day for d in await core.repo.reads.days(scope)]
         assert days == expected_days[-7:]
-        weeks = [w.week for w in await core.repo.weeks(scope)]
+        weeks = [w.week for w in await core.repo.reads.weeks(scope)]
         assert weeks == ["2025-08-11", "2025-08-18"]
     assert await core.scheduler.fleet.pending() == (0, 0)
 
@@ -105,11 +106,11 @@ async def test_a_dead_workers_scopes_are_finished_by_the_others(make_core: CoreF
     later = await fleet[0].scheduler.fleet.claim(now_ms=now_ms + 6000, lease_ms=5000)
     assert later in claimed
     await fleet[0].scheduler.fleet.finish(later)  # type: ignore[arg-type]
-    await fleet[0].pipeline.maintain(later)  # type: ignore[arg-type]
+    await fleet[0].maintenance.maintain(later)  # type: ignore[arg-type]
     report = await fleet[1].scheduler.sweep(force=True)
     assert report.days_closed == 4
     for scope in scopes:
-        assert [d.day for d in await fleet[0].repo.days(scope)] == ["2025-08-11"]
+        assert [d.day for d in await fleet[0].repo.reads.days(scope)] == ["2025-08-11"]
 
 
 async def test_fleet_down_three_days_catches_up_in_order(
@@ -127,10 +128,10 @@ async def test_fleet_down_three_days_catches_up_in_order(
     report = await core.scheduler.sweep()
     assert report.days_closed == 6
     for scope in scopes:
-        days = await core.repo.days(scope)
+        days = await core.repo.reads.days(scope)
         assert [d.day for d in days] == ["2025-08-11", "2025-08-12", "2025-08-13"]
         assert all(f"day {i}" in d.summary for i, d in enumerate(days))
-        state = await core.repo.state(scope)
+        state = await core.repo.reads.state(scope)
         assert state.day == "2025-08-14" and not state.refresh_pending
     # Catch-up refreshes the tiers once per scope, after the last day, not per day.
     assert fake_llm.count("refresh") == 2
@@ -142,7 +143,7 @@ async def test_a_scope_rolls_over_at_its_own_midnight(make_core: CoreFactory) ->
     await core.admin.configure("console:tokyo", timezone="Asia/Tokyo")
     await core.admin.configure("console:ny", timezone="America/New_York")
     for scope in ("console:utc", "console:tokyo", "console:ny"):
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text="hello there", author="A"))
+        await core.intake.accept(IncomingMessage(scope=scope, text="hello there", author="A"))
     clock.set(datetime(2025, 8, 13, 15, 0, 20, tzinfo=UTC))  # midnight in Tokyo
     first = await core.scheduler.sweep()
     assert first.scopes == ["console:tokyo"]
@@ -179,14 +180,14 @@ async def test_dst_transition_days(
     core = await make_core(
         clock=clock, offline=True, memory={**NO_COMPACTION, "timezone": "America/New_York"}
     )
-    await core.pipeline.ingest(IncomingMessage(scope="dst", text="noon message", author="A"))
+    await core.intake.accept(IncomingMessage(scope="dst", text="noon message", author="A"))
     clock.set(before - timedelta(minutes=30))  # 23:25 local on the transition day
-    await core.pipeline.ingest(IncomingMessage(scope="dst", text="late message", author="A"))
+    await core.intake.accept(IncomingMessage(scope="dst", text="late message", author="A"))
     clock.set(before)
     assert (await core.scheduler.sweep()).days_closed == 0
     clock.set(after)
     assert (await core.scheduler.sweep()).days_closed == 1
-    [summary] = await core.repo.days("console:dst")
+    [summary] = await core.repo.reads.days("console:dst")
     assert summary.day == day
     assert "noon message" in summary.summary and "late message" in summary.summary
 
@@ -250,9 +251,10 @@ async def test_rpm_limit_holds_across_processes(
     b = await make_core(**settings)
 
     async def ask(core: Core, i: int) -> None:
-        reply = await core.pipeline.handle(
+        reply = await converse_streamed(
+            core,
             IncomingMessage(scope=f"r{i}", text="hello", author="A", direct=True),
-            on_progress=_shown if streamed else None,
+            _shown if streamed else None,
         )
         assert reply is not None and reply.kind == "llm"
 
@@ -305,17 +307,17 @@ async def test_retention_trims_only_summarised_messages(
         clock.set(START + timedelta(days=day + 1, hours=1))
         await core.scheduler.sweep()
     # At day 5, 10:00 the cut-off is day 3, 10:00: day 3's 09:00 message is past it.
-    texts = [e.text for e in await core.repo.all_entries("console:r")]
+    texts = [e.text for e in await core.repo.reads.all_entries("console:r")]
     assert texts == ["console:r day 4 note 0"]
-    assert len(await core.repo.days("console:r")) == 5  # the summaries stay
+    assert len(await core.repo.reads.days("console:r")) == 5  # the summaries stay
     # A message whose day could not be summarised is kept, however old.
     await _day_of_messages(core, clock, ["console:r"], 5)
     fake_llm.down = True
     clock.set(START + timedelta(days=20))
     await core.scheduler.sweep()
-    texts = [e.text for e in await core.repo.all_entries("console:r")]
+    texts = [e.text for e in await core.repo.reads.all_entries("console:r")]
     assert "console:r day 5 note 0" in texts
-    assert (await core.repo.state("console:r")).day == "2025-08-16"
+    assert (await core.repo.reads.state("console:r")).day == "2025-08-16"
 
 
 async def test_retention_reaches_scopes_that_went_quiet(make_core: CoreFactory) -> None:
@@ -328,8 +330,8 @@ async def test_retention_reaches_scopes_that_went_quiet(make_core: CoreFactory) 
     assert (await core.scheduler.sweep()).queued == 0  # not yet past retention: not due
     clock.set(START + timedelta(days=4, hours=1))  # the messages are now 3 days + 1 hour old
     assert (await core.scheduler.sweep()).queued == 1
-    assert await core.repo.all_entries("console:quiet") == []
-    assert len(await core.repo.days("console:quiet")) == 1  # the summary stays
+    assert await core.repo.reads.all_entries("console:quiet") == []
+    assert len(await core.repo.reads.days("console:quiet")) == 1  # the summary stays
     clock.set(START + timedelta(days=6, hours=1))
     assert (await core.scheduler.sweep()).queued == 0  # nothing left to trim: quiet again
     clock.set(START + timedelta(days=8, hours=1))  # a new week: its quiet days are closed

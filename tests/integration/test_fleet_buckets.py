@@ -50,15 +50,15 @@ async def test_scopes_are_listed_newest_first_across_buckets(make_core: CoreFact
         pipe.zadd(core.store.keys.scopes_index_of(scope), {scope: ms})
     await pipe.execute()
     expected = sorted(scopes.items(), key=lambda row: (-row[1], row[0]))
-    assert await core.repo.scope_count() == 700
-    assert await core.repo.scopes(offset=0, limit=700) == expected
-    assert await core.repo.scopes(offset=95, limit=50) == expected[95:145]
-    assert await core.repo.scopes(offset=690, limit=50) == expected[690:]
+    assert await core.repo.reads.scope_count() == 700
+    assert await core.repo.reads.scopes(offset=0, limit=700) == expected
+    assert await core.repo.reads.scopes(offset=95, limit=50) == expected[95:145]
+    assert await core.repo.reads.scopes(offset=690, limit=50) == expected[690:]
 
 
 async def test_a_message_writes_its_scopes_bucket_only(make_core: CoreFactory) -> None:
     core = await make_core(offline=True)
-    await core.pipeline.ingest(IncomingMessage(scope="discord:5:6", text="hello", author="A"))
+    await core.intake.accept(IncomingMessage(scope="discord:5:6", text="hello", author="A"))
     redis: Any = core.store.client
     keys = core.store.keys
     index = keys.scopes_index_of("discord:5:6")

@@ -54,7 +54,7 @@ async def _memory_with_secret(make_core: CoreFactory, fake_llm: FakeOpenAI):  # 
     # A channel the whole guild can see: facts about Bob may follow him across the guild.
     await feed(core, clock, SCOPE, conversation(START, days=1, per_day=10), public=True)
     clock.advance(timedelta(minutes=5))
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(
             scope=SCOPE,
             text=f"my login is {SECRET.upper()} ok?",
@@ -77,24 +77,24 @@ async def test_forget_text_removes_it_from_every_key(
     core, _ = await _memory_with_secret(make_core, fake_llm)
     before = await scope_values(core, SCOPE)
     assert present(before, SECRET)
-    state = await core.repo.state(SCOPE)
-    days = await core.repo.days(SCOPE)
-    facts = await core.repo.facts(SCOPE)
+    state = await core.repo.reads.state(SCOPE)
+    days = await core.repo.reads.days(SCOPE)
+    facts = await core.repo.reads.facts(SCOPE)
     # The secret really spread: raw log, a day summary, the week tier, facts.
     assert any(SECRET.lower() in d.summary.lower() for d in days)
     assert SECRET.lower() in (state.mid + state.overview).lower()
-    people = await core.repo.facts("discord:1:user:bob")  # facts about Bob travel the guild
+    people = await core.repo.reads.facts("discord:1:user:bob")  # facts about Bob travel the guild
     assert sum(SECRET.lower() in f.text.lower() for f in [*facts, *people]) == 2
 
-    report = await core.admin.forget_text(SCOPE, SECRET.lower())
+    report = await core.admin.text.forget_text(SCOPE, SECRET.lower())
 
     after = await scope_values(core, SCOPE) + await scope_values(core, "discord:1:user:bob")
     assert not present(after, SECRET), [v for v in after if SECRET.lower() in v.lower()]
     assert report.messages == 1 and report.facts == 2 and report.days >= 1
-    assert any(f.text == "Alice likes tea" for f in await core.repo.facts(SCOPE))
-    assert await core.repo.log_length(SCOPE) == 30  # only the one message went
+    assert any(f.text == "Alice likes tea" for f in await core.repo.reads.facts(SCOPE))
+    assert await core.repo.reads.log_length(SCOPE) == 30  # only the one message went
     # It stays gone through later summaries.
-    prompt = await core.pipeline.build_prompt(IncomingMessage(scope=SCOPE, text="x", author="Q"))
+    prompt = await core.replier.build_prompt(IncomingMessage(scope=SCOPE, text="x", author="Q"))
     assert SECRET.lower() not in json.dumps(prompt.messages).lower()
 
 
@@ -104,20 +104,20 @@ async def test_forget_during_a_summary_in_flight_stays_forgotten(
     fake_llm.responder = quoting_llm
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory=SMALL)
-    core.pipeline.background = True
+    core.maintenance.background = True
     for i in range(6):
         clock.advance(timedelta(minutes=1))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope=SCOPE, text=f"{SECRET} line {i} " * 4, author="Bob")
         )
     fake_llm.delay = 1.0
     clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="more " * 30, author="Bob"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text="more " * 30, author="Bob"))
     # The compaction is now waiting on the (slow) model: its request has arrived. (Waited
     # for, not slept on: how long maintenance takes to get there varies, on a cluster more.)
     await until(lambda: fake_llm.count("compact") >= 1)
-    await core.admin.forget_text(SCOPE, SECRET)
-    await core.pipeline.drain()
+    await core.admin.text.forget_text(SCOPE, SECRET)
+    await core.drain()
     assert not present(await scope_values(core, SCOPE), SECRET)
 
 
@@ -125,22 +125,22 @@ async def test_forget_me_removes_only_that_person(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core, _ = await _memory_with_secret(make_core, fake_llm)
-    log_before = await core.repo.all_entries(SCOPE)
+    log_before = await core.repo.reads.all_entries(SCOPE)
     bob_count = sum(e.author_id == "bob" for e in log_before)
-    assert await core.repo.facts("discord:1:user:bob")  # what the guild knows about Bob
-    report = await core.admin.forget_user(SCOPE, user_id="bob", name="Bob")
-    log_after = await core.repo.all_entries(SCOPE)
+    assert await core.repo.reads.facts("discord:1:user:bob")  # what the guild knows about Bob
+    report = await core.admin.person.forget_user(SCOPE, user_id="bob", name="Bob")
+    log_after = await core.repo.reads.all_entries(SCOPE)
     assert report.messages == bob_count > 0
     assert all(e.author_id != "bob" for e in log_after)
     assert len(log_after) == len(log_before) - bob_count
-    assert await core.repo.facts("discord:1:user:bob") == []
-    facts = await core.repo.facts(SCOPE)
+    assert await core.repo.reads.facts("discord:1:user:bob") == []
+    facts = await core.repo.reads.facts(SCOPE)
     assert all(f.subject_id != "bob" for f in facts)
     # Alice's own note stays, although it names Bob: it is hers, not his.
     assert {f.text for f in facts} >= {"Alice likes tea", f"note: Bob's is {SECRET}"}
     # Summary sentences that repeat what he said are gone ("Bob's login is ...").
-    state = await core.repo.state(SCOPE)
-    days = await core.repo.days(SCOPE)
+    state = await core.repo.reads.state(SCOPE)
+    days = await core.repo.reads.days(SCOPE)
     for text in (state.short, state.mid, state.long, state.overview, *(d.summary for d in days)):
         assert SECRET.lower() not in text.lower()
 
@@ -148,16 +148,16 @@ async def test_forget_me_removes_only_that_person(
 async def test_forget_all_and_forget_fact(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:
     core, _ = await _memory_with_secret(make_core, fake_llm)
     await core.admin.remember("discord:1:3", "other channel note", by="x")
-    tea = next(f for f in await core.repo.facts(SCOPE) if f.text == "Alice likes tea")
-    assert await core.admin.forget_fact(SCOPE, tea.id)
-    assert not await core.admin.forget_fact(SCOPE, tea.id)
-    assert all(f.id != tea.id for f in await core.repo.facts(SCOPE))
-    texts = [e.text for e in await core.repo.all_entries(SCOPE)]
+    tea = next(f for f in await core.repo.reads.facts(SCOPE) if f.text == "Alice likes tea")
+    assert await core.admin.text.forget_fact(SCOPE, tea.id)
+    assert not await core.admin.text.forget_fact(SCOPE, tea.id)
+    assert all(f.id != tea.id for f in await core.repo.reads.facts(SCOPE))
+    texts = [e.text for e in await core.repo.reads.all_entries(SCOPE)]
     bob = "discord:1:user:bob"
-    assert any(f.origin == SCOPE for f in await core.repo.facts(bob))
+    assert any(f.origin == SCOPE for f in await core.repo.reads.facts(bob))
     await core.admin.remember_me("discord:1:3", "Bob plays the cello", user_id="bob", name="Bob")
 
-    await core.admin.forget_all(SCOPE)
+    await core.admin.place.forget_all(SCOPE)
 
     # Only the forget generation and the fact counter are left of the scope: no text of it
     # anywhere in Redis. (And its token spend, kept so that a forget does not reset the
@@ -167,14 +167,14 @@ async def test_forget_all_and_forget_fact(make_core: CoreFactory, fake_llm: Fake
     assert dict(zip(left[1::2], left[2::2], strict=True))["epoch"] == "2"
     spend = [v for v in await scope_values(core, SCOPE) if v.startswith("n:")]
     assert spend == []
-    assert SCOPE not in [s for s, _ in await core.repo.scopes()]
-    assert not await core.repo.scope_exists(SCOPE)
+    assert SCOPE not in [s for s, _ in await core.repo.reads.scopes()]
+    assert not await core.repo.reads.scope_exists(SCOPE)
     everything = [v for key in await all_keys(core) for v in await key_values(core, key)]
     for text in [*texts, SECRET]:
         assert not present(everything, text), text
     # What was learned elsewhere stays: the other channel, and what Bob pinned there.
-    assert [f.text for f in await core.repo.facts("discord:1:3")] == ["other channel note"]
-    assert [f.text for f in await core.repo.facts(bob)] == ["Bob plays the cello"]
+    assert [f.text for f in await core.repo.reads.facts("discord:1:3")] == ["other channel note"]
+    assert [f.text for f in await core.repo.reads.facts(bob)] == ["Bob plays the cello"]
 
 
 async def test_forget_all_during_a_summary_in_flight_stays_forgotten(
@@ -185,10 +185,10 @@ async def test_forget_all_during_a_summary_in_flight_stays_forgotten(
     fake_llm.responder = quoting_llm
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory=SMALL)
-    core.pipeline.background = True
+    core.maintenance.background = True
     for i in range(6):
         clock.advance(timedelta(minutes=1))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(
                 scope=SCOPE,
                 text=f"{SECRET} line {i} " * 4,
@@ -199,18 +199,18 @@ async def test_forget_all_during_a_summary_in_flight_stays_forgotten(
         )
     fake_llm.delay = 1.0
     clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(IncomingMessage(scope=SCOPE, text="more " * 30, author="Bob"))
+    await core.intake.accept(IncomingMessage(scope=SCOPE, text="more " * 30, author="Bob"))
     # The compaction is now waiting on the (slow) model: its request has arrived. (Waited
     # for, not slept on: how long maintenance takes to get there varies, on a cluster more.)
     await until(lambda: fake_llm.count("compact") >= 1)
-    await core.admin.forget_all(SCOPE)
+    await core.admin.place.forget_all(SCOPE)
     # Someone says something new before the model answers: the scope is alive again, on the
     # same day, from an empty log, exactly what the in-flight summary expects to find.
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=SCOPE, text="hello again", author="Alice", author_id="alice")
     )
-    await core.pipeline.drain()
-    state = await core.repo.state(SCOPE)
+    await core.drain()
+    state = await core.repo.reads.state(SCOPE)
     assert SECRET.lower() not in state.short.lower()
     everything = [v for key in await all_keys(core) for v in await key_values(core, key)]
     assert not present(everything, SECRET)
@@ -230,7 +230,7 @@ async def _memory_with_an_edited_secret(make_core: CoreFactory, fake_llm: FakeOp
     await feed(core, clock, SCOPE, conversation(START, days=1, per_day=10))
     clock.advance(timedelta(minutes=5))
     sent_at = clock.now()
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(
             scope=SCOPE,
             text=f"my login is {SECRET.upper()} ok?",
@@ -241,10 +241,10 @@ async def _memory_with_an_edited_secret(make_core: CoreFactory, fake_llm: FakeOp
         )
     )
     await feed(core, clock, SCOPE, conversation(START + timedelta(days=1), days=2, per_day=10))
-    [entry] = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    [entry] = [e for e in await core.repo.reads.all_entries(SCOPE) if e.platform_id == "m-secret"]
     drawn = Fact(id="", kind="profile", text="Bob shared how he logs in", message_ids=[entry.id])
-    await core.repo.put_fact(SCOPE, drawn)
-    await core.repo.put_fact(
+    await core.repo.writes.put_fact(SCOPE, drawn)
+    await core.repo.writes.put_fact(
         "discord:1:user:bob",
         Fact(id="", kind="profile", text="Bob logs in daily", origin=SCOPE, message_ids=[entry.id]),
     )
@@ -257,25 +257,25 @@ async def test_an_edit_replaces_the_message_and_forgets_what_it_removed(
 ) -> None:
     core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
     assert present(await scope_values(core, SCOPE), SECRET)
-    assert any(SECRET.lower() in d.summary.lower() for d in await core.repo.days(SCOPE))
-    length = await core.repo.log_length(SCOPE)
-    active = dict(await core.repo.scopes())[SCOPE]
+    assert any(SECRET.lower() in d.summary.lower() for d in await core.repo.reads.days(SCOPE))
+    length = await core.repo.reads.log_length(SCOPE)
+    active = dict(await core.repo.reads.scopes())[SCOPE]
 
-    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert await core.admin.messages.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
 
     after = await scope_values(core, SCOPE) + await scope_values(core, "discord:1:user:bob")
     assert not present(after, SECRET), [v for v in after if SECRET.lower() in v.lower()]
-    copies = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    copies = [e for e in await core.repo.reads.all_entries(SCOPE) if e.platform_id == "m-secret"]
     assert [(e.text, e.author, e.author_id, e.ts) for e in copies] == [
         (EDITED, "Bob", "bob", entry.ts)
     ]
-    assert await core.repo.log_length(SCOPE) == length
-    assert dict(await core.repo.scopes())[SCOPE] == active  # an edit is no new activity
-    facts = [f.text for f in await core.repo.facts(SCOPE)]
+    assert await core.repo.reads.log_length(SCOPE) == length
+    assert dict(await core.repo.reads.scopes())[SCOPE] == active  # an edit is no new activity
+    facts = [f.text for f in await core.repo.reads.facts(SCOPE)]
     assert "Bob shared how he logs in" not in facts and "Alice likes tea" in facts
-    assert [f.text for f in await core.repo.facts("discord:1:user:bob")] == []
-    state = await core.repo.state(SCOPE)
-    assert state.unsum_count == len(await core.repo.entries_after(SCOPE, state.short_upto))
+    assert [f.text for f in await core.repo.reads.facts("discord:1:user:bob")] == []
+    state = await core.repo.reads.state(SCOPE)
+    assert state.unsum_count == len(await core.repo.reads.entries_after(SCOPE, state.short_upto))
 
 
 async def test_an_edit_that_changes_nothing_or_an_unknown_message_is_a_no_op(
@@ -284,9 +284,11 @@ async def test_an_edit_that_changes_nothing_or_an_unknown_message_is_a_no_op(
     core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
     before = await scope_values(core, SCOPE)
     # Platforms send updates for embeds and unfurls: the same text changes nothing.
-    assert not await core.admin.edit_message(SCOPE, "m-secret", entry.text, when=sent_at)
-    assert not await core.admin.edit_message(SCOPE, "never-stored", "hello", when=sent_at)
-    assert not await core.admin.edit_message(SCOPE, "m-secret", entry.text)  # no hint: a scan
+    assert not await core.admin.messages.edit_message(SCOPE, "m-secret", entry.text, when=sent_at)
+    assert not await core.admin.messages.edit_message(SCOPE, "never-stored", "hello", when=sent_at)
+    assert not await core.admin.messages.edit_message(
+        SCOPE, "m-secret", entry.text
+    )  # no hint: a scan
     assert sorted(await scope_values(core, SCOPE)) == sorted(before)  # SCAN order varies
 
 
@@ -294,49 +296,51 @@ async def test_a_short_word_edited_away_redacts_no_summary(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
-    days = await core.repo.days(SCOPE)
-    state = await core.repo.state(SCOPE)
+    days = await core.repo.reads.days(SCOPE)
+    state = await core.repo.reads.state(SCOPE)
     edited = entry.text.replace(" ok?", " fine?")  # "ok" is no needle
-    assert await core.admin.edit_message(SCOPE, "m-secret", edited, when=sent_at)
-    assert await core.repo.days(SCOPE) == days
-    assert (await core.repo.state(SCOPE)).mid == state.mid
+    assert await core.admin.messages.edit_message(SCOPE, "m-secret", edited, when=sent_at)
+    assert await core.repo.reads.days(SCOPE) == days
+    assert (await core.repo.reads.state(SCOPE)).mid == state.mid
 
 
 async def test_an_interrupted_edit_is_finished_once(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core, entry, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
-    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
-    assert await core.repo.pending_forgets(SCOPE) == []  # finished: nothing left pending
+    assert await core.admin.messages.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert await core.repo.writes.pending_forgets(SCOPE) == []  # finished: nothing left pending
     # A crash after the request was written down: maintenance runs it again, twice even.
     request = ForgetRequest(
         kind="edit",
         text="my login is [gone] ok?",
         platform_id="m-secret",
-        entry_ids=tuple(e.id for e in await core.repo.all_entries(SCOPE) if e.text == EDITED),
+        entry_ids=tuple(e.id for e in await core.repo.reads.all_entries(SCOPE) if e.text == EDITED),
         author="Bob",
         author_id="bob",
         ts_ms=calendar.to_ms(sent_at),
     )
-    await core.repo.begin_forget(SCOPE, request.to_json())
-    assert await core.admin.resume_forgets(SCOPE) == 1
-    await core.repo.begin_forget(SCOPE, request.to_json())
-    assert await core.admin.resume_forgets(SCOPE) == 1
-    copies = [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"]
+    await core.repo.writes.begin_forget(SCOPE, request.to_json())
+    assert await core.admin.requests.resume(SCOPE) == 1
+    await core.repo.writes.begin_forget(SCOPE, request.to_json())
+    assert await core.admin.requests.resume(SCOPE) == 1
+    copies = [e for e in await core.repo.reads.all_entries(SCOPE) if e.platform_id == "m-secret"]
     assert [(e.text, e.ts) for e in copies] == [("my login is [gone] ok?", entry.ts)]
-    assert not (await core.repo.state(SCOPE)).forgets_pending
+    assert not (await core.repo.reads.state(SCOPE)).forgets_pending
 
 
 async def test_an_edit_while_paused_forgets_the_old_text_and_stores_nothing_new(
     make_core: CoreFactory, fake_llm: FakeOpenAI
 ) -> None:
     core, _, sent_at = await _memory_with_an_edited_secret(make_core, fake_llm)
-    length = await core.repo.log_length(SCOPE)
+    length = await core.repo.reads.log_length(SCOPE)
     await core.admin.set_paused(SCOPE, True)
-    assert await core.admin.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
+    assert await core.admin.messages.edit_message(SCOPE, "m-secret", EDITED, when=sent_at)
     assert not present(await scope_values(core, SCOPE), SECRET)
-    assert [e for e in await core.repo.all_entries(SCOPE) if e.platform_id == "m-secret"] == []
-    assert await core.repo.log_length(SCOPE) == length - 1
+    assert [
+        e for e in await core.repo.reads.all_entries(SCOPE) if e.platform_id == "m-secret"
+    ] == []
+    assert await core.repo.reads.log_length(SCOPE) == length - 1
 
 
 async def test_counters_stay_right_when_messages_arrive_during_a_forget(
@@ -348,21 +352,21 @@ async def test_counters_stay_right_when_messages_arrive_during_a_forget(
     scope = "console:busy"
 
     async def say(i: int) -> None:
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=f"note {i}", author="A"))
+        await core.intake.accept(IncomingMessage(scope=scope, text=f"note {i}", author="A"))
 
     for i in range(20):
         await say(i)
     for round_ in range(5):
         await asyncio.gather(
-            core.admin.forget_text(scope, f"note {round_}"),
+            core.admin.text.forget_text(scope, f"note {round_}"),
             *(say(100 * (round_ + 1) + i) for i in range(30)),
         )
-    state = await core.repo.state(scope)
-    log = await core.repo.all_entries(scope)
+    state = await core.repo.reads.state(scope)
+    log = await core.repo.reads.all_entries(scope)
     assert state.msg_count == len(log)
     assert state.unsum_count == len(log)  # nothing summarised in this test
     assert state.unsum_tokens == sum(e.tokens for e in log)
-    assert not state.forgets_pending and await core.repo.pending_forgets(scope) == []
+    assert not state.forgets_pending and await core.repo.writes.pending_forgets(scope) == []
 
 
 async def test_an_edit_keeps_who_could_see_the_message(make_core: CoreFactory) -> None:
@@ -377,7 +381,7 @@ async def test_an_edit_keeps_who_could_see_the_message(make_core: CoreFactory) -
         platform_id="p9",
         audience=Audience.SERVER,
     )
-    await core.pipeline.ingest(said)
-    assert await core.admin.edit_message(SCOPE, "p9", "final")
-    [entry] = await core.repo.all_entries(SCOPE)
+    await core.intake.accept(said)
+    assert await core.admin.messages.edit_message(SCOPE, "p9", "final")
+    [entry] = await core.repo.reads.all_entries(SCOPE)
     assert (entry.text, entry.public) == ("final", True)

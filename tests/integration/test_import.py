@@ -30,7 +30,7 @@ async def memorybot(home: Path, *args: str, redis_url: str) -> tuple[int, str, s
 
 async def other_guild_with_an_overview(make_core: CoreFactory) -> Any:
     core = await make_core(offline=True)
-    await core.pipeline.ingest(IncomingMessage(scope=OTHER_GUILD, text="hi", author="Eve"))
+    await core.intake.accept(IncomingMessage(scope=OTHER_GUILD, text="hi", author="Eve"))
     await core.admin.edit_tier(OTHER_GUILD, "overview", f"The {OTHER_WORDS} plan a merger.")
     return core
 
@@ -42,7 +42,7 @@ async def test_an_import_naming_another_guilds_parent_is_refused_by_the_cli(
     through ``memorybot memory import`` as a user runs it: a parent is no state field (a
     thread's channel is in its name), so the file is refused, naming the field."""
     core = await other_guild_with_an_overview(make_core)
-    await core.pipeline.ingest(IncomingMessage(scope=SOURCE, text="our standup", author="Ada"))
+    await core.intake.accept(IncomingMessage(scope=SOURCE, text="our standup", author="Ada"))
     export = await core.admin.export(SOURCE)
     export["state"]["parent"] = OTHER_GUILD
     path = tmp_path / "edited.json"
@@ -56,7 +56,7 @@ async def test_an_import_naming_another_guilds_parent_is_refused_by_the_cli(
     assert problem, err
     assert "remove it" in problem[0]
     assert await scope_values(core, TARGET) == [], "nothing is written"
-    assert not await core.repo.scope_exists(TARGET)
+    assert not await core.repo.reads.scope_exists(TARGET)
 
     ask = ("ask", "what do we plan?", "--scope", TARGET, "--dry-run", "--json")
     code, out, err = await memorybot(tmp_path, *ask, redis_url=clean_redis)
@@ -73,10 +73,10 @@ async def test_a_thread_imported_into_a_thread_of_the_same_channel_reads_that_ch
     another thread of the channel reads the channel's overview, as live."""
     core = await make_core(offline=True)
     await core.admin.edit_tier(SOURCE, "overview", "The channel overview of guild 100.")
-    await core.pipeline.ingest(IncomingMessage(scope=f"{SOURCE}:7", text="q", author="Ada"))
+    await core.intake.accept(IncomingMessage(scope=f"{SOURCE}:7", text="q", author="Ada"))
     export = json.loads(json.dumps(await core.admin.export(f"{SOURCE}:7")))
     await core.admin.import_(f"{SOURCE}:8", export)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope=f"{SOURCE}:8", text="?", author="A")
     )
     assert "channel overview of guild 100" in json.dumps(prompt.messages)
@@ -89,10 +89,10 @@ async def test_a_parent_set_by_hand_in_redis_is_not_read_by_the_prompt(
     """A state hash whose "parent" was HSET by hand (another guild's channel, 3 MB of
     garbage): nothing reads it; the prompt has no parent section and no other guild."""
     core = await other_guild_with_an_overview(make_core)
-    await core.pipeline.ingest(IncomingMessage(scope=TARGET, text="our standup", author="Ada"))
+    await core.intake.accept(IncomingMessage(scope=TARGET, text="our standup", author="Ada"))
     client: Any = core.store.client
     await client.hset(core.repo.k(TARGET).state, "parent", value)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope=TARGET, text="what do we plan?", author="Ada")
     )
     assert "zanzibar" not in json.dumps(prompt.messages)

@@ -31,7 +31,7 @@ def marker(scope: str, i: int) -> str:
 
 async def _check(core, scopes_used: set[str]) -> None:  # type: ignore[no-untyped-def]
     for scope in scopes_used:
-        prompt = await core.pipeline.build_prompt(
+        prompt = await core.replier.build_prompt(
             IncomingMessage(scope=scope, text="recap please", author="Q")
         )
         export = json.dumps(await core.admin.export(scope), ensure_ascii=False)
@@ -75,11 +75,11 @@ async def test_random_interleavings_never_mix_scopes(
     for scope, hop in plan:
         clock.advance(timedelta(hours=hop * 7, minutes=rng.randint(1, 50)))
         text = f"{marker(scope, 0)} said {' '.join(rng.choice('abcdefg') * 3 for _ in range(12))}"
-        await core.pipeline.ingest(IncomingMessage(scope=scope, text=text, author="P"))
+        await core.intake.accept(IncomingMessage(scope=scope, text=text, author="P"))
         used.add(scope)
     clock.advance(timedelta(days=2))
     for scope in used:
-        await core.pipeline.maintain(scope)
+        await core.maintenance.maintain(scope)
     await _check(core, used)
 
 
@@ -89,7 +89,7 @@ async def test_threads_read_only_their_own_guilds_parent(
     core = await make_core()
     await core.admin.edit_tier("discord:1:10", "overview", "guild one channel secret plan")
     await core.admin.edit_tier("discord:2:10", "overview", "guild two channel other plan")
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="discord:1:10:99", text="?", author="Q")
     )
     system = prompt.messages[0]["content"]

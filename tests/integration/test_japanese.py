@@ -9,6 +9,7 @@ import pytest
 from memory_core.bootstrap import Core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory
 
@@ -36,14 +37,15 @@ async def test_japanese_chat_uses_japanese_prompts(
         for i in range(3):
             for author, text in LINES:
                 clock.advance(timedelta(minutes=3))
-                await core.pipeline.ingest(
+                await core.intake.accept(
                     IncomingMessage(scope="discord:9:9", text=f"{text}（{i}）", author=author)
                 )
         clock.set(START + timedelta(days=day + 1))
-    reply = await core.pipeline.handle(
+    reply = await converse(
+        core,
         IncomingMessage(
             scope="discord:9:9", text="会議はいつでしたっけ？", author="たろう", direct=True
-        )
+        ),
     )
     assert reply is not None and reply.kind == "llm"
     compact = fake_llm.of("compact")[0]
@@ -52,7 +54,7 @@ async def test_japanese_chat_uses_japanese_prompts(
     assert "総合記憶" in refresh.prompt_text
     system = fake_llm.of("reply")[0].messages[0]["content"]
     assert system.startswith("あなたはmemorybotです")
-    days = await core.repo.days("discord:9:9")
+    days = await core.repo.reads.days("discord:9:9")
     assert days and "渋谷" in days[0].summary
 
 
@@ -71,12 +73,12 @@ async def test_japanese_offline_extractive_keeps_names_and_numbers(make_core: Co
     filler = [("たろう", "うん"), ("はなこ", "了解")] * 4
     for author, text in filler + LINES + LINES:
         clock.advance(timedelta(minutes=1))
-        await core.pipeline.ingest(IncomingMessage(scope="j", text=text, author=author))
-    state = await core.repo.state("console:j")
+        await core.intake.accept(IncomingMessage(scope="j", text=text, author=author))
+    state = await core.repo.reads.state("console:j")
     assert state.short, "offline mode still summarises"
     assert "5万円" in state.short or "14時" in state.short
-    reply = await core.pipeline.handle(
-        IncomingMessage(scope="j", text="何を覚えてる？", author="さくら", direct=True)
+    reply = await converse(
+        core, IncomingMessage(scope="j", text="何を覚えてる？", author="さくら", direct=True)
     )
     assert reply is not None and reply.kind == "offline"
     assert "LLMが設定されていない" in reply.text
@@ -100,17 +102,17 @@ async def said_long_ago(core: Core, clock: ManualClock, text: str, *, days: int)
     """さくら says ``text``, then ``days`` days of 40 filler messages each follow; the
     vectors are made as the background makes them live."""
     clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(IncomingMessage(scope="j", text=text, author="さくら"))
+    await core.intake.accept(IncomingMessage(scope="j", text=text, author="さくら"))
     for day in range(1, days + 1):
         clock.set(START + timedelta(days=day))
         for i in range(40):
             author, filler = FILLER_JA[i % len(FILLER_JA)]
             clock.advance(timedelta(minutes=2))
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(scope="j", text=f"{filler}（{i}）", author=author)
             )
-    assert core.pipeline.recall is not None
-    await core.pipeline.recall.embed_backlog("console:j")
+    assert core.recall is not None
+    await core.recall.embed_backlog("console:j")
 
 
 @pytest.mark.parametrize("embedder", ["off", "local"])
@@ -122,7 +124,7 @@ async def test_japanese_facts_are_recalled_from_long_ago(
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, memory={"recall_embedder": embedder})
     await said_long_ago(core, clock, "予算は5万円までに決めました。", days=3)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="j", text="予算はいくらに決めましたか？", author="たろう")
     )
     assert "予算は5万円までに決めました" in _recalled(prompt.messages[0]["content"])
@@ -135,7 +137,7 @@ async def test_japanese_is_recalled_by_meaning_with_the_local_model(
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, memory={"recall_embedder": "local"})
     await said_long_ago(core, clock, "先月から猫を飼い始めました。", days=2)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="j", text="ペットはいる？", author="たろう")
     )
     assert "猫を飼い始めました" in _recalled(prompt.messages[0]["content"])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import select
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -17,16 +19,17 @@ from redis.asyncio import Redis
 from redis.exceptions import (
     AuthenticationError,
     NoScriptError,
+    RedisError,
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bots.bench.cluster import LocalRedis, free_port
 from memory_core.bootstrap import build_core
 from memory_core.models import IncomingMessage
 from memory_core.store import lane as lane_module
 from memory_core.store.lane import FastLane
+from memorybot_testkit.redis_servers import LocalRedis, free_port
 from tests.helpers import make_settings
 
 
@@ -89,6 +92,52 @@ async def test_error_replies_are_redis_pys_classes_and_the_lane_goes_on(
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await lane.call("LPUSH", "text", "y")
     assert await lane.call("GET", "text") == "x"
+
+
+def _error_replies() -> list[str]:
+    """An error reply for every code redis-py's parser gives a class of its own (its table,
+    so a code added in a release is covered at once), and two it does not."""
+    replies = ["ERR unknown command 'NOPE'", "MADEUP an error code nobody knows"]
+    for code, kind in lane_module.BaseParser.EXCEPTION_CLASSES.items():
+        if isinstance(kind, dict):
+            replies.extend(f"{code} {message}" for message in kind)
+        else:  # (a redirection names the slot and the node)
+            message = "3999 127.0.0.1:7001" if code in ("ASK", "MOVED") else "it went wrong"
+            replies.append(f"{code} {message}")
+    return replies
+
+
+async def test_every_error_reply_raises_what_redis_pys_client_raises(
+    lane: FastLane, client: Redis
+) -> None:
+    """What the lane borrows from redis-py's private ``redis._parsers`` (pyproject.toml pins
+    the range): for each error reply, the class and the message redis-py's own client raises
+    (a script sends them, so that one server can). A redis-py without that parser fails at
+    the import of memory_core.store.lane, saying what to do."""
+    for reply in _error_replies():
+        command = ("EVAL", "return redis.error_reply(ARGV[1])", 0, reply)
+        with pytest.raises(RedisError) as by_redis_py:
+            await client.execute_command(*command)
+        with pytest.raises(RedisError) as by_lane:
+            await lane.call(*command)
+        assert type(by_lane.value) is type(by_redis_py.value), reply
+        assert str(by_lane.value) == str(by_redis_py.value), reply
+    assert await lane.call("ECHO", "still in step") == "still in step"
+
+
+def test_a_redis_py_without_the_private_parser_is_refused_saying_why() -> None:
+    """If a redis-py release moves ``redis._parsers`` (pyproject.toml's pin was widened, or
+    overridden), the store does not half work: importing the lane fails, naming what is
+    missing, the installed release and the way out."""
+    hide = (  # redis-py loaded whole, then the class taken away, as a release that moved it
+        "import redis.asyncio, redis._parsers.base as parsers; del parsers.BaseParser; "
+        "import memory_core.store.lane"
+    )
+    run = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "needs redis-py's redis._parsers.base.BaseParser" in run.stderr
+    assert f"redis {redis.__version__} does not have" in run.stderr
+    assert "redis>=5.0,<9" in run.stderr and "tests/integration/test_lane.py" in run.stderr
 
 
 async def test_a_caller_that_gives_up_does_not_put_the_replies_out_of_step(
@@ -200,7 +249,7 @@ async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
     lane, and the main client's reads see it at once."""
     core = await build_core(make_settings(redis_url=clean_redis))
     lane = core.store.lane
-    assert lane is not None and core.pipeline.repo.lane is lane
+    assert lane is not None and core.repo.lane is lane
     sent: list[tuple[str, bool]] = []
     call = lane.call
 
@@ -210,12 +259,12 @@ async def test_the_bot_stores_messages_by_its_lane(clean_redis: str) -> None:
 
     lane.call = spied  # type: ignore[method-assign]
     try:
-        result = await core.pipeline.ingest(
+        result = await core.intake.accept(
             IncomingMessage(scope="console:lane", text="stored by the lane", author="ann")
         )
         assert result.stored
         assert sent == [("EVALSHA", True)]  # (waiting for its reply on the CPU: below)
-        assert [e.text for e in await core.pipeline.repo.recent("console:lane", 5)] == [
+        assert [e.text for e in await core.repo.reads.recent("console:lane", 5)] == [
             "stored by the lane"
         ]
     finally:
@@ -242,7 +291,7 @@ async def test_a_replys_reads_by_the_lane_are_what_redis_py_reads(clean_redis: s
     began) and the asker's own facts, and by one batch."""
     core = await build_core(make_settings(redis_url=clean_redis))
     try:
-        repo = core.pipeline.repo
+        repo = core.repo
         channel, started = "slack:T1:C1", 1_764_000_000.5
         thread = f"{channel}:{started}"
         person = "slack:T1:user:U1"
@@ -254,7 +303,7 @@ async def test_a_replys_reads_by_the_lane_are_what_redis_py_reads(clean_redis: s
                 (channel, started + 2),
             ]
         ):
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(
                     scope=scope,
                     text=f"message {i} café",
@@ -273,9 +322,9 @@ async def test_a_replys_reads_by_the_lane_are_what_redis_py_reads(clean_redis: s
             return await batch(commands)
 
         repo.lane.batch = spied  # type: ignore[method-assign]
-        by_lane = await repo.prompt_snapshot(thread, recent=10, user=person)
+        by_lane = await repo.reads.prompt_snapshot(thread, recent=10, user=person)
         repo.lane = None
-        by_redis_py = await repo.prompt_snapshot(thread, recent=10, user=person)
+        by_redis_py = await repo.reads.prompt_snapshot(thread, recent=10, user=person)
         assert by_lane == by_redis_py
         assert len(sent) == 1 and "XRANGE" in sent[0] and "XREVRANGE" in sent[0]
         assert by_lane.state.tz == "Asia/Tokyo" and by_lane.user_facts

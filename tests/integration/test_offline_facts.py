@@ -14,6 +14,7 @@ from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.scopes import Audience
 from memory_core.service.past import PastMessage
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory, ListSource
 
@@ -42,7 +43,7 @@ async def talk(
     """``lines`` as (name, text), one a minute; the user id is the lower-cased name."""
     for name, text in lines:
         clock.advance(timedelta(minutes=1))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(
                 scope=scope,
                 text=text,
@@ -52,13 +53,13 @@ async def talk(
                 audience=Audience.SERVER if public else Audience.PRIVATE,
             )
         )
-    await core.pipeline.drain()
+    await core.drain()
 
 
 async def close_the_day(core: Core, clock: ManualClock, scope: str) -> None:
     """The next local day: maintenance compacts what is left of the day and closes it."""
     clock.advance(timedelta(days=1))
-    await core.pipeline.maintain(scope)
+    await core.maintenance.maintain(scope)
 
 
 async def run(core: Core, text: str, actor: Actor, scope: str = CHANNEL) -> str:
@@ -67,7 +68,7 @@ async def run(core: Core, text: str, actor: Actor, scope: str = CHANNEL) -> str:
 
 
 async def texts(core: Core, scope: str) -> set[str]:
-    return {fact.text for fact in await core.repo.facts(scope)}
+    return {fact.text for fact in await core.repo.reads.facts(scope)}
 
 
 async def test_offline_facts_are_learned_routed_shown_and_forgotten_like_the_models(
@@ -92,17 +93,17 @@ async def test_offline_facts_are_learned_routed_shown_and_forgotten_like_the_mod
     # The question, the negation, the condition and the hearsay taught nothing.
     assert await texts(core, "discord:1:user:bob") == set()
     assert await texts(core, "discord:1:user:carol") == set()
-    [decision] = await core.repo.facts(CHANNEL)
+    [decision] = await core.repo.reads.facts(CHANNEL)
     assert (decision.kind, decision.text, decision.subject_id) == (
         "decision",
         "Decided to ship on Friday",
         "",
     )
-    said = {e.id: e.text for e in await core.repo.all_entries(CHANNEL)}
-    for fact in [decision, *await core.repo.facts(alice), *await core.repo.facts(dan)]:
+    said = {e.id: e.text for e in await core.repo.reads.all_entries(CHANNEL)}
+    for fact in [decision, *await core.repo.reads.facts(alice), *await core.repo.reads.facts(dan)]:
         assert fact.source == "rules" and fact.origin == CHANNEL
         assert fact.message_ids and all(i in said for i in fact.message_ids)
-    vegetarian = next(f for f in await core.repo.facts(alice) if "vegetarian" in f.text)
+    vegetarian = next(f for f in await core.repo.reads.facts(alice) if "vegetarian" in f.text)
     assert (vegetarian.kind, vegetarian.subject_id, vegetarian.shared) == ("profile", "alice", True)
     assert [said[i] for i in vegetarian.message_ids] == [CHAT[0][1]]
 
@@ -111,7 +112,7 @@ async def test_offline_facts_are_learned_routed_shown_and_forgotten_like_the_mod
     assert "Decided to ship on Friday (2025-08-11) (learned without a model" in shown
     assert "`me:" in shown and "Alice lives in Osaka" in shown and "Dan" not in shown
     # A reply to Alice elsewhere in the guild knows her, as with a model's facts.
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="discord:1:30", text="dinner?", author="Alice", author_id="alice")
     )
     assert "Alice is vegetarian" in prompt.messages[0]["content"]
@@ -120,8 +121,8 @@ async def test_offline_facts_are_learned_routed_shown_and_forgotten_like_the_mod
     assert "3 facts" in await run(core, "forget me", ALICE)
     assert await texts(core, alice) == set()
     await run(core, "forget Friday", ADMIN)
-    assert await core.repo.facts(CHANNEL) == []
-    cat = next(f for f in await core.repo.facts(dan) if "モチ" in f.text)
+    assert await core.repo.reads.facts(CHANNEL) == []
+    cat = next(f for f in await core.repo.reads.facts(dan) if "モチ" in f.text)
     await run(core, f"forget fact me:{cat.id}", DAN)
     assert await texts(core, dan) == {"Danはベジタリアンです", "Danは大阪に住んでいます"}
 
@@ -137,15 +138,15 @@ async def test_said_again_in_a_private_channel_it_is_one_fact_that_stays_there(
     await close_the_day(core, clock, private)
     await talk(core, clock, private, day[:2], public=False)
     await close_the_day(core, clock, private)
-    [fact] = await core.repo.facts(private)
+    [fact] = await core.repo.reads.facts(private)
     assert (fact.text, fact.subject_id, fact.shared) == ("Alice is vegetarian", "alice", False)
     assert len(fact.message_ids) == 3  # said three times, learned once
     assert fact.seen[:10] > fact.ts[:10]  # confirmed the day after it was learned
-    assert await core.repo.facts("discord:1:user:alice") == []
+    assert await core.repo.reads.facts("discord:1:user:alice") == []
     # A message deleted on the platform takes the fact it said along.
-    for platform_id in sorted({e.platform_id for e in await core.repo.all_entries(private)}):
-        await core.admin.forget_message(private, platform_id)
-    assert await core.repo.facts(private) == []
+    for platform_id in sorted({e.platform_id for e in await core.repo.reads.all_entries(private)}):
+        await core.admin.messages.forget_message(private, platform_id)
+    assert await core.repo.reads.facts(private) == []
 
 
 async def test_a_budget_stopped_run_learns_them_and_a_model_run_only_what_the_model_says(
@@ -154,8 +155,9 @@ async def test_a_budget_stopped_run_learns_them_and_a_model_run_only_what_the_mo
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory=SMALL, budget={"daily_tokens": 10})
     clock.set(START - timedelta(hours=1))
-    spent = await core.pipeline.handle(
-        IncomingMessage(scope=CHANNEL, text="hello", author="Ada", author_id="ada", direct=True)
+    spent = await converse(
+        core,
+        IncomingMessage(scope=CHANNEL, text="hello", author="Ada", author_id="ada", direct=True),
     )
     assert spent is not None and spent.kind == "llm"
     await talk(core, clock, CHANNEL, CHAT, public=True)
@@ -166,7 +168,7 @@ async def test_a_budget_stopped_run_learns_them_and_a_model_run_only_what_the_mo
     # The next day the model is back: it found no fact (the fake's answer), so none is
     # learned, whatever was said.
     clock.set(START + timedelta(days=1, hours=1))
-    await core.pipeline.maintain(CHANNEL)
+    await core.maintenance.maintain(CHANNEL)
     before = await texts(core, "discord:1:user:erin")
     await talk(core, clock, CHANNEL, [("Erin", "I love green tea. " * 6)] * 3, public=True)
     await close_the_day(core, clock, CHANNEL)
@@ -196,15 +198,15 @@ async def test_a_channels_past_learned_offline_brings_its_stated_facts_once(
     ]
     assert (await core.learner.read(ListSource(CHANNEL, past), days=30)).new == len(past)
     assert (await core.learner.store_read(CHANNEL)).status == "done"
-    alice = await core.repo.facts("discord:1:user:alice")
+    alice = await core.repo.reads.facts("discord:1:user:alice")
     assert sorted(f.text for f in alice) == [
         "Alice is vegetarian",
         "Alice lives in Osaka",
         "Alice's cat is called Mochi",
     ]
     [vegetarian] = [f for f in alice if "vegetarian" in f.text]
-    platform_ids = {e.id: e.platform_id for e in await core.repo.all_entries(CHANNEL)}
+    platform_ids = {e.id: e.platform_id for e in await core.repo.reads.all_entries(CHANNEL)}
     assert [platform_ids[i] for i in vegetarian.message_ids] == ["p00", "p30"]
     assert vegetarian.source == "rules"
     assert (vegetarian.ts[:10], vegetarian.seen[:10]) == ("2025-08-11", "2025-08-14")
-    assert [f.text for f in await core.repo.facts(CHANNEL)] == ["Decided to ship on Friday"]
+    assert [f.text for f in await core.repo.reads.facts(CHANNEL)] == ["Decided to ship on Friday"]

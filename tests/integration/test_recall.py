@@ -39,7 +39,7 @@ async def _history(make_core: CoreFactory, **kw: object):  # type: ignore[no-unt
     core = await make_core(clock=clock, offline=True, **kw)
     for i, (who, text) in enumerate(OLD):
         clock.set(START + timedelta(minutes=i))
-        await core.pipeline.ingest(IncomingMessage(scope="team", text=text, author=who))
+        await core.intake.accept(IncomingMessage(scope="team", text=text, author=who))
     # Weeks of unrelated chatter push the cafe far out of the window.
     await feed(
         core, clock, "console:team", conversation(START + timedelta(days=1), days=20, per_day=30)
@@ -50,7 +50,7 @@ async def _history(make_core: CoreFactory, **kw: object):  # type: ignore[no-unt
 
 async def test_a_question_recalls_the_old_message_with_its_date(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(
             scope="team", text="What was the name of the cafe Maria mentioned?", author="Tom"
         )
@@ -64,7 +64,7 @@ async def test_a_question_recalls_the_old_message_with_its_date(make_core: CoreF
 
 async def test_a_short_answer_comes_with_the_question_it_answers(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="team", text="Did we go after the Friday standup?", author="Tom")
     )
     system = prompt.messages[0]["content"]
@@ -74,7 +74,7 @@ async def test_a_short_answer_comes_with_the_question_it_answers(make_core: Core
 
 async def test_nothing_irrelevant_is_recalled(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="team", text="Any thoughts on quantum chromodynamics?", author="Tom")
     )
     assert "recall" not in prompt.sections
@@ -83,14 +83,14 @@ async def test_nothing_irrelevant_is_recalled(make_core: CoreFactory) -> None:
 async def test_forgotten_text_is_never_recalled(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
     question = IncomingMessage(scope="team", text="Which cafe near the river?", author="Tom")
-    assert "Blue Heron" in json.dumps((await core.pipeline.build_prompt(question)).messages)
-    await core.admin.forget_text("team", "Blue Heron")
-    assert "Blue Heron" not in json.dumps((await core.pipeline.build_prompt(question)).messages)
+    assert "Blue Heron" in json.dumps((await core.replier.build_prompt(question)).messages)
+    await core.admin.text.forget_text("team", "Blue Heron")
+    assert "Blue Heron" not in json.dumps((await core.replier.build_prompt(question)).messages)
 
 
 async def test_other_scopes_are_not_recalled(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="other", text="What was the name of the cafe?", author="Tom")
     )
     assert "Blue Heron" not in json.dumps(prompt.messages)
@@ -98,7 +98,7 @@ async def test_other_scopes_are_not_recalled(make_core: CoreFactory) -> None:
 
 async def test_a_question_about_a_day_recalls_that_day(make_core: CoreFactory) -> None:
     core, _ = await _history(make_core)
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="team", text="What did Maria talk about on August 11?", author="T")
     )
     assert "Blue Heron" in prompt.messages[0]["content"]
@@ -107,7 +107,7 @@ async def test_a_question_about_a_day_recalls_that_day(make_core: CoreFactory) -
 async def test_japanese_recall(make_core: CoreFactory) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True)
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(
             scope="jp", text="来月の社員旅行は箱根の温泉旅館に決まりました", author="さくら"
         )
@@ -115,7 +115,7 @@ async def test_japanese_recall(make_core: CoreFactory) -> None:
     await feed(
         core, clock, "console:jp", conversation(START + timedelta(days=1), days=10, per_day=30)
     )
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="jp", text="社員旅行はどこに行くんだっけ？", author="たろう")
     )
     assert "箱根の温泉旅館" in prompt.messages[0]["content"]
@@ -128,17 +128,17 @@ async def test_days_past_retention_are_recalled_from_their_day_record(
     core = await make_core(clock=clock, offline=True, memory={"retention_days": 2})
     for i, (who, text) in enumerate(OLD):
         clock.set(START + timedelta(minutes=i))
-        await core.pipeline.ingest(IncomingMessage(scope="team", text=text, author=who))
+        await core.intake.accept(IncomingMessage(scope="team", text=text, author=who))
     for day in range(1, 6):  # the fleet rolls over every night; raw messages expire
         clock.set(START + timedelta(days=day, hours=1))
-        await core.pipeline.ingest(
-            IncomingMessage(scope="team", text=f"day {day} chat", author="X")
-        )
+        await core.intake.accept(IncomingMessage(scope="team", text=f"day {day} chat", author="X"))
         await core.scheduler.sweep()
-    assert all("Blue Heron" not in e.text for e in await core.repo.all_entries("console:team"))
-    episodes = await core.repo.episodes("console:team")
+    assert all(
+        "Blue Heron" not in e.text for e in await core.repo.reads.all_entries("console:team")
+    )
+    episodes = await core.repo.reads.episodes("console:team")
     assert episodes[0].day == "2025-08-11" and "Blue Heron" in episodes[0].summary
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="team", text="Which cafe did Maria find near the river?", author="T")
     )
     assert "(summary of the day)" in prompt.messages[0]["content"]
@@ -154,7 +154,7 @@ async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
     clock = ManualClock(START)
     settings = {"llm": {"embedding_model": "fake-embed"}}
     core = await make_core(clock=clock, **settings)
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
     await feed(
@@ -163,29 +163,31 @@ async def test_embeddings_find_by_meaning_and_are_stored_for_the_fleet(
     question = IncomingMessage(scope="pets", text="Any feline news?", author="Q")
     # The first search finds no vector yet: it embeds only the question and leaves the
     # messages to a background task, so the reply never waits for them.
-    await core.pipeline.build_prompt(question)
-    assert core.pipeline.recall is not None
-    await core.pipeline.recall.drain()
-    prompt = await core.pipeline.build_prompt(question)
+    await core.replier.build_prompt(question)
+    assert core.recall is not None
+    await core.recall.drain()
+    prompt = await core.replier.build_prompt(question)
     assert "Mel: We adopted a cat named Bailey" in recalled(prompt.messages[0]["content"])
     assert fake_llm.count("embed") >= 3  # the question, the messages, the question
     k = core.store.keys.scope("console:pets")
-    assert await core.store.client.hlen(k.vectors) == await core.repo.log_length("console:pets")
+    assert await core.store.client.hlen(k.vectors) == await core.repo.reads.log_length(
+        "console:pets"
+    )
     # A second process reuses the stored vectors: only the question is embedded.
     other = await make_core(clock=clock, **settings)
     before = fake_llm.count("embed")
-    again = await other.pipeline.build_prompt(question)
+    again = await other.replier.build_prompt(question)
     assert "Mel: We adopted a cat named Bailey" in recalled(again.messages[0]["content"])
     assert fake_llm.count("embed") == before + 1
-    await core.admin.forget_text("pets", "Bailey")
+    await core.admin.text.forget_text("pets", "Bailey")
     assert not [
         v
         for v in await core.store.client.hkeys(k.vectors)
-        if v not in {e.id for e in await core.repo.all_entries("console:pets")}
+        if v not in {e.id for e in await core.repo.reads.all_entries("console:pets")}
     ]
     # With the embedding model down, recall falls back to words and replies still work.
     fake_llm.down = True
-    assert (await core.pipeline.build_prompt(question)).tokens > 0
+    assert (await core.replier.build_prompt(question)).tokens > 0
 
 
 class FakeEmbedder:
@@ -225,7 +227,7 @@ async def _vector_ids(core: Core, scope: str) -> set[str]:
 
 
 async def _log_ids(core: Core, scope: str) -> set[str]:
-    return {e.id for e in await core.repo.all_entries(scope)}
+    return {e.id for e in await core.repo.reads.all_entries(scope)}
 
 
 async def test_concurrent_searches_in_one_scope_index_each_message_once(
@@ -258,13 +260,13 @@ async def test_a_full_list_of_day_records_still_brings_new_ones(make_core: CoreF
     recall = _recall_of(core)
     for day in range(10):
         clock.set(START + timedelta(days=day))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope="diary", text=f"Day {day}: we planned the garden.", author="A")
         )
         clock.set(START + timedelta(days=day + 1, minutes=-30))
         await core.scheduler.sweep(force=True)
         await recall.warm(scope)  # the index follows the list day by day
-    listed = [d.day for d in await core.repo.episodes(scope)]
+    listed = [d.day for d in await core.repo.reads.episodes(scope)]
     assert len(listed) == 7 and listed[-1] == "2025-08-20"
     assert _record_days(recall, scope) == listed
     # A restart sees the same.
@@ -312,7 +314,7 @@ async def test_all_stored_vectors_are_used_after_a_restart(make_core: CoreFactor
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
     first = _recall_of(core, FakeEmbedder())
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
     # Two halves, each searched: every message gets its vector, stored for the fleet.
@@ -355,7 +357,7 @@ async def test_retention_trims_vectors_with_their_messages(make_core: CoreFactor
     assert 0 < len(left) < 16  # retention did trim, at rollover
     # The trim maintenance runs on its own when a scope closes no more days (_step).
     newest_ms = int(left[-1].split("-")[0])
-    assert await core.repo.trim_log_before(scope, str(newest_ms)) == len(left) - 1
+    assert await core.repo.writes.trim_log_before(scope, str(newest_ms)) == len(left) - 1
     assert await _log_ids(core, scope) == {left[-1]}
     assert not await _vector_ids(core, scope)  # its context was trimmed: made again
     await recall.search(scope, "any news about the garden?")
@@ -375,13 +377,15 @@ async def test_a_search_while_a_forget_is_pending_does_not_keep_the_forgotten(
     recall = _recall_of(core)
     await feed(core, clock, scope, conversation(START, days=1, per_day=10))
     clock.set(START + timedelta(hours=13))
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="team", text="The cafe near the river is Blue Heron", author="M")
     )
     question = "Which cafe near the river?"
-    await core.repo.begin_forget(scope, ForgetRequest(kind="text", text="Blue Heron").to_json())
+    await core.repo.writes.begin_forget(
+        scope, ForgetRequest(kind="text", text="Blue Heron").to_json()
+    )
     assert any("Blue Heron" in d.text for h in await recall.search(scope, question) for d in h.docs)
-    assert await core.admin.resume_forgets(scope) == 1
+    assert await core.admin.requests.resume(scope) == 1
     hits = await recall.search(scope, question)
     assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
 
@@ -394,14 +398,14 @@ async def test_a_vector_made_while_its_message_is_forgotten_is_not_stored(
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
     await feed(core, clock, scope, conversation(START, days=1, per_day=5))
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
 
     class ForgetsMeanwhile(FakeEmbedder):
         async def __call__(self, texts: list[str]) -> list[list[float]]:
             if any("Bailey" in t for t in texts):
-                await core.admin.forget_text("pets", "Bailey")
+                await core.admin.text.forget_text("pets", "Bailey")
             return await super().__call__(texts)
 
     await _recall_of(core, ForgetsMeanwhile()).embed_backlog(scope)
@@ -419,7 +423,7 @@ async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_p
     scope = "console:pets"
     await feed(core, clock, scope, conversation(START, days=1, per_day=40))
     clock.advance(timedelta(hours=2))  # a new exchange: embedded on its own
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
     embedder = FakeEmbedder()
@@ -429,7 +433,7 @@ async def test_messages_are_embedded_once_in_the_background_never_on_the_reply_p
     await recall.drain()
     # Each message once, as "who: what" after the turn it answers (its context).
     said = [text.rsplit("\n", 1)[-1].split(": ", 1)[1] for text in embedder.texts[1:]]
-    assert sorted(said) == sorted(e.text for e in await core.repo.all_entries(scope))
+    assert sorted(said) == sorted(e.text for e in await core.repo.reads.all_entries(scope))
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
     embedder.texts.clear()
     hits = await recall.search(scope, "Any feline?")
@@ -448,14 +452,14 @@ async def test_a_live_message_is_embedded_in_the_background_after_it_is_stored(
     by the next reply its vector is in Redis, made once."""
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True, background=True)
-    assert core.pipeline.recall is not None
+    assert core.recall is not None
     embedder = FakeEmbedder()
-    core.pipeline.recall.embedder = embedder
+    core.recall.embedder = embedder
     scope = "console:pets"
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="We adopted a cat named Bailey", author="Mel")
     )
-    await core.pipeline.drain()
+    await core.drain()
     assert embedder.texts == ["Mel: We adopted a cat named Bailey"]
     assert await _vector_ids(core, scope) == await _log_ids(core, scope)
 
@@ -466,10 +470,10 @@ async def test_the_local_model_is_the_default_embedder_offline(make_core: CoreFa
     from memory_core.recall.embedding import LocalEmbedder
 
     core = await make_core(offline=True, memory={"recall_embedder": "local"})
-    assert core.pipeline.recall is not None
-    assert isinstance(core.pipeline.recall.embedder, LocalEmbedder)
+    assert core.recall is not None
+    assert isinstance(core.recall.embedder, LocalEmbedder)
     lexical = await make_core(offline=True)
-    assert lexical.pipeline.recall is not None and lexical.pipeline.recall.embedder is None
+    assert lexical.recall is not None and lexical.recall.embedder is None
 
 
 async def test_a_forget_also_drops_the_vector_that_used_its_message_as_context(
@@ -481,16 +485,16 @@ async def test_a_forget_also_drops_the_vector_that_used_its_message_as_context(
     clock = ManualClock(START)
     core = await make_core(clock=clock, offline=True)
     scope = "console:pets"
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="pets", text="Our new cat is called Bailey", author="Mel")
     )
     clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(IncomingMessage(scope="pets", text="So cute!", author="Tom"))
+    await core.intake.accept(IncomingMessage(scope="pets", text="So cute!", author="Tom"))
     embedder = FakeEmbedder()
     recall = _recall_of(core, embedder)
     await recall.embed_backlog(scope)
     assert any("Bailey" in t and "So cute!" in t for t in embedder.texts)
-    await core.admin.forget_text("pets", "Bailey")
+    await core.admin.text.forget_text("pets", "Bailey")
     assert await _vector_ids(core, scope) == set()  # the answer's vector went with it
     embedder.texts.clear()
     await recall.embed_backlog(scope)
@@ -509,7 +513,7 @@ async def test_the_index_is_rebuilt_only_when_something_left_the_log(
     scope = "console:team"
     recall = _recall_of(core)
     await feed(core, clock, scope, conversation(START, days=1, per_day=10))
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="team", text="The cafe near the river is Blue Heron", author="M")
     )
     await recall.warm(scope)
@@ -518,7 +522,7 @@ async def test_the_index_is_rebuilt_only_when_something_left_the_log(
     hits = await recall.search(scope, "Which cafe near the river?")
     assert recall._indexes[scope] is built  # not rebuilt
     assert any("Blue Heron" in d.text for h in hits for d in h.docs)
-    await core.admin.forget_text("team", "Blue Heron")
+    await core.admin.text.forget_text("team", "Blue Heron")
     hits = await recall.search(scope, "Which cafe near the river?")
     assert recall._indexes[scope] is not built
     assert not any("Blue Heron" in d.text for h in hits for d in h.docs)
@@ -638,7 +642,7 @@ async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
     index = recall._indexes[huge]
     assert 0 < index.messages < 3000 and index.skipped == 3000 - index.messages
     assert index.nbytes() <= limit
-    said = [entry.text for entry in await core.repo.all_entries(huge)]
+    said = [entry.text for entry in await core.repo.reads.all_entries(huge)]
     assert _message_texts(index) == said[-index.messages :]  # the newest, in order
 
     # More said: the index grows past the limit, and is built again over the newest.
@@ -647,13 +651,13 @@ async def test_a_scope_bigger_than_the_cache_indexes_its_newest_messages(
         hits = await recall.search(huge, "later note 7")
     index = recall._indexes[huge]
     assert index.nbytes() <= limit and index.skipped == 6000 - index.messages
-    said = [entry.text for entry in await core.repo.all_entries(huge)]
+    said = [entry.text for entry in await core.repo.reads.all_entries(huge)]
     assert _message_texts(index) == said[-index.messages :]
     assert hits and any("later note 7" in doc.text for hit in hits for doc in hit.docs)
     builds = recall.cache_stats.builds
 
     # The epoch moves (a forget that deleted nothing of it): the window stands.
-    await core.repo.bump_epoch(huge)
+    await core.repo.writes.bump_epoch(huge)
     await recall.search(huge, "later note 8")
     assert recall.cache_stats.builds == builds
 
@@ -673,19 +677,19 @@ async def test_retention_before_a_window_does_not_rebuild_it(make_core: CoreFact
     await recall.search(huge, "huge note 3")
     index = recall._indexes[huge]
     builds, window = recall.cache_stats.builds, index.messages
-    ids = [entry.id for entry in await core.repo.all_entries(huge)]
+    ids = [entry.id for entry in await core.repo.reads.all_entries(huge)]
     assert 0 < window < 2000
 
-    assert await core.repo.trim_log_before(huge, ids[1000]) == 1000  # before the window
+    assert await core.repo.writes.trim_log_before(huge, ids[1000]) == 1000  # before the window
     await recall.search(huge, "huge note 4")
     assert recall.cache_stats.builds == builds and recall._indexes[huge] is index
     assert index.messages == window and index.skipped == 2000 - window
-    await core.repo.bump_epoch(huge)  # (a forget that deleted none of the messages)
+    await core.repo.writes.bump_epoch(huge)  # (a forget that deleted none of the messages)
     await recall.search(huge, "huge note 5")
     assert recall.cache_stats.builds == builds and recall._indexes[huge] is index
 
     into = len(ids) - window + 10  # the window's ten oldest go
-    assert await core.repo.trim_log_before(huge, ids[into]) == into - 1000
+    assert await core.repo.writes.trim_log_before(huge, ids[into]) == into - 1000
     hits = await recall.search(huge, "huge note 6")
     assert recall.cache_stats.builds == builds + 1
     rebuilt = recall._indexes[huge]
@@ -704,34 +708,34 @@ async def test_a_reply_waits_for_an_index_being_built_at_most_recall_wait_s(
     forget is not waited for either. A dry run (``ask --dry-run``, the evaluation) waits
     for it whole."""
     core = await make_core(offline=True)
-    recall = core.pipeline.recall
+    recall = core.recall
     assert recall is not None
     said = IncomingMessage(scope="big", text="the launch code word is pelican", author="Carol")
-    await core.pipeline.ingest(said)
+    await core.intake.accept(said)
     await _fill_log(core, "console:big", 6000, "chatter")
     ask = IncomingMessage(scope="big", text="what is the launch code word?", author="Dan")
 
     async def reply(wait_s: float) -> str:
         core.settings.memory.recall_wait_s = wait_s
-        answer = await core.pipeline.reply(ask, store=False)
+        answer = await core.replier.reply(ask, store=False)
         assert answer.kind == "offline"
         return answer.text
 
     assert "pelican" not in await reply(0.001)
-    await core.pipeline.drain()  # (the build it left behind, finished)
+    await core.drain()  # (the build it left behind, finished)
     assert recall.cache_stats.builds == 1
     assert "pelican" in await reply(60)
     assert recall.cache_stats.builds == 1  # (the build left behind served it)
 
-    await core.admin.forget_text("big", "chatter note 7 about the 0 plan")
+    await core.admin.text.forget_text("big", "chatter note 7 about the 0 plan")
     assert "pelican" not in await reply(0.001)
-    await core.pipeline.drain()
+    await core.drain()
     assert recall.cache_stats.builds == 2
     assert "pelican" in await reply(60)
     assert recall.cache_stats.builds == 2
 
-    await core.admin.forget_text("big", "chatter note 8 about the 1 plan")
-    prompt = await core.pipeline.build_prompt(ask)  # waits for the rebuild
+    await core.admin.text.forget_text("big", "chatter note 8 about the 1 plan")
+    prompt = await core.replier.build_prompt(ask)  # waits for the rebuild
     assert "pelican" in recalled(prompt.messages[0]["content"])
     assert recall.cache_stats.builds == 3
 
@@ -743,24 +747,24 @@ async def test_a_thread_s_reply_keeps_its_own_recall_while_its_channel_s_index_i
     built: here its lock is held, as a build holds it) and is made with what the thread
     itself recalls; the channel's search goes on and is done once the build lets go."""
     core = await make_core(offline=True)
-    recall = core.pipeline.recall
+    recall = core.recall
     assert recall is not None
     channel, thread = "discord:1:2", "discord:1:2:3"
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=channel, text="the launch code word is pelican", author="Carol")
     )
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope=thread, text="the thread's code word is heron", author="Ben")
     )
     ask = IncomingMessage(scope=thread, text="what code word did we pick?", author="Dan")
     core.settings.memory.recall_wait_s = 0.5
     async with recall.sync.lock(channel):  # (the channel's index being built)
-        answer = await core.pipeline.reply(ask, store=False)
+        answer = await core.replier.reply(ask, store=False)
         assert "heron" in answer.text and "pelican" not in answer.text
         assert len(recall._late) == 1  # the channel's search, waiting for the build
     await recall.drain()
     assert not recall._late and channel in recall._indexes
-    answer = await core.pipeline.reply(ask, store=False)
+    answer = await core.replier.reply(ask, store=False)
     assert "heron" in answer.text and "pelican" in answer.text
 
 
@@ -787,5 +791,5 @@ async def test_a_windowed_index_loads_the_stored_vectors_of_its_own_messages(
     assert index.unembedded == [] and index.vectors is not None
     assert index.nbytes() <= limit
     assert later.texts == ["feline note 39"]  # the question only: no message embedded again
-    newest = {entry.id for entry in (await core.repo.all_entries(scope))[-index.messages :]}
+    newest = {entry.id for entry in (await core.repo.reads.all_entries(scope))[-index.messages :]}
     assert hits and {doc_id for hit in hits for doc_id in hit.ids} <= newest

@@ -16,6 +16,7 @@ import pytest
 from config.prompts import load_prompts
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage, Reply
+from memorybot_testkit.converse import converse_streamed
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.helpers import CoreFactory
 
@@ -33,9 +34,10 @@ async def ask(core: Core, *, streamed: bool, shown: list[str] | None = None) -> 
         if shown is not None:
             shown.append(text)
 
-    reply = await core.pipeline.handle(
+    reply = await converse_streamed(
+        core,
         IncomingMessage(scope=SCOPE, text="tell me everything", author="Alice", direct=True),
-        on_progress=progress if streamed else None,
+        progress if streamed else None,
     )
     assert reply is not None
     return reply

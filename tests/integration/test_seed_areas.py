@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
 from memory_core.tiers.summarize import render_entries
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.helpers import START, CoreFactory, conversation, feed
 
@@ -22,12 +23,12 @@ SMALL = {"compact_trigger_tokens": 150, "compact_min_messages": 5, "compact_keep
 async def test_1_log_to_text_conversion(make_core: CoreFactory) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock)
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="We ship Friday", author="Alice"))
+    await core.intake.accept(IncomingMessage(scope="t", text="We ship Friday", author="Alice"))
     clock.advance(timedelta(minutes=1))
-    await core.pipeline.ingest(
+    await core.intake.accept(
         IncomingMessage(scope="t", text="Noted", author="memorybot", role="assistant")
     )
-    entries = await core.repo.all_entries("console:t")
+    entries = await core.repo.reads.all_entries("console:t")
     assert render_entries(entries, "UTC").splitlines() == [
         "2025-08-11 09:00 Alice: We ship Friday",
         "2025-08-11 09:01 memorybot: Noted",
@@ -39,8 +40,8 @@ async def test_2_recent_extraction(make_core: CoreFactory) -> None:
     core = await make_core(clock=clock, memory={"window_tokens": 60})
     for i in range(30):
         clock.advance(timedelta(seconds=30))
-        await core.pipeline.ingest(IncomingMessage(scope="t", text=f"note {i}", author="Bob"))
-    prompt = await core.pipeline.build_prompt(IncomingMessage(scope="t", text="?", author="Bob"))
+        await core.intake.accept(IncomingMessage(scope="t", text=f"note {i}", author="Bob"))
+    prompt = await core.replier.build_prompt(IncomingMessage(scope="t", text="?", author="Bob"))
     window = [m["content"] for m in prompt.messages[1:-1]]
     assert window, "the newest messages must be in the prompt"
     assert window[-1].endswith("note 29")
@@ -54,18 +55,18 @@ async def test_3_date_change_detection_follows_the_scope_timezone(
     clock = ManualClock(datetime(2025, 8, 13, 14, 0, tzinfo=UTC))  # 23:00 in Tokyo
     core = await make_core(clock=clock)
     await core.admin.configure("t", timezone="Asia/Tokyo")
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="late night idea", author="Aki"))
-    state = await core.repo.state("console:t")
+    await core.intake.accept(IncomingMessage(scope="t", text="late night idea", author="Aki"))
+    state = await core.repo.reads.state("console:t")
     clock.set(datetime(2025, 8, 13, 14, 59, tzinfo=UTC))  # 23:59 Tokyo: same day
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="still today", author="Aki"))
-    assert (await core.repo.days("console:t")) == []
+    await core.intake.accept(IncomingMessage(scope="t", text="still today", author="Aki"))
+    assert (await core.repo.reads.days("console:t")) == []
     clock.set(datetime(2025, 8, 13, 15, 1, tzinfo=UTC))  # 00:01 Tokyo, still the 13th in UTC
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="new day", author="Aki"))
-    days = await core.repo.days("console:t")
+    await core.intake.accept(IncomingMessage(scope="t", text="new day", author="Aki"))
+    days = await core.repo.reads.days("console:t")
     assert [d.day for d in days] == ["2025-08-13"]
     assert "late night idea" in days[0].summary and "still today" in days[0].summary
     assert "new day" not in days[0].summary
-    assert (await core.repo.state("console:t")).day == "2025-08-14"
+    assert (await core.repo.reads.state("console:t")).day == "2025-08-14"
     assert state.day == "2025-08-13"
 
 
@@ -73,7 +74,7 @@ async def test_4_days_overflow_past_seven(make_core: CoreFactory) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock)
     await feed(core, clock, "t", conversation(START, days=10, per_day=3))
-    days = [d.day for d in await core.repo.days("console:t")]
+    days = [d.day for d in await core.repo.reads.days("console:t")]
     # Nine days were closed (the tenth is today); the list keeps the newest seven.
     expected = [(date(2025, 8, 11) + timedelta(days=i)).isoformat() for i in range(2, 9)]
     assert days == expected
@@ -87,7 +88,7 @@ async def test_5_weeks_cap_at_fifty_two(make_core: CoreFactory) -> None:
         for w in range(56)
     ]
     await feed(core, clock, "t", messages)
-    weeks = await core.repo.weeks("console:t")
+    weeks = await core.repo.reads.weeks("console:t")
     assert len(weeks) == 52
     assert weeks[-1].week == (date(2025, 8, 11) + timedelta(weeks=54)).isoformat()
     assert weeks[0].week == (date(2025, 8, 11) + timedelta(weeks=3)).isoformat()
@@ -109,17 +110,17 @@ async def test_6_summary_generation(make_core: CoreFactory, fake_llm: FakeOpenAI
     core = await make_core(clock=clock, memory=SMALL)
     for i in range(12):
         clock.advance(timedelta(minutes=2))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(scope="t", text=f"Osaka trip detail {i} " * 3, author="Alice")
         )
-    state = await core.repo.state("console:t")
+    state = await core.repo.reads.state("console:t")
     assert state.short == "Alice and Bob planned the Osaka trip for 3 May."
     assert state.short_upto, "the summarised pointer moved"
     request = fake_llm.of("compact")[0]
     assert "Osaka trip detail 0" in request.prompt_text
     assert request.body["response_format"] == {"type": "json_object"}
     assert request.model == core.settings.llm.summary_model
-    facts = await core.repo.facts("console:t")
+    facts = await core.repo.reads.facts("console:t")
     assert [(f.kind, f.text, f.source) for f in facts] == [
         ("decision", "Trip to Osaka on 3 May", "summary")
     ]
@@ -128,11 +129,11 @@ async def test_6_summary_generation(make_core: CoreFactory, fake_llm: FakeOpenAI
 
 async def test_7_empty_data(make_core: CoreFactory, fake_llm: FakeOpenAI) -> None:
     core = await make_core()
-    report = await core.pipeline.maintain("console:nobody")
+    report = await core.maintenance.maintain("console:nobody")
     assert (report.compactions, report.days_closed, report.refreshes) == (0, 0, 0)
     view = await core.admin.show("nobody")
     assert view.messages == 0 and view.days == [] and view.facts == []
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="nobody", text="hello", author="Z")
     )
     assert "</memory>" not in prompt.messages[0]["content"]
@@ -146,32 +147,32 @@ async def test_8_llm_errors_lose_nothing(make_core: CoreFactory, fake_llm: FakeO
     fake_llm.fail_next(1, status=500, purposes=("compact",))
     for i in range(6):
         clock.advance(timedelta(seconds=10))
-        await core.pipeline.ingest(IncomingMessage(scope="t", text=f"fact {i} " * 12, author="A"))
-    state = await core.repo.state("console:t")
+        await core.intake.accept(IncomingMessage(scope="t", text=f"fact {i} " * 12, author="A"))
+    state = await core.repo.reads.state("console:t")
     assert state.short == "" and state.failures == 1 and state.retry_at > 0
-    assert await core.repo.log_length("console:t") == 6
+    assert await core.repo.reads.log_length("console:t") == 6
     # During the back-off nothing is retried; after it, the next message catches up.
     clock.advance(timedelta(seconds=30))
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="fact 6 " * 12, author="A"))
+    await core.intake.accept(IncomingMessage(scope="t", text="fact 6 " * 12, author="A"))
     assert fake_llm.count("compact") == 1
     clock.advance(timedelta(seconds=61))
-    await core.pipeline.ingest(IncomingMessage(scope="t", text="fact 7 " * 12, author="A"))
-    state = await core.repo.state("console:t")
+    await core.intake.accept(IncomingMessage(scope="t", text="fact 7 " * 12, author="A"))
+    state = await core.repo.reads.state("console:t")
     assert state.failures == 0 and "fact 0" in state.short
     # Garbage from the model: the extractive summary stands in at once.
     fake_llm.malformed_next(1, purposes=("compact",))
     for i in range(8, 16):
         clock.advance(timedelta(seconds=10))
-        await core.pipeline.ingest(IncomingMessage(scope="t", text=f"fact {i} " * 12, author="A"))
+        await core.intake.accept(IncomingMessage(scope="t", text=f"fact {i} " * 12, author="A"))
     assert core.summarizer.stats.fallbacks == 1
-    assert await core.repo.log_length("console:t") == 16
+    assert await core.repo.reads.log_length("console:t") == 16
     # A failed reply is an apology; the user's message stays.
     fake_llm.fail_next(1, status=503, purposes=("reply",))
-    reply = await core.pipeline.handle(
-        IncomingMessage(scope="t", text="are you there?", author="A", direct=True)
+    reply = await converse(
+        core, IncomingMessage(scope="t", text="are you there?", author="A", direct=True)
     )
     assert reply is not None and reply.kind == "apology"
-    assert (await core.repo.recent("console:t", 1))[0].text == "are you there?"
+    assert (await core.repo.reads.recent("console:t", 1))[0].text == "are you there?"
 
 
 async def test_9_stored_data_has_the_right_types(make_core: CoreFactory) -> None:
@@ -180,7 +181,7 @@ async def test_9_stored_data_has_the_right_types(make_core: CoreFactory) -> None
     await feed(core, clock, "t", conversation(START, days=3, per_day=12))
     await core.admin.remember("t", "standup is at 10", by="Alice")
     k = core.store.keys.scope("console:t")
-    raw = await core.repo.raw_state("console:t")
+    raw = await core.repo.reads.raw_state("console:t")
     for field in ("unsum_tokens", "unsum_count", "msg_count", "last_ms", "refresh_seq"):
         assert raw[field].lstrip("-").isdigit(), field
     date.fromisoformat(raw["day"])
@@ -246,7 +247,7 @@ async def test_11_whole_flow_ten_days(make_core: CoreFactory, fake_llm: FakeOpen
     assert view.state.long.startswith("LONG:")
     assert view.state.day == "2025-08-20"  # today: below the compaction threshold so far
     assert view.state.refresh_pending is False
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         IncomingMessage(scope="team", text="what happened?", author="Alice")
     )
     system = prompt.messages[0]["content"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import redis
 
-from bots.bench.cluster import LocalCluster, LocalRedis
 from memory_core.store import embedded
 from memory_core.store.server import compact
+from memorybot_testkit.redis_servers import LocalCluster, LocalRedis
 from tests.helpers import CLI, make_settings
 from tests.rdb_scan import files_holding
 

@@ -42,13 +42,15 @@ async def asked_in_the_channel(core: Core, clock: ManualClock) -> None:
     """Chatter, then Bob's note to the bot (its ts names the thread the answer starts),
     answered through the conversation as a door does."""
     clock.set(START + timedelta(minutes=50))
-    await core.pipeline.ingest(said(CHANNEL, "lunch is at noon today", who="Ann", pid="1.1"))
+    await core.intake.accept(said(CHANNEL, "lunch is at noon today", who="Ann", pid="1.1"))
     clock.set(START + timedelta(hours=1))
-    turn = await Conversation(core.pipeline).receive(
+    turn = await Conversation(core.intake, core.replier).receive(
         said(CHANNEL, "@memorybot note: the lab door code is 4417-B", pid=TS, addressed=True)
     )
     assert turn is not None
-    assert await Conversation(core.pipeline).answer(turn, FakeSink(), stream_interval_s=None)
+    assert await Conversation(core.intake, core.replier).answer(
+        turn, FakeSink(), stream_interval_s=None
+    )
     clock.set(START + timedelta(hours=1, minutes=5))
 
 
@@ -58,11 +60,11 @@ async def test_a_follow_up_in_the_thread_sees_the_message_and_answer_that_began_
     clock = ManualClock(START)
     core = await make_core(clock=clock)
     await asked_in_the_channel(core, clock)
-    [answer] = [e for e in await core.repo.all_entries(CHANNEL) if e.role == "assistant"]
+    [answer] = [e for e in await core.repo.reads.all_entries(CHANNEL) if e.role == "assistant"]
     assert answer.answers == TS and answer.reply_to == "bob"
     assert answer.platform_id == "sink-0"  # the posted answer's own id: a delete finds it
 
-    prompt = await core.pipeline.build_prompt(said(THREAD, "what was the door code again?"))
+    prompt = await core.replier.build_prompt(said(THREAD, "what was the door code again?"))
     system = prompt.messages[0]["content"]
     began = system.split("How this thread began", 1)[1].split("##", 1)[0]
     assert "lab door code is 4417-B" in began  # the message that started it
@@ -78,8 +80,8 @@ async def test_a_forget_in_the_channel_reaches_the_threads_prompt_at_once(
     clock = ManualClock(START)
     core = await make_core(clock=clock)
     await asked_in_the_channel(core, clock)
-    assert await core.admin.forget_message(CHANNEL, TS)
-    prompt = await core.pipeline.build_prompt(said(THREAD, "what was the door code again?"))
+    assert await core.admin.messages.forget_message(CHANNEL, TS)
+    prompt = await core.replier.build_prompt(said(THREAD, "what was the door code again?"))
     # The message is gone from how the thread began (and so is the answer tied to it).
     assert not any("4417-B" in e.text for e in prompt.used.started)
     assert "lunch is at noon" in prompt.messages[0]["content"]
@@ -97,21 +99,21 @@ async def test_a_discord_thread_started_from_a_message_and_one_started_from_none
     earlier = said(
         "discord:1:2", "earlier in the channel", pid="1", ts=started - timedelta(minutes=5)
     )
-    await core.pipeline.ingest(earlier)
-    await core.pipeline.ingest(
+    await core.intake.accept(earlier)
+    await core.intake.accept(
         said("discord:1:2", "the thread's first message", pid=message_id, ts=started)
     )
-    await core.pipeline.ingest(
+    await core.intake.accept(
         said("discord:1:2", "said after", pid="9", ts=started + timedelta(minutes=1))
     )
-    prompt = await core.pipeline.build_prompt(said(thread, "so?"))
+    prompt = await core.replier.build_prompt(said(thread, "so?"))
     assert [e.text for e in prompt.used.started] == [
         "earlier in the channel",
         "the thread's first message",
     ]
     # A thread started from no message (its id is no message's): the channel before it.
     later = str(int(message_id) + (120_000 << 22))  # two minutes later
-    prompt = await core.pipeline.build_prompt(said(f"discord:1:2:{later}", "so?"))
+    prompt = await core.replier.build_prompt(said(f"discord:1:2:{later}", "so?"))
     assert [e.text for e in prompt.used.started] == [
         "earlier in the channel",
         "the thread's first message",
@@ -124,16 +126,16 @@ async def test_recall_in_a_thread_searches_its_channel_too(
 ) -> None:
     clock = ManualClock(START)
     core = await make_core(clock=clock, memory={"window_tokens": 60, "window_min_tokens": 0})
-    await core.pipeline.ingest(
+    await core.intake.accept(
         said(CHANNEL, "the staging database password rotates every Tuesday", pid="0.1")
     )
     for i in range(12):
         clock.advance(timedelta(minutes=3))
-        await core.pipeline.ingest(
+        await core.intake.accept(
             said(CHANNEL, f"unrelated chatter {i} about lunch", pid=f"0.{i + 2}")
         )
     clock.set(START + timedelta(days=2))
-    prompt = await core.pipeline.build_prompt(
+    prompt = await core.replier.build_prompt(
         # A thread that began before all of it: its channel's messages come by recall.
         said("slack:T1:C1:1754899200.000100", "when does the staging database password rotate?")
     )
@@ -177,18 +179,18 @@ async def test_a_first_message_memory_lacks_is_read_once_and_never_stored(
     core = await make_core(offline=True, clock=ManualClock(START + timedelta(hours=2)))
     platform = Platform("the vault code is 7781", fails=1)
     # The platform did not answer: no start this time, and asked again next time.
-    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    prompt = await core.replier.build_prompt(asked_in_thread(platform))
     assert prompt.used.started == ()
     for _ in range(2):
-        prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+        prompt = await core.replier.build_prompt(asked_in_thread(platform))
         [start] = prompt.used.started
         assert start.text == "the vault code is 7781\n[file: plan.pdf, PDF]"
         assert (start.author, start.id) == ("Ann", "")
     assert platform.asked == 2
-    assert await core.repo.all_entries(CHANNEL) == []  # context, not memory
+    assert await core.repo.reads.all_entries(CHANNEL) == []  # context, not memory
     # Edited on the platform: read again.
-    await core.admin.edit_message(CHANNEL, TS, "the vault code is 9900")
-    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    await core.admin.messages.edit_message(CHANNEL, TS, "the vault code is 9900")
+    prompt = await core.replier.build_prompt(asked_in_thread(platform))
     assert platform.asked == 3
 
 
@@ -198,20 +200,20 @@ async def test_a_forgotten_first_message_is_not_shown_nor_kept(
 ) -> None:
     core = await make_core(offline=True, clock=ManualClock(START + timedelta(hours=2)))
     platform = Platform("the vault code is 7781")
-    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    prompt = await core.replier.build_prompt(asked_in_thread(platform))
     [start] = prompt.used.started
     assert start.text == "the vault code is 7781\n[file: plan.pdf, PDF]"
     assert "7781" in " ".join(await scope_values(core, CHANNEL))  # kept beside the thread
     if how == "text":
-        await core.admin.forget_text(CHANNEL, "7781")
+        await core.admin.text.forget_text(CHANNEL, "7781")
     elif how == "person":
-        await core.admin.forget_user(CHANNEL, user_id="ann")
+        await core.admin.person.forget_user(CHANNEL, user_id="ann")
     elif how == "message":
-        await core.admin.forget_message(CHANNEL, TS)
+        await core.admin.messages.forget_message(CHANNEL, TS)
     else:
-        await core.admin.forget_all(CHANNEL)
+        await core.admin.place.forget_all(CHANNEL)
     assert "7781" not in " ".join(await scope_values(core, CHANNEL))
-    prompt = await core.pipeline.build_prompt(asked_in_thread(platform))
+    prompt = await core.replier.build_prompt(asked_in_thread(platform))
     assert prompt.used.started == ()
     assert platform.asked == 2  # read again, found forgotten: kept as none, never its text
     assert "7781" not in " ".join(await scope_values(core, CHANNEL))

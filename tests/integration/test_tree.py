@@ -9,6 +9,7 @@ from bots.commands import Actor, execute, parse_command
 from memory_core.bootstrap import Core
 from memory_core.models import IncomingMessage, Reply
 from memory_core.scopes import Audience
+from memorybot_testkit.converse import converse
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.reply_sink import FakeSink
 from tests.helpers import CoreFactory, all_keys, forgotten
@@ -45,11 +46,11 @@ def said(
 
 
 async def tell(core: Core, scope: str, text: str, by: Actor = BOB, **kw: object) -> None:
-    await core.pipeline.ingest(said(scope, text, by, **kw))  # type: ignore[arg-type]
+    await core.intake.accept(said(scope, text, by, **kw))  # type: ignore[arg-type]
 
 
 async def ask(core: Core, scope: str, text: str, by: Actor = BOB, **kw: object) -> Reply:
-    reply = await core.pipeline.handle(said(scope, text, by, addressed=True, **kw))  # type: ignore[arg-type]
+    reply = await converse(core, said(scope, text, by, addressed=True, **kw))  # type: ignore[arg-type]
     assert reply is not None
     return reply
 
@@ -60,7 +61,7 @@ async def command(core: Core, scope: str, text: str, by: Actor = ADA) -> str:
 
 
 async def texts(core: Core, scope: str) -> list[str]:
-    return [e.text for e in await core.repo.all_entries(scope)]
+    return [e.text for e in await core.repo.reads.all_entries(scope)]
 
 
 async def everything_stored(core: Core) -> str:
@@ -90,7 +91,7 @@ async def test_forget_all_in_a_channel_reaches_its_threads(make_core: CoreFactor
     await tell(core, THREAD, "my home address is 12 Elm Street")
     await tell(core, THREAD_2, "second thread line")
     await tell(core, RANDOM, "the other channel stays")
-    assert await core.repo.threads_of(GENERAL) == [THREAD_2, THREAD]
+    assert await core.repo.reads.threads_of(GENERAL) == [THREAD_2, THREAD]
 
     title = await command(core, GENERAL, "forget all confirm")
     assert "and its threads (2)" in title
@@ -98,10 +99,10 @@ async def test_forget_all_in_a_channel_reaches_its_threads(make_core: CoreFactor
         assert await forgotten(core, scope), scope
     assert "12 Elm Street" not in await everything_stored(core)
     assert await texts(core, RANDOM) == ["the other channel stays"]
-    assert await core.repo.threads_of(GENERAL) == []
+    assert await core.repo.reads.threads_of(GENERAL) == []
     # The next thread message puts the thread back under its channel.
     await tell(core, THREAD, "after the forget")
-    assert await core.repo.threads_of(GENERAL) == [THREAD]
+    assert await core.repo.reads.threads_of(GENERAL) == [THREAD]
 
 
 async def test_forget_me_in_a_channel_reaches_the_threads_where_i_spoke(
@@ -142,13 +143,13 @@ async def test_forget_me_everywhere_reaches_every_place_and_nothing_of_anyone_el
     for scope in (*bob_places, DM):
         assert f"Ada's line in {scope}" in await texts(core, scope) or scope == DM
         assert not any("Bob's" in t for t in await texts(core, scope)), scope
-    assert await core.repo.facts("slack:T1:user:U2") == []
+    assert await core.repo.reads.facts("slack:T1:user:U2") == []
     stored = await everything_stored(core)
     assert "Bob's secret" not in stored and "vegetarian" not in stored
     # Another workspace is another boundary: untouched.
     assert await texts(core, OTHER_TEAM) == ["Bob in another workspace"]
     # The tree no longer says where Bob spoke.
-    assert await core.repo.spoken_in([GENERAL, RANDOM, DEV, DM], BOB.user_id) == {}
+    assert await core.repo.reads.spoken_in([GENERAL, RANDOM, DEV, DM], BOB.user_id) == {}
 
 
 async def test_forget_me_everywhere_on_discord_reaches_the_dm_and_the_person(
@@ -161,7 +162,7 @@ async def test_forget_me_everywhere_on_discord_reaches_the_dm_and_the_person(
     await tell(core, "discord:dm:7", "Bob's secret in his DM", by=bob, audience=Audience.DM)
     await tell(core, "discord:dm:8", "someone else's DM", by=Actor("8", "Cy", False))
     await core.admin.remember_me("discord:1:2", "I live in Oslo", user_id="7", name="Bob")
-    report = await core.admin.forget_user_everywhere("discord:1:2", user_id="7", name="Bob")
+    report = await core.admin.person.forget_user_everywhere("discord:1:2", user_id="7", name="Bob")
     assert set(report.places) == {"discord:1:2", "discord:1:2:3", "discord:dm:7"}
     stored = await everything_stored(core)
     assert "Bob's secret" not in stored and "Oslo" not in stored
@@ -180,7 +181,7 @@ async def test_forget_text_and_forget_fact_in_a_channel_reach_its_threads(
     shown = await command(core, GENERAL, "show facts")
     assert f"`{fact.id}`" in shown and "Facts learned in its threads" in shown
     assert "forgot" in (await command(core, GENERAL, f"forget fact {fact.id}")).lower()
-    assert await core.repo.facts(THREAD) == []
+    assert await core.repo.reads.facts(THREAD) == []
 
     await tell(core, THREAD, "again the vault code is 4417-B")
     assert "2 messages" in await command(core, GENERAL, "forget 4417-B")
@@ -195,16 +196,16 @@ async def test_a_thread_takes_its_channels_settings_unless_it_sets_its_own(
     await command(core, GENERAL, "config timezone Asia/Tokyo")
     await command(core, GENERAL, "config language ja")
     # Not addressed, but the channel answers everything: so does its thread.
-    reply = await core.pipeline.handle(said(THREAD, "a thread message"))
+    reply = await converse(core, said(THREAD, "a thread message"))
     assert reply is not None
-    state = await core.repo.state(THREAD)
+    state = await core.repo.reads.state(THREAD)
     assert (state.mode, state.tz, state.lang) == ("all", "Asia/Tokyo", "ja")
     shown = await command(core, THREAD, "show")
     assert "Asia/Tokyo" in shown
     # A thread may set its own (where the platform lets /memory run in it: Discord).
     await command(core, THREAD, "config mode off")
-    assert await core.pipeline.handle(said(THREAD, "quiet here")) is None
-    assert await core.pipeline.handle(said(THREAD_2, "other thread")) is not None
+    assert await converse(core, said(THREAD, "quiet here")) is None
+    assert await converse(core, said(THREAD_2, "other thread")) is not None
 
     # Paused in the channel: its threads store nothing either.
     await command(core, GENERAL, "pause")
@@ -274,8 +275,8 @@ async def test_a_shared_channel_is_its_own_audience(
         actor=BOB,
     )
     assert "follows you" not in result.text()
-    assert all("Finnish" not in f.text for f in await core.repo.facts("slack:T1:user:U2"))
-    assert any("Finnish" in f.text for f in await core.repo.facts(RANDOM))
+    assert all("Finnish" not in f.text for f in await core.repo.reads.facts("slack:T1:user:U2"))
+    assert any("Finnish" in f.text for f in await core.repo.reads.facts(RANDOM))
     await ask(core, GENERAL, "anything new about me?")
     assert "Finnish" not in fake_llm.of("reply")[-1].prompt_text
 

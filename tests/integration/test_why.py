@@ -44,11 +44,11 @@ def said(
 async def seed(core: Core) -> None:
     """An old message recall finds for "code word", then enough chatter to push it out of
     the (small) working window."""
-    await core.pipeline.ingest(
+    await core.intake.accept(
         said("the launch code word is papaya, agreed with the tangerine squad", pid="m1")
     )
     for i in range(2, 12):
-        await core.pipeline.ingest(
+        await core.intake.accept(
             said(f"unrelated chatter number {i} about lunch", pid=f"m{i}", days=1)
         )
 
@@ -83,7 +83,7 @@ class LinkingSink(FakeSink):
 
 async def answer(core: Core, sink: FakeSink | None = None) -> FakeSink:
     sink = sink or LinkingSink(message_chars=2000)
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     turn = await conversation.receive(question())
     assert turn is not None
     assert await conversation.answer(turn, sink, stream_interval_s=None, links=sink)
@@ -156,8 +156,8 @@ async def test_the_offline_reply_merges_the_window_and_recall_each_message_once(
     core = await make_core(offline=True, memory=SMALL_WINDOW)
     await seed(core)  # m1, days ago: the launch code word
     for pid in ("m20", "m21"):  # just now, in the window: the same words twice
-        await core.pipeline.ingest(said("the new launch code word is mango", pid=pid, days=2))
-    prompt = await core.pipeline.build_prompt(question())
+        await core.intake.accept(said("the new launch code word is mango", pid=pid, days=2))
+    prompt = await core.replier.build_prompt(question())
     window = [message["content"] for message in prompt.messages[1:-1]]
     assert any("mango" in line for line in window)  # in the window, not recalled for a model
     assert not any("papaya" in line for line in window)
@@ -183,19 +183,19 @@ async def test_every_forget_or_edit_takes_the_record_away(
     assert await core.store.client.exists(key)
     admin = core.admin
     if how == "all":
-        await admin.forget_all(SCOPE)
+        await admin.place.forget_all(SCOPE)
     elif how == "me":
-        await admin.forget_user(SCOPE, user_id="9", name="Carol")
+        await admin.person.forget_user(SCOPE, user_id="9", name="Carol")
     elif how == "text":
-        await admin.forget_text(SCOPE, "lunch")
+        await admin.text.forget_text(SCOPE, "lunch")
     elif how == "fact":
-        assert await admin.forget_fact(SCOPE, fact.id)
+        assert await admin.text.forget_fact(SCOPE, fact.id)
     elif how == "delete":
-        assert await admin.forget_message(SCOPE, "m1") == 1
+        assert await admin.messages.forget_message(SCOPE, "m1") == 1
     elif how == "fact_edit":  # an admin's new words for a fact the record quotes
         await admin.edit_fact(SCOPE, fact.id, "deploys happen on Fridays")
     else:
-        assert await admin.edit_message(SCOPE, "m1", "never mind")
+        assert await admin.messages.edit_message(SCOPE, "m1", "never mind")
     assert not await core.store.client.exists(key)
     assert "No answer to explain yet" in await why(core)
 
@@ -207,7 +207,7 @@ async def test_a_forget_racing_the_answer_leaves_no_record(
     await seed(core)
 
     async def forget_the_message() -> None:  # after the prompt was read, before the record
-        await core.admin.forget_message(SCOPE, "m1")
+        await core.admin.messages.forget_message(SCOPE, "m1")
 
     sink = await answer(core, LinkingSink(message_chars=2000, on_post=forget_the_message))
     assert sink.shown == [ANSWER]  # delivered all the same
@@ -224,7 +224,7 @@ async def test_a_fact_forgotten_after_the_answer_is_not_shown(
     await seed(core)
     mine = await core.admin.remember_me(SCOPE, "I am vegetarian", user_id="7", name="Alice")
     await answer(core)
-    assert await core.admin.forget_fact("discord:1:user:7", mine.id)
+    assert await core.admin.text.forget_fact("discord:1:user:7", mine.id)
     record = await core.admin.why(SCOPE)
     assert record is not None and record.facts == ()
 
@@ -237,12 +237,12 @@ async def test_source_line_on_links_the_recalled_message_and_is_not_stored(
     await core.admin.configure(SCOPE, sources="on")
     sink = await answer(core)
     assert sink.shown == [f"{ANSWER}\n-# [from 2025-08-11](https://example.test/m1)"]
-    entries = await core.repo.all_entries(SCOPE)
+    entries = await core.repo.reads.all_entries(SCOPE)
     assert entries[-1].role == "assistant" and entries[-1].text == ANSWER
     view = await execute(core.admin, scope=SCOPE, command=Command("show"), actor=ALICE)
     assert "source lines: on" in view.text()
     # A door that gives no links to its messages (the console's ask): the answer alone.
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     turn = await conversation.receive(
         replace(question("q3"), ts=START + timedelta(days=2, hours=2))
     )
@@ -261,7 +261,7 @@ async def test_source_line_off_or_an_unrelated_answer_adds_nothing(
     assert (await answer(core)).shown == [ANSWER]  # off by default
     await core.admin.configure(SCOPE, sources="on")
     fake_llm.responder = lambda r: "I do not know." if r.purpose == "reply" else None
-    conversation = Conversation(core.pipeline)
+    conversation = Conversation(core.intake, core.replier)
     turn = await conversation.receive(
         replace(question("q2"), ts=START + timedelta(days=2, hours=1))
     )
@@ -311,5 +311,5 @@ async def test_the_dashboard_scope_page_shows_the_record_until_a_forget(
         assert (
             "vegetarian" not in shown.split("What the last answer used")[1].split("</details>")[0]
         )
-        await core.admin.forget_text(SCOPE, "papaya")
+        await core.admin.text.forget_text(SCOPE, "papaya")
         assert "What the last answer used" not in await page()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bots.bench.report import write_from_json, write_report
+from memorybot_bench.report import write_from_json, write_report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -33,3 +33,17 @@ def test_shortfalls_are_said(tmp_path: Path) -> None:
     results["load"].update(achieved_rate_per_s=199.0)
     write_report(results, tmp_path / "c.md")
     assert "was not held" not in (tmp_path / "c.md").read_text(encoding="utf-8")
+
+
+def test_a_run_on_the_embedded_store_is_written_without_the_side_by_side(tmp_path: Path) -> None:
+    """On the embedded store (no REDIS_URL) there is no external Redis to set it beside: the
+    run has no ``embedded_pipeline`` figures, and its report leaves that table out."""
+    results = json.loads((DOCS / "benchmarks.json").read_text(encoding="utf-8"))
+    assert results["embedded_pipeline"] is not None
+    write_report(results, tmp_path / "redis.md")
+    assert "### The embedded store beside Redis" in (tmp_path / "redis.md").read_text("utf-8")
+    results["embedded_pipeline"] = None
+    write_report(results, tmp_path / "embedded.md")
+    text = (tmp_path / "embedded.md").read_text(encoding="utf-8")
+    assert "### The embedded store beside Redis" not in text
+    assert "## 2. LLM calls and tokens per 100 channel messages" in text

@@ -1,16 +1,21 @@
 """The shape of the house (docs/architecture.md), read from the source: only ``bots``,
 ``memory_core`` and ``config`` are importable; ``memory_core`` imports no platform, web or CLI
 library and no front door; its sub-packages form layers with no import running back up; no
-import cycle anywhere, counting imports inside functions; no module over 600 lines, and in
-``memory_core`` no class over 350 and no function over 80 (save a short allow-list); only
+import cycle anywhere, counting imports inside functions; no module over 600 lines, in
+``memory_core`` no class over 350, and in ``memory_core``, ``bots`` and the benchmarks no
+function over 80 (save a short allow-list); no class that exists to forward (most of its
+methods handing their parameters on to a part: a caller takes the part); only
 ``memory_core/store`` talks to Redis (imports redis, translates its errors); no code or name
 for a format that never shipped (0.1.0 is the first release: there is no older store, key
-layout, file or install line to read or to keep working).
+layout, file or install line to read or to keep working). The benchmarks (bench/) and what
+the tests and the benchmarks both start (testkit/) are distributions of their own, installed
+only by the extras and held to the same module rules.
 
 The tests have a shape too: every test folder has its conftest.py; a fixture is defined once
 and taken from a conftest.py by pytest, never imported (no module imports a test module or a
 conftest.py: plain helpers live in tests/helpers.py and support modules); no file of the fakes
-(tests/fakes/) is over 1,200 lines.
+(tests/fakes/) is over 1,200 lines; no test imports the benchmarks but their own
+(``test_bench_*``).
 
 The rules are checked on the real tree, and each checker is first shown to catch a breach
 on a small tree written for the purpose (a rule that cannot fail proves nothing)."""
@@ -23,6 +28,7 @@ import re
 import tokenize
 import tomllib
 from collections import defaultdict
+from importlib.metadata import metadata, requires
 from pathlib import Path
 
 import pytest
@@ -33,7 +39,7 @@ PACKAGES = ("bots", "memory_core", "config")
 MAX_LINES = 600
 MAX_FAKE_LINES = 1_200
 TEST_FOLDERS = ("unit", "integration", "e2e", "faults", "hostile", "browser", "fakes")
-# In memory_core: one owner per job, each readable whole.
+# In memory_core: one owner per job, each readable whole; in bots too, no function over 80.
 MAX_CLASS_LINES = 350
 MAX_FUNCTION_LINES = 80
 # Long by nature: wiring that names every part of the core once, and declarative tables
@@ -76,12 +82,17 @@ LAYERS = (
     "bootstrap",
 )
 
-# The Redis clients: only memory_core/store imports them. The benchmarks' cluster harness
-# starts, joins and inspects servers of its own (cluster commands, key slots), and may too.
+# The Redis clients: only memory_core/store imports them. The testkit's loopback servers
+# (the tests' and the benchmarks') start, join and inspect servers of their own (cluster
+# commands, key slots), and may too.
 REDIS_CLIENTS = {"redis", "hiredis"}
-REDIS_ALLOWED = ("memory_core.store", "bots.bench.cluster")
+REDIS_ALLOWED = ("memory_core.store", "memorybot_testkit.redis_servers")
 # Redis errors are translated inside memory_core/store only (memory_core/store/redis_errors.py).
 TRANSLATION_ALLOWED = ("memory_core.store",)
+# The repository's other distributions, (folder, package): installed only by the extras.
+DISTRIBUTIONS = (("bench", "memorybot_bench"), ("testkit", "memorybot_testkit"))
+# The benchmarks: only their own tests (test_bench_*) import them.
+BENCH = "memorybot_bench"
 
 Graph = dict[str, set[str]]
 
@@ -417,6 +428,32 @@ def unshipped_formats(root: Path, found: dict[str, Path]) -> list[str]:
     return [f"{where}:{line}: {what}" for where, line, what in sorted(wrong)]
 
 
+def bench_imports(found: dict[str, Path]) -> list[str]:
+    """Modules of tests/ that import the benchmarks, other than the benchmarks' own tests
+    (``test_bench_*``): the product's tests need no benchmark code."""
+    wrong = []
+    for name, path in sorted(found.items()):
+        if name.rsplit(".", 1)[-1].startswith("test_bench_"):
+            continue
+        for target in sorted(imported_names(name, path, set(found))):
+            if target.split(".")[0] == BENCH:
+                wrong.append(f"{name} imports {target}")
+    return wrong
+
+
+def installed_extras(distribution: str = "memorybot") -> dict[str, list[str]]:
+    """The extras of the installed distribution (setup.py writes them) and what each one
+    installs, from its metadata."""
+    extras: dict[str, list[str]] = {
+        name: [] for name in metadata(distribution).get_all("Provides-Extra") or []
+    }
+    for requirement in requires(distribution) or []:
+        extra = re.search(r"""extra\s*==\s*["']([\w.-]+)["']""", requirement)
+        if extra is not None:
+            extras.setdefault(extra.group(1), []).append(requirement.split(";")[0].strip())
+    return extras
+
+
 def empty_extras(project: dict[str, object]) -> list[str]:
     """Extras that install nothing: kept only for install lines no release printed."""
     extras = project.get("optional-dependencies") or {}
@@ -425,25 +462,76 @@ def empty_extras(project: dict[str, object]) -> list[str]:
 
 
 def oversized(found: dict[str, Path], allowed: frozenset[str] = LONG_ALLOWED) -> list[str]:
-    """memory_core's classes over MAX_CLASS_LINES and functions (methods and nested ones
-    too) over MAX_FUNCTION_LINES, as "dotted.name: N lines", save those ``allowed``."""
+    """memory_core's classes over MAX_CLASS_LINES, and the functions of memory_core and bots
+    (methods and nested ones too) over MAX_FUNCTION_LINES,
+    as "dotted.name: N lines", save those ``allowed``."""
     wrong: list[str] = []
 
-    def visit(node: ast.AST, prefix: str) -> None:
+    def visit(node: ast.AST, prefix: str, core: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                visit(child, prefix)
+                visit(child, prefix, core)
                 continue
             name = f"{prefix}.{child.name}"
             lines = (child.end_lineno or child.lineno) - child.lineno + 1
-            limit = MAX_CLASS_LINES if isinstance(child, ast.ClassDef) else MAX_FUNCTION_LINES
-            if lines > limit and name not in allowed:
+            is_class = isinstance(child, ast.ClassDef)
+            limit = MAX_CLASS_LINES if is_class else MAX_FUNCTION_LINES
+            if (core or not is_class) and lines > limit and name not in allowed:
                 wrong.append(f"{name}: {lines} lines")
-            visit(child, name)
+            visit(child, name, core)
 
     for module, path in sorted(found.items()):
-        if module == "memory_core" or module.startswith("memory_core."):
-            visit(ast.parse(path.read_text(encoding="utf-8")), module)
+        core = _inside(module, ("memory_core",))
+        held = _inside(module, ("bots", *(package for _, package in DISTRIBUTIONS)))
+        if core or held:
+            visit(ast.parse(path.read_text(encoding="utf-8")), module, core)
+    return wrong
+
+
+def _hands_on(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a method only hands its own parameters, unchanged, to a method of one of the
+    object's attributes (``return await self.part.name(a, b=b)``), its docstring aside."""
+    body = method.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Expr):
+        return False
+    call = body[0].value
+    if isinstance(call, ast.Await):
+        call = call.value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return False
+    target = call.func.value
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+        return False
+    if target.value.id != "self":
+        return False
+    values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    values += [k.value for k in call.keywords]
+    passed = {v.id for v in values if isinstance(v, ast.Name)}
+    args = method.args
+    own = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)][1:]
+    own += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return len(passed) == len(values) and passed == set(own)
+
+
+def forwarding_classes(found: dict[str, Path]) -> list[str]:
+    """The classes that exist to forward: at least three methods (``__init__`` aside), most
+    of them handing their parameters on to a part (:func:`_hands_on`). A caller should take
+    the part itself."""
+    wrong: list[str] = []
+    for module, path in sorted(found.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = [
+                f
+                for f in node.body
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name != "__init__"
+            ]
+            forwarded = [f.name for f in methods if _hands_on(f)]
+            if len(forwarded) >= 3 and 2 * len(forwarded) > len(methods):
+                wrong.append(f"{module}.{node.name}: {len(forwarded)} of {len(methods)}")
     return wrong
 
 
@@ -511,17 +599,21 @@ def test_the_redis_rule_sees_redis_imported_outside_the_store(tmp_path: Path) ->
             ),
             "memory_core/storehouse.py": "import redis\n",  # a name that only starts alike
             "bots/__init__.py": "",
-            "bots/bench/__init__.py": "",
-            "bots/bench/cluster.py": "import redis\nfrom redis.crc import key_slot\n",
             "bots/dashboard/__init__.py": "",
             "bots/dashboard/health.py": "import hiredis\n",
+            "memorybot_testkit/__init__.py": "",
+            "memorybot_testkit/redis_servers.py": "import redis\nfrom redis.crc import key_slot\n",
+            "memorybot_bench/__init__.py": "",
+            "memorybot_bench/cluster_bench.py": "import redis\n",
         },
     )
-    assert redis_imports(modules(tmp_path, ("memory_core", "bots"))) == [
+    found = modules(tmp_path, ("memory_core", "bots", "memorybot_testkit", "memorybot_bench"))
+    assert redis_imports(found) == [
         "bots.dashboard.health imports hiredis",
         "memory_core.fleet.spending imports redis.asyncio.cluster",
         "memory_core.service.replay imports memory_core.store.redis_errors",
         "memory_core.storehouse imports redis",
+        "memorybot_bench.cluster_bench imports redis",
     ]
 
 
@@ -552,6 +644,25 @@ def test_the_fixture_rule_sees_imports_of_test_modules_and_of_fixtures(tmp_path:
         "tests.e2e.test_uses_constant imports the test module tests.e2e.test_bot",
         "tests.e2e.test_uses_fixture imports the test module tests.e2e.test_bot",
         "tests.e2e.test_uses_module imports the test module tests.e2e.test_bot",
+    ]
+
+
+def test_the_bench_rule_sees_a_product_test_importing_the_benchmarks(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/helpers.py": "from memorybot_bench.harness import WORDS\n",
+            "tests/unit/__init__.py": "",
+            "tests/unit/test_ingest.py": "def test_x():\n    import memorybot_bench.load\n",
+            "tests/unit/test_servers.py": "from memorybot_testkit import redis_servers\n",
+            "tests/unit/test_alike.py": "import memorybot_benchmarks\n",  # only starts alike
+            "tests/unit/test_bench_report.py": "from memorybot_bench.report import write_report\n",
+        },
+    )
+    assert bench_imports(modules_of_tests(tmp_path)) == [
+        "tests.helpers imports memorybot_bench.harness",
+        "tests.unit.test_ingest imports memorybot_bench.load",
     ]
 
 
@@ -671,10 +782,19 @@ def test_the_size_rule_sees_a_long_class_and_long_functions(tmp_path: Path) -> N
             ),
             "memory_core/bootstrap.py": "def build_core():\n" + body * 200,  # allowed
             "bots/__init__.py": "",
-            "bots/door.py": "def handler():\n" + body * 200,  # not the core
+            # In bots a function is held to the rule, a class is not (a door may be long).
+            "bots/door.py": "".join(
+                [
+                    "class Door:\n" + body * 320 + "    def on_message(self):\n" + nested * 80,
+                    "async def handler():\n" + body * 80,
+                    "def short():\n" + body * 79,
+                ]
+            ),
         },
     )
     assert oversized(modules(tmp_path, ("memory_core", "bots"))) == [
+        "bots.door.Door.on_message: 81 lines",
+        "bots.door.handler: 81 lines",
         "memory_core.big.Big: 351 lines",
         "memory_core.service.steps.long: 81 lines",
         "memory_core.service.steps.Small.method: 81 lines",
@@ -683,10 +803,50 @@ def test_the_size_rule_sees_a_long_class_and_long_functions(tmp_path: Path) -> N
     ]
 
 
+def test_the_forwarding_rule_sees_a_hub_that_only_hands_calls_on(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "memory_core/__init__.py": "",
+            "memory_core/hub.py": (
+                "class Hub:\n"
+                "    def __init__(self, part):\n"
+                "        self.part = part\n"
+                "    async def state(self, scope):\n"
+                '        """The state."""\n'
+                "        return await self.part.state(scope)\n"
+                "    def facts(self, scope, *, limit=5):\n"
+                "        return self.part.facts(scope, limit=limit)\n"
+                "    async def drop(self, *ids):\n"
+                "        await self.part.drop(*ids)\n"
+                "    def own(self, scope):\n"
+                "        return len(scope)\n"
+            ),
+            # Adapters change what they pass on, or use only some of it: not forwarding.
+            "memory_core/adapter.py": (
+                "class Adapter:\n"
+                "    def state(self, scope):\n"
+                "        return self.part.state(scope.lower())\n"
+                "    def facts(self, scope, limit):\n"
+                "        return self.part.facts(scope)\n"
+                "    def drop(self, ids):\n"
+                '        return self.part.drop(ids, why="gone")\n'
+            ),
+        },
+    )
+    assert forwarding_classes(modules(tmp_path, ("memory_core",))) == [
+        "memory_core.hub.Hub: 3 of 4"
+    ]
+
+
 # -- the real tree -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tree() -> dict[str, Path]:
-    return modules(ROOT)
+    """The product's packages, and those of the repository's other distributions."""
+    found = modules(ROOT)
+    for folder, package in DISTRIBUTIONS:
+        found |= modules(ROOT / folder, (package,))
+    return found
 
 
 def test_only_bots_memory_core_and_config_are_installed() -> None:
@@ -698,7 +858,25 @@ def test_only_bots_memory_core_and_config_are_installed() -> None:
         for p in ROOT.iterdir()
         if (p / "__init__.py").exists() or (p.suffix == ".py" and p.is_file())
     }
-    assert importable - {"tests"} == set(PACKAGES)
+    assert importable - {"tests", "setup.py"} == set(PACKAGES)  # setup.py: the extras
+
+
+def test_the_benchmarks_and_the_testkit_are_installed_only_by_the_extras() -> None:
+    extras = installed_extras()
+    with_the_bot = [r for r in requires("memorybot") or [] if "extra ==" not in r]
+    for folder, package in DISTRIBUTIONS:
+        with (ROOT / folder / "pyproject.toml").open("rb") as fh:
+            project = tomllib.load(fh)
+        name = project["project"]["name"]
+        assert project["tool"]["setuptools"]["packages"]["find"]["include"] == [f"{package}*"]
+        assert not [r for r in with_the_bot if r.startswith(name)]
+        local = f"{name} @ {(ROOT / folder).resolve().as_uri()}"
+        assert local in extras["bench"]  # this checkout's folder, by the bench extra
+    assert "memorybot[bench]" in extras["dev"]
+
+
+def test_no_product_test_imports_the_benchmarks() -> None:
+    assert bench_imports(modules_of_tests(ROOT)) == []
 
 
 def test_no_import_cycle_counting_imports_inside_functions(tree: dict[str, Path]) -> None:
@@ -724,7 +902,7 @@ def test_no_module_is_over_600_lines(tree: dict[str, Path]) -> None:
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
-def test_no_core_class_is_over_350_lines_nor_function_over_80(tree: dict[str, Path]) -> None:
+def test_no_core_class_over_350_lines_nor_any_function_over_80(tree: dict[str, Path]) -> None:
     assert oversized(tree) == []
 
 
@@ -764,5 +942,8 @@ def test_no_file_of_the_fakes_is_over_1200_lines() -> None:
 
 def test_nothing_names_or_reads_a_format_that_never_shipped(tree: dict[str, Path]) -> None:
     assert unshipped_formats(ROOT, tree) == []
-    with (ROOT / "pyproject.toml").open("rb") as fh:
-        assert empty_extras(tomllib.load(fh)["project"]) == []
+    assert empty_extras({"optional-dependencies": installed_extras()}) == []
+
+
+def test_no_class_exists_to_forward(tree: dict[str, Path]) -> None:
+    assert forwarding_classes(tree) == []

@@ -1,6 +1,6 @@
-"""The pure parts of reading a Slack channel's past (bots/slack/history.py, pacing.py): the
-cursor that says where a reading is, which messages start threads, what a 429 asks to wait,
-and the pacer's spacing on a clock the test moves."""
+"""The pure parts of reading a Slack channel's past (bots/learn/slack_history.py and
+slack_pacing.py): the cursor that says where a reading is, which messages start threads,
+what a 429 asks to wait, and the pacer's spacing on a clock the test moves."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.history import Place, is_thread_parent, slack_ts
-from bots.slack.pacing import Pacer, retry_after, without_rate_retries
+from bots.learn.slack_history import Place, is_thread_parent, slack_ts
+from bots.learn.slack_pacing import Pacer, without_rate_retries
+from bots.slack.connect import retry_after
 from memory_core.service.past import LearnRefused
 
 

@@ -7,7 +7,7 @@ fake OpenAI-compatible server, which counts their requests and tokens.
 - ``FullHistory``: every message is kept and every reply sends all of them.
 - ``LangChainSummaryBuffer``: LangChain's ConversationSummaryBufferMemory (langchain-classic)
   with ChatOpenAI, 2,000-token buffer: older turns are folded into a running summary.
-- ``Memorybot``: this project, through its own pipeline.
+- ``Memorybot``: this project, through the doors' own path (receive, then answer).
 
 Each offers ``message(author, text, when, reply)``: store a channel message and, when
 ``reply``, answer it (one reply request).
@@ -25,11 +25,12 @@ from typing import Any, Protocol
 
 import openai
 
-from bots.bench.harness import private_settings
 from config.settings import Settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memorybot_bench.harness import private_settings
+from memorybot_testkit.converse import converse
 
 SYSTEM = "You are a helpful assistant in a group chat. Answer briefly."
 
@@ -211,9 +212,9 @@ class Memorybot:
             scope=self.scope, text=text, author=author, author_id=author, ts=when, direct=reply
         )
         if reply:
-            await self.core.pipeline.handle(msg)
+            await converse(self.core, msg)
         else:
-            await self.core.pipeline.ingest(msg)
+            await self.core.intake.accept(msg)
 
     async def close(self) -> None:
         await self.core.discard()

@@ -29,7 +29,7 @@ from typing import TypeVar
 import aiohttp
 import discord
 
-from bots.discord.events import CONVERSATION_TYPES, Place, incoming_message, place_for
+from bots.discord.events import CONVERSATION_TYPES, incoming_message, place_for, place_of
 from bots.discord.forwards import forward_of
 from memory_core.service.past import LearnRefused, PastMessage, PastPage
 
@@ -288,7 +288,8 @@ class DiscordPast:
         if message.type not in CONVERSATION_TYPES or (message.author.bot and not answer):
             batch.skipped += 1
             return
-        place = _place_of(message, self.channel.guild.id)
+        channel = message.channel
+        place = place_of(channel, guild_id=self.channel.guild.id, channel_id=channel.id, user_id=0)
         incoming = incoming_message(
             message,
             place,
@@ -352,12 +353,6 @@ class DiscordPast:
 async def _nothing() -> AsyncIterator[discord.Message]:
     return
     yield  # an async generator that yields nothing
-
-
-def _place_of(message: discord.Message, guild_id: int) -> Place:
-    channel = message.channel
-    parent_id = channel.parent_id if isinstance(channel, discord.Thread) else None
-    return place_for(guild_id=guild_id, channel_id=channel.id, parent_id=parent_id, user_id=0)
 
 
 def _first_id_at(since: datetime) -> int:

@@ -3,7 +3,7 @@ asked about once their raw messages expired, the prompts checked (a shorter year
 
 from __future__ import annotations
 
-from bots.bench.year import PLANTED, evaluate_year, transcript
+from memorybot_bench.year import PLANTED, evaluate_year, transcript
 from tests.helpers import CoreFactory
 
 

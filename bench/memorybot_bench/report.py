@@ -6,11 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+from memorybot_bench.report_sections import (
+    cluster_section,
+    load_shortfall,
+    load_table,
+    locomo_section,
+    over_context,
+    recall_table,
+    redis_memory_table,
+    table,
+)
 
 
 def _plots(results: dict[str, Any], img: Path) -> dict[str, str]:
@@ -67,65 +72,52 @@ def _plots(results: dict[str, Any], img: Path) -> dict[str, str]:
     return names
 
 
-def _load_table(load: dict[str, Any]) -> str:
-    return _table(
-        [
-            "rate/s offered (achieved)",
-            "scopes",
-            "seconds sending (+ draining)",
-            "sent",
-            "stored",
-            "lost",
-            "ingest p50 ms",
-            "ingest p99 ms",
-            "replies",
-            "reply p50 / p99 ms",
-            "LLM calls reply/compact/refresh",
-            "model ms x concurrency",
-            "RSS MB start / mid / end",
-        ],
-        [
-            [
-                f"{load['rate_per_s']} ({load['achieved_rate_per_s']})",
-                load["scopes"],
-                f"{round(load['elapsed_s'] - load['drain_s'], 1)} (+{load['drain_s']})",
-                load["sent"],
-                load["stored"],
-                load["lost"],
-                load["ingest_p50_ms"],
-                load["ingest_p99_ms"],
-                load["replies"],
-                f"{load['reply_p50_ms']} / {load['reply_p99_ms']}",
-                "/".join(str(v) for v in load["llm_calls"].values()),
-                f"{load['llm_latency_ms']} x {load['llm_concurrency']}",
-                f"{load['rss_mb_start']} / {load['rss_mb_mid']} / {load['rss_mb_end']}",
-            ]
-        ],
-    )
-
-
 def write_report(results: dict[str, Any], out: Path) -> None:
+    """docs/benchmarks.md (at ``out``), its plots beside it in img/, and the raw figures
+    (``out`` as .json), from one run's results."""
     out.parent.mkdir(parents=True, exist_ok=True)
     plots = _plots(results, out.parent / "img")
-    m = results["machine"]
     parts = [
+        *_heading(results),
+        *_pipeline_section(results),
+        *_llm_cost_section(results, plots),
+        *_growth_section(results, plots),
+        *_rollover_section(results),
+        *_later_sections(results),
+    ]
+    out.write_text("\n".join(parts), encoding="utf-8")
+    # The raw figures, so the report can be written again without measuring again.
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def _heading(results: dict[str, Any]) -> list[str]:
+    """The title, how the run was made, the machine."""
+    return [
         "# Benchmarks",
         "",
         "Written by `memorybot bench all" + (" --quick" if results["quick"] else "") + "`; "
         "every comparison below was measured side by side in this one run. The machine is "
         "shared and noisy: compare rows within a table, not with another run.",
         "",
-        _table(
-            ["", ""], [[k, v] for k, v in m.items()] + [["run time", f"{results['seconds']} s"]]
+        table(
+            ["", ""],
+            [[k, v] for k, v in results["machine"].items()]
+            + [["run time", f"{results['seconds']} s"]],
         ),
         "",
+    ]
+
+
+def _pipeline_section(results: dict[str, Any]) -> list[str]:
+    """1. Pipeline time per message, and what was measured beside it."""
+    return [
         "## 1. Pipeline time per message (no LLM)",
         "",
         "Storing a message (`ingest`: token count + one Lua script + the scope index, one round "
         "trip) and assembling a reply prompt, next to a Redis PING and a bare RPUSH of a JSON "
         "message, in the same run. Medians of repeated runs.",
         "",
-        _table(
+        table(
             [
                 "active scopes",
                 "ingest p50 ms",
@@ -163,6 +155,12 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             "A message's reply waited for on the CPU; one copy of the model (issue 26)",
         ),
         *_side_by_side(results.get("reply_spin_one_scope"), "The same in one busy scope"),
+    ]
+
+
+def _llm_cost_section(results: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """2. LLM calls and tokens per 100 channel messages."""
+    return [
         "## 2. LLM calls and tokens per 100 channel messages",
         "",
         "The same synthetic multi-party channel fed to each memory; all four point at one fake "
@@ -170,7 +168,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "bot only remembers; replies on: it answers every message. memorybot runs here with a "
         "2,000-token prompt budget, the size of LangChain's buffer (its default is 3,000).",
         "",
-        _table(
+        table(
             ["memory", "replies", "LLM calls / 100 msgs", "LLM tokens sent / 100 msgs"],
             [
                 [r["memory"], r["replies"], r["llm_calls_per_100"], r["llm_tokens_per_100"]]
@@ -180,12 +178,18 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "",
         f"![LLM cost]({plots['cost']})",
         "",
+    ]
+
+
+def _growth_section(results: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """3. Prompt tokens per reply as history grows."""
+    return [
         "## 3. Prompt tokens per reply as history grows",
         "",
         "memorybot (2,000-token budget here) fills its budget and stays there, however long "
         "the history; a full-history prompt grows without bound.",
         "",
-        _table(
+        table(
             ["memory", *[str(h) for h in sorted({r["history"] for r in results["prompt_growth"]})]],
             [
                 [
@@ -206,9 +210,15 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             ],
         ),
         "",
-        *_over_context(results["prompt_growth"]),
+        *over_context(results["prompt_growth"]),
         f"![Prompt growth]({plots['growth']})",
         "",
+    ]
+
+
+def _rollover_section(results: dict[str, Any]) -> list[str]:
+    """4. A day's rollover through the scheduler's sweep."""
+    return [
         "## 4. Rollover",
         "",
         "A day's rollover of every active scope through the scheduler's sweep, with a stand-in "
@@ -216,7 +226,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "alongside (they must cost nothing: 'idle queued' counts any that were queued). "
         "Overhead: one scope at a time with a zero-latency model.",
         "",
-        _table(
+        table(
             [
                 "scopes",
                 "idle",
@@ -242,13 +252,19 @@ def write_report(results: dict[str, Any], out: Path) -> None:
             ],
         ),
         "",
+    ]
+
+
+def _later_sections(results: dict[str, Any]) -> list[str]:
+    """5. to 9.: Redis memory, recall, load, LoCoMo, Redis Cluster."""
+    return [
         "## 5. Redis memory",
         "",
-        _redis_memory_table(results["redis_memory"]),
+        redis_memory_table(results["redis_memory"]),
         "",
         "## 6. Recall latency",
         "",
-        _recall_table(results["recall"]),
+        recall_table(results["recall"]),
         "",
         *([f"{results['recall_run']}", ""] if results.get("recall_run") else []),
         *([f"{results['recall_memory']}", ""] if results.get("recall_memory") else []),
@@ -259,20 +275,20 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "production. Draining: answering and summarising what was still queued when the last "
         "message was sent. Lost must be zero and memory flat.",
         "",
-        _load_table(results["load"]),
+        load_table(results["load"]),
         "",
-        *_load_shortfall(results["load"]),
+        *load_shortfall(results["load"]),
         *([f"{results['load']['run']}", ""] if results["load"].get("run") else []),
-        *_locomo_section(results.get("locomo")),
-        *_cluster_section(results["cluster"]),
+        *locomo_section(results.get("locomo")),
+        *cluster_section(results["cluster"]),
     ]
-    out.write_text("\n".join(parts), encoding="utf-8")
-    # The raw figures, so the report can be written again without measuring again.
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
-def _embedded_pipeline(side: dict[str, Any]) -> list[str]:
-    """Section 1 on the embedded store beside the external Redis."""
+def _embedded_pipeline(side: dict[str, Any] | None) -> list[str]:
+    """Section 1 on the embedded store beside the external Redis (nothing when the run was
+    on the embedded store: there was no external Redis to compare with)."""
+    if side is None:
+        return []
     by_scopes = {r["scopes"]: r for r in side["redis"]}
     rows = []
     for e in side["embedded"]:
@@ -301,7 +317,7 @@ def _embedded_pipeline(side: dict[str, Any]) -> list[str]:
         + (f" ({side['note']})" if side.get("note") else "")
         + ". Both measured in one sitting, the same way as above.",
         "",
-        _table(
+        table(
             [
                 "active scopes",
                 "Redis ingest p50 ms",
@@ -345,7 +361,7 @@ def _side_by_side(side: dict[str, Any] | None, heading: str) -> list[str]:
         "",
         side["about"],
         "",
-        _table(
+        table(
             [name for name, _ in columns],
             [[row.get(key, "-") for _, key in columns] for row in side["rows"]],
         ),
@@ -354,232 +370,6 @@ def _side_by_side(side: dict[str, Any] | None, heading: str) -> list[str]:
     ]
 
 
-def _load_shortfall(load: dict[str, Any]) -> list[str]:
-    if load["achieved_rate_per_s"] >= 0.95 * load["rate_per_s"]:
-        return []
-    return [
-        f"The offered {load['rate_per_s']} messages/s was not held: {load['achieved_rate_per_s']} "
-        "messages/s were sent while sending (the generator, the bot and the fake model share one "
-        "process here, so this is a ceiling of this machine and process, not of Redis).",
-        "",
-    ]
-
-
 def write_from_json(source: Path, out: Path) -> None:
     """The report again from a run's saved figures (no measuring)."""
     write_report(json.loads(source.read_text(encoding="utf-8")), out)
-
-
-def _recall_table(rows: list[dict[str, Any]]) -> str:
-    """Recall latency, the rebuild after a forget elsewhere, the longest the event loop
-    could not run while indexes were built, and the index's memory per message with the
-    process's peak."""
-    headings = [
-        "messages in the scope",
-        "first query ms (builds the index)",
-        "p50 ms",
-        "p99 ms",
-        "rebuild ms (after a forget)",
-        "event loop stall max ms",
-        "index bytes / message",
-        "process peak MB",
-    ]
-    fields = (
-        "messages",
-        "first_query_ms",
-        "p50_ms",
-        "p99_ms",
-        "rebuild_ms",
-        "loop_stall_max_ms",
-        "index_bytes_per_message",
-        "peak_rss_mb",
-    )
-    return _table(headings, [[r.get(f, "-") for f in fields] for r in rows])
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-LOCOMO_ROWS = (("memorybot", None), ("plain BM25 over turns", "bm25"), ("recent turns", "recent"))
-
-
-def locomo_figures(evaluation: dict[str, Any], about: str) -> dict[str, Any]:
-    """What the report shows of `memorybot eval locomo --json` (one budget or several)."""
-    runs = evaluation.get("budgets", [evaluation])
-    first = runs[0]
-    cats = {c: m["name"] for c, m in first["by_category"].items()}
-
-    def figures(m: dict[str, Any], cat_of: Any) -> dict[str, Any]:
-        return {
-            "overall": m["evidence_recall"],
-            "max_tokens": m["prompt_tokens_max"],
-            "by_category": {c: cat_of(c)["evidence_recall"] for c in cats},
-        }
-
-    return {
-        "about": about,
-        "categories": cats,
-        "runs": [
-            {
-                "budget": run["budget"],
-                "rows": {
-                    name: figures(
-                        run if key is None else run["baselines"][key],
-                        (lambda c, r=run: r["by_category"][c])
-                        if key is None
-                        else (lambda c, r=run, k=key: r["baselines"][k]["by_category"][c]),
-                    )
-                    for name, key in LOCOMO_ROWS
-                },
-                "by_conversation": {
-                    conv: {"memorybot": m["evidence_recall"], "bm25": m["bm25_evidence_recall"]}
-                    for conv, m in run.get("by_conversation", {}).items()
-                },
-            }
-            for run in runs
-        ],
-        "attribution": first["attribution"],
-    }
-
-
-def _locomo_section(locomo: dict[str, Any] | None) -> list[str]:
-    """LoCoMo evidence-turn recall per budget and category, memorybot beside the baselines
-    (saved from `memorybot eval locomo --budget ... --json`)."""
-    if not locomo:
-        return []
-    cats = locomo["categories"]
-    rows = []
-    for run in locomo["runs"]:
-        for name, figures in run["rows"].items():
-            rows.append(
-                [f"{run['budget']:,}", name, _pct(figures["overall"]), str(figures["max_tokens"])]
-                + [_pct(figures["by_category"].get(c)) for c in cats]
-            )
-    return [
-        "## 8. Recall quality (LoCoMo)",
-        "",
-        locomo["about"],
-        "",
-        _table(["budget", "", "evidence-turn recall", "prompt tokens max", *cats.values()], rows),
-        "",
-        *_locomo_conversations(locomo["runs"]),
-        locomo["attribution"],
-        "",
-    ]
-
-
-def _locomo_conversations(runs: list[dict[str, Any]]) -> list[str]:
-    """Each conversation's evidence-turn recall at each budget (memorybot / BM25), with the
-    lowest and highest: an average can hide a conversation that fails."""
-    convs = list(runs[0].get("by_conversation", {}))
-    if not convs:
-        return []
-
-    def cell(run: dict[str, Any], conv: str) -> str:
-        m = run["by_conversation"][conv]
-        return f"{_pct(m['memorybot'])} / {_pct(m['bm25'])}"
-
-    rows = [[conv, *(cell(run, conv) for run in runs)] for conv in convs]
-    for name, pick in (("lowest", min), ("highest", max)):
-        rows.append(
-            [
-                name,
-                *(
-                    _pct(pick(m["memorybot"] for m in run["by_conversation"].values()))
-                    for run in runs
-                ),
-            ]
-        )
-    heads = [f"{run['budget']:,} tokens: memorybot / BM25" for run in runs]
-    return [
-        "By conversation (evidence-turn recall):",
-        "",
-        _table(["conversation", *heads], rows),
-        "",
-    ]
-
-
-PHASE_UNITS = {"ingest": "msgs/s", "sweep": "scopes/s", "replies": "replies/s"}
-
-
-def _cluster_section(cluster: dict[str, Any]) -> list[str]:
-    """How evenly a Redis Cluster's nodes share the work (as `memorybot bench cluster
-    --json` saves it)."""
-    rows = []
-    for c in cluster["clusters"]:
-        for name, phase in [*c["phases"].items(), ("all phases", c["overall"])]:
-            rows.append(
-                [
-                    c["nodes"],
-                    name,
-                    " / ".join(f"{share:.0%}" for share in phase["shares"]),
-                    f"{phase['max_share_over_ideal']}x",
-                    f"{phase['cpu_max_share_over_ideal']}x" if "cpu_s" in phase else "-",
-                    f"{phase['per_s']} {PHASE_UNITS[name]}" if name in PHASE_UNITS else "-",
-                ]
-            )
-    target = cluster["target_max_share_over_ideal"]
-    return [
-        "## 9. Redis Cluster: the work of each node",
-        "",
-        f"`memorybot bench cluster` on local clusters ({cluster['server']}, no replicas, on "
-        f"this machine's loopback): {cluster['messages']:,} messages over "
-        f"{cluster['scopes']:,} scopes, a rollover sweep past midnight, a question and its "
-        "answer in every scope from the fake model. Each node's share of the commands served "
-        "(`INFO commandstats`, commands run inside a script included), and the busiest "
-        "node's share over an even "
-        f"share (1.0x: even; the target is {target}x or less), also for CPU time "
-        "(`INFO cpu`).",
-        "",
-        _table(
-            [
-                "nodes",
-                "phase",
-                "share of commands per node",
-                "busiest / even",
-                "busiest CPU / even",
-                "throughput",
-            ],
-            rows,
-        ),
-        "",
-        *([f"{cluster['note']}", ""] if cluster.get("note") else []),
-    ]
-
-
-def _redis_memory_table(rm: dict[str, Any]) -> str:
-    if "skipped" in rm:
-        return f"Not measured: {rm['skipped']}."
-    keys = (
-        "days",
-        "messages_sent",
-        "messages_kept",
-        "bytes_per_kept_message",
-        "busy_scope_bytes",
-        "idle_scope_bytes",
-    )
-    return _table(
-        [
-            "simulated days",
-            "messages sent",
-            "kept (retention 30 days)",
-            "bytes / kept message",
-            "busy scope bytes",
-            "idle scope bytes",
-        ],
-        [[rm[k] for k in keys]],
-    )
-
-
-CONTEXT_WINDOW = 128_000  # tokens of gpt-4o-class models
-
-
-def _over_context(growth: list[dict[str, Any]]) -> list[str]:
-    """A sentence for each memory whose prompt no 128k-context model would take."""
-    over = [r for r in growth if r["prompt_tokens"] > CONTEXT_WINDOW]
-    return [
-        f"At {r['history']:,} messages the {r['memory']} prompt ({r['prompt_tokens']:,} tokens) "
-        f"is past a {CONTEXT_WINDOW:,}-token context window: a real model would refuse it.\n"
-        for r in over
-    ]

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from bots.bench.locomo_data import Conversation, Question
 from memory_core.calendar import zone
 from memory_core.prompt.assembly import Prompt
 from memory_core.text.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from memorybot_bench.locomo_data import Conversation, Question
 
 
 # -- metrics ---------------------------------------------------------------------------

@@ -23,40 +23,45 @@ internal and Marketplace apps; 1 for apps commercially distributed outside the M
 and an HTTP 429's ``Retry-After`` is waited out, each wait at most ``max_wait_s``. The door's
 client retries 429s itself (up to its own, shorter cap); the source reads through a twin of
 that client without that retry, so its pacing and ``max_wait_s`` alone decide
-(:mod:`bots.slack.pacing`).
+(:mod:`bots.learn.slack_pacing`). The same reads serve the door's two other looks at the
+past: a thread's first message that memory lacks (:class:`SlackThreadStarts`), and the
+catch-up after an absence (:meth:`SlackHistory.within`, :mod:`bots.learn.slack_catch_up`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
-import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bots.slack.connect import error_code
-from bots.slack.files import SlackFiles
-from bots.slack.pacing import (
+from bots.learn.slack_pacing import (
+    AUTH_ERRORS,
     MAX_WAIT_S,
+    NETWORK_ERRORS,
     RESTRICTED_PER_MINUTE,
     TIER3_PER_MINUTE,
     Clock,
     Pacer,
+    SlackRefused,
     Sleep,
     without_rate_retries,
 )
-from bots.slack.text import channel_scope, message_scope, parse_message, slack_time
+from bots.slack.connect import error_code
+from bots.slack.files import SlackFiles
+from bots.slack.text import SlackMessage, channel_scope, message_scope, parse_message, slack_time
 from bots.slack.users import SlackDirectory
 from memory_core.bootstrap import Core
-from memory_core.errors import InputError
+from memory_core.errors import ContextUnavailable, InputError
+from memory_core.models import StarterSource, ThreadStarter
 from memory_core.scopes import Audience, Scope
 from memory_core.service.past import LearnRefused, PastMessage, PastPage
 
@@ -70,8 +75,6 @@ class SlackDoor(Protocol):
     files: SlackFiles
 
 
-log = logging.getLogger(__name__)
-
 #: Messages asked for a page: Slack's advice for paginated methods (history allows 999,
 #: replies 1000); a restricted app gets 15 whatever it asks.
 PAGE_SIZE = 200
@@ -79,10 +82,8 @@ RESTRICTED_PAGE_SIZE = 15
 
 # The bot's own posts: its answers (plain, in a thread or a DM), and files it shared.
 _OWN_SUBTYPES = frozenset({None, "bot_message", "thread_broadcast", "file_share", "me_message"})
-_AUTH_ERRORS = frozenset(
-    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
-)
-_NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+#: The longest a reply waits for a thread's first message (pace and rate limits included).
+READ_WAIT_S = 10.0
 
 
 def slack_ts(when: datetime) -> str:
@@ -116,17 +117,7 @@ class Place:
         return self.history_done and not self.threads
 
     def encode(self) -> str:
-        return json.dumps(
-            {
-                "channel": self.channel,
-                "oldest": self.oldest,
-                "history": self.history,
-                "history_done": self.history_done,
-                "threads": list(self.threads),
-                "replies": self.replies,
-            },
-            separators=(",", ":"),
-        )
+        return json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
     def decode(cls, cursor: str, *, channel: str) -> Place:
@@ -233,29 +224,62 @@ class SlackHistory:
         join, a deleted one's tombstone). One ``conversations.replies`` request, paced;
         LearnRefused as for a page."""
         try:
-            response = await self._call(
-                "conversations.replies",
-                lambda: self._reader.conversations_replies(
-                    channel=self.channel_id, ts=thread_ts, limit=1
-                ),
-            )
+            response = await self._page(thread_ts=thread_ts, limit=1)
         except _ThreadGone:
             return None
         first = next((m for m in messages_of(response) if m.get("ts") == thread_ts), None)
         # (who can read it is the thread's, which the door knows: not asked here)
         return None if first is None else await self._past(first, Audience.PRIVATE)
 
-    async def _history_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
-        response = await self._call(
-            "conversations.history",
-            lambda: self._reader.conversations_history(
-                channel=self.channel_id,
-                cursor=place.history or None,
-                oldest=place.oldest,
-                inclusive=True,
-                limit=self.page_size,
-            ),
+    async def within(
+        self, thread_ts: str | None, *, oldest: str, latest: str
+    ) -> dict[str, dict[str, Any]]:
+        """What Slack shows of the conversation (``thread_ts``: of that thread) from
+        ``oldest`` to ``latest``, by ts, all its pages; a thread Slack no longer finds (its
+        parent and every reply deleted) shows nothing. SlackRefused, LearnRefused as for a
+        page."""
+        seen: dict[str, dict[str, Any]] = {}
+        cursor = ""
+        while True:
+            try:
+                response = await self._page(
+                    thread_ts=thread_ts, cursor=cursor, oldest=oldest, latest=latest
+                )
+            except _ThreadGone:
+                return {}
+            seen |= {str(m["ts"]): m for m in messages_of(response)}
+            cursor = next_cursor(response)
+            if not cursor:
+                return seen
+
+    async def _page(
+        self,
+        *,
+        thread_ts: str | None = None,
+        cursor: str = "",
+        oldest: str | None = None,
+        latest: str | None = None,
+        limit: int | None = None,
+    ) -> AsyncSlackResponse:
+        """One page of the history (``thread_ts`` None) or of a thread, paced."""
+        if thread_ts is None:
+            method, read = "conversations.history", self._reader.conversations_history
+        else:
+            method = "conversations.replies"
+            read = partial(self._reader.conversations_replies, ts=thread_ts)
+        request = partial(
+            read,
+            channel=self.channel_id,
+            cursor=cursor or None,
+            oldest=oldest,
+            latest=latest,
+            inclusive=True,
+            limit=limit or self.page_size,
         )
+        return await self._call(method, request)
+
+    async def _history_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
+        response = await self._page(cursor=place.history, oldest=place.oldest)
         messages = messages_of(response)
         following = next_cursor(response)
         after = replace(
@@ -270,17 +294,7 @@ class SlackHistory:
     async def _replies_page(self, place: Place, audience: Audience) -> tuple[_Read, Place]:
         parent, *rest = place.threads
         try:
-            response = await self._call(
-                "conversations.replies",
-                lambda: self._reader.conversations_replies(
-                    channel=self.channel_id,
-                    ts=parent,
-                    cursor=place.replies or None,
-                    oldest=place.oldest,
-                    inclusive=True,
-                    limit=self.page_size,
-                ),
-            )
+            response = await self._page(thread_ts=parent, cursor=place.replies, oldest=place.oldest)
         except _ThreadGone:  # deleted since its parent was read: nothing left to learn
             return _Read([], 0), replace(place, threads=tuple(rest), replies="")
         # The parent is the channel's (read with the history), a reply also sent to the
@@ -307,42 +321,43 @@ class SlackHistory:
             if method == "conversations.replies" and code == "thread_not_found":
                 raise _ThreadGone from exc
             raise self._refusal(method, code, exc.response.get("needed")) from exc
-        except _NETWORK_ERRORS as exc:
+        except NETWORK_ERRORS as exc:
             raise LearnRefused(
                 f"could not reach Slack for {method} ({exc!r}); run learn again: it goes on "
                 "where it stopped"
             ) from exc
 
-    def _refusal(self, method: str, code: str, needed: object) -> LearnRefused:
+    def _refusal(self, method: str, code: str, needed: object) -> SlackRefused:
+        refused = partial(SlackRefused, code=code)
         where = f"conversation {self.channel_id}"
         if code == "missing_scope":
             scope = needed if isinstance(needed, str) and needed else self._history_scope()
-            return LearnRefused(
+            return refused(
                 f"Slack will not show the history of {where}: the app lacks the {scope} "
                 "scope. Add it to the bot token scopes (OAuth & Permissions, or "
                 "slack-manifest.yaml), reinstall the app to the workspace, then run learn again"
             )
         if code == "not_in_channel":
-            return LearnRefused(
+            return refused(
                 f"memorybot is not in {where}: invite it (/invite @{self.bot_name}), then run "
                 "learn again"
             )
         if code == "channel_not_found":
-            return LearnRefused(
+            return refused(
                 f"Slack shows memorybot no {where}: it was deleted, or it is private and the "
                 f"bot is not in it (invite it: /invite @{self.bot_name}), then run learn again"
             )
         if code == "invalid_cursor":
-            return LearnRefused(
+            return refused(
                 "Slack no longer accepts where this learn stopped (its cursor expired); "
                 "learn the channel again from the start: what is already learned is recognised"
             )
-        if code in _AUTH_ERRORS:
-            return LearnRefused(
+        if code in AUTH_ERRORS:
+            return refused(
                 f"Slack refused the bot token ({code}): check SLACK_BOT_TOKEN or reinstall "
                 "the app to the workspace (docs/slack.md), then run learn again"
             )
-        return LearnRefused(
+        return refused(
             f"Slack refused {method} for {where} ({code}); run learn again: it goes on "
             "where it stopped"
         )
@@ -382,7 +397,7 @@ class SlackHistory:
         when = slack_time(msg.ts) if msg is not None else None
         if msg is None or when is None:
             return None
-        text = await self._text(msg.raw_text)
+        text = await self.text(msg.raw_text)
         attachments = self._files.with_images(msg.files, msg.downloads)
         if not text and not attachments:
             return None  # nothing the door would store either
@@ -417,7 +432,7 @@ class SlackHistory:
             )
         except InputError:
             return None
-        text = await self._text(raw)
+        text = await self.text(raw)
         if not text:
             return None
         return PastMessage(
@@ -431,7 +446,7 @@ class SlackHistory:
             audience=audience,
         )
 
-    async def _text(self, raw: str) -> str:
+    async def text(self, raw: str) -> str:
         return await self._directory.memory_text(
             self._client, self.team_id, raw, bot_user_id=self.bot_user_id, bot_name=self.bot_name
         )
@@ -494,3 +509,57 @@ def slack_past(
         clock=clock,
         pacer=pacer,
     )
+
+
+class SlackThreadStarts:
+    """A thread's first message read from Slack for the core when memory lacks it (posted
+    before the bot was in the channel, or another app's): each message in a channel thread
+    carries a :class:`~memory_core.models.StarterSource` that the core calls only then
+    (:mod:`memory_core.service.thread_starters`). One ``conversations.replies`` request
+    (:meth:`SlackHistory.thread_start`), the door's reads of this kind paced together at
+    ``learn.slack_requests_per_minute``, and bounded: a read that would wait longer than
+    :data:`READ_WAIT_S` gives up, the prompt goes without it and the next reply asks again."""
+
+    def __init__(self, door: SlackDoor, *, requests_per_minute: float) -> None:
+        self.door = door
+        self.pacer = Pacer(requests_per_minute=requests_per_minute, max_wait_s=READ_WAIT_S)
+
+    def source(
+        self, client: AsyncWebClient, msg: SlackMessage, *, bot_user_id: str
+    ) -> StarterSource | None:
+        """How the core reads the first message of ``msg``'s thread; None for a message in
+        no thread, a thread's first message itself, and a DM (the bot was always in it)."""
+        if msg.direct or msg.thread_ts is None or msg.thread_ts == msg.ts:
+            return None
+        return StarterSource(fetch=partial(self._read, client, msg, msg.thread_ts, bot_user_id))
+
+    async def _read(
+        self, client: AsyncWebClient, msg: SlackMessage, thread_ts: str, bot_user_id: str
+    ) -> ThreadStarter | None:
+        history = slack_past(
+            self.door,
+            client,
+            team_id=msg.team_id,
+            channel_id=msg.channel_id,
+            bot_user_id=bot_user_id,
+            bot_id="",
+            pacer=self.pacer,
+        )
+        try:
+            async with asyncio.timeout(READ_WAIT_S):
+                past = await history.thread_start(thread_ts)
+        except (LearnRefused, TimeoutError) as exc:
+            raise ContextUnavailable(
+                f"Slack did not show thread {thread_ts} of {msg.channel_id}: {exc or 'too slow'}"
+            ) from exc
+        if past is None:
+            return None
+        return ThreadStarter(
+            platform_id=past.platform_id,
+            ts=past.ts,
+            text=past.text,
+            author=past.author,
+            author_id=past.author_id,
+            role=past.role,
+            attachments=past.attachments,
+        )

@@ -13,9 +13,10 @@ answers both alike) or not a member any more (``not_in_channel``: the bot was re
 Bounded: the ``bot.catch_up_places`` most recently active places of this workspace (channels,
 threads and DMs) within the last ``bot.catch_up_hours`` (0: off), and in each only what was
 said within that window: ``conversations.history`` of a channel (or DM), ``conversations.replies``
-of a thread, ``oldest`` the window's start and ``latest`` the catch-up's. What is stored after
+of a thread, ``oldest`` the window's start and ``latest`` the catch-up's, read as a learn
+reads them (:meth:`bots.learn.slack_history.SlackHistory.within`). What is stored after
 that (live messages, meanwhile) is not compared. Requests go one after the other through a
-:class:`~bots.slack.pacing.Pacer` at the pace of ``learn.slack_requests_per_minute`` (Slack's
+:class:`~bots.learn.slack_pacing.Pacer` at the pace of ``learn.slack_requests_per_minute`` (Slack's
 Tier 3 for both methods), in a background task: live events are handled all the while. A
 change is applied in its scope's queue, as a live edit or delete is; an edit is skipped when
 memory changed in that scope since its history was read (a live edit may have come in
@@ -36,26 +37,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
-import aiohttp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.commands import ScopeQueue
-from bots.slack.connect import SlackIdentity, error_code
-from bots.slack.history import (
-    PAGE_SIZE,
-    RESTRICTED_PAGE_SIZE,
-    messages_of,
-    next_cursor,
-    slack_ts,
-)
-from bots.slack.pacing import Clock, Pacer, Sleep, without_rate_retries
+from bots.learn.slack_history import SlackDoor, SlackHistory, slack_past, slack_ts
+from bots.learn.slack_pacing import AUTH_ERRORS, Clock, Pacer, SlackRefused, Sleep
+from bots.slack.connect import SlackIdentity
+from bots.slack.listening import Listening
 from bots.slack.text import parse_message, slack_time
-from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
 from memory_core.models import Attachment, LogEntry
 from memory_core.scopes import Scope
@@ -67,22 +58,6 @@ SCAN = 2_000  # the most recently active scopes looked at (every platform's)
 STORED_CHUNK = 500  # stored entries read at a time
 
 _TS = re.compile(r"\d{1,12}\.\d{1,9}")
-# Slack refusing the token: nothing more can be read.
-_AUTH_ERRORS = frozenset(
-    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
-)
-_NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
-
-
-class CatchUpDoor(Protocol):
-    """What the catch-up takes from the running Slack door (:class:`bots.slack.bot.SlackBot`):
-    its core, and its rendering of Slack markup for memory (names looked up as it does)."""
-
-    core: Core
-
-    async def memory_text(
-        self, raw_text: str, *, team_id: str, bot_user_id: str, client: AsyncWebClient
-    ) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +128,11 @@ class SlackCatchUp:
 
     def __init__(
         self,
-        door: CatchUpDoor,
+        door: SlackDoor,
         client: AsyncWebClient,
         *,
         identity: SlackIdentity,
-        queue: ScopeQueue,
+        queue: Listening,
         on_done: Callable[[CatchUpReport], object] | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
@@ -167,12 +142,9 @@ class SlackCatchUp:
         self.identity = identity
         self.queue = queue
         self.on_done = on_done
-        self._client = client  # names, as the door looks them up
-        self._reader = without_rate_retries(client)  # the pacer alone waits out 429s
+        self._client = client
         learn = self.core.settings.learn
-        restricted = learn.slack_requests_per_minute <= 1
-        self.page_size = RESTRICTED_PAGE_SIZE if restricted else PAGE_SIZE
-        self._pacer = Pacer(
+        self._pacer = Pacer(  # one for every place's reads (the pacer alone waits out 429s)
             requests_per_minute=learn.slack_requests_per_minute,
             max_wait_s=learn.max_wait_s,
             sleep=sleep,
@@ -266,7 +238,7 @@ class SlackCatchUp:
     async def _places(self, window: Window) -> list[str]:
         """This workspace's places with memory active within the window, most recent first,
         at most ``bot.catch_up_places``."""
-        active = await self.core.repo.scopes(offset=0, limit=SCAN)
+        active = await self.core.repo.reads.scopes(offset=0, limit=SCAN)
         team = self.identity.team_id
         ours = [s for s, last in active if last >= window.oldest_ms and _of_team(s, team)]
         return ours[: self.core.settings.bot.catch_up_places]
@@ -275,11 +247,25 @@ class SlackCatchUp:
         """One place; False when its conversation is not to be read again (gone, or the bot
         not in it)."""
         scope = place.key
-        epoch = (await self.core.repo.state(scope)).epoch  # before what Slack shows is read
+        epoch = (await self.core.repo.reads.state(scope)).epoch  # before what Slack shows is read
+        history = slack_past(
+            self.door,
+            self._client,
+            team_id=self.identity.team_id,
+            channel_id=place.channel,
+            bot_user_id=self.identity.user_id,
+            bot_id=self.identity.bot_id,
+            restricted=self.core.settings.learn.slack_requests_per_minute <= 1,
+            pacer=self._pacer,
+        )
         try:
-            seen = await self._read(place, window)
-        except SlackApiError as exc:
-            return await self._refused(place, error_code(exc), report)
+            seen = await history.within(
+                place.thread or None, oldest=window.oldest, latest=window.latest
+            )
+        except SlackRefused as exc:
+            return await self._refused(place, exc.code, report)
+        except LearnRefused as exc:  # rate limited for longer than learn.max_wait_s, offline
+            raise _Stop(str(exc)) from exc
         report.places += 1
         deleted: list[LogEntry] = []
         edited: list[tuple[LogEntry, dict[str, Any]]] = []
@@ -292,56 +278,23 @@ class SlackCatchUp:
                 deleted.append(entry)
             elif entry.role == "user" and isinstance(message.get("edited"), dict):
                 edited.append((entry, message))
-        await self._apply(place, epoch, deleted, edited, report)
+        await self._apply(history, place, epoch, deleted, edited, report)
         return True
-
-    async def _read(self, place: Scope, window: Window) -> dict[str, dict[str, Any]]:
-        """What Slack shows of the place within the window, by ts (all its pages). A thread
-        Slack no longer finds (its parent and every reply deleted) shows nothing."""
-        if place.is_thread:
-            method = "conversations.replies"
-            read = partial(self._reader.conversations_replies, ts=place.thread)
-        else:
-            method = "conversations.history"
-            read = partial(self._reader.conversations_history)
-        seen: dict[str, dict[str, Any]] = {}
-        cursor = ""
-        while True:
-            page = partial(
-                read,
-                channel=place.channel,
-                oldest=window.oldest,
-                latest=window.latest,
-                inclusive=True,
-                limit=self.page_size,
-                cursor=cursor or None,
-            )
-            try:
-                response = await self._pacer.call(method, page)
-            except SlackApiError as exc:
-                if place.is_thread and error_code(exc) == "thread_not_found":
-                    return {}
-                raise
-            except LearnRefused as exc:  # rate limited for longer than learn.max_wait_s
-                raise _Stop(f"Slack rate limited {method}: {exc}") from exc
-            except _NETWORK_ERRORS as exc:
-                raise _Stop(f"could not reach Slack ({exc!r})") from exc
-            for message in messages_of(response):
-                seen[str(message["ts"])] = message
-            cursor = next_cursor(response)
-            if not cursor:
-                return seen
 
     async def _stored(self, scope: str, window: Window) -> list[LogEntry]:
         """The stored messages said within the window (a message's entry is never older than
         its send time, so the log is read from the window's start)."""
         found: list[LogEntry] = []
-        entries = await self.core.repo.entries_from(scope, window.oldest_ms, limit=STORED_CHUNK)
+        entries = await self.core.repo.reads.entries_from(
+            scope, window.oldest_ms, limit=STORED_CHUNK
+        )
         while entries:
             found += [e for e in entries if window.holds(e.platform_id)]
             if len(entries) < STORED_CHUNK:
                 break
-            entries = await self.core.repo.entries_after(scope, entries[-1].id, limit=STORED_CHUNK)
+            entries = await self.core.repo.reads.entries_after(
+                scope, entries[-1].id, limit=STORED_CHUNK
+            )
         return found
 
     async def _refused(self, place: Scope, code: str, report: CatchUpReport) -> bool:
@@ -353,7 +306,7 @@ class SlackCatchUp:
         channel, keeps its memory. True when the conversation's other places may still be
         read."""
         report.not_read.append(place.key)
-        if code in _AUTH_ERRORS:
+        if code in AUTH_ERRORS:
             raise _Stop(f"Slack refused the bot token ({code})")
         if code in ("channel_not_found", "not_in_channel") and not place.is_dm:
             await self._purge(place.root.key, code, report)
@@ -369,7 +322,7 @@ class SlackCatchUp:
         threads' go."""
         self._applying = True
         try:
-            await self.core.admin.forget_all(root, keep_settings=False)
+            await self.core.admin.place.forget_all(root, keep_settings=False)
         finally:
             self._applying = False
         report.purged.append(root)
@@ -383,6 +336,7 @@ class SlackCatchUp:
 
     async def _apply(
         self,
+        history: SlackHistory,
         place: Scope,
         epoch: int,
         deleted: list[LogEntry],
@@ -402,18 +356,16 @@ class SlackCatchUp:
             )
             if msg is None or msg.scope != scope:
                 continue
-            text = await self.door.memory_text(
-                msg.raw_text,
-                team_id=self.identity.team_id,
-                bot_user_id=self.identity.user_id,
-                client=self._client,
-            )
+            text = await history.text(msg.raw_text)
             changes.append(_Change(entry, text, msg.files))
         changes.sort(key=lambda change: Decimal(change.ts))
         expected: int | None = epoch
         for change in changes:
             async with self.queue.hold(scope):
-                if expected is not None and (await self.core.repo.state(scope)).epoch != expected:
+                if (
+                    expected is not None
+                    and (await self.core.repo.reads.state(scope)).epoch != expected
+                ):
                     expected = None  # changed meanwhile: no edit from what was read
                 if change.text is not None and expected is None:
                     report.stale_edits += 1
@@ -422,7 +374,7 @@ class SlackCatchUp:
                 try:
                     await self._change(scope, change, report)
                     if expected is not None:
-                        expected = (await self.core.repo.state(scope)).epoch
+                        expected = (await self.core.repo.reads.state(scope)).epoch
                 finally:
                     self._applying = False
             self._check_stop()

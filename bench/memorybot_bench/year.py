@@ -26,12 +26,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bots.bench.locomo_scoring import memory_text
 from config.settings import Settings
 from memory_core.bootstrap import build_core
 from memory_core.clock import ManualClock
 from memory_core.llm.client import OfflineLLM
 from memory_core.models import IncomingMessage
+from memorybot_bench.locomo_scoring import memory_text
 
 START = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)  # a Monday
 PEOPLE = ("Aiko", "Ben", "Chloe", "Dev", "Erin")
@@ -345,7 +345,7 @@ async def evaluate_year(
     try:
         for n, (when, speaker, text) in enumerate(lines):
             clock.set(when)
-            await core.pipeline.ingest(
+            await core.intake.accept(
                 IncomingMessage(
                     scope=SCOPE, text=text, author=speaker, author_id=speaker.lower(), ts=when
                 )
@@ -354,12 +354,12 @@ async def evaluate_year(
                 progress(n, len(lines))
         asked = START + timedelta(days=days, hours=10)
         clock.set(asked)
-        await core.pipeline.maintain(SCOPE)  # the last day closed, as by the next morning
-        if core.pipeline.recall is not None:
-            await core.pipeline.recall.embed_backlog(SCOPE)
+        await core.maintenance.maintain(SCOPE)  # the last day closed, as by the next morning
+        if core.recall is not None:
+            await core.recall.embed_backlog(SCOPE)
         for fact in (p for p in PLANTED if p.day < days):
             msg = IncomingMessage(scope=SCOPE, text=fact.question, author="Zoe", ts=asked)
-            prompt = await core.pipeline.build_prompt(msg)
+            prompt = await core.replier.build_prompt(msg)
             shown = "\n".join(memory_text(prompt)).lower()
             report.reached.append((fact, days - fact.day, fact.answer.lower() in shown))
     finally:

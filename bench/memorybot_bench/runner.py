@@ -36,7 +36,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bots.bench.alternatives import (
+import memory_core
+from config.settings import Settings
+from memory_core.bootstrap import build_core
+from memory_core.clock import ManualClock
+from memory_core.llm.client import OfflineLLM
+from memory_core.models import IncomingMessage
+from memory_core.text.tokens import TokenCounter
+from memorybot_bench.alternatives import (
     FullHistory,
     LangChainSummaryBuffer,
     Memorybot,
@@ -44,16 +51,11 @@ from bots.bench.alternatives import (
     SeedDesign,
     conversation,
 )
-from bots.bench.cluster_bench import bench_cluster
-from bots.bench.fake_llm import FakeOpenAI
-from bots.bench.harness import bench_ingest, bench_recall, bench_rollover, private_settings
-from bots.bench.load import load_run
-from config.settings import Settings
-from memory_core.bootstrap import build_core
-from memory_core.clock import ManualClock
-from memory_core.llm.client import OfflineLLM
-from memory_core.models import IncomingMessage
-from memory_core.text.tokens import TokenCounter
+from memorybot_bench.cluster_bench import bench_cluster
+from memorybot_bench.harness import bench_ingest, bench_rollover, private_settings
+from memorybot_bench.load import load_run
+from memorybot_bench.recall_bench import bench_recall
+from memorybot_testkit.openai_server import FakeOpenAI
 
 START = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)
 Log = Callable[[str], None]
@@ -285,9 +287,7 @@ async def redis_memory(settings: Settings, sizes: Sizes, log: Log) -> dict[str, 
     )
     chat = conversation(sizes.year_days * 40, start=START, per_day=40)
     try:
-        await core.pipeline.ingest(
-            IncomingMessage(scope="bench:idle", text="hello once", author="x")
-        )
+        await core.intake.accept(IncomingMessage(scope="bench:idle", text="hello once", author="x"))
         day = ""
         for author, text, when in chat:
             if when.date().isoformat() != day:  # the nightly sweep, as the scheduler runs it
@@ -295,9 +295,7 @@ async def redis_memory(settings: Settings, sizes: Sizes, log: Log) -> dict[str, 
                 await core.scheduler.sweep(force=True)
                 day = when.date().isoformat()
             clock.set(when)
-            await core.pipeline.ingest(
-                IncomingMessage(scope="bench:busy", text=text, author=author)
-            )
+            await core.intake.accept(IncomingMessage(scope="bench:busy", text=text, author=author))
         clock.set(chat[-1][2] + timedelta(days=1, hours=1))
         await core.scheduler.sweep(force=True)
         busy = await _scope_bytes(core, "bench:busy")
@@ -305,7 +303,7 @@ async def redis_memory(settings: Settings, sizes: Sizes, log: Log) -> dict[str, 
         log_bytes = await core.store.client.memory_usage(
             core.store.keys.scope("bench:busy").log, samples=0
         )
-        stored = await core.repo.log_length("bench:busy")
+        stored = await core.repo.reads.log_length("bench:busy")
     finally:
         await core.discard()
     result = {
@@ -354,7 +352,7 @@ async def run_all(settings: Settings, *, quick: bool, out: Path, log: Log) -> di
     for row in results["cluster"]["clusters"]:
         log(f"cluster of {row['nodes']}: {row['overall']}")
     results["seconds"] = round(time.perf_counter() - started, 1)
-    from bots.bench.report import write_report
+    from memorybot_bench.report import write_report
 
     write_report(results, out)
     return results
@@ -373,10 +371,11 @@ def machine(settings: Settings) -> dict[str, Any]:
             return "-"
 
     commit = "-"
+    checkout = Path(memory_core.__file__).parent  # memorybot's, the code measured
     with contextlib.suppress(OSError):
         commit = (
             subprocess.run(
-                ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+                ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
                 capture_output=True,
                 text=True,
                 timeout=5,

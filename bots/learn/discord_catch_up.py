@@ -37,11 +37,12 @@ import discord
 
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_for
 from bots.discord.forwards import forward_of
+from bots.discord.places import forget_place, forget_server
 from config.settings import DiscordSettings
 from memory_core import calendar
 from memory_core.bootstrap import Core
 from memory_core.errors import MemorybotError
-from memory_core.scopes import Scope, server_key
+from memory_core.scopes import Scope
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,8 @@ async def recheck_recent(bot: discord.Client, core: Core, *, bot_name: str) -> i
     stored messages changed (forgotten or edited)."""
     window = core.settings.bot
     try:
-        count = await core.repo.scope_count()
-        active = await core.repo.scopes(offset=0, limit=count)  # newest first
+        count = await core.repo.reads.scope_count()
+        active = await core.repo.reads.scopes(offset=0, limit=count)  # newest first
     except MemorybotError as exc:  # Redis away: the next fresh session tries again
         log.warning("could not catch up with Discord after a fresh session: %s", exc)
         return 0
@@ -156,12 +157,7 @@ async def forget_removed_servers(
     servers = {int(p.server) for p in places if p.server.isdigit()}
     removed = sorted(g for g in servers - present if reach.owns_server(g))
     for guild_id in removed:
-        try:
-            forgotten = await core.admin.forget_server(server_key("discord", str(guild_id)))
-        except MemorybotError as exc:
-            log.error("memory of server %s not forgotten: %s", guild_id, exc)
-            continue
-        log.warning("removed from server %s while away: forgot its %d places", guild_id, forgotten)
+        await forget_server(core, guild_id, when=" while away")
     return len(removed)
 
 
@@ -215,7 +211,8 @@ class Unseen:
         """What Discord's refusal to show a place says about it (a DM is never deleted)."""
         if isinstance(exc, discord.NotFound) and exc.code == UNKNOWN_CHANNEL and place.server:
             why = "its thread" if place.is_thread else "its channel (with its threads)"
-            await self.forget(place, f"{why} was deleted while memorybot was away")
+            if await forget_place(self.core, place.key, f"{why} was deleted while away"):
+                self.gone.add(place.key)
         elif isinstance(exc, discord.Forbidden) and exc.code == MISSING_ACCESS:
             # Live, a place the bot loses access to keeps its memory (it may come back).
             log.warning(
@@ -230,16 +227,6 @@ class Unseen:
                 exc.status,
                 exc.code,
             )
-
-    async def forget(self, place: Scope, why: str) -> None:
-        """Forget a deleted place (a channel with its threads) as its delete event does."""
-        try:
-            await self.core.admin.forget_all(place.key, keep_settings=False)
-        except MemorybotError as exc:
-            log.error("memory of %s not forgotten (%s): %s", place.key, why, exc)
-            return
-        self.gone.add(place.key)
-        log.warning("forgot %s: %s", place.key, why)
 
     async def recheck(self, place: Scope, bot_name: str) -> int:
         """Read the place's recent history again; how many stored messages changed."""
@@ -296,7 +283,7 @@ async def _recheck(
     oldest = calendar.to_ms(history[-1].created_at)
     seen = {str(m.id): m for m in history}
     me = bot.user
-    stored = await core.repo.entries_from(scope, oldest, limit=RECHECK_MESSAGES * 3)
+    stored = await core.repo.reads.entries_from(scope, oldest, limit=RECHECK_MESSAGES * 3)
     changed = 0
     for entry in stored:
         if not entry.platform_id.isdigit() or int(entry.platform_id) < int(history[-1].id):

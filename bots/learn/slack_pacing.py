@@ -1,6 +1,6 @@
-"""Slack's rate limits as a reader of history meets them: requests spaced per method, an
-HTTP 429's ``Retry-After`` waited out up to a cap, and a client that leaves the waiting to
-this module.
+"""Slack's Web API as a reader of history meets it: requests spaced per method, an HTTP
+429's ``Retry-After`` waited out up to a cap, a client that leaves the waiting to this
+module, and Slack's refusals as a learn's (:class:`SlackRefused`, with Slack's code).
 
 Slack rates each Web API method per app and workspace in tiers (requests a minute): Tier 3
 (50+) is what conversations.history and conversations.replies allow internal and Marketplace
@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
-from slack_sdk.http_retry.request import HttpRequest
-from slack_sdk.http_retry.response import HttpResponse
-from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bots.slack.connect import retry_after
 from memory_core.service.past import LearnRefused
 
 log = logging.getLogger(__name__)
@@ -37,13 +33,22 @@ RESTRICTED_PER_MINUTE = 1.0
 MAX_WAIT_S = 120.0
 #: 429s in a row on one request before giving up (each waited out within the cap).
 MAX_RATE_LIMITED = 5
-#: The longest the running door waits out one 429 (a reply, a name, a file): Slack asking
-#: for longer fails that request at once (a name stays the user's id; a reply's failure is
-#: logged) instead of holding the message it serves for minutes.
-DOOR_MAX_WAIT_S = 30.0
+#: Slack refusing the token: nothing more can be read.
+AUTH_ERRORS = frozenset(
+    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
+)
+NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
+
+
+class SlackRefused(LearnRefused):
+    """Slack refused a read (``code``: its error, ``channel_not_found``, ``missing_scope``...)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Pacer:
@@ -97,67 +102,6 @@ class Pacer:
             if wait > 0:
                 await self._sleep(wait)
         self._last[method] = self._clock()
-
-
-class CappedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
-    """slack_sdk's 429 retry for the running door, waiting ``Retry-After`` only when it is at
-    most ``max_wait_s`` (the SDK's own sleeps whatever Slack asks, and reads a Retry-After
-    that is not a whole number as an error)."""
-
-    def __init__(self, *, max_retry_count: int, max_wait_s: float = DOOR_MAX_WAIT_S) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self.max_wait_s = max_wait_s
-
-    async def _can_retry_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        if response is None or response.status_code != 429:
-            return False
-        wait = retry_after(response.headers)
-        if wait > self.max_wait_s:
-            log.warning(
-                "Slack: %s rate limited for %.0f s, longer than the %.0f s the bot waits; "
-                "not retried",
-                request.url.rsplit("/", 1)[-1],
-                wait,
-                self.max_wait_s,
-            )
-            return False
-        return True
-
-    async def prepare_for_next_attempt_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        if response is None:  # (never: only a 429's response is retried)
-            raise error or RuntimeError("no response to retry")
-        state.next_attempt_requested = True
-        # (a little jitter, as slack_sdk's: processes limited together do not return at once)
-        await asyncio.sleep(retry_after(response.headers) + random.uniform(0, 0.5))
-        state.increment_current_attempt()
-
-
-def retry_after(headers: Mapping[str, Any]) -> float:
-    """The seconds a 429 asks to wait (``Retry-After``; a minute when it does not say)."""
-    for name, value in headers.items():
-        if name.lower() == "retry-after":
-            raw = value[0] if isinstance(value, list) and value else value
-            try:
-                seconds = float(str(raw))
-            except ValueError:
-                break
-            if math.isfinite(seconds) and seconds >= 0:
-                return seconds
-    return 60.0
 
 
 def without_rate_retries(client: AsyncWebClient) -> AsyncWebClient:

@@ -1,7 +1,8 @@
 """``memorybot bench cluster``: how evenly the nodes of a Redis Cluster share memorybot's work.
 
-For each node count a local cluster is started (:class:`bots.bench.cluster.LocalCluster`:
-its own processes on loopback, stopped afterwards), and a core on it runs three phases over
+For each node count a local cluster is started (the testkit's
+:class:`~memorybot_testkit.redis_servers.LocalCluster`: its own processes on loopback, stopped
+afterwards), and a core on it runs three phases over
 many scopes: the ingest of ``messages`` messages spread over ``scopes`` scopes, a rollover
 sweep past midnight, and a question and its answer in every scope from a stand-in model
 (the fake OpenAI-compatible server, through the real client and the fleet's LLM rate
@@ -26,13 +27,14 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bots.bench.cluster import LocalCluster, server_binary, server_version
-from bots.bench.fake_llm import FakeOpenAI
-from bots.bench.harness import WORDS
 from config.settings import Settings
 from memory_core.bootstrap import Core, build_core
 from memory_core.clock import ManualClock
 from memory_core.models import IncomingMessage
+from memorybot_bench.harness import WORDS
+from memorybot_testkit.converse import converse
+from memorybot_testkit.openai_server import FakeOpenAI
+from memorybot_testkit.redis_servers import LocalCluster, server_binary, server_version
 
 TARGET = 1.5  # the issue's bar: no node serves more than 1.5x its even share
 DAY = datetime(2025, 8, 11, 9, 0, tzinfo=UTC)  # a Monday
@@ -122,13 +124,13 @@ async def _run_phases(
             clock.set(DAY + timedelta(seconds=i))
             text = " ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(8 + i % 20))
             msg = IncomingMessage(scope=names[i % scopes], text=text, author=f"user{i % 7}")
-            await core.pipeline.ingest(msg)
+            await core.intake.accept(msg)
             tick(1)
 
     async def sweep() -> None:
         clock.set(DAY + timedelta(days=1, minutes=1))
         await core.scheduler.sweep(force=True)
-        await core.pipeline.drain()
+        await core.drain()
         tick(scopes)
 
     async def replies() -> None:
@@ -136,7 +138,7 @@ async def _run_phases(
             ask = IncomingMessage(
                 scope=name, text="what did we decide?", author="user1", addressed=True
             )
-            await core.pipeline.handle(ask)
+            await converse(core, ask)
             tick(1)
 
     phases = {"ingest": await _phase(cluster, messages, ingest)}

@@ -2,7 +2,7 @@
 
 Each LoCoMo conversation is replayed into its own scope, its session dates driving the clock
 (so days roll over and summaries form as in real use), then every question of categories 1-4
-is asked as a reply would be: ``pipeline.build_prompt`` with the question as the new message.
+is asked as a reply would be: ``replier.build_prompt`` with the question as the new message.
 Whatever prompt assembly produces (window, summaries, recall) is what gets measured, so the
 numbers follow the product as it changes. Three baselines are computed on the same questions
 in the same run: the newest turns that fit the same budget (``recent``), the whole
@@ -13,8 +13,8 @@ directory) and deletes its keys afterwards: it never touches real memory. Memory
 built offline (extractive summaries), so runs are deterministic and comparable; ``answer``
 only adds the model's answers to the prompts, scored with LoCoMo's token F1.
 
-The data is read by :mod:`bots.bench.locomo_data`, each prompt scored by
-:mod:`bots.bench.locomo_scoring`; this module runs the replay and the questions and reports.
+The data is read by :mod:`memorybot_bench.locomo_data`, each prompt scored by
+:mod:`memorybot_bench.locomo_scoring`; this module runs the replay and the questions and reports.
 LoCoMo is CC BY-NC 4.0: :data:`ATTRIBUTION` goes wherever its results are shown.
 """
 
@@ -31,14 +31,21 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from bots.bench.locomo_data import (
+from config.settings import MemorySettings, Settings
+from memory_core.bootstrap import Core, build_core
+from memory_core.clock import ManualClock
+from memory_core.errors import InputError, LLMBadOutput, LLMOffline, LLMUnavailable
+from memory_core.llm.client import LLM, OfflineLLM, build_llm
+from memory_core.models import IncomingMessage
+from memory_core.prompt.assembly import Prompt
+from memorybot_bench.locomo_data import (
     ATTRIBUTION,
     CATEGORIES,
     Conversation,
     Question,
     load_locomo,
 )
-from bots.bench.locomo_scoring import (
+from memorybot_bench.locomo_scoring import (
     Baselines,
     Scored,
     answer_f1,
@@ -47,13 +54,6 @@ from bots.bench.locomo_scoring import (
     fixed_cost,
     memory_text,
 )
-from config.settings import MemorySettings, Settings
-from memory_core.bootstrap import Core, build_core
-from memory_core.clock import ManualClock
-from memory_core.errors import InputError, LLMBadOutput, LLMOffline, LLMUnavailable
-from memory_core.llm.client import LLM, OfflineLLM, build_llm
-from memory_core.models import IncomingMessage
-from memory_core.prompt.assembly import Prompt
 
 # ``memorybot eval locomo`` loads the data through here.
 __all__ = ["LocomoReport", "QuestionResult", "evaluate_locomo", "load_locomo"]
@@ -225,8 +225,8 @@ async def evaluate_locomo(
             scope = f"console:locomo-{index + 1}-{re.sub(r'[^A-Za-z0-9_.-]', '-', conv.sample_id)}"
             replay_started = time.perf_counter()
             await _replay(core, clock, scope, conv, tick)
-            if core.pipeline.recall is not None:  # as the background would have, by now
-                await core.pipeline.recall.embed_backlog(scope)
+            if core.recall is not None:  # as the background would have, by now
+                await core.recall.embed_backlog(scope)
             report.replay_seconds += time.perf_counter() - replay_started
             results, prompts = await _ask(core, clock, scope, conv, tick)
             if answer_llm is not None:
@@ -266,7 +266,7 @@ async def _replay(
 ) -> None:
     for turn in conv.turns:
         clock.set(turn.ts)  # maintenance (rollovers, compaction) runs at the turn's time
-        await core.pipeline.ingest(
+        await core.intake.accept(
             IncomingMessage(
                 scope=scope,
                 text=turn.stored,
@@ -292,7 +292,7 @@ async def _ask(
     prompts: list[Prompt] = []
     for q in conv.questions:
         msg = IncomingMessage(scope=scope, text=q.text, author=ASKER, author_id=ASKER, ts=when)
-        prompt = await core.pipeline.build_prompt(msg)  # a dry run: nothing is stored
+        prompt = await core.replier.build_prompt(msg)  # a dry run: nothing is stored
         shown = memory_text(prompt)
         memory = Scored(
             recall=evidence_share([texts[e] for e in q.evidence], shown),

@@ -12,10 +12,10 @@ import redis
 import typer
 from typer.testing import CliRunner
 
-from bots.bench.evaluation import evaluate_locomo
-from bots.bench.locomo_data import load_locomo
 from bots.cli.eval import register
 from memory_core.errors import LLMOffline
+from memorybot_bench.evaluation import evaluate_locomo
+from memorybot_bench.locomo_data import load_locomo
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest
 from tests.helpers import make_settings
 

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from bots.bench.evaluation import LocomoReport, QuestionResult
-from bots.bench.locomo_data import (
+from memory_core.errors import InputError
+from memory_core.prompt.assembly import Prompt
+from memorybot_bench.evaluation import LocomoReport, QuestionResult
+from memorybot_bench.locomo_data import (
     ATTRIBUTION,
     TURN_GAP,
     Question,
@@ -16,7 +18,7 @@ from bots.bench.locomo_data import (
     parse_locomo,
     parse_session_time,
 )
-from bots.bench.locomo_scoring import (
+from memorybot_bench.locomo_scoring import (
     BM25,
     Scored,
     answer_f1,
@@ -27,8 +29,6 @@ from bots.bench.locomo_scoring import (
     token_f1,
     words,
 )
-from memory_core.errors import InputError
-from memory_core.prompt.assembly import Prompt
 
 
 @pytest.mark.parametrize(
