@@ -20,7 +20,7 @@ from bots.why import Linker as Linker  # re-exported: what a door passes to run_
 from bots.why import links_for, render_why
 from config.prompts import PromptSet, load_prompts
 from memory_core.errors import InputError, PermissionDenied, UsageError
-from memory_core.models import LANGUAGE_SETTINGS, MODES, Fact
+from memory_core.models import LANGUAGE_SETTINGS, MAX_FACT_CHARS, MODES, Fact
 from memory_core.prompt.assembly import order_facts, render_fact
 from memory_core.scopes import Scope
 from memory_core.service.admin import MemoryAdmin, ScopeView
@@ -379,6 +379,14 @@ async def _places_section(
         for place, done in report.places.items()
     ]
     return [(p.say("heading_places"), "\n".join(lines))]
+
+
+def pinned_note(author: str, text: str, link: str) -> str:
+    """The note "Remember this" pins, on every door: the message quoted under its author's
+    name, cut to leave its link room within a fact's length."""
+    room = MAX_FACT_CHARS - len(link) - len(author) - 6
+    quote = text if len(text) <= room else text[: max(0, room - 1)] + "…"
+    return f"{author}: {quote}" + (f" ({link})" if link else "")
 
 
 def fact_line(fact_id: str, fact: Fact, p: PromptSet) -> str:

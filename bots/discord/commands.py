@@ -24,7 +24,7 @@ import discord
 from discord import app_commands
 
 from bots.acting import Actor, Where, actor_for
-from bots.commands import Command, CommandResult
+from bots.commands import Command, CommandResult, pinned_note
 from bots.discord.events import Place, attachments_of, is_allowed, message_text, place_of
 from bots.discord.links import message_url
 from bots.discord.places import resolved
@@ -37,7 +37,6 @@ from config.prompts import load_prompts
 from config.settings import DiscordSettings
 from memory_core.bootstrap import Core
 from memory_core.errors import ConfigError
-from memory_core.models import MAX_FACT_CHARS
 from memory_core.scopes import Scope
 from memory_core.service.past import PastSource
 from memory_core.text.attachments import render_attachments
@@ -238,9 +237,6 @@ class MemoryCommands:
         return await task
 
 
-MAX_NOTE_LINK = 120  # a message link's length; the note's text is cut to leave it room
-
-
 def message_commands(runner: MemoryCommands, *, bot_name: str) -> list[app_commands.ContextMenu]:
     """The message context menu (Apps > ...): "Forget this message" (its author, or an
     admin) and "Remember this" (a pinned note quoting it, with its link; admins, as
@@ -255,9 +251,7 @@ def message_commands(runner: MemoryCommands, *, bot_name: str) -> list[app_comma
         me = interaction.client.user
         text = message_text(message, bot_id=me.id if me else 0, bot_name=bot_name)
         text = text or render_attachments(attachments_of(message))
-        room = MAX_FACT_CHARS - MAX_NOTE_LINK - len(message.author.display_name) - 6
-        quote = text if len(text) <= room else text[: room - 1] + "…"
-        note = f"{message.author.display_name}: {quote} ({message.jump_url})"
+        note = pinned_note(message.author.display_name, text, message.jump_url)
         await runner.run(interaction, Command("remember", arg=note))
 
     return [

@@ -33,8 +33,6 @@ TYPING_REFRESH_S = 8.0  # Discord shows "typing" for 10 s after each trigger
 #: Per channel, as Discord answers bots (its headers say so; no published number). A draft's
 #: update leaves two of them for answers' last words, which then rarely wait.
 POSTS = EDITS = TYPING = Allowance(calls=5, window_s=5.0)
-KEPT_FOR_LAST_WORDS = 2
-MAX_WAIT_S = 30.0  # the longest an answer's last words wait for room
 
 
 class ChannelProblems:
@@ -140,11 +138,7 @@ class DiscordReply:
         if self.pacing is None:
             return True
         name = f"discord:{call}:{self.channel.id}"
-        allowance = POSTS if call == "post" else EDITS
-        if wait:
-            await self.pacing.wait(name, allowance, max_wait_s=MAX_WAIT_S)
-            return True
-        return await self.pacing.now(name, allowance.leaving(KEPT_FOR_LAST_WORDS))
+        return await self.pacing.room(name, POSTS if call == "post" else EDITS, wait=wait)
 
     def markup(self, text: str) -> str:
         return text  # Discord writes Markdown

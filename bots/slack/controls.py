@@ -28,7 +28,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.commands import Command, CommandResult
+from bots.commands import Command, CommandResult, pinned_note
 from bots.slack.commands import SlackCommands
 from bots.slack.connect import SLACK_ERRORS, error_code
 from bots.slack.home import (
@@ -43,7 +43,6 @@ from bots.slack.send import permalink
 from bots.slack.text import channel_scope, message_scope
 from memory_core.bootstrap import Core
 from memory_core.errors import InvalidScope, StoreError
-from memory_core.models import MAX_FACT_CHARS
 from memory_core.scopes import Scope
 
 #: Slack markup -> what memory keeps (the door's text conversion, names looked up).
@@ -137,9 +136,7 @@ class SlackControls:
             client=client,
         )
         link = await permalink(client, channel=channel_id, ts=str(message["ts"]))
-        room = MAX_FACT_CHARS - len(link) - len(author) - 6
-        quote = text if len(text) <= room else text[: max(0, room - 1)] + "…"
-        return f"{author}: {quote}" + (f" ({link})" if link else "")
+        return pinned_note(author, text, link)
 
     # -- App Home ------------------------------------------------------------------------
     @listener

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.connect import DOOR_MAX_WAIT_S, SLACK_ERRORS, error_code
+from bots.slack.connect import SLACK_ERRORS, error_code
 from bots.slack.stream import (
-    KEPT_FOR_LAST_WORDS,
     POSTS_IN_A_CHANNEL,
     UPDATES,
     NativeStream,
@@ -131,10 +130,7 @@ class ThreadReply:
             name, allowance = f"slack:{self.team_id}:post:{self.channel}", POSTS_IN_A_CHANNEL
         else:
             name, allowance = f"slack:{self.team_id}:chat.update", UPDATES
-        if wait:
-            await self.pacing.wait(name, allowance, max_wait_s=DOOR_MAX_WAIT_S)
-            return True
-        return await self.pacing.now(name, allowance.leaving(KEPT_FOR_LAST_WORDS))
+        return await self.pacing.room(name, allowance, wait=wait)
 
     def draft(self) -> Draft[str]:
         streaming = self.streaming

@@ -51,10 +51,6 @@ UPDATES = Allowance(calls=5, window_s=6.0)
 STARTS = Allowance(calls=20, window_s=60.0)
 APPENDS = Allowance(calls=10, window_s=6.0)
 STOPS = Allowance(calls=20, window_s=60.0)
-#: A draft's update (a post or chat.update) leaves two of an allowance's calls for answers'
-#: last words (the stops have an allowance of their own).
-KEPT_FOR_LAST_WORDS = 2
-
 #: How long a workspace (or channel) that refused a stream is not asked again.
 REFUSAL_MEMORY_S = 600.0
 #: chat.startStream errors that say the workspace does not let the app stream at all.

@@ -5,11 +5,11 @@ every process of the fleet takes its calls from the same sliding window in Redis
 answers are written at once, and by however many processes, the platform never has to
 refuse one.
 
-A front door asks before a call that may wait for a better moment (:meth:`Pacing.now`: a
-streamed answer's next update, skipped when there is no room, and taken from a share that
-leaves room for the others: :meth:`Allowance.leaving`) and waits before one that must go
-(:meth:`Pacing.wait`: an answer's last words). Which limits a platform has, and their
-numbers, are the front door's; this module only counts.
+Both doors pace an answer by one rule (:meth:`Pacing.room`): a streamed answer's next update
+goes only when there is room, taken from a share that leaves :data:`KEPT_FOR_LAST_WORDS`
+calls for the others (:meth:`Allowance.leaving`), and is skipped otherwise; an answer's last
+words wait for room, up to :data:`LAST_WORDS_WAIT_S`, then go all the same. Which limits a
+platform has, and their numbers, are the front door's; this module only counts.
 
 Redis away: the call goes (logged once per process); the platform's own answer to too many
 calls (a 429 its client waits out) is then the guard.
@@ -26,6 +26,9 @@ from memory_core.fleet.ratelimit import FleetRateLimiter
 from memory_core.store.keys import KeySchema
 
 log = logging.getLogger(__name__)
+
+KEPT_FOR_LAST_WORDS = 2  # of an allowance's calls, always left for answers' last words
+LAST_WORDS_WAIT_S = 30.0  # the longest an answer's last words wait for room
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,16 @@ class Pacing:
             window_s=allowance.window_s,
             key=self.keys.platform_rate(name),
         )
+
+    async def room(self, name: str, allowance: Allowance, *, wait: bool) -> bool:
+        """Whether one more call of ``name`` may go (it is then counted), by the rule both
+        doors answer by: ``wait`` (an answer's last words): wait for room, then True, even
+        past :data:`LAST_WORDS_WAIT_S`; else (a draft's update): only if the share that
+        leaves :data:`KEPT_FOR_LAST_WORDS` calls has room now."""
+        if wait:
+            await self.wait(name, allowance, max_wait_s=LAST_WORDS_WAIT_S)
+            return True
+        return await self.now(name, allowance.leaving(KEPT_FOR_LAST_WORDS))
 
     async def now(self, name: str, allowance: Allowance) -> bool:
         """Whether one more call of ``name`` may go now (it is then counted); never waits."""

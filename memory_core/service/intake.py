@@ -10,10 +10,10 @@ waits in a bounded buffer (:class:`OutageBuffer`) and is stored, in order, once 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from config.settings import Settings
 from memory_core import calendar
@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+Handed = tuple[IncomingMessage, Prepared, IngestResult]
+
 
 class AfterStore:
     """What a stored message hands on, off the path that stored it: maintenance when it is
-    due, its vector (recall), its images' captions. In a background task (a running bot's
-    core), or at once, awaited (a one-shot command, a replay: maintenance at each message's
-    time)."""
+    due, its vector (recall), its images' captions, done by one worker, in order, from a
+    queue. A running bot's core does not wait for it (a failure there is logged, never the
+    message's); a one-shot core (a command, a replay: maintenance at each message's time)
+    waits for it before the message's path returns, and is told what failed."""
 
     def __init__(
         self,
@@ -54,40 +57,61 @@ class AfterStore:
         self.recall = recall
         self.captioner = captioner
         self.background = background
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._queue: asyncio.Queue[Handed] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._failed: Exception | None = None  # a one-shot core's, raised by drain
 
     async def stored(self, msg: IncomingMessage, prepared: Prepared, result: IngestResult) -> None:
-        if result.stored:
-            await self._soon(self._hand_on, msg, prepared, result)
-
-    async def _soon(self, work: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
-        if not self.background:
-            await work(*args)
+        if not result.stored:
             return
-        task: asyncio.Task[None] = asyncio.create_task(work(*args))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._queue.put_nowait((msg, prepared, result))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work())
+        if not self.background:
+            await self.drain()
 
-    async def _hand_on(
-        self, msg: IncomingMessage, prepared: Prepared, result: IngestResult
-    ) -> None:
+    async def hand_on(self, msg: IncomingMessage, prepared: Prepared, result: IngestResult) -> None:
+        """The work a stored message made due, handed on."""
         scope = prepared.scope
-        try:
-            if self.maintenance.due_after(scope, result, prepared.ts_ms):
-                await self.maintenance.schedule(scope)
-            if self.background and self.recall is not None:
-                self.recall.embed_soon(scope)  # its vector, once, off the reply path
-            if result.outcome != "duplicate" and self.captioner is not None:
-                await self.captioner.soon(msg)  # its images' captions, once
-        except Exception:
-            if not self.background:
-                raise  # the caller awaits it: it says what failed
-            log.exception("the work after a message in %s failed", scope)
+        if self.maintenance.due_after(scope, result, prepared.ts_ms):
+            await self.maintenance.schedule(scope)
+        if self.background and self.recall is not None:
+            self.recall.embed_soon(scope)  # its vector, once, off the reply path
+        if result.outcome != "duplicate" and self.captioner is not None:
+            await self.captioner.soon(msg)  # its images' captions, once
+
+    async def _work(self) -> None:
+        while True:
+            handed = await self._queue.get()
+            try:
+                await self.hand_on(*handed)
+            except Exception as exc:
+                if not self.background:
+                    self._failed = self._failed or exc  # the caller waiting is told
+                else:  # a background worker has no caller to tell: log it, loudly
+                    log.exception("the work after a message in %s failed", handed[1].scope)
+            finally:
+                self._queue.task_done()
 
     async def drain(self) -> None:
-        """Wait for the hand-offs under way (shutdown, the end of a replay)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """Wait for what was handed on so far (shutdown, the end of a replay); in a one-shot
+        core, raise what failed meanwhile."""
+        if self._worker is not None and not self._worker.done():
+            await self._queue.join()
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    async def close(self) -> None:
+        """Stop the worker, once what was handed on is done."""
+        try:
+            await self.drain()
+        finally:
+            if self._worker is not None:
+                self._worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._worker
+                self._worker = None
 
 
 class Intake:
@@ -118,11 +142,14 @@ class Intake:
             metrics=metrics,
         )
 
-    def prepare(self, msg: IncomingMessage) -> Prepared:
-        """``msg`` validated, capped and counted once, for the store and the prompt alike."""
+    def prepare(self, msg: IncomingMessage, *, own_day: bool = False) -> Prepared:
+        """``msg`` validated, capped and counted once, for the store and the prompt alike.
+        ``own_day``: with the end of its day, so that it is refused rather than counted in a
+        later day (``outcome`` "day_closed")."""
         tz = self.settings.memory.timezone
         ts_ms = calendar.to_ms(msg.ts or self.clock.now())
         day = calendar.local_day_ms(ts_ms, tz)
+        day_end_ms = calendar.day_end_ms(day, tz) if own_day else 0
         text, truncated = stored_text(
             msg.text, self.settings.memory.max_message_chars, msg.attachments
         )
@@ -135,7 +162,7 @@ class Intake:
             ts_ms=ts_ms,
             tokens=self.counter.count(text),
             day=day,
-            day_end_ms=calendar.day_end_ms(day, tz),
+            own_day_end_ms=day_end_ms,
         )
 
     async def accept(
@@ -157,9 +184,8 @@ class Intake:
         clock held at the message). ``own_day``: refuse the message (``outcome``
         "day_closed") rather than count it in a later day than its own. ``prepared``: the
         message as :meth:`prepare` made it, when the caller has it already."""
-        prepared = prepared or self.prepare(msg)
-        if own_day:
-            prepared = replace(prepared, own_day=True)
+        if prepared is None or (own_day and not prepared.own_day_end_ms):
+            prepared = self.prepare(msg, own_day=own_day)
         if self.outage.waits_behind(prepared.scope):  # an outage is being caught up: in order
             if not hold:
                 raise StoreUnavailable(f"{self.held} messages wait for Redis to come back")
@@ -186,7 +212,7 @@ class Intake:
             day=prepared.day,
             place_name=msg.place_name[:120],
             held=held,
-            own_day_end_ms=prepared.day_end_ms if prepared.own_day else 0,
+            own_day_end_ms=prepared.own_day_end_ms,
             public=msg.public,
             reply_to=msg.reply_to,
             audience=msg.audience.value,

@@ -15,5 +15,6 @@ class Prepared:
     ts_ms: int
     tokens: int
     day: str  # its local day (the default timezone's: the store's day index)
-    day_end_ms: int  # when that day ends
-    own_day: bool = False  # refused rather than counted in a later day (replay)
+    # When that day ends, for a message refused rather than counted in a later day (a
+    # replayed or learned one); 0: counted where it arrives.
+    own_day_end_ms: int = 0

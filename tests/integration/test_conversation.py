@@ -136,9 +136,9 @@ async def test_a_message_is_prepared_once_for_the_store_and_the_prompt(
     prepared: list[str] = []
     prepare = core.intake.prepare
 
-    def counted(msg: IncomingMessage) -> Any:
+    def counted(msg: IncomingMessage, **options: Any) -> Any:
         prepared.append(msg.text)
-        return prepare(msg)
+        return prepare(msg, **options)
 
     core.intake.prepare = counted  # type: ignore[method-assign]
     turn = await turn_for(conversation, "what is for lunch?")

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from memory_core.fleet.pacing import Allowance, Pacing
+from memory_core.fleet.pacing import KEPT_FOR_LAST_WORDS, Allowance, Pacing
 from memory_core.store.keys import KeySchema
 from tests.helpers import CoreFactory
 
@@ -58,6 +58,25 @@ async def test_a_drafts_share_leaves_room_for_the_last_words(make_core: CoreFact
     assert not await core.pacing.wait(name, allowance, max_wait_s=0.05)
     with pytest.raises(ValueError, match="at least one call"):
         Allowance(calls=0, window_s=1.0)
+
+
+async def test_the_doors_rule_keeps_the_last_words_room_and_lets_them_wait(
+    make_core: CoreFactory,
+) -> None:
+    """:meth:`Pacing.room`, the rule both doors answer by: a draft's update takes no more
+    than the share that leaves KEPT_FOR_LAST_WORDS calls; the last words take those, and
+    wait for the window when even they are spent."""
+    core = await make_core(offline=True)
+    allowance = Allowance(calls=KEPT_FOR_LAST_WORDS + 2, window_s=3.0)
+    name = "slack:T1:post:C1"
+    drafts = [await core.pacing.room(name, allowance, wait=False) for _ in range(4)]
+    assert drafts == [True, True, False, False]  # two of four: two kept for the last words
+    started = time.monotonic()
+    for _ in range(KEPT_FOR_LAST_WORDS):
+        assert await core.pacing.room(name, allowance, wait=True)
+    assert time.monotonic() - started < 2.5  # the kept calls were there, not a window later
+    assert await core.pacing.room(name, allowance, wait=True)  # waited for the window
+    assert time.monotonic() - started >= 1.5
 
 
 async def test_with_redis_away_calls_go_unpaced(caplog: pytest.LogCaptureFixture) -> None:
