@@ -29,8 +29,8 @@ from itsdangerous import BadData, Signer, URLSafeTimedSerializer
 
 COOKIE_NAME = "mb_session"
 SESSION_TTL_S = 8 * 3600
-_SESSION_SALT = "memorybot dashboard session v2"
-_CSRF_SALT = "memorybot dashboard csrf v2"
+_SESSION_SALT = "memorybot dashboard session"
+_CSRF_SALT = "memorybot dashboard csrf"
 # The cookies: HMAC-SHA256 (itsdangerous defaults to SHA-1), as the CSRF signer below.
 _SIGNING = {"digest_method": hashlib.sha256, "key_derivation": "hmac"}
 MAX_COOKIE = 200  # a cookie longer than ours is not ours: refused before any work

@@ -564,6 +564,7 @@ NOT_UTF8_STDIN = {
     "surrogateescape": {
         "PYTHONIOENCODING": "utf-8:surrogateescape",
         "MEMORYBOT_MEMORY__RECALL_EMBEDDER": "local",
+        "MEMORYBOT_MEMORY__RECALL_WAIT_S": "300",  # the model's loading may outlast 2 s
     },
 }
 
@@ -677,7 +678,9 @@ async def test_ask_with_an_argument_that_is_not_utf8(cli: CLI, clean_redis: str)
     assert "Traceback" not in run.err
     assert "warning: TEXT is not UTF-8 text" in run.err
     assert "No LLM is configured" in run.out
-    again = await cli("ask", "who said au lait?", **env)
+    # Recall waited for whole: on a busy machine, loading the local model could outlast the
+    # live default (memory.recall_wait_s), and the answer would show nothing recalled.
+    again = await cli("ask", "who said au lait?", MEMORYBOT_MEMORY__RECALL_WAIT_S="300", **env)
     assert "] you: caf\ufffd au lait" in again.out
     shown = await cli("memory", "show", "--scope", "default", REDIS_URL=clean_redis)
     assert "you: caf\ufffd au lait" in shown.out
