@@ -1,8 +1,9 @@
 """The only part of memorybot that talks to Redis (the only one that imports redis:
 ``tests/unit/test_layout.py`` checks it): key names (``keys``), the Lua scripts, the
-repository the rest of the core uses (``MemoryRepo``), the I/O of the fleet (``queue``,
-``spend``, ``ratelimit``, ``metrics``: the decisions stay in ``memory_core.fleet``) and of
-recall (``recall_reads``), what the server says of itself (``server_info``), the
+repository's parts the rest of the core takes (held by ``MemoryRepo``: ``reads``,
+``writes``, ``steps``, ``messages``, ``ledger``), the I/O of the fleet (``queue``, ``spend``,
+``ratelimit``, ``metrics``, ``heartbeats``: the decisions stay in ``memory_core.fleet``) and
+of recall (``recall_reads``), what the server says of itself (``server_info``), the
 connections (``open_store``; the hot path's own, ``lane``) and the embedded Valkey server.
 Redis errors are translated into ``StoreError`` here, once (``redis_errors``)."""
 
