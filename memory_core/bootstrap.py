@@ -109,13 +109,17 @@ class Core:
         await self.recall.close()
 
     async def close(self) -> None:
+        """Stop everything; what the last work handed on raised (a one-shot core's) is raised
+        once the store and the model's client are closed, not instead of closing them."""
         await self.scheduler.stop()
         await self.stop_workers()
-        await self.drain()
-        await self.intake.after.close()
-        await self.metrics.stop()
-        await self.llm.close()
-        await self.store.close()
+        try:
+            await self.drain()
+        finally:
+            await self.intake.after.close()
+            await self.metrics.stop()
+            await self.llm.close()
+            await self.store.close()
 
 
 def choose_embedder(settings: Settings, llm: LLM) -> Embedder | None:

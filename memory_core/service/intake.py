@@ -103,7 +103,8 @@ class AfterStore:
             raise failed
 
     async def close(self) -> None:
-        """Stop the worker, once what was handed on is done."""
+        """Stop the worker, once what was handed on is done (what failed there was raised by
+        the drain before this, or is raised by this one)."""
         try:
             await self.drain()
         finally:
